@@ -1,0 +1,257 @@
+// Package appliance is the composition root: it builds every subsystem from
+// the configuration, starts the ones server_features asks for, and stops
+// them in reverse order. The domain lives in one sub-package per subsystem.
+package appliance
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"time"
+
+	"beaconhub/appliance/applog"
+	"beaconhub/appliance/auth"
+	"beaconhub/appliance/clock"
+	"beaconhub/appliance/config"
+	"beaconhub/appliance/diag"
+	"beaconhub/handlers"
+	"beaconhub/store"
+	"beaconhub/web"
+)
+
+// Options tune how the appliance is built.
+type Options struct {
+	Home   string
+	Debug  bool
+	Logger *slog.Logger
+	// LogLevel, when set, is raised to Debug while server_mode is debug.
+	LogLevel *slog.LevelVar
+	Clock    clock.Clock
+	// HTTPListen overrides ":<server_http_port>" (tests bind 127.0.0.1:0).
+	HTTPListen string
+	// BcryptCost lowers password hashing cost in tests.
+	BcryptCost int
+}
+
+// App is a built appliance.
+type App struct {
+	opts   Options
+	paths  config.Paths
+	live   *config.Live
+	log    *slog.Logger
+	clock  clock.Clock
+	load   config.LoadResult
+	db     *store.DB
+	auth   *auth.Service
+	applog *applog.Log
+	diag   *diag.Snapshotter
+
+	httpSrv *http.Server
+	httpLn  net.Listener
+
+	stopOnce sync.Once
+	stops    []func(ctx context.Context) error // run in reverse on shutdown
+}
+
+// InitialPasswordFile is where the first admin password is written on a
+// fresh install, so `make run` can say where to find it.
+func InitialPasswordFile(home string) string {
+	return filepath.Join(home, "config", "initial-admin-password")
+}
+
+// New loads the configuration and builds every enabled subsystem.
+func New(opts Options) (*App, error) {
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if opts.Clock == nil {
+		opts.Clock = clock.Real{}
+	}
+	paths := config.Paths{Home: opts.Home}
+	cfg, extra, res, err := config.Load(paths, config.ActiveBrand())
+	if err != nil {
+		return nil, err
+	}
+	a := &App{opts: opts, paths: paths, log: opts.Logger, clock: opts.Clock, load: res,
+		live: config.NewLive(cfg, extra, paths.ConfigFile())}
+	if res.Migrated {
+		a.log.Info("configuration migrated into config/", "file", paths.ConfigFile())
+	}
+	for _, k := range res.UnknownKeys {
+		a.log.Warn("unknown configuration key kept as is", "key", k)
+	}
+	if err := os.MkdirAll(paths.LogDir(), 0o750); err != nil {
+		return nil, fmt.Errorf("create log directory: %w", err)
+	}
+	if err := a.build(); err != nil {
+		a.closeAll()
+		return nil, err
+	}
+	return a, nil
+}
+
+// needsDB is false only for a bridge-only deployment, which keeps no
+// database of its own.
+func (a *App) needsDB() bool {
+	for _, f := range a.live.Get().EnabledFeatures() {
+		if f != config.FeatureBridge {
+			return true
+		}
+	}
+	return false
+}
+
+func (a *App) build() error {
+	cfg := a.live.Get()
+	if a.needsDB() {
+		db, err := store.Open(a.paths.DBFile(cfg), store.OpenOptions{})
+		if err != nil {
+			return err
+		}
+		a.db = db
+		a.onStop(func(context.Context) error { return db.Close() })
+		a.applog = applog.New(db, a.live, a.clock, a.log)
+		as, err := auth.New(db, a.live, auth.Options{Clock: a.clock, BcryptCost: a.opts.BcryptCost, Logger: a.log})
+		if err != nil {
+			return err
+		}
+		a.auth = as
+		if err := a.ensureAdmin(); err != nil {
+			return err
+		}
+	}
+	a.diag = diag.New(a.live, a.paths, a.clock, a.log, a.opts.Debug)
+	a.onStop(func(context.Context) error { a.diag.Close(); return nil })
+	if a.opts.LogLevel != nil {
+		apply := func(_, c *config.Config) {
+			if a.opts.Debug || c.ServerMode == "debug" {
+				a.opts.LogLevel.Set(slog.LevelDebug)
+			} else {
+				a.opts.LogLevel.Set(slog.LevelInfo)
+			}
+		}
+		apply(nil, cfg)
+		a.live.Subscribe(apply)
+	}
+	return nil
+}
+
+// ensureAdmin creates the default admin on first install and writes its
+// password to a 0600 file next to the configuration; the file is removed
+// once that password has been changed.
+func (a *App) ensureAdmin() error {
+	created, err := a.auth.EnsureDefaultAdmin()
+	if err != nil {
+		return fmt.Errorf("create default admin: %w", err)
+	}
+	file := InitialPasswordFile(a.paths.Home)
+	cfg := a.live.Get()
+	if created {
+		body := fmt.Sprintf("email: %s\npassword: %s\n", cfg.DefaultEmail, cfg.DefaultPassword)
+		if err := os.WriteFile(file, []byte(body), 0o600); err != nil {
+			return fmt.Errorf("write initial admin password: %w", err)
+		}
+		a.log.Info("default admin created; change its password after the first login", "email", cfg.DefaultEmail, "file", file)
+		return nil
+	}
+	if u, err := a.db.GetUserByEmail(cfg.DefaultEmail); err == nil && !u.MustChangePassword {
+		_ = os.Remove(file)
+	}
+	return nil
+}
+
+func (a *App) onStop(fn func(ctx context.Context) error) { a.stops = append(a.stops, fn) }
+
+// Live returns the live configuration.
+func (a *App) Live() *config.Live { return a.live }
+
+// DB returns the store (nil in bridge-only mode).
+func (a *App) DB() *store.DB { return a.db }
+
+// Auth returns the auth service (nil in bridge-only mode).
+func (a *App) Auth() *auth.Service { return a.auth }
+
+// Paths returns the install paths.
+func (a *App) Paths() config.Paths { return a.paths }
+
+// Handler builds the HTTP handler.
+func (a *App) Handler() http.Handler {
+	return handlers.New(handlers.Deps{
+		Live: a.live, DB: a.db, Auth: a.auth, AppLog: a.applog, Logger: a.log, Static: web.FS(),
+	})
+}
+
+// Start binds the listeners and starts the enabled subsystems.
+func (a *App) Start() error {
+	cfg := a.live.Get()
+	addr := a.opts.HTTPListen
+	if addr == "" {
+		addr = ":" + strconv.Itoa(cfg.HTTPPort)
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("HTTP listen on %s: %w", addr, err)
+	}
+	a.httpLn = ln
+	a.httpSrv = &http.Server{
+		Handler:           a.Handler(),
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       60 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          slog.NewLogLogger(a.log.Handler(), slog.LevelDebug),
+	}
+	go func() {
+		if err := a.httpSrv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			a.log.Error("HTTP server stopped", "err", err)
+		}
+	}()
+	a.diag.Start()
+	a.log.Info("beaconhub started", "http", ln.Addr().String(), "features", cfg.EnabledFeatures(), "home", a.paths.Home)
+	return nil
+}
+
+// HTTPAddr is the bound HTTP address.
+func (a *App) HTTPAddr() string {
+	if a.httpLn == nil {
+		return ""
+	}
+	return a.httpLn.Addr().String()
+}
+
+// Shutdown stops accepting, drains in-flight requests and work, then closes
+// the subsystems and the store, in reverse order of start.
+func (a *App) Shutdown(ctx context.Context) error {
+	var first error
+	a.stopOnce.Do(func() {
+		if a.httpSrv != nil {
+			if err := a.httpSrv.Shutdown(ctx); err != nil {
+				first = err
+			}
+		}
+		if err := a.closeAll(); err != nil && first == nil {
+			first = err
+		}
+	})
+	return first
+}
+
+func (a *App) closeAll() error {
+	var first error
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for i := len(a.stops) - 1; i >= 0; i-- {
+		if err := a.stops[i](ctx); err != nil && first == nil {
+			first = err
+		}
+	}
+	a.stops = nil
+	return first
+}

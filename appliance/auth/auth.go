@@ -1,0 +1,219 @@
+// Package auth owns identities: the RS256 signing key (kept in the store so
+// tokens survive restarts) and its JWKS, access-token issue and
+// verification, rotating refresh tokens with reuse detection, password
+// hashing, the login throttle, and user accounts with their roles.
+package auth
+
+import (
+	"crypto/sha256"
+	"errors"
+	"log/slog"
+	"net/mail"
+	"strings"
+	"time"
+
+	"beaconhub/appliance/apperr"
+	"beaconhub/appliance/clock"
+	"beaconhub/appliance/config"
+	"beaconhub/store"
+
+	"golang.org/x/crypto/bcrypt"
+)
+
+// Roles.
+const (
+	RoleAdmin       = "admin"
+	RoleUser        = "user"
+	RoleMaintenance = "maintenance"
+	RoleAPI         = "api"
+)
+
+// ValidRole reports whether r is a known role.
+func ValidRole(r string) bool {
+	switch r {
+	case RoleAdmin, RoleUser, RoleMaintenance, RoleAPI:
+		return true
+	}
+	return false
+}
+
+// RefreshTTL is the lifetime of a refresh token.
+const RefreshTTL = 30 * 24 * time.Hour
+
+// Options configure a Service.
+type Options struct {
+	Clock clock.Clock
+	// BcryptCost defaults to bcrypt.DefaultCost; tests lower it.
+	BcryptCost int
+	Logger     *slog.Logger
+}
+
+// Service is the auth subsystem.
+type Service struct {
+	db      *store.DB
+	live    *config.Live
+	clock   clock.Clock
+	cost    int
+	keys    *keySet
+	limiter *Limiter
+	log     *slog.Logger
+	// dummyHash makes a login for an unknown email cost as much as a wrong
+	// password, so response time does not reveal which emails exist.
+	dummyHash []byte
+}
+
+// New loads (or on first start generates) the signing key.
+func New(db *store.DB, live *config.Live, opts Options) (*Service, error) {
+	if opts.Clock == nil {
+		opts.Clock = clock.Real{}
+	}
+	if opts.BcryptCost == 0 {
+		opts.BcryptCost = bcrypt.DefaultCost
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	ks, err := loadOrCreateKey(db)
+	if err != nil {
+		return nil, err
+	}
+	dummy, err := bcrypt.GenerateFromPassword([]byte("not-a-password"), opts.BcryptCost)
+	if err != nil {
+		return nil, err
+	}
+	return &Service{
+		db: db, live: live, clock: opts.Clock, cost: opts.BcryptCost, keys: ks,
+		limiter: NewLimiter(opts.Clock), log: opts.Logger, dummyHash: dummy,
+	}, nil
+}
+
+// Limiter exposes the login throttle (status and tests).
+func (s *Service) Limiter() *Limiter { return s.limiter }
+
+// HashPassword hashes a password with bcrypt.
+func (s *Service) HashPassword(pw string) (string, error) {
+	h, err := bcrypt.GenerateFromPassword([]byte(pw), s.cost)
+	return string(h), err
+}
+
+// ValidatePassword enforces the password policy.
+func ValidatePassword(pw string) error {
+	if len(pw) < 8 {
+		return apperr.InvalidField("password", "password must be at least 8 characters")
+	}
+	if len(pw) > 72 {
+		// bcrypt ignores bytes past 72; refuse rather than silently truncate.
+		return apperr.InvalidField("password", "password must be at most 72 bytes")
+	}
+	return nil
+}
+
+// ValidateEmail checks that e is a plain address.
+func ValidateEmail(e string) error {
+	a, err := mail.ParseAddress(e)
+	if err != nil || a.Address != strings.TrimSpace(e) || len(e) > 254 {
+		return apperr.InvalidField("email", "email must be a valid address")
+	}
+	return nil
+}
+
+// CreateUser validates and stores a new account.
+func (s *Service) CreateUser(email, password, role string, mustChange bool) (*store.User, error) {
+	if err := ValidateEmail(email); err != nil {
+		return nil, err
+	}
+	if err := ValidatePassword(password); err != nil {
+		return nil, err
+	}
+	if !ValidRole(role) {
+		return nil, apperr.InvalidField("role", "role must be one of admin, user, maintenance, api")
+	}
+	h, err := s.HashPassword(password)
+	if err != nil {
+		return nil, err
+	}
+	now := s.clock.Now().UTC()
+	u := &store.User{Email: email, PasswordHash: h, Role: role, MustChangePassword: mustChange,
+		CreatedAt: now, UpdatedAt: now, PasswordChangedAt: now}
+	if err := s.db.CreateUser(u); err != nil {
+		if errors.Is(err, store.ErrDuplicate) {
+			return nil, apperr.Conflict("a user with this email already exists")
+		}
+		return nil, err
+	}
+	return u, nil
+}
+
+// EnsureDefaultAdmin creates the default admin from the configuration when
+// the database has no users yet (first install). The account must change
+// its password at first login.
+func (s *Service) EnsureDefaultAdmin() (bool, error) {
+	n, err := s.db.CountUsers()
+	if err != nil || n > 0 {
+		return false, err
+	}
+	c := s.live.Get()
+	if _, err := s.CreateUser(c.DefaultEmail, c.DefaultPassword, RoleAdmin, true); err != nil {
+		return false, err
+	}
+	return true, nil
+}
+
+// DeleteUser removes an account (never the last admin).
+func (s *Service) DeleteUser(id uint64) error {
+	err := s.db.DeleteUser(id)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return apperr.NotFound("user not found")
+	case errors.Is(err, store.ErrLastAdmin):
+		return apperr.Conflict("the last admin account cannot be deleted")
+	}
+	return err
+}
+
+// ChangePassword needs the current password. Every refresh token and
+// every access token issued before the change stop working, so other
+// sessions must log in again; the caller gets a fresh pair.
+func (s *Service) ChangePassword(userID uint64, current, next string) (*LoginResult, error) {
+	u, err := s.db.GetUser(userID)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, apperr.NotFound("user not found")
+	}
+	if err != nil {
+		return nil, err
+	}
+	if bcrypt.CompareHashAndPassword([]byte(u.PasswordHash), []byte(current)) != nil {
+		return nil, apperr.InvalidField("current_password", "current password is wrong")
+	}
+	if err := ValidatePassword(next); err != nil {
+		return nil, err
+	}
+	if current == next {
+		return nil, apperr.InvalidField("new_password", "new password must differ from the current one")
+	}
+	h, err := s.HashPassword(next)
+	if err != nil {
+		return nil, err
+	}
+	// Second resolution, like the iat claim it is compared with.
+	now := s.clock.Now().UTC().Truncate(time.Second)
+	u, err = s.db.UpdateUser(userID, func(u *store.User) error {
+		u.PasswordHash = h
+		u.MustChangePassword = false
+		u.PasswordChangedAt = now
+		u.UpdatedAt = now
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := s.db.RevokeUserRefreshTokens(userID); err != nil {
+		return nil, err
+	}
+	return s.issue(u, "")
+}
+
+func hashToken(tok string) []byte {
+	h := sha256.Sum256([]byte(tok))
+	return h[:]
+}

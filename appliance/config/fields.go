@@ -1,0 +1,193 @@
+package config
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"reflect"
+	"strings"
+)
+
+// fieldIndex maps each key to its Config struct field, built once.
+var fieldIndex = func() map[string]int {
+	m := map[string]int{}
+	t := reflect.TypeOf(Config{})
+	for i := 0; i < t.NumField(); i++ {
+		tag := strings.Split(t.Field(i).Tag.Get("json"), ",")[0]
+		m[tag] = i
+	}
+	for _, o := range Options {
+		if _, ok := m[o.Key]; !ok {
+			panic("config: option without a Config field: " + o.Key)
+		}
+	}
+	return m
+}()
+
+// Get returns the value of key in c as a plain Go value.
+func (c *Config) Get(key string) any {
+	i, ok := fieldIndex[key]
+	if !ok {
+		return nil
+	}
+	v := reflect.ValueOf(c).Elem().Field(i).Interface()
+	if ss, ok := v.([]string); ok {
+		return append([]string(nil), ss...)
+	}
+	return v
+}
+
+func (c *Config) set(key string, v any) {
+	reflect.ValueOf(c).Elem().Field(fieldIndex[key]).Set(reflect.ValueOf(v))
+}
+
+// ValidationError names the key and the offending value (never a secret's).
+type ValidationError struct {
+	Key   string
+	Value string
+	Msg   string
+}
+
+func (e *ValidationError) Error() string {
+	if e.Value == "" {
+		return fmt.Sprintf("config %s: %s", e.Key, e.Msg)
+	}
+	return fmt.Sprintf("config %s = %s: %s", e.Key, e.Value, e.Msg)
+}
+
+func shown(o Option, raw any) string {
+	if o.Secret {
+		return ""
+	}
+	b, err := json.Marshal(raw)
+	if err != nil {
+		return fmt.Sprint(raw)
+	}
+	if len(b) > 80 {
+		b = append(b[:77], "..."...)
+	}
+	return string(b)
+}
+
+// coerce turns a decoded JSON value into the option's Go type, strictly: a
+// string where a number belongs is an error, not a zero.
+func coerce(o Option, raw any) (any, error) {
+	bad := func(want string) error {
+		return &ValidationError{Key: o.Key, Value: shown(o, raw), Msg: "must be " + want}
+	}
+	switch o.Kind {
+	case KindString:
+		s, ok := raw.(string)
+		if !ok {
+			return nil, bad("a string")
+		}
+		return s, nil
+	case KindBool:
+		b, ok := raw.(bool)
+		if !ok {
+			return nil, bad("true or false")
+		}
+		return b, nil
+	case KindInt:
+		var f float64
+		switch n := raw.(type) {
+		case float64:
+			f = n
+		case int:
+			f = float64(n)
+		case int64:
+			f = float64(n)
+		case json.Number:
+			x, err := n.Float64()
+			if err != nil {
+				return nil, bad("an integer")
+			}
+			f = x
+		default:
+			return nil, bad("an integer")
+		}
+		if f != math.Trunc(f) || math.Abs(f) > 1<<53 {
+			return nil, bad("an integer")
+		}
+		return int(f), nil
+	case KindStrings:
+		arr, ok := raw.([]any)
+		if !ok {
+			if ss, ok := raw.([]string); ok {
+				return append([]string(nil), ss...), nil
+			}
+			return nil, bad("an array of strings")
+		}
+		out := make([]string, 0, len(arr))
+		for _, e := range arr {
+			s, ok := e.(string)
+			if !ok {
+				return nil, bad("an array of strings")
+			}
+			out = append(out, s)
+		}
+		return out, nil
+	}
+	return nil, bad("a known type")
+}
+
+// apply coerces, validates and stores one value.
+func (c *Config) apply(o Option, raw any) error {
+	v, err := coerce(o, raw)
+	if err != nil {
+		return err
+	}
+	if o.Validate != nil {
+		if err := o.Validate(v); err != nil {
+			return &ValidationError{Key: o.Key, Value: shown(o, raw), Msg: err.Error()}
+		}
+	}
+	c.set(o.Key, v)
+	return nil
+}
+
+// Defaults returns a Config with every key at its brand default.
+func Defaults(b Brand) *Config {
+	c := &Config{}
+	for _, o := range Options {
+		c.set(o.Key, o.Default(b))
+	}
+	return c
+}
+
+// Validate checks every key of c.
+func (c *Config) Validate() error {
+	for _, o := range Options {
+		if o.Validate == nil {
+			continue
+		}
+		if err := o.Validate(c.Get(o.Key)); err != nil {
+			return &ValidationError{Key: o.Key, Value: shown(o, c.Get(o.Key)), Msg: err.Error()}
+		}
+	}
+	return nil
+}
+
+// Masked returns key -> value with secrets replaced by a mask that says
+// only whether the secret is set; restricted secrets are omitted entirely.
+func (c *Config) Masked() map[string]any {
+	out := map[string]any{}
+	for _, o := range Options {
+		if o.Restricted {
+			continue
+		}
+		v := c.Get(o.Key)
+		if o.Secret {
+			if v.(string) == "" {
+				v = ""
+			} else {
+				v = Mask
+			}
+		}
+		out[o.Key] = v
+	}
+	return out
+}
+
+// Mask stands in for a set secret wherever configuration is shown.
+const Mask = "********"

@@ -1,0 +1,184 @@
+package config
+
+import (
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+
+	"github.com/spf13/viper"
+)
+
+// Paths locates the files of an install directory ("home").
+type Paths struct {
+	Home string
+}
+
+// ConfigFile is home/config/main.config.json.
+func (p Paths) ConfigFile() string { return filepath.Join(p.Home, "config", "main.config.json") }
+
+// legacyFile is the pre-8.0 location in home's root.
+func (p Paths) legacyFile() string { return filepath.Join(p.Home, "main.config.json") }
+
+// DBFile resolves server_db_path against home.
+func (p Paths) DBFile(c *Config) string { return p.Resolve(c.DBPath) }
+
+// Resolve makes a home-relative path absolute; absolute paths stay.
+func (p Paths) Resolve(rel string) string {
+	if filepath.IsAbs(rel) {
+		return rel
+	}
+	return filepath.Join(p.Home, rel)
+}
+
+// LogDir is home/logs.
+func (p Paths) LogDir() string { return filepath.Join(p.Home, "logs") }
+
+// LoadResult says what loading changed on disk, for the startup log.
+type LoadResult struct {
+	Migrated      bool     // root file moved into config/
+	Created       bool     // no file existed; one was written with defaults
+	FilledKeys    []string // keys that were missing and got defaults
+	GeneratedKeys []string // secrets generated on this start
+	UnknownKeys   []string // keys this binary does not know (kept in the file)
+}
+
+// Load reads home's configuration, migrating a root-level file, filling
+// missing keys from the brand defaults (generating fresh secrets where the
+// default is "generate"), validating every key, and writing the file back
+// atomically with mode 0600 when anything was filled in.
+func Load(p Paths, b Brand) (*Config, map[string]any, LoadResult, error) {
+	var res LoadResult
+	path := p.ConfigFile()
+	if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
+		return nil, nil, res, fmt.Errorf("create config directory: %w", err)
+	}
+	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+		if _, err := os.Stat(p.legacyFile()); err == nil {
+			if err := os.Rename(p.legacyFile(), path); err != nil {
+				return nil, nil, res, fmt.Errorf("migrate %s into config/: %w", p.legacyFile(), err)
+			}
+			res.Migrated = true
+		}
+	}
+	raw := map[string]any{}
+	if _, err := os.Stat(path); err == nil {
+		v := viper.New()
+		v.SetConfigFile(path)
+		v.SetConfigType("json")
+		if err := v.ReadInConfig(); err != nil {
+			return nil, nil, res, fmt.Errorf("read %s: %w", path, err)
+		}
+		raw = v.AllSettings()
+	} else {
+		res.Created = true
+	}
+	c, extra, err := build(raw, b, &res)
+	if err != nil {
+		return nil, nil, res, err
+	}
+	if res.Created || len(res.FilledKeys) > 0 || res.Migrated {
+		if err := WriteFile(path, c, extra); err != nil {
+			return nil, nil, res, err
+		}
+	}
+	return c, extra, res, nil
+}
+
+// build applies raw file values over defaults.
+func build(raw map[string]any, b Brand, res *LoadResult) (*Config, map[string]any, error) {
+	c := Defaults(b)
+	extra := map[string]any{}
+	known := map[string]bool{}
+	for _, o := range Options {
+		known[o.Key] = true
+		val, ok := raw[o.Key]
+		if !ok {
+			res.FilledKeys = append(res.FilledKeys, o.Key)
+			if o.Generated {
+				c.set(o.Key, randomSecret())
+				res.GeneratedKeys = append(res.GeneratedKeys, o.Key)
+			}
+			continue
+		}
+		if err := c.apply(o, val); err != nil {
+			return nil, nil, err
+		}
+		if o.Generated && c.Get(o.Key).(string) == "" {
+			c.set(o.Key, randomSecret())
+			res.GeneratedKeys = append(res.GeneratedKeys, o.Key)
+			res.FilledKeys = append(res.FilledKeys, o.Key)
+		}
+	}
+	for k, v := range raw {
+		if !known[k] {
+			extra[k] = v
+			res.UnknownKeys = append(res.UnknownKeys, k)
+		}
+	}
+	sort.Strings(res.UnknownKeys)
+	return c, extra, nil
+}
+
+// randomSecret returns 18 random bytes, URL-safe encoded (24 characters).
+func randomSecret() string {
+	var buf [18]byte
+	if _, err := rand.Read(buf[:]); err != nil {
+		panic(err) // crypto/rand does not fail on supported platforms
+	}
+	return base64.RawURLEncoding.EncodeToString(buf[:])
+}
+
+// RandomSecret is exported for commands that rotate a generated secret.
+func RandomSecret() string { return randomSecret() }
+
+// WriteFile writes every key of c (plus unknown keys kept from the file)
+// atomically: temp file, fsync, rename, fsync of the directory. Mode 0600
+// because the file holds secrets.
+func WriteFile(path string, c *Config, extra map[string]any) error {
+	out := map[string]any{}
+	for k, v := range extra {
+		out[k] = v
+	}
+	for _, o := range Options {
+		out[o.Key] = c.Get(o.Key)
+	}
+	data, err := json.MarshalIndent(out, "", "  ")
+	if err != nil {
+		return err
+	}
+	data = append(data, '\n')
+	dir := filepath.Dir(path)
+	tmp, err := os.CreateTemp(dir, ".main.config.json.*")
+	if err != nil {
+		return fmt.Errorf("write config: %w", err)
+	}
+	defer os.Remove(tmp.Name())
+	if err := tmp.Chmod(0o600); err != nil {
+		tmp.Close()
+		return fmt.Errorf("write config: %w", err)
+	}
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return fmt.Errorf("write config: %w", err)
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return fmt.Errorf("write config: %w", err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("write config: %w", err)
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return fmt.Errorf("write config: %w", err)
+	}
+	if d, err := os.Open(dir); err == nil {
+		_ = d.Sync()
+		d.Close()
+	}
+	return nil
+}

@@ -1,0 +1,54 @@
+// Command beaconhub is the BeaconHub appliance: `serve` runs it, the other
+// subcommands inspect or maintain an install directory.
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+)
+
+const usage = `usage: beaconhub <command> [flags]
+
+commands:
+  serve [--home DIR] [--debug]     run the appliance
+  version                          print version and brand
+  config check [--home DIR]        validate and print the effective configuration (secrets masked)
+  mobile-key regenerate [--home DIR]  replace server_mobile_api_key (restart to apply)
+
+--home defaults to $BEACONHUB_HOME, else the current directory.
+`
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return 2
+	}
+	switch args[0] {
+	case "serve":
+		return cmdServe(args[1:], stdout, stderr)
+	case "version", "--version":
+		return cmdVersion(stdout)
+	case "config":
+		if len(args) < 2 || args[1] != "check" {
+			fmt.Fprint(stderr, usage)
+			return 2
+		}
+		return cmdConfigCheck(args[2:], stdout, stderr)
+	case "mobile-key":
+		if len(args) < 2 || args[1] != "regenerate" {
+			fmt.Fprint(stderr, usage)
+			return 2
+		}
+		return cmdMobileKey(args[2:], stdout, stderr)
+	case "help", "-h", "--help":
+		fmt.Fprint(stdout, usage)
+		return 0
+	}
+	fmt.Fprintf(stderr, "unknown command %q\n\n%s", args[0], usage)
+	return 2
+}

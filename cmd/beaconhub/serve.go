@@ -1,0 +1,108 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"beaconhub/appliance"
+	"beaconhub/appliance/applog"
+)
+
+// homeFlag registers --home with its $BEACONHUB_HOME / cwd default.
+func homeFlag(fs *flag.FlagSet) *string {
+	def := os.Getenv("BEACONHUB_HOME")
+	if def == "" {
+		def = "."
+	}
+	return fs.String("home", def, "install directory (config/, database, logs/)")
+}
+
+func absHome(h string) (string, error) {
+	abs, err := filepath.Abs(h)
+	if err != nil {
+		return "", err
+	}
+	return abs, os.MkdirAll(abs, 0o750)
+}
+
+func cmdServe(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	home := homeFlag(fs)
+	debug := fs.Bool("debug", false, "debug logging and diagnostic snapshots")
+	listen := fs.String("http-listen", "", "override the HTTP listen address (default :server_http_port)")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	h, err := absHome(*home)
+	if err != nil {
+		fmt.Fprintf(stderr, "home %s: %v\n", *home, err)
+		return 1
+	}
+	level := new(slog.LevelVar)
+	if *debug {
+		level.Set(slog.LevelDebug)
+	}
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level, ReplaceAttr: applog.Redact}))
+	slog.SetDefault(log)
+
+	app, err := appliance.New(appliance.Options{Home: h, Debug: *debug, Logger: log, LogLevel: level, HTTPListen: *listen})
+	if err != nil {
+		fmt.Fprintf(stderr, "beaconhub: %v\n", err)
+		return 1
+	}
+	if err := app.Start(); err != nil {
+		fmt.Fprintf(stderr, "beaconhub: %v\n", err)
+		_ = app.Shutdown(context.Background())
+		return 1
+	}
+	fmt.Fprintf(stdout, "BeaconHub is running: web UI and API at http://%s/\n", displayAddr(app.HTTPAddr()))
+	if _, err := os.Stat(appliance.InitialPasswordFile(h)); err == nil {
+		fmt.Fprintf(stdout, "First admin login: email and password are in %s\n", appliance.InitialPasswordFile(h))
+	}
+
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	sig := <-sigs
+	log.Info("shutting down; a second signal exits at once", "signal", sig.String())
+	done := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		done <- app.Shutdown(ctx)
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			log.Error("shutdown", "err", err)
+			return 1
+		}
+		log.Info("stopped")
+		return 0
+	case <-sigs:
+		log.Warn("second signal: exiting without draining")
+		return 130
+	}
+}
+
+// displayAddr turns a wildcard bind into something a browser can open.
+func displayAddr(a string) string {
+	if len(a) > 0 && a[0] == ':' {
+		return "localhost" + a
+	}
+	if len(a) > 5 && a[:5] == "[::]:" {
+		return "localhost:" + a[5:]
+	}
+	if len(a) > 8 && a[:8] == "0.0.0.0:" {
+		return "localhost:" + a[8:]
+	}
+	return a
+}

@@ -1,0 +1,145 @@
+// Package handlers is BeaconHub's HTTP surface: the route table
+// (routes.go, every method, path and guard on one screen), middleware and
+// guards, the error writer that maps the apperr catalogue to statuses and
+// the {type, message, payload} envelope, one file per resource group, and
+// the static frontend.
+package handlers
+
+import (
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"beaconhub/appliance/apperr"
+)
+
+// envelope is the shape of every JSON response.
+type envelope struct {
+	Type    string `json:"type"`
+	Message string `json:"message"`
+	Payload any    `json:"payload"`
+}
+
+func writeJSON(w http.ResponseWriter, status int, message string, payload any) {
+	if payload == nil {
+		payload = struct{}{}
+	}
+	data, err := json.Marshal(envelope{Type: "success", Message: message, Payload: payload})
+	if err != nil {
+		status = http.StatusInternalServerError
+		data = []byte(`{"type":"error","message":"internal error","payload":{}}`)
+	}
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(status)
+	_, _ = w.Write(data)
+}
+
+func ok(w http.ResponseWriter, payload any) error {
+	writeJSON(w, http.StatusOK, "ok", payload)
+	return nil
+}
+
+func created(w http.ResponseWriter, payload any) error {
+	writeJSON(w, http.StatusCreated, "created", payload)
+	return nil
+}
+
+var statusOf = map[apperr.Kind]int{
+	apperr.KindInvalid:      http.StatusBadRequest,
+	apperr.KindUnauthorized: http.StatusUnauthorized,
+	apperr.KindForbidden:    http.StatusForbidden,
+	apperr.KindNotFound:     http.StatusNotFound,
+	apperr.KindConflict:     http.StatusConflict,
+	apperr.KindTooLarge:     http.StatusRequestEntityTooLarge,
+	apperr.KindTooMany:      http.StatusTooManyRequests,
+	apperr.KindUnavailable:  http.StatusServiceUnavailable,
+}
+
+// writeError turns err into the error envelope. Plain errors are internal:
+// logged with their text, answered with a generic message.
+func writeError(w http.ResponseWriter, r *http.Request, log *slog.Logger, err error) {
+	var mbe *http.MaxBytesError
+	if errors.As(err, &mbe) {
+		err = apperr.TooLarge("request body is larger than %d bytes", mbe.Limit)
+	}
+	e, isApp := apperr.As(err)
+	status := http.StatusInternalServerError
+	msg := "internal error"
+	payload := map[string]any{}
+	if isApp {
+		if s, ok := statusOf[e.Kind]; ok {
+			status, msg = s, e.Msg
+			if e.Field != "" {
+				payload["field"] = e.Field
+			}
+			for k, v := range e.Details {
+				payload[k] = v
+			}
+			if e.Kind == apperr.KindTooMany && e.RetryAfter > 0 {
+				secs := int((e.RetryAfter + 999_999_999) / 1_000_000_000)
+				w.Header().Set("Retry-After", strconv.Itoa(secs))
+			}
+		}
+	}
+	if status >= 500 {
+		log.Error("request failed", "route", routeOf(r), "method", r.Method, "err", err)
+	} else {
+		log.Debug("request refused", "route", routeOf(r), "method", r.Method, "status", status, "err", err)
+	}
+	data, _ := json.Marshal(envelope{Type: "error", Message: msg, Payload: payload})
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(status)
+	_, _ = w.Write(data)
+}
+
+func routeOf(r *http.Request) string {
+	if rt, ok := r.Context().Value(routeKey{}).(string); ok {
+		return rt
+	}
+	return r.URL.Path
+}
+
+// maxBody is the default limit for JSON request bodies.
+const maxBody = 1 << 20
+
+// decode reads a JSON body strictly: size-limited, one object, unknown
+// fields rejected, nothing after it.
+func decode(w http.ResponseWriter, r *http.Request, dst any) error {
+	body := http.MaxBytesReader(w, r.Body, maxBody)
+	dec := json.NewDecoder(body)
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(dst); err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return err
+		}
+		if errors.Is(err, io.EOF) {
+			return apperr.Invalid("request body is empty")
+		}
+		return apperr.Invalid("malformed JSON body: %s", jsonErrText(err))
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return apperr.Invalid("malformed JSON body: unexpected data after the object")
+	}
+	return nil
+}
+
+// jsonErrText keeps decoder messages useful but free of Go type names.
+func jsonErrText(err error) string {
+	var ute *json.UnmarshalTypeError
+	if errors.As(err, &ute) {
+		return "field " + ute.Field + " has the wrong type"
+	}
+	s := err.Error()
+	s = strings.TrimPrefix(s, "json: ")
+	if len(s) > 120 {
+		s = s[:120]
+	}
+	return s
+}

@@ -1,0 +1,82 @@
+package handlers
+
+import (
+	"io/fs"
+	"log/slog"
+	"net/http"
+
+	"beaconhub/appliance/applog"
+	"beaconhub/appliance/auth"
+	"beaconhub/appliance/config"
+	"beaconhub/store"
+
+	"github.com/julienschmidt/httprouter"
+)
+
+// Deps are what the HTTP layer calls into. Subsystems that a feature set
+// does not start are nil, and their routes answer accordingly.
+type Deps struct {
+	Live   *config.Live
+	DB     *store.DB
+	Auth   *auth.Service
+	AppLog *applog.Log
+	Logger *slog.Logger
+	Static fs.FS
+	Status StatusSource
+}
+
+// StatusSource provides cached status snapshots (MQTT and later others).
+type StatusSource interface {
+	MQTTStatus() any
+}
+
+// handlerFunc is a handler that returns its error for the one error writer.
+type handlerFunc func(w http.ResponseWriter, r *http.Request, p httprouter.Params) error
+
+// Server is the HTTP handler of the appliance.
+type Server struct {
+	deps   Deps
+	log    *slog.Logger
+	router *httprouter.Router
+	routes []Route
+}
+
+// New builds the router from the route table.
+func New(d Deps) *Server {
+	if d.Logger == nil {
+		d.Logger = slog.Default()
+	}
+	s := &Server{deps: d, log: d.Logger, router: httprouter.New()}
+	s.router.RedirectTrailingSlash = false
+	s.router.RedirectFixedPath = false
+	s.router.HandleMethodNotAllowed = true
+	s.router.NotFound = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		writeJSONError(w, http.StatusNotFound, "no such endpoint")
+	})
+	s.router.MethodNotAllowed = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		writeJSONError(w, http.StatusMethodNotAllowed, "method not allowed")
+	})
+	s.router.PanicHandler = func(w http.ResponseWriter, r *http.Request, v any) {
+		s.log.Error("handler panic", "route", routeOf(r), "panic", v)
+		writeJSONError(w, http.StatusInternalServerError, "internal error")
+	}
+	s.routes = s.table()
+	for _, rt := range s.routes {
+		s.router.Handle(rt.Method, rt.Path, s.guard(rt, rt.h))
+	}
+	return s
+}
+
+// Routes returns the route table (for the guard-matrix test and docs).
+func (s *Server) Routes() []Route { return append([]Route(nil), s.routes...) }
+
+// ServeHTTP implements http.Handler.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	s.router.ServeHTTP(w, r)
+}
+
+func writeJSONError(w http.ResponseWriter, status int, msg string) {
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.WriteHeader(status)
+	_, _ = w.Write([]byte(`{"type":"error","message":"` + msg + `","payload":{}}`))
+}

@@ -1,0 +1,168 @@
+package handlers
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+	"sort"
+	"strconv"
+	"strings"
+
+	"beaconhub/appliance/apperr"
+	"beaconhub/appliance/applog"
+	"beaconhub/appliance/buildinfo"
+	"beaconhub/appliance/config"
+
+	"github.com/julienschmidt/httprouter"
+)
+
+type optionInfo struct {
+	Key     string `json:"key"`
+	Group   string `json:"group"`
+	UI      bool   `json:"ui"`
+	Secret  bool   `json:"secret"`
+	Restart bool   `json:"restart"`
+}
+
+func (s *Server) settingsPayload() map[string]any {
+	editable, readOnly := s.deps.Live.Groups()
+	var opts []optionInfo
+	for _, o := range config.Options {
+		if o.Restricted {
+			continue
+		}
+		opts = append(opts, optionInfo{Key: o.Key, Group: o.Group, UI: o.UI, Secret: o.Secret, Restart: o.Restart})
+	}
+	return map[string]any{"editable": editable, "read_only": readOnly, "options": opts}
+}
+
+func (s *Server) getSettings(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
+	w.Header().Set("Cache-Control", "no-store")
+	return ok(w, s.settingsPayload())
+}
+
+// patchSettings applies UI-editable keys at once; any other key is a 400
+// naming it, and nothing is applied unless everything validates.
+func (s *Server) patchSettings(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
+	var changes map[string]json.RawMessage
+	if err := decode(w, r, &changes); err != nil {
+		return err
+	}
+	if len(changes) == 0 {
+		return apperr.Invalid("no settings given")
+	}
+	changed, err := s.deps.Live.Patch(changes)
+	var ne *config.NotEditableError
+	var ve *config.ValidationError
+	switch {
+	case errors.As(err, &ne):
+		return apperr.InvalidField(ne.Key, "%s", ne.Error())
+	case errors.As(err, &ve):
+		return apperr.InvalidField(ve.Key, "%s", ve.Error())
+	case err != nil:
+		return err
+	}
+	if len(changed) > 0 {
+		// Keys only: values of secrets must not reach the log.
+		s.deps.AppLog.Record(applog.Normal, "settings.update", strings.Join(changed, ","), claimsFrom(r).Email,
+			"settings changed: "+strings.Join(changed, ", "))
+	}
+	p := s.settingsPayload()
+	sort.Strings(changed)
+	p["changed"] = changed
+	w.Header().Set("Cache-Control", "no-store")
+	return ok(w, p)
+}
+
+// staffTopics are the eight push categories staff can subscribe to.
+var staffTopics = []string{"sensors", "sos", "watches", "batteries", "notseen", "calibration", "test", "health"}
+
+func (s *Server) features(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
+	c := s.deps.Live.Get()
+	type topic struct {
+		Category string `json:"category"`
+		Topic    string `json:"topic"`
+	}
+	topics := make([]topic, 0, len(staffTopics))
+	for _, t := range staffTopics {
+		topics = append(topics, topic{Category: t, Topic: c.ServerID + "-" + t})
+	}
+	feats := c.EnabledFeatures()
+	if feats == nil {
+		feats = []string{}
+	}
+	return ok(w, map[string]any{
+		"server_id":   c.ServerID,
+		"features":    feats,
+		"configured":  c.ServerFeatures,
+		"server_mode": c.ServerMode,
+		"ntfy_topics": topics,
+	})
+}
+
+func (s *Server) version(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
+	b := config.ActiveBrand()
+	return ok(w, map[string]any{
+		"version":    buildinfo.Version,
+		"commit":     buildinfo.Commit,
+		"build_time": buildinfo.BuildTime,
+		"brand":      b.Name,
+		"product":    b.Product,
+		"company":    b.Company,
+	})
+}
+
+func queryInt(r *http.Request, name string, def, min, max int) (int, error) {
+	v := r.URL.Query().Get(name)
+	if v == "" {
+		return def, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < min || n > max {
+		return 0, apperr.InvalidField(name, "%s must be an integer between %d and %d", name, min, max)
+	}
+	return n, nil
+}
+
+func (s *Server) logs(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
+	limit, err := queryInt(r, "limit", 50, 1, 500)
+	if err != nil {
+		return err
+	}
+	var before uint64
+	if c := r.URL.Query().Get("cursor"); c != "" {
+		before, err = strconv.ParseUint(c, 10, 64)
+		if err != nil || before == 0 {
+			return apperr.InvalidField("cursor", "cursor must be a positive integer")
+		}
+	}
+	items, next, err := s.deps.AppLog.List(before, limit)
+	if err != nil {
+		return err
+	}
+	type item struct {
+		ID      uint64 `json:"id"`
+		Time    int64  `json:"time"`
+		Action  string `json:"action"`
+		Subject string `json:"subject"`
+		Actor   string `json:"actor"`
+		Message string `json:"message"`
+	}
+	out := make([]item, 0, len(items))
+	for _, it := range items {
+		out = append(out, item{it.ID, it.Time.UnixMilli(), it.Action, it.Subject, it.Actor, it.Message})
+	}
+	var nc any
+	if next != 0 {
+		nc = strconv.FormatUint(next, 10)
+	}
+	return ok(w, map[string]any{"items": out, "next_cursor": nc})
+}
+
+func (s *Server) statusMQTT(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
+	w.Header().Set("Cache-Control", "no-store")
+	if s.deps.Status == nil {
+		return apperr.Unavailable("MQTT ingest is not running in this configuration")
+	}
+	return ok(w, s.deps.Status.MQTTStatus())
+}

@@ -1,0 +1,96 @@
+// Package store owns BeaconHub's single bbolt database: bucket names, key
+// encoding, record types, schema migrations, one file per entity, and the
+// group-commit writer that the ingest hot path uses. No other package touches
+// *bbolt.DB directly.
+package store
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// ErrLocked is returned by Open when another process holds the database.
+var ErrLocked = errors.New("database is locked by another process")
+
+// ErrNotFound is returned by getters when a record does not exist.
+var ErrNotFound = errors.New("not found")
+
+// DB is the application's database handle.
+type DB struct {
+	bolt *bolt.DB
+	path string
+}
+
+// OpenOptions tune Open; the zero value is production-safe.
+type OpenOptions struct {
+	// LockTimeout bounds the wait for the file lock held by another process.
+	LockTimeout time.Duration
+}
+
+// Open opens (creating if needed) the database at path, waits at most
+// LockTimeout for the file lock, and runs pending migrations.
+func Open(path string, opts OpenOptions) (*DB, error) {
+	if opts.LockTimeout <= 0 {
+		opts.LockTimeout = 2 * time.Second
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
+		return nil, fmt.Errorf("create database directory: %w", err)
+	}
+	b, err := bolt.Open(path, 0o600, &bolt.Options{
+		Timeout:      opts.LockTimeout,
+		FreelistType: bolt.FreelistMapType,
+	})
+	if err != nil {
+		if errors.Is(err, bolt.ErrTimeout) {
+			return nil, fmt.Errorf("open %s: %w (is another beaconhub running with the same home?)", path, ErrLocked)
+		}
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	db := &DB{bolt: b, path: path}
+	if err := db.migrate(); err != nil {
+		_ = b.Close()
+		return nil, err
+	}
+	return db, nil
+}
+
+// Path returns the database file path.
+func (db *DB) Path() string { return db.path }
+
+// Close closes the database.
+func (db *DB) Close() error { return db.bolt.Close() }
+
+// Bolt exposes the raw handle to code inside this package's tests and to the
+// group-commit writer; callers outside store must not use it.
+func (db *DB) Bolt() *bolt.DB { return db.bolt }
+
+// View runs fn in a read-only transaction.
+func (db *DB) View(fn func(tx *bolt.Tx) error) error { return db.bolt.View(fn) }
+
+// Update runs fn in a read-write transaction (one fsync). Hot paths use the
+// Writer instead so that many small writes share one commit.
+func (db *DB) Update(fn func(tx *bolt.Tx) error) error { return db.bolt.Update(fn) }
+
+// Size returns the database file size in bytes.
+func (db *DB) Size() (int64, error) {
+	fi, err := os.Stat(db.path)
+	if err != nil {
+		return 0, err
+	}
+	return fi.Size(), nil
+}
+
+// clone copies a byte slice out of a bbolt transaction.
+func clone(b []byte) []byte {
+	if b == nil {
+		return nil
+	}
+	out := make([]byte, len(b))
+	copy(out, b)
+	return out
+}

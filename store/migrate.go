@@ -1,0 +1,99 @@
+package store
+
+import (
+	"encoding/binary"
+	"fmt"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// Bucket names. Every bucket the application uses is listed here so that the
+// schema is visible on one screen.
+var (
+	bMeta         = []byte("meta")
+	bUsers        = []byte("users")
+	bUsersByEmail = []byte("users_by_email")
+	bRefresh      = []byte("refresh_tokens")
+	bAppLog       = []byte("applog")
+	bKV           = []byte("kv")
+	bHistory      = []byte("history")
+)
+
+var keySchemaVersion = []byte("schema_version")
+
+// migration is one ordered step of the schema. Steps must be idempotent
+// enough to be re-run if a crash interrupted the transaction (bbolt makes
+// each step atomic, so in practice a step either happened or did not).
+type migration struct {
+	name string
+	up   func(tx *bolt.Tx) error
+}
+
+// migrations is append-only: never reorder or edit a released step.
+var migrations = []migration{
+	{"initial buckets", func(tx *bolt.Tx) error {
+		for _, b := range [][]byte{bUsers, bUsersByEmail, bRefresh, bAppLog, bKV} {
+			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
+				return err
+			}
+		}
+		return nil
+	}},
+	{"sensor history", func(tx *bolt.Tx) error {
+		_, err := tx.CreateBucketIfNotExists(bHistory)
+		return err
+	}},
+}
+
+// SchemaVersion is the version a fully migrated database has.
+func SchemaVersion() int { return len(migrations) }
+
+func (db *DB) migrate() error {
+	for {
+		done := false
+		err := db.bolt.Update(func(tx *bolt.Tx) error {
+			meta, err := tx.CreateBucketIfNotExists(bMeta)
+			if err != nil {
+				return err
+			}
+			v := 0
+			if raw := meta.Get(keySchemaVersion); len(raw) == 8 {
+				v = int(binary.BigEndian.Uint64(raw))
+			}
+			if v > len(migrations) {
+				return fmt.Errorf("database schema version %d is newer than this binary supports (%d); upgrade beaconhub", v, len(migrations))
+			}
+			if v == len(migrations) {
+				done = true
+				return nil
+			}
+			m := migrations[v]
+			if err := m.up(tx); err != nil {
+				return fmt.Errorf("migration %d (%s): %w", v+1, m.name, err)
+			}
+			var buf [8]byte
+			binary.BigEndian.PutUint64(buf[:], uint64(v+1))
+			return meta.Put(keySchemaVersion, buf[:])
+		})
+		if err != nil {
+			return err
+		}
+		if done {
+			return nil
+		}
+	}
+}
+
+// ReadSchemaVersion returns the stored schema version.
+func (db *DB) ReadSchemaVersion() (int, error) {
+	v := 0
+	err := db.bolt.View(func(tx *bolt.Tx) error {
+		if meta := tx.Bucket(bMeta); meta != nil {
+			if raw := meta.Get(keySchemaVersion); len(raw) == 8 {
+				v = int(binary.BigEndian.Uint64(raw))
+			}
+		}
+		return nil
+	})
+	return v, err
+}

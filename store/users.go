@@ -1,0 +1,176 @@
+package store
+
+import (
+	"errors"
+	"strings"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// User is an account of the web UI or the integration API.
+type User struct {
+	ID                 uint64    `json:"id"`
+	Email              string    `json:"email"`
+	PasswordHash       string    `json:"password_hash"`
+	Role               string    `json:"role"`
+	MustChangePassword bool      `json:"must_change_password"`
+	LocationID         uint64    `json:"location_id,omitempty"`
+	CreatedAt          time.Time `json:"created_at"`
+	UpdatedAt          time.Time `json:"updated_at"`
+	PasswordChangedAt  time.Time `json:"password_changed_at"`
+}
+
+// ErrDuplicate is returned when a unique field is already taken.
+var ErrDuplicate = errors.New("already exists")
+
+// ErrLastAdmin is returned when deleting or demoting the only admin.
+var ErrLastAdmin = errors.New("the last admin account cannot be removed")
+
+// NormalizeEmail is the form emails are stored and looked up in.
+func NormalizeEmail(e string) string { return strings.ToLower(strings.TrimSpace(e)) }
+
+// CreateUser inserts u, assigning its id; the email must be unused.
+func (db *DB) CreateUser(u *User) error {
+	return db.bolt.Update(func(tx *bolt.Tx) error {
+		users, idx := tx.Bucket(bUsers), tx.Bucket(bUsersByEmail)
+		u.Email = NormalizeEmail(u.Email)
+		if idx.Get([]byte(u.Email)) != nil {
+			return ErrDuplicate
+		}
+		id, err := users.NextSequence()
+		if err != nil {
+			return err
+		}
+		u.ID = id
+		if err := idx.Put([]byte(u.Email), itob(id)); err != nil {
+			return err
+		}
+		return putJSON(users, itob(id), u)
+	})
+}
+
+// GetUser returns the user with id.
+func (db *DB) GetUser(id uint64) (*User, error) {
+	var u User
+	err := db.bolt.View(func(tx *bolt.Tx) error { return getJSON(tx.Bucket(bUsers), itob(id), &u) })
+	if err != nil {
+		return nil, err
+	}
+	return &u, nil
+}
+
+// GetUserByEmail looks a user up by (normalised) email.
+func (db *DB) GetUserByEmail(email string) (*User, error) {
+	var u User
+	err := db.bolt.View(func(tx *bolt.Tx) error {
+		id := tx.Bucket(bUsersByEmail).Get([]byte(NormalizeEmail(email)))
+		if id == nil {
+			return ErrNotFound
+		}
+		return getJSON(tx.Bucket(bUsers), id, &u)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &u, nil
+}
+
+// ListUsers returns every user ordered by id.
+func (db *DB) ListUsers() ([]User, error) {
+	var out []User
+	err := db.bolt.View(func(tx *bolt.Tx) error {
+		return tx.Bucket(bUsers).ForEach(func(k, v []byte) error {
+			var u User
+			if err := getJSON(tx.Bucket(bUsers), k, &u); err != nil {
+				return err
+			}
+			out = append(out, u)
+			return nil
+		})
+	})
+	return out, err
+}
+
+// CountUsers returns how many accounts exist.
+func (db *DB) CountUsers() (int, error) {
+	n := 0
+	err := db.bolt.View(func(tx *bolt.Tx) error {
+		n = tx.Bucket(bUsers).Stats().KeyN
+		return nil
+	})
+	return n, err
+}
+
+// UpdateUser applies fn to the stored user inside one transaction. The
+// email index follows an email change; demoting the last admin fails.
+func (db *DB) UpdateUser(id uint64, fn func(u *User) error) (*User, error) {
+	var out User
+	err := db.bolt.Update(func(tx *bolt.Tx) error {
+		users, idx := tx.Bucket(bUsers), tx.Bucket(bUsersByEmail)
+		var u User
+		if err := getJSON(users, itob(id), &u); err != nil {
+			return err
+		}
+		before := u
+		if err := fn(&u); err != nil {
+			return err
+		}
+		u.ID = id
+		u.Email = NormalizeEmail(u.Email)
+		if u.Email != before.Email {
+			if idx.Get([]byte(u.Email)) != nil {
+				return ErrDuplicate
+			}
+			if err := idx.Delete([]byte(before.Email)); err != nil {
+				return err
+			}
+			if err := idx.Put([]byte(u.Email), itob(id)); err != nil {
+				return err
+			}
+		}
+		if before.Role == "admin" && u.Role != "admin" && countAdmins(users) <= 1 {
+			return ErrLastAdmin
+		}
+		out = u
+		return putJSON(users, itob(id), &u)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// DeleteUser removes a user and every refresh token it holds. The last
+// admin cannot be deleted.
+func (db *DB) DeleteUser(id uint64) error {
+	return db.bolt.Update(func(tx *bolt.Tx) error {
+		users := tx.Bucket(bUsers)
+		var u User
+		if err := getJSON(users, itob(id), &u); err != nil {
+			return err
+		}
+		if u.Role == "admin" && countAdmins(users) <= 1 {
+			return ErrLastAdmin
+		}
+		if err := tx.Bucket(bUsersByEmail).Delete([]byte(u.Email)); err != nil {
+			return err
+		}
+		if err := deleteRefreshWhere(tx, func(t *RefreshToken) bool { return t.UserID == id }); err != nil {
+			return err
+		}
+		return users.Delete(itob(id))
+	})
+}
+
+func countAdmins(users *bolt.Bucket) int {
+	n := 0
+	_ = users.ForEach(func(k, v []byte) error {
+		var u User
+		if getJSON(users, k, &u) == nil && u.Role == "admin" {
+			n++
+		}
+		return nil
+	})
+	return n
+}
