@@ -14,13 +14,17 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"beaconhub/appliance/applog"
+	"beaconhub/appliance/assets"
 	"beaconhub/appliance/auth"
 	"beaconhub/appliance/clock"
 	"beaconhub/appliance/config"
 	"beaconhub/appliance/diag"
+	"beaconhub/appliance/ingest"
+	"beaconhub/appliance/sensors"
 	"beaconhub/handlers"
 	"beaconhub/store"
 	"beaconhub/web"
@@ -36,6 +40,8 @@ type Options struct {
 	Clock    clock.Clock
 	// HTTPListen overrides ":<server_http_port>" (tests bind 127.0.0.1:0).
 	HTTPListen string
+	// MQTTListen overrides server_mqtt_listen (tests bind 127.0.0.1:0).
+	MQTTListen string
 	// BcryptCost lowers password hashing cost in tests.
 	BcryptCost int
 }
@@ -52,6 +58,13 @@ type App struct {
 	auth   *auth.Service
 	applog *applog.Log
 	diag   *diag.Snapshotter
+
+	writer   *store.Writer
+	registry *assets.Registry
+	pipeline *ingest.Pipeline
+	recorder *sensors.Recorder
+	mqtt     mqttSource
+	stopping atomic.Bool
 
 	httpSrv *http.Server
 	httpLn  net.Listener
@@ -126,6 +139,11 @@ func (a *App) build() error {
 		if err := a.ensureAdmin(); err != nil {
 			return err
 		}
+		if a.needsIngest() {
+			if err := a.buildIngest(); err != nil {
+				return err
+			}
+		}
 	}
 	a.diag = diag.New(a.live, a.paths, a.clock, a.log, a.opts.Debug)
 	a.onStop(func(context.Context) error { a.diag.Close(); return nil })
@@ -183,9 +201,11 @@ func (a *App) Paths() config.Paths { return a.paths }
 
 // Handler builds the HTTP handler.
 func (a *App) Handler() http.Handler {
-	return handlers.New(handlers.Deps{
-		Live: a.live, DB: a.db, Auth: a.auth, AppLog: a.applog, Logger: a.log, Static: web.FS(),
-	})
+	d := handlers.Deps{Live: a.live, DB: a.db, Auth: a.auth, AppLog: a.applog, Logger: a.log, Static: web.FS()}
+	if a.pipeline != nil {
+		d.Status = a
+	}
+	return handlers.New(d)
 }
 
 // Start binds the listeners and starts the enabled subsystems.
@@ -214,6 +234,12 @@ func (a *App) Start() error {
 		}
 	}()
 	a.diag.Start()
+	if a.pipeline != nil {
+		a.diag.AddSource("mqtt", a.MQTTStatus)
+		if err := a.startIngest(); err != nil {
+			return err
+		}
+	}
 	a.log.Info("beaconhub started", "http", ln.Addr().String(), "features", cfg.EnabledFeatures(), "home", a.paths.Home)
 	return nil
 }
@@ -231,6 +257,7 @@ func (a *App) HTTPAddr() string {
 func (a *App) Shutdown(ctx context.Context) error {
 	var first error
 	a.stopOnce.Do(func() {
+		a.stopping.Store(true)
 		if a.httpSrv != nil {
 			if err := a.httpSrv.Shutdown(ctx); err != nil {
 				first = err

@@ -32,6 +32,9 @@ func (db *DB) AppendLog(r *LogRecord) error {
 // ListLogs returns up to limit records older than before (0 = newest),
 // newest first, and the cursor for the next page (0 when exhausted).
 func (db *DB) ListLogs(before uint64, limit int) ([]LogRecord, uint64, error) {
+	if limit <= 0 {
+		return nil, 0, nil
+	}
 	var out []LogRecord
 	var next uint64
 	err := db.bolt.View(func(tx *bolt.Tx) error {

@@ -17,6 +17,10 @@ var (
 	bAppLog       = []byte("applog")
 	bKV           = []byte("kv")
 	bHistory      = []byte("history")
+	bBeacons      = []byte("beacons")
+	bGateways     = []byte("gateways")
+	bLastSeen     = []byte("last_seen")
+	bDiscovery    = []byte("discovery")
 )
 
 var keySchemaVersion = []byte("schema_version")
@@ -42,6 +46,14 @@ var migrations = []migration{
 	{"sensor history", func(tx *bolt.Tx) error {
 		_, err := tx.CreateBucketIfNotExists(bHistory)
 		return err
+	}},
+	{"assets, last seen, discovery", func(tx *bolt.Tx) error {
+		for _, b := range [][]byte{bBeacons, bGateways, bLastSeen, bDiscovery} {
+			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
+				return err
+			}
+		}
+		return nil
 	}},
 }
 

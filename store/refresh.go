@@ -37,6 +37,7 @@ func (db *DB) PutRefreshToken(hash []byte, t RefreshToken, now time.Time) error 
 // returns ErrTokenReused; an unknown or expired one returns ErrNotFound.
 func (db *DB) RotateRefreshToken(oldHash, newHash []byte, ttl time.Duration, now time.Time) (*RefreshToken, error) {
 	var out RefreshToken
+	reused := false
 	err := db.bolt.Update(func(tx *bolt.Tx) error {
 		b := tx.Bucket(bRefresh)
 		var t RefreshToken
@@ -47,11 +48,12 @@ func (db *DB) RotateRefreshToken(oldHash, newHash []byte, ttl time.Duration, now
 			return ErrNotFound
 		}
 		if t.Used {
+			// The revocation must commit, so the transaction returns nil
+			// and the reuse is reported after it (an error here would
+			// roll the deletion back and leave the family alive).
 			fam := t.Family
-			if err := deleteRefreshWhere(tx, func(x *RefreshToken) bool { return x.Family == fam }); err != nil {
-				return err
-			}
-			return ErrTokenReused
+			reused = true
+			return deleteRefreshWhere(tx, func(x *RefreshToken) bool { return x.Family == fam })
 		}
 		t.Used = true
 		if err := putJSON(b, oldHash, &t); err != nil {
@@ -60,11 +62,11 @@ func (db *DB) RotateRefreshToken(oldHash, newHash []byte, ttl time.Duration, now
 		out = RefreshToken{UserID: t.UserID, Family: t.Family, CreatedAt: now, ExpiresAt: now.Add(ttl)}
 		return putJSON(b, newHash, &out)
 	})
-	if errors.Is(err, ErrTokenReused) {
-		return nil, err
-	}
 	if err != nil {
 		return nil, err
+	}
+	if reused {
+		return nil, ErrTokenReused
 	}
 	return &out, nil
 }

@@ -19,6 +19,10 @@ type User struct {
 	CreatedAt          time.Time `json:"created_at"`
 	UpdatedAt          time.Time `json:"updated_at"`
 	PasswordChangedAt  time.Time `json:"password_changed_at"`
+	// SessionGen is bumped by every password change; access tokens carry
+	// the value they were issued under, so older ones stop verifying even
+	// within the same second (iat has one-second resolution).
+	SessionGen uint64 `json:"session_gen,omitempty"`
 }
 
 // ErrDuplicate is returned when a unique field is already taken.

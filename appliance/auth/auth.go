@@ -202,6 +202,7 @@ func (s *Service) ChangePassword(userID uint64, current, next string) (*LoginRes
 		u.MustChangePassword = false
 		u.PasswordChangedAt = now
 		u.UpdatedAt = now
+		u.SessionGen++
 		return nil
 	})
 	if err != nil {

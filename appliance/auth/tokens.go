@@ -20,6 +20,8 @@ type Claims struct {
 	Email  string `json:"email"`
 	Role   string `json:"role"`
 	Admin  bool   `json:"admin"`
+	// Gen is the user's SessionGen at issue time.
+	Gen uint64 `json:"gen,omitempty"`
 	jwt.RegisteredClaims
 }
 
@@ -128,7 +130,7 @@ func (s *Service) accessToken(u *store.User) (*LoginResult, error) {
 	now := s.clock.Now()
 	exp := now.Add(c.JWTExpiryDuration())
 	claims := Claims{
-		UserID: u.ID, Email: u.Email, Role: u.Role, Admin: u.Role == RoleAdmin,
+		UserID: u.ID, Email: u.Email, Role: u.Role, Admin: u.Role == RoleAdmin, Gen: u.SessionGen,
 		RegisteredClaims: jwt.RegisteredClaims{
 			Subject:   strconv.FormatUint(u.ID, 10),
 			Issuer:    c.JWTIssuer,
@@ -173,7 +175,8 @@ func (s *Service) Verify(raw string) (*Claims, error) {
 	if err != nil {
 		return nil, apperr.Forbidden("invalid or expired token")
 	}
-	if claims.IssuedAt != nil && claims.IssuedAt.Time.Before(u.PasswordChangedAt.Truncate(time.Second)) {
+	if claims.Gen != u.SessionGen ||
+		(claims.IssuedAt != nil && claims.IssuedAt.Time.Before(u.PasswordChangedAt.Truncate(time.Second))) {
 		return nil, apperr.Forbidden("invalid or expired token")
 	}
 	// Role comes from the store, not the token, so a demotion applies at once.

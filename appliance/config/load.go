@@ -1,16 +1,16 @@
 package config
 
 import (
+	"bytes"
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"sort"
-
-	"github.com/spf13/viper"
 )
 
 // Paths locates the files of an install directory ("home").
@@ -66,16 +66,17 @@ func Load(p Paths, b Brand) (*Config, map[string]any, LoadResult, error) {
 		}
 	}
 	raw := map[string]any{}
-	if _, err := os.Stat(path); err == nil {
-		v := viper.New()
-		v.SetConfigFile(path)
-		v.SetConfigType("json")
-		if err := v.ReadInConfig(); err != nil {
+	if data, err := os.ReadFile(path); err == nil {
+		// Plain encoding/json, not viper: viper lower-cases keys, splits
+		// dotted ones and drops nulls, so unknown keys would not survive
+		// the write-back as they were.
+		if raw, err = parseFile(data); err != nil {
 			return nil, nil, res, fmt.Errorf("read %s: %w", path, err)
 		}
-		raw = v.AllSettings()
-	} else {
+	} else if errors.Is(err, os.ErrNotExist) {
 		res.Created = true
+	} else {
+		return nil, nil, res, fmt.Errorf("read %s: %w", path, err)
 	}
 	c, extra, err := build(raw, b, &res)
 	if err != nil {
@@ -89,6 +90,20 @@ func Load(p Paths, b Brand) (*Config, map[string]any, LoadResult, error) {
 	return c, extra, res, nil
 }
 
+// parseFile decodes the file as one JSON object, numbers kept exact.
+func parseFile(data []byte) (map[string]any, error) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	raw := map[string]any{}
+	if err := dec.Decode(&raw); err != nil {
+		return nil, err
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return nil, fmt.Errorf("unexpected data after the JSON object")
+	}
+	return raw, nil
+}
+
 // build applies raw file values over defaults.
 func build(raw map[string]any, b Brand, res *LoadResult) (*Config, map[string]any, error) {
 	c := Defaults(b)
@@ -97,7 +112,7 @@ func build(raw map[string]any, b Brand, res *LoadResult) (*Config, map[string]an
 	for _, o := range Options {
 		known[o.Key] = true
 		val, ok := raw[o.Key]
-		if !ok {
+		if !ok || val == nil {
 			res.FilledKeys = append(res.FilledKeys, o.Key)
 			if o.Generated {
 				c.set(o.Key, randomSecret())

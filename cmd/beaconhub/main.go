@@ -15,6 +15,8 @@ commands:
   version                          print version and brand
   config check [--home DIR]        validate and print the effective configuration (secrets masked)
   mobile-key regenerate [--home DIR]  replace server_mobile_api_key (restart to apply)
+  loadgen [--gateways N] [--beacons N] [--duration D] [--qos 0,1]
+                                   ingest benchmark on loopback (full appliance vs bare broker)
 
 --home defaults to $BEACONHUB_HOME, else the current directory.
 `
@@ -45,6 +47,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 			return 2
 		}
 		return cmdMobileKey(args[2:], stdout, stderr)
+	case "loadgen":
+		return cmdLoadgen(args[1:], stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return 0

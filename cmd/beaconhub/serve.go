@@ -47,6 +47,10 @@ func cmdServe(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "home %s: %v\n", *home, err)
 		return 1
 	}
+	// Catch signals before anything binds a port, so a stop that arrives
+	// during start-up still drains and closes the database cleanly.
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
 	level := new(slog.LevelVar)
 	if *debug {
 		level.Set(slog.LevelDebug)
@@ -69,8 +73,6 @@ func cmdServe(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stdout, "First admin login: email and password are in %s\n", appliance.InitialPasswordFile(h))
 	}
 
-	sigs := make(chan os.Signal, 2)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
 	sig := <-sigs
 	log.Info("shutting down; a second signal exits at once", "signal", sig.String())
 	done := make(chan error, 1)

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Installs the real peers the test suite talks to, from Debian's packages,
+# plus staticcheck from the Go module proxy. Safe to run repeatedly.
+set -euo pipefail
+
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+
+need=()
+command -v mosquitto_pub >/dev/null 2>&1 || need+=(mosquitto-clients)
+[ -x /usr/sbin/mosquitto ] || command -v mosquitto >/dev/null 2>&1 || need+=(mosquitto)
+
+if [ ${#need[@]} -gt 0 ]; then
+  echo "installing test peers: ${need[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -qq
+  $SUDO apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+  # The packaged broker would hold port 1883 and compete with the
+  # appliance's embedded one; tests start their own on free ports.
+  if command -v systemctl >/dev/null 2>&1; then
+    $SUDO systemctl disable --now mosquitto >/dev/null 2>&1 || true
+  fi
+  $SUDO pkill -x mosquitto >/dev/null 2>&1 || true
+fi
+
+GOBIN="$(go env GOPATH)/bin"
+if [ ! -x "$GOBIN/staticcheck" ]; then
+  echo "installing staticcheck"
+  go install honnef.co/go/tools/cmd/staticcheck@v0.8.2
+fi

@@ -1,0 +1,112 @@
+// Package assets owns asset identity: locations, beacons, gateways and
+// e-ink displays with their stable asset_uid, and the in-memory MAC -> asset
+// cache that the ingest hot path resolves every report through. The cache
+// is an immutable snapshot swapped atomically, so lookups never lock and
+// every registry change is visible to ingest at once.
+package assets
+
+import (
+	"encoding/hex"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"beaconhub/store"
+)
+
+// Asset is what ingest needs to know about the owner of a MAC.
+type Asset struct {
+	ID   uint64
+	UID  string
+	Type string // beacon type (watch, panic, sensor, ...) or "gateway"
+	Name string
+	Kind string // beacon, gateway, eink
+}
+
+type snapshot struct {
+	beacons  map[[6]byte]*Asset
+	gateways map[[6]byte]*Asset
+}
+
+// Registry is the MAC -> asset cache over the store.
+type Registry struct {
+	db   *store.DB
+	mu   sync.Mutex // serialises reloads
+	snap atomic.Pointer[snapshot]
+}
+
+// NewRegistry loads the cache from the store.
+func NewRegistry(db *store.DB) (*Registry, error) {
+	r := &Registry{db: db}
+	if err := r.Reload(); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// ParseMAC parses 12 hex digits with optional ':' or '-' separators.
+func ParseMAC(s string) ([6]byte, bool) {
+	var out [6]byte
+	s = strings.NewReplacer(":", "", "-", "").Replace(s)
+	if len(s) != 12 {
+		return out, false
+	}
+	b, err := hex.DecodeString(s)
+	if err != nil {
+		return out, false
+	}
+	copy(out[:], b)
+	return out, true
+}
+
+// FormatMAC renders 12 upper-case hex digits.
+func FormatMAC(m [6]byte) string { return strings.ToUpper(hex.EncodeToString(m[:])) }
+
+// Reload rebuilds the cache from the store. Every registry write calls it
+// (they are rare next to lookups), so ingest follows changes at once.
+func (r *Registry) Reload() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	bs, err := r.db.ListBeacons()
+	if err != nil {
+		return err
+	}
+	gs, err := r.db.ListGateways()
+	if err != nil {
+		return err
+	}
+	s := &snapshot{beacons: make(map[[6]byte]*Asset, len(bs)), gateways: make(map[[6]byte]*Asset, len(gs))}
+	for _, b := range bs {
+		if !b.Active {
+			continue
+		}
+		if m, ok := ParseMAC(b.MAC); ok {
+			s.beacons[m] = &Asset{ID: b.ID, UID: b.AssetUID, Type: b.Type, Name: b.Name, Kind: "beacon"}
+		}
+	}
+	for _, g := range gs {
+		if m, ok := ParseMAC(g.MAC); ok {
+			s.gateways[m] = &Asset{ID: g.ID, UID: g.AssetUID, Type: "gateway", Name: g.Name, Kind: "gateway"}
+		}
+	}
+	r.snap.Store(s)
+	return nil
+}
+
+// Beacon resolves a beacon MAC; lock-free.
+func (r *Registry) Beacon(mac [6]byte) (*Asset, bool) {
+	a, ok := r.snap.Load().beacons[mac]
+	return a, ok
+}
+
+// Gateway resolves a gateway MAC; lock-free.
+func (r *Registry) Gateway(mac [6]byte) (*Asset, bool) {
+	a, ok := r.snap.Load().gateways[mac]
+	return a, ok
+}
+
+// Counts returns how many beacons and gateways are cached.
+func (r *Registry) Counts() (beacons, gateways int) {
+	s := r.snap.Load()
+	return len(s.beacons), len(s.gateways)
+}

@@ -1,0 +1,249 @@
+package config
+
+import (
+	"encoding/json"
+	"errors"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// newLive loads a fresh home and wraps it, persisting to the home's file.
+func newLive(t *testing.T) (*Live, Paths) {
+	t.Helper()
+	p := Paths{Home: t.TempDir()}
+	c, extra, _, err := Load(p, testBrand)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return NewLive(c, extra, p.ConfigFile()), p
+}
+
+func patch(kv ...string) map[string]json.RawMessage {
+	m := map[string]json.RawMessage{}
+	for i := 0; i < len(kv); i += 2 {
+		m[kv[i]] = json.RawMessage(kv[i+1])
+	}
+	return m
+}
+
+func TestPatchAppliesLiveNotifiesAndPersists(t *testing.T) {
+	l, p := newLive(t)
+	before := l.Get()
+	var mu sync.Mutex
+	var calls []string
+	l.Subscribe(func(old, new *Config) {
+		mu.Lock()
+		defer mu.Unlock()
+		calls = append(calls, old.LogVerbosity+"->"+new.LogVerbosity)
+	})
+	changed, err := l.Patch(patch("server_log_verbosity", `"verbose"`, "server_debug_max_files", `12`, "server_ui_footer_text", `"hello"`))
+	if err != nil {
+		t.Fatalf("Patch: %v", err)
+	}
+	if strings.Join(changed, ",") != "server_debug_max_files,server_log_verbosity,server_ui_footer_text" {
+		t.Errorf("changed = %v", changed)
+	}
+	c := l.Get()
+	if c.LogVerbosity != "verbose" || c.DebugMaxFiles != 12 || c.UIFooterText != "hello" {
+		t.Errorf("Get after Patch = %s %d %q", c.LogVerbosity, c.DebugMaxFiles, c.UIFooterText)
+	}
+	if before.LogVerbosity != "normal" {
+		t.Error("Patch mutated the previous snapshot")
+	}
+	mu.Lock()
+	if len(calls) != 1 || calls[0] != "normal->verbose" {
+		t.Errorf("subscriber calls = %v", calls)
+	}
+	mu.Unlock()
+
+	reloaded, _, _, err := Load(p, testBrand)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if reloaded.LogVerbosity != "verbose" || reloaded.DebugMaxFiles != 12 || reloaded.UIFooterText != "hello" {
+		t.Errorf("reload after Patch = %s %d %q", reloaded.LogVerbosity, reloaded.DebugMaxFiles, reloaded.UIFooterText)
+	}
+	if fi, _ := os.Stat(p.ConfigFile()); fi.Mode().Perm() != 0o600 {
+		t.Errorf("file mode after Patch = %v", fi.Mode().Perm())
+	}
+
+	// Patching to the current value changes nothing and notifies no one.
+	changed, err = l.Patch(patch("server_log_verbosity", `"verbose"`))
+	if err != nil || len(changed) != 0 {
+		t.Errorf("no-op Patch = %v, %v", changed, err)
+	}
+	mu.Lock()
+	if len(calls) != 1 {
+		t.Errorf("no-op Patch notified subscribers: %v", calls)
+	}
+	mu.Unlock()
+}
+
+func TestPatchAllOrNothing(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		changes map[string]json.RawMessage
+		key     string
+		editErr bool
+	}{
+		{"read-only key", patch("server_log_verbosity", `"verbose"`, "server_http_port", `9000`), "server_http_port", true},
+		{"restricted key", patch("server_log_verbosity", `"verbose"`, "server_push_publish_token", `"x"`), "server_push_publish_token", true},
+		{"unknown key", patch("server_log_verbosity", `"verbose"`, "server_nonsense", `1`), "server_nonsense", true},
+		{"bad value", patch("server_log_verbosity", `"verbose"`, "server_ui_footer_text", `"`+strings.Repeat("x", 241)+`"`), "server_ui_footer_text", false},
+		{"wrong type", patch("server_log_verbosity", `"verbose"`, "server_debug_max_files", `"12"`), "server_debug_max_files", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l, p := newLive(t)
+			fileBefore, _ := os.ReadFile(p.ConfigFile())
+			notified := false
+			l.Subscribe(func(_, _ *Config) { notified = true })
+			_, err := l.Patch(tc.changes)
+			if err == nil {
+				t.Fatal("Patch accepted")
+			}
+			var ne *NotEditableError
+			var ve *ValidationError
+			switch {
+			case tc.editErr && !errors.As(err, &ne):
+				t.Errorf("error %T %v, want *NotEditableError", err, err)
+			case !tc.editErr && !errors.As(err, &ve):
+				t.Errorf("error %T %v, want *ValidationError", err, err)
+			}
+			if !strings.Contains(err.Error(), tc.key) {
+				t.Errorf("error %q does not name %s", err, tc.key)
+			}
+			if l.Get().LogVerbosity != "normal" {
+				t.Error("the valid part of a refused Patch was applied")
+			}
+			if notified {
+				t.Error("subscribers notified of a refused Patch")
+			}
+			if fileAfter, _ := os.ReadFile(p.ConfigFile()); string(fileAfter) != string(fileBefore) {
+				t.Error("a refused Patch rewrote the file")
+			}
+		})
+	}
+}
+
+func TestPatchMaskedSecretKeepsValue(t *testing.T) {
+	l, _ := newLive(t)
+	if _, err := l.Patch(patch("server_mqtt_pass", `"s3cret-value"`)); err != nil {
+		t.Fatal(err)
+	}
+	changed, err := l.Patch(patch("server_mqtt_pass", `"`+Mask+`"`))
+	if err != nil || len(changed) != 0 {
+		t.Errorf("masked echo = %v, %v; want no change", changed, err)
+	}
+	if l.Get().MQTTPass != "s3cret-value" {
+		t.Errorf("masked echo replaced the secret with %q", l.Get().MQTTPass)
+	}
+}
+
+func TestPatchMemoryOnly(t *testing.T) {
+	l := NewLive(Defaults(testBrand), nil, "")
+	if _, err := l.Patch(patch("server_mode", `"debug"`)); err != nil {
+		t.Fatal(err)
+	}
+	if l.Get().ServerMode != "debug" {
+		t.Error("memory-only Patch not applied")
+	}
+}
+
+func TestPatchConcurrentReaders(t *testing.T) {
+	l, _ := newLive(t)
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	for i := 0; i < 4; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+					c := l.Get()
+					_ = c.Masked()
+					_ = c.DebugMaxFiles
+				}
+			}
+		}()
+	}
+	for i := 1; i <= 20; i++ {
+		if _, err := l.Patch(map[string]json.RawMessage{"server_debug_max_files": json.RawMessage(strings.Repeat("1", 1+i%3))}); err != nil {
+			t.Error(err)
+		}
+	}
+	close(stop)
+	wg.Wait()
+}
+
+func TestMaskedAndGroups(t *testing.T) {
+	l, _ := newLive(t)
+	if _, err := l.Patch(patch("server_alertsys_credentials_password", `"alert-pw-123"`, "server_mqtt_pass", `"mqtt-pw-456"`)); err != nil {
+		t.Fatal(err)
+	}
+	c := l.Get().Clone()
+	c.PushPublishToken = "publish-tok-xyz"
+	c.PushTokenManagerPassword = "mgr-pw-xyz"
+	l2 := NewLive(c, nil, "")
+
+	m := c.Masked()
+	for _, o := range Options {
+		v, present := m[o.Key]
+		switch {
+		case o.Restricted:
+			if present {
+				t.Errorf("restricted %s present in Masked()", o.Key)
+			}
+		case o.Secret:
+			if c.Get(o.Key).(string) == "" {
+				if v != "" {
+					t.Errorf("unset secret %s shown as %v", o.Key, v)
+				}
+			} else if v != Mask {
+				t.Errorf("secret %s shown as %v, want the mask", o.Key, v)
+			}
+		default:
+			if !present {
+				t.Errorf("%s missing from Masked()", o.Key)
+			}
+		}
+	}
+	for _, k := range []string{"server_push_publish_token", "server_push_token_manager_password"} {
+		if _, ok := m[k]; ok {
+			t.Errorf("%s present in Masked()", k)
+		}
+	}
+
+	editable, readOnly := l2.Groups()
+	blob, _ := json.Marshal([]any{editable, readOnly})
+	for _, secret := range []string{c.MQTTPass, c.AlertsysPassword, c.DefaultPassword, c.MobileAPIKey, c.GatewayAdminPassword, "publish-tok-xyz", "mgr-pw-xyz"} {
+		if strings.Contains(string(blob), secret) {
+			t.Errorf("Groups() shows a secret value %q", secret)
+		}
+	}
+	for _, o := range Options {
+		_, inE := editable[o.Key]
+		_, inR := readOnly[o.Key]
+		switch {
+		case o.Restricted:
+			if inE || inR {
+				t.Errorf("restricted %s appears in Groups()", o.Key)
+			}
+		case o.UI:
+			if !inE || inR {
+				t.Errorf("UI key %s: editable=%v read_only=%v", o.Key, inE, inR)
+			}
+		default:
+			if inE || !inR {
+				t.Errorf("read-only key %s: editable=%v read_only=%v", o.Key, inE, inR)
+			}
+		}
+	}
+	if editable["server_mqtt_pass"] != Mask || readOnly["server_credentials_default_password"] != Mask {
+		t.Errorf("secrets not masked in Groups(): %v %v", editable["server_mqtt_pass"], readOnly["server_credentials_default_password"])
+	}
+}

@@ -1,0 +1,163 @@
+package appliance_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"beaconhub/broker/brokertest"
+	"beaconhub/store"
+
+	paho "github.com/eclipse/paho.mqtt.golang"
+)
+
+var (
+	buildOnce sync.Once
+	binPath   string
+	buildErr  error
+)
+
+// beaconhubBinary builds the real binary once per test run.
+func beaconhubBinary(t *testing.T) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "beaconhub-bin-")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		binPath = filepath.Join(dir, "beaconhub")
+		out, err := exec.Command("go", "build", "-o", binPath, "beaconhub/cmd/beaconhub").CombinedOutput()
+		if err != nil {
+			buildErr = fmt.Errorf("go build: %v: %s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return binPath
+}
+
+type server struct {
+	cmd  *exec.Cmd
+	done chan error
+}
+
+func startServer(t *testing.T, bin, home string, httpPort, mqttPort int) *server {
+	t.Helper()
+	cmd := exec.Command(bin, "serve", "--home", home, "--http-listen", fmt.Sprintf("127.0.0.1:%d", httpPort))
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	s := &server{cmd: cmd, done: make(chan error, 1)}
+	go func() { s.done <- cmd.Wait() }()
+	brokertest.WaitPort(t, fmt.Sprintf("127.0.0.1:%d", mqttPort), 20*time.Second)
+	return s
+}
+
+// TestKill9KeepsEveryAcknowledgedReading publishes QoS 1 readings, kills
+// the server with SIGKILL mid-stream, restarts it, and checks that every
+// reading that got a PUBACK is in the history.
+func TestKill9KeepsEveryAcknowledgedReading(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binary")
+	}
+	bin := beaconhubBinary(t)
+	home := t.TempDir()
+	httpPort, mqttPort := brokertest.FreePort(t), brokertest.FreePort(t)
+	cfg, _ := json.Marshal(map[string]any{"server_features": []string{"service"}, "server_mqtt_listen": fmt.Sprintf("127.0.0.1:%d", mqttPort)})
+	_ = os.MkdirAll(filepath.Join(home, "config"), 0o750)
+	if err := os.WriteFile(filepath.Join(home, "config", "main.config.json"), cfg, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// Register the sensor before the server owns the file.
+	db, err := store.Open(filepath.Join(home, "db", "service.db"), store.OpenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.CreateBeacon(&store.Beacon{AssetUID: "SEN-K9-1", MAC: "C30000000A01", Type: "sensor", Active: true}); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+
+	srv := startServer(t, bin, home, httpPort, mqttPort)
+	// Four gateways publish concurrently, so several QoS 1 publishes are in
+	// flight when the kill lands.
+	const gateways = 4
+	var mu sync.Mutex
+	acked := map[int64]float64{}
+	killOnce := sync.Once{}
+	base := time.Now().UnixMilli()
+	var wg sync.WaitGroup
+	for g := 0; g < gateways; g++ {
+		wg.Add(1)
+		go func(g int) {
+			defer wg.Done()
+			id := fmt.Sprintf("AC233FA0B1C%d", g)
+			opts := paho.NewClientOptions().AddBroker(fmt.Sprintf("tcp://127.0.0.1:%d", mqttPort)).
+				SetClientID(id).SetUsername("service").SetPassword("service").
+				SetAutoReconnect(false).SetConnectRetry(false).SetWriteTimeout(2 * time.Second)
+			c := paho.NewClient(opts)
+			if tok := c.Connect(); !tok.WaitTimeout(5*time.Second) || tok.Error() != nil {
+				t.Errorf("connect: %v", tok.Error())
+				return
+			}
+			defer c.Disconnect(0)
+			for i := 0; i < 5000; i++ {
+				ts := base + int64(i*gateways+g)
+				v := float64(i*gateways+g) / 100
+				payload := fmt.Sprintf(`{"reports":[{"mac":"C30000000A01","rssi":-70,"ts":%d,"temperature":%.2f}]}`, ts, v)
+				tok := c.Publish("gw/"+id+"/adv1", 1, false, payload)
+				if !tok.WaitTimeout(3*time.Second) || tok.Error() != nil {
+					return
+				}
+				mu.Lock()
+				acked[ts] = v
+				n := len(acked)
+				mu.Unlock()
+				if n >= 400 {
+					killOnce.Do(func() { _ = srv.cmd.Process.Signal(syscall.SIGKILL) })
+				}
+			}
+		}(g)
+	}
+	wg.Wait()
+	<-srv.done
+	if len(acked) < 400 {
+		t.Fatalf("only %d publishes acknowledged before the kill", len(acked))
+	}
+
+	// Restart, let it recover, stop it cleanly, then read the file.
+	srv = startServer(t, bin, home, httpPort, mqttPort)
+	_ = srv.cmd.Process.Signal(syscall.SIGTERM)
+	if err := <-srv.done; err != nil {
+		t.Fatalf("clean stop after restart: %v", err)
+	}
+	db, err = store.Open(filepath.Join(home, "db", "service.db"), store.OpenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	stored := map[int64]float64{}
+	_ = db.QueryHistory("SEN-K9-1", store.MetricTemperature, 0, 1<<62, func(ts int64, v float64) bool {
+		stored[ts] = v
+		return true
+	})
+	missing := 0
+	for ts, v := range acked {
+		if got, ok := stored[ts]; !ok || got != v {
+			missing++
+		}
+	}
+	t.Logf("acknowledged %d, stored %d, acknowledged but missing %d", len(acked), len(stored), missing)
+	if missing > 0 {
+		t.Fatalf("%d acknowledged readings lost after kill -9", missing)
+	}
+}

@@ -1,0 +1,230 @@
+package ingest_test
+
+import (
+	"fmt"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"beaconhub/appliance/assets"
+	"beaconhub/appliance/clock"
+	"beaconhub/appliance/ingest"
+	"beaconhub/appliance/sensors"
+	"beaconhub/store"
+)
+
+type rig struct {
+	db    *store.DB
+	w     *store.Writer
+	reg   *assets.Registry
+	p     *ingest.Pipeline
+	rec   *sensors.Recorder
+	clock *clock.Fake
+}
+
+var t0 = time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+
+func newRig(t *testing.T, queue int, start bool) *rig {
+	t.Helper()
+	db, err := store.Open(filepath.Join(t.TempDir(), "t.db"), store.OpenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &rig{db: db, clock: clock.NewFake(t0)}
+	r.w = store.NewWriter(db, store.WriterOptions{})
+	if err := db.CreateBeacon(&store.Beacon{AssetUID: "SEN-A1-1", MAC: "C30000000A01", Name: "Fridge", Type: "sensor", Active: true}); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.CreateGateway(&store.Gateway{AssetUID: "GW-A1-1", MAC: "AC233FA0B1C2", Name: "gw"}); err != nil {
+		t.Fatal(err)
+	}
+	r.reg, err = assets.NewRegistry(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.p = ingest.New(ingest.Options{Registry: r.reg, Writer: r.w, Clock: r.clock, QueueSize: queue, AckWait: 5 * time.Second})
+	r.rec = sensors.NewRecorder()
+	r.p.AddSubscriber(r.rec)
+	if start {
+		r.p.Start()
+	}
+	t.Cleanup(func() {
+		_ = r.p.Close()
+		_ = r.w.Close()
+		_ = db.Close()
+	})
+	return r
+}
+
+func history(t *testing.T, db *store.DB, uid string, metric uint8) []float64 {
+	t.Helper()
+	var out []float64
+	if err := db.QueryHistory(uid, metric, 0, 1<<62, func(ts int64, v float64) bool {
+		out = append(out, v)
+		return true
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func adv1(mac string, temp float64) []byte {
+	return []byte(fmt.Sprintf(`{"reports":[{"mac":%q,"rssi":-70,"temperature":%.2f,"humidity":61.2,"vbatt":2950}]}`, mac, temp))
+}
+
+func TestQoS1ReturnsOnlyWhenDurable(t *testing.T) {
+	r := newRig(t, 16, true)
+	if err := r.p.HandlePublish("AC233FA0B1C2", "gw/AC233FA0B1C2/adv1", adv1("C3:00:00:00:0A:01", 4.6), 1); err != nil {
+		t.Fatal(err)
+	}
+	// No Flush: the QoS 1 return itself promises durability.
+	if got := history(t, r.db, "SEN-A1-1", store.MetricTemperature); len(got) != 1 || got[0] != 4.6 {
+		t.Fatalf("temperature history = %v, want [4.6]", got)
+	}
+	if got := history(t, r.db, "SEN-A1-1", store.MetricBattery); len(got) != 1 || got[0] != 2950 {
+		t.Fatalf("battery history = %v", got)
+	}
+	if l, ok := r.rec.Latest("SEN-A1-1", store.MetricHumidity); !ok || l.Value != 61.2 {
+		t.Fatalf("latest humidity = %v %v", l, ok)
+	}
+}
+
+func TestBadReportsDroppedGoodOnesFlow(t *testing.T) {
+	r := newRig(t, 16, true)
+	payload := []byte(`{"reports":[{"mac":"nope","rssi":-70},{"mac":"C30000000A01","rssi":-70,"temperature":5.5},{"mac":"C30000000A01","rssi":9}]}`)
+	if err := r.p.HandlePublish("AC233FA0B1C2", "gw/AC233FA0B1C2/adv1", payload, 1); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.p.HandlePublish("AC233FA0B1C2", "gw/AC233FA0B1C2/adv1", []byte(`not json`), 1); err != nil {
+		t.Fatalf("a malformed QoS 1 message must still be acknowledged: %v", err)
+	}
+	if got := history(t, r.db, "SEN-A1-1", store.MetricTemperature); len(got) != 1 || got[0] != 5.5 {
+		t.Fatalf("history = %v", got)
+	}
+	snap := r.p.Stats.Snapshot()
+	if snap.Drops["bad_mac"] != 1 || snap.Drops["bad_rssi"] != 1 || snap.Drops["not_json"] != 1 {
+		t.Fatalf("drops = %v", snap.Drops)
+	}
+	if len(snap.Gateways) != 1 || snap.Gateways[0].Drops["not_json"] != 1 || snap.Gateways[0].Messages != 2 {
+		t.Fatalf("per-gateway = %+v", snap.Gateways)
+	}
+}
+
+func TestSameAdvertisementFromSeveralGatewaysIsOneReading(t *testing.T) {
+	r := newRig(t, 16, true)
+	for i, gw := range []string{"AC233FA0B1C2", "AC233FA0B1C3", "AC233FA0B1C4"} {
+		r.clock.Advance(time.Duration(i) * 300 * time.Millisecond)
+		if err := r.p.HandlePublish(gw, "gw/"+gw+"/adv1", adv1("C30000000A01", 4.6), 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := history(t, r.db, "SEN-A1-1", store.MetricTemperature); len(got) != 1 {
+		t.Fatalf("3 gateways hearing one advertisement stored %d readings", len(got))
+	}
+	r.clock.Advance(2100 * time.Millisecond)
+	if err := r.p.HandlePublish("AC233FA0B1C2", "gw/AC233FA0B1C2/adv1", adv1("C30000000A01", 4.6), 1); err != nil {
+		t.Fatal(err)
+	}
+	if got := history(t, r.db, "SEN-A1-1", store.MetricTemperature); len(got) != 2 {
+		t.Fatalf("a new advertisement after the window: %d readings, want 2", len(got))
+	}
+	// Unregistered gateways are listed for import.
+	var gws int
+	for _, d := range r.p.Discovery().List() {
+		if d.IsGateway {
+			gws++
+		}
+	}
+	if gws != 2 {
+		t.Fatalf("discovered gateways = %d, want 2", gws)
+	}
+}
+
+func TestTestSendsAndUnregisteredMACsStayOutOfHistory(t *testing.T) {
+	r := newRig(t, 16, true)
+	test := []byte(`{"is_test":true,"reports":[{"mac":"C30000000A01","rssi":-70,"temperature":9}]}`)
+	if err := r.p.HandlePublish("AC233FA0B1C2", "gw/AC233FA0B1C2/adv1", test, 1); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.p.HandlePublish("AC233FA0B1C2", "gw/AC233FA0B1C2/adv1", adv1("C3000000FFFF", 3), 1); err != nil {
+		t.Fatal(err)
+	}
+	if got := history(t, r.db, "SEN-A1-1", store.MetricTemperature); len(got) != 0 {
+		t.Fatalf("test send stored: %v", got)
+	}
+	ds := r.p.Discovery().List()
+	if len(ds) != 1 || ds[0].MAC != "C3000000FFFF" || ds[0].Kinds[0] != "adv1" || ds[0].LastRSSI != -70 {
+		t.Fatalf("discovery = %+v", ds)
+	}
+}
+
+func TestRegistryChangeAppliesAtOnce(t *testing.T) {
+	r := newRig(t, 16, true)
+	_ = r.p.HandlePublish("AC233FA0B1C2", "gw/AC233FA0B1C2/adv1", adv1("C30000000B02", 3), 1)
+	if err := r.db.CreateBeacon(&store.Beacon{AssetUID: "SEN-A1-2", MAC: "C30000000B02", Type: "sensor", Active: true}); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.reg.Reload(); err != nil {
+		t.Fatal(err)
+	}
+	r.clock.Advance(time.Minute)
+	_ = r.p.HandlePublish("AC233FA0B1C2", "gw/AC233FA0B1C2/adv1", adv1("C30000000B02", 3.5), 1)
+	if got := history(t, r.db, "SEN-A1-2", store.MetricTemperature); len(got) != 1 || got[0] != 3.5 {
+		t.Fatalf("history after registering = %v", got)
+	}
+	if r.p.LastSeen().Asset("SEN-A1-2") != t0.Add(time.Minute).UnixMilli() {
+		t.Fatal("last seen not updated")
+	}
+}
+
+func TestQoS0OverloadIsCountedNotBlocking(t *testing.T) {
+	r := newRig(t, 1, false) // not started: nothing drains the queue
+	for i := 0; i < 3; i++ {
+		if err := r.p.HandlePublish("AC233FA0B1C2", "gw/AC233FA0B1C2/adv1", adv1("C30000000A01", float64(i)), 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := r.p.Stats.Totals().Overloads; got != 2 {
+		t.Fatalf("overloads = %d, want 2", got)
+	}
+	r.p.Start()
+}
+
+func TestCloseFlushesStateAndRestoreBringsItBack(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "t.db")
+	db, err := store.Open(path, store.OpenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = db.CreateBeacon(&store.Beacon{AssetUID: "SEN-A1-1", MAC: "C30000000A01", Type: "sensor", Active: true})
+	reg, _ := assets.NewRegistry(db)
+	w := store.NewWriter(db, store.WriterOptions{})
+	fc := clock.NewFake(t0)
+	p := ingest.New(ingest.Options{Registry: reg, Writer: w, Clock: fc})
+	p.Start()
+	_ = p.HandlePublish("AC233FA0B1C2", "gw/AC233FA0B1C2/adv4", []byte(`{"reports":[{"mac":"C30000000A01","rssi":-60,"beacon_is_pushed":false},{"mac":"C300000000EE","rssi":-61,"beacon_is_pushed":false}]}`), 0)
+	if err := p.Close(); err != nil {
+		t.Fatal(err)
+	}
+	_ = w.Close()
+	_ = db.Close()
+
+	db, err = store.Open(path, store.OpenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	w = store.NewWriter(db, store.WriterOptions{})
+	defer w.Close()
+	p2 := ingest.New(ingest.Options{Registry: reg, Writer: w, Clock: fc})
+	if err := p2.Restore(db); err != nil {
+		t.Fatal(err)
+	}
+	if p2.LastSeen().Asset("SEN-A1-1") != t0.UnixMilli() {
+		t.Fatalf("last seen not restored: %d", p2.LastSeen().Asset("SEN-A1-1"))
+	}
+	if len(p2.Discovery().List()) != 2 { // one beacon, one gateway
+		t.Fatalf("discovery not restored: %+v", p2.Discovery().List())
+	}
+}

@@ -1,0 +1,272 @@
+package ingest
+
+import (
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"beaconhub/appliance/clock"
+)
+
+// Stats counts what the pipeline saw, per gateway and per drop reason, and
+// keeps the 1- and 15-minute rates that the status snapshot shows. The
+// counting runs in broker read loops, so it is one short lock per message.
+type Stats struct {
+	clock clock.Clock
+
+	messages  atomic.Int64
+	reports   atomic.Int64
+	processed atomic.Int64
+	observed  atomic.Int64
+	overloads atomic.Int64
+
+	mu       sync.Mutex
+	drops    [numDropReasons]int64
+	gateways map[MAC]*gwStats
+	others   int // connected clients whose id is not a gateway MAC
+
+	ring rateRing
+}
+
+type gwStats struct {
+	Messages  int64
+	Reports   int64
+	Drops     map[string]int64
+	Overloads int64
+	LastSeen  int64
+	IP        string
+	FW        string
+	Uptime    int64
+	Connected bool
+	Remote    string
+}
+
+func newStats(c clock.Clock) *Stats {
+	return &Stats{clock: c, gateways: map[MAC]*gwStats{}}
+}
+
+func (s *Stats) gw(m MAC) *gwStats {
+	g, ok := s.gateways[m]
+	if !ok {
+		g = &gwStats{}
+		s.gateways[m] = g
+	}
+	return g
+}
+
+// maxGateways bounds per-gateway state a flood of random topics could grow.
+const maxGateways = 20000
+
+func (s *Stats) message(m *Message, ok bool) {
+	s.messages.Add(1)
+	s.reports.Add(int64(len(m.Reports)))
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, d := range m.Drops {
+		s.drops[d.Reason]++
+	}
+	if m.Gateway == (MAC{}) {
+		return
+	}
+	if _, known := s.gateways[m.Gateway]; !known && len(s.gateways) >= maxGateways {
+		return
+	}
+	g := s.gw(m.Gateway)
+	g.Messages++
+	g.Reports += int64(len(m.Reports))
+	if len(m.Drops) > 0 {
+		if g.Drops == nil {
+			g.Drops = map[string]int64{}
+		}
+		for _, d := range m.Drops {
+			g.Drops[d.Reason.String()]++
+		}
+	}
+	g.LastSeen = s.clock.Now().UnixMilli()
+}
+
+func (s *Stats) overload(m MAC) {
+	s.overloads.Add(1)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if g, ok := s.gateways[m]; ok {
+		g.Overloads++
+	}
+}
+
+func (s *Stats) countProcessed(obs int) {
+	s.processed.Add(1)
+	s.observed.Add(int64(obs))
+}
+
+func (s *Stats) status(m MAC, st GatewayStatus) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	g := s.gw(m)
+	if st.IP != "" {
+		g.IP = st.IP
+	}
+	if st.FW != "" {
+		g.FW = st.FW
+	}
+	g.Uptime = st.Uptime
+}
+
+// ClientConnected implements broker.ConnObserver.
+func (s *Stats) ClientConnected(clientID, remote string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if m, ok := ParseMAC(clientID); ok {
+		g := s.gw(m)
+		g.Connected, g.Remote = true, remote
+		return
+	}
+	s.others++
+}
+
+// ClientDisconnected implements broker.ConnObserver.
+func (s *Stats) ClientDisconnected(clientID string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if m, ok := ParseMAC(clientID); ok {
+		if g, ok := s.gateways[m]; ok {
+			g.Connected = false
+		}
+		return
+	}
+	if s.others > 0 {
+		s.others--
+	}
+}
+
+// Totals are the lifetime counters.
+type Totals struct {
+	Messages, Reports, Processed, Observed, Overloads int64
+}
+
+// Totals returns the lifetime counters.
+func (s *Stats) Totals() Totals {
+	return Totals{s.messages.Load(), s.reports.Load(), s.processed.Load(), s.observed.Load(), s.overloads.Load()}
+}
+
+// Tick samples the counters for the rate windows; the owner calls it every
+// rateStep (the appliance schedules it on its clock).
+func (s *Stats) Tick() {
+	s.ring.add(s.clock.Now(), s.messages.Load(), s.reports.Load())
+}
+
+// GatewaySnapshot is one gateway's row of the status snapshot.
+type GatewaySnapshot struct {
+	MAC       string           `json:"mac"`
+	Connected bool             `json:"connected"`
+	LastSeen  int64            `json:"last_seen"`
+	IP        string           `json:"ip,omitempty"`
+	FW        string           `json:"fw,omitempty"`
+	Uptime    int64            `json:"uptime,omitempty"`
+	Messages  int64            `json:"messages"`
+	Reports   int64            `json:"reports"`
+	Drops     map[string]int64 `json:"drops"`
+	Overloads int64            `json:"overloads"`
+}
+
+// Snapshot is the pipeline part of GET /api/v1/status/mqtt.
+type Snapshot struct {
+	Messages      int64             `json:"messages_total"`
+	Reports       int64             `json:"reports_total"`
+	MessagesRate  Rates             `json:"messages_per_second"`
+	ReportsRate   Rates             `json:"reports_per_second"`
+	Drops         map[string]int64  `json:"drops"`
+	Overloads     int64             `json:"overloads"`
+	OtherClients  int               `json:"other_clients"`
+	Gateways      []GatewaySnapshot `json:"gateways"`
+	GatewaysTotal int               `json:"gateways_total"`
+	Connected     int               `json:"gateways_connected"`
+}
+
+// Rates are averages over the last 1 and 15 minutes.
+type Rates struct {
+	M1  float64 `json:"1m"`
+	M15 float64 `json:"15m"`
+}
+
+// Snapshot copies the counters.
+func (s *Stats) Snapshot() Snapshot {
+	now := s.clock.Now()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := Snapshot{Messages: s.messages.Load(), Reports: s.reports.Load(), Overloads: s.overloads.Load(),
+		Drops: map[string]int64{}, OtherClients: s.others}
+	for _, r := range DropReasons() {
+		out.Drops[r.String()] = s.drops[r]
+	}
+	out.MessagesRate, out.ReportsRate = s.ring.rates(now, out.Messages, out.Reports)
+	for m, g := range s.gateways {
+		drops := map[string]int64{}
+		for k, v := range g.Drops {
+			drops[k] = v
+		}
+		out.Gateways = append(out.Gateways, GatewaySnapshot{MAC: m.String(), Connected: g.Connected, LastSeen: g.LastSeen,
+			IP: g.IP, FW: g.FW, Uptime: g.Uptime, Messages: g.Messages, Reports: g.Reports, Drops: drops, Overloads: g.Overloads})
+		if g.Connected {
+			out.Connected++
+		}
+	}
+	sort.Slice(out.Gateways, func(i, j int) bool { return out.Gateways[i].MAC < out.Gateways[j].MAC })
+	out.GatewaysTotal = len(out.Gateways)
+	return out
+}
+
+// RateStep is how often Tick should run.
+const RateStep = 5 * time.Second
+
+// rateRing keeps 15 minutes of counter samples.
+type rateRing struct {
+	mu      sync.Mutex
+	samples [15*60/5 + 1]sample
+	n, head int
+}
+
+type sample struct {
+	at       time.Time
+	msgs, rp int64
+}
+
+func (r *rateRing) add(at time.Time, msgs, rp int64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.samples[r.head] = sample{at, msgs, rp}
+	r.head = (r.head + 1) % len(r.samples)
+	if r.n < len(r.samples) {
+		r.n++
+	}
+}
+
+// rates compares the current totals with the oldest sample inside each
+// window (or the oldest there is, right after start).
+func (r *rateRing) rates(now time.Time, msgs, rp int64) (Rates, Rates) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var m, p Rates
+	calc := func(window time.Duration) (float64, float64) {
+		var best *sample
+		for i := 0; i < r.n; i++ {
+			sm := &r.samples[(r.head-1-i+len(r.samples))%len(r.samples)]
+			if now.Sub(sm.at) > window {
+				break
+			}
+			best = sm
+		}
+		if best == nil {
+			return 0, 0
+		}
+		secs := now.Sub(best.at).Seconds()
+		if secs <= 0 {
+			return 0, 0
+		}
+		return float64(msgs-best.msgs) / secs, float64(rp-best.rp) / secs
+	}
+	m.M1, p.M1 = calc(time.Minute)
+	m.M15, p.M15 = calc(15 * time.Minute)
+	return m, p
+}

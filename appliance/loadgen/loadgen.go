@@ -1,0 +1,352 @@
+// Package loadgen measures the ingest data path: G gateways x B beacons
+// publishing a realistic mix over real MQTT connections on loopback into a
+// full appliance, and, in the same run, into a bare mochi broker whose hook
+// only counts, so results are quoted as ratios rather than absolute times.
+package loadgen
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"beaconhub/appliance"
+	"beaconhub/store"
+)
+
+// Config of a run.
+type Config struct {
+	Gateways  int
+	Beacons   int
+	Duration  time.Duration
+	QoS       []byte
+	Batch     int  // reports per message (8)
+	Baseline  bool // also measure the bare broker
+	Home      string
+	Out       io.Writer
+	MaxInFlt  int // unused by QoS 1 (one in flight per gateway, as the broker acks after commit)
+	Seed      int64
+	KeepHome  bool
+	Verbosity int
+}
+
+// Result of one scenario.
+type Result struct {
+	Name            string
+	QoS             byte
+	Reports         int64 // reports the receiver accepted
+	Seconds         float64
+	ReportsPerSec   float64
+	AckP50, AckP99  time.Duration // QoS 1 publish -> PUBACK
+	CommitP50MS     int64         // receive -> commit (sampled, QoS 0)
+	CommitP99MS     int64
+	Overloads       int64
+	PeakRSSMB       float64
+	HistoryReadings int64
+	DBBytes         int64
+}
+
+// message is one pre-encoded publish of a gateway.
+type message struct {
+	pk    []byte
+	pidAt int
+}
+
+// workload pre-builds every gateway's messages: 90% adv4 heartbeats of
+// trackable beacons, 10% adv1 sensor reports; each advertisement is heard
+// by 3-5 gateways; reports are batched per gateway and kind.
+func workload(cfg Config, qos byte) [][]message {
+	rng := rand.New(rand.NewSource(cfg.Seed + int64(qos)))
+	type rep struct{ kind, body string }
+	pending := make([]map[string][]string, cfg.Gateways)
+	for i := range pending {
+		pending[i] = map[string][]string{}
+	}
+	out := make([][]message, cfg.Gateways)
+	// Enough distinct messages that each gateway cycles through a few
+	// hundred before repeating.
+	target := cfg.Gateways * 256
+	made := 0
+	for made < target {
+		b := rng.Intn(cfg.Beacons)
+		var r rep
+		if rng.Intn(10) == 0 {
+			r = rep{"adv1", fmt.Sprintf(`{"mac":"%s","rssi":%d,"temperature":%.1f,"humidity":%.1f,"vbatt":%d}`,
+				beaconMAC(b), -40-rng.Intn(50), 2+rng.Float64()*6, 40+rng.Float64()*30, 2800+rng.Intn(300))}
+		} else {
+			r = rep{"adv4", fmt.Sprintf(`{"mac":"%s","rssi":%d,"beacon_is_pushed":false,"motion":%t}`,
+				beaconMAC(b), -40-rng.Intn(50), rng.Intn(4) == 0)}
+		}
+		hearers := 3 + rng.Intn(3)
+		if hearers > cfg.Gateways {
+			hearers = cfg.Gateways
+		}
+		for _, g := range rng.Perm(cfg.Gateways)[:hearers] {
+			pending[g][r.kind] = append(pending[g][r.kind], r.body)
+			if len(pending[g][r.kind]) == cfg.Batch {
+				payload := `{"reports":[` + strings.Join(pending[g][r.kind], ",") + `]}`
+				pk, off := encodePublish("gw/"+gatewayMAC(g)+"/"+r.kind, []byte(payload), qos)
+				out[g] = append(out[g], message{pk, off})
+				pending[g][r.kind] = nil
+				made++
+			}
+		}
+	}
+	return out
+}
+
+func beaconMAC(i int) string  { return fmt.Sprintf("C3%010X", i) }
+func gatewayMAC(i int) string { return fmt.Sprintf("AC%010X", i) }
+
+// Run executes every scenario and prints a table.
+func Run(ctx context.Context, cfg Config) ([]Result, error) {
+	if cfg.Batch <= 0 {
+		cfg.Batch = 8
+	}
+	if cfg.Out == nil {
+		cfg.Out = io.Discard
+	}
+	var results []Result
+	for _, q := range cfg.QoS {
+		wl := workload(cfg, q)
+		if cfg.Baseline {
+			r, err := runBare(ctx, cfg, q, wl)
+			if err != nil {
+				return results, err
+			}
+			results = append(results, r)
+		}
+		r, err := runFull(ctx, cfg, q, wl)
+		if err != nil {
+			return results, err
+		}
+		results = append(results, r)
+	}
+	print(cfg.Out, cfg, results)
+	return results, nil
+}
+
+func print(w io.Writer, cfg Config, rs []Result) {
+	fmt.Fprintf(w, "loadgen: %d gateways x %d beacons, %d reports/message, %s per scenario\n", cfg.Gateways, cfg.Beacons, cfg.Batch, cfg.Duration)
+	fmt.Fprintf(w, "%-22s %4s %12s %9s %9s %10s %10s %9s %9s\n", "scenario", "qos", "reports/s", "ack p50", "ack p99", "commit p50", "commit p99", "overload", "peakRSS")
+	base := map[byte]float64{}
+	for _, r := range rs {
+		if r.Name == "bare-mochi" {
+			base[r.QoS] = r.ReportsPerSec
+		}
+	}
+	for _, r := range rs {
+		fmt.Fprintf(w, "%-22s %4d %12.0f %9s %9s %8dms %8dms %9d %7.0fMB\n", r.Name, r.QoS, r.ReportsPerSec,
+			r.AckP50.Round(10*time.Microsecond), r.AckP99.Round(10*time.Microsecond), r.CommitP50MS, r.CommitP99MS, r.Overloads, r.PeakRSSMB)
+	}
+	for _, r := range rs {
+		if r.Name != "bare-mochi" && base[r.QoS] > 0 {
+			fmt.Fprintf(w, "ratio full/bare at QoS %d: %.2f\n", r.QoS, r.ReportsPerSec/base[r.QoS])
+		}
+		if r.HistoryReadings > 0 {
+			fmt.Fprintf(w, "history: %d readings stored, database %d bytes (%.1f bytes/reading incl. everything else in the file)\n",
+				r.HistoryReadings, r.DBBytes, float64(r.DBBytes)/float64(r.HistoryReadings))
+		}
+	}
+}
+
+// drive publishes from every gateway until the deadline and returns the
+// QoS 1 ack latencies.
+func drive(ctx context.Context, addr string, cfg Config, qos byte, wl [][]message) ([]time.Duration, error) {
+	conns := make([]*conn, cfg.Gateways)
+	for g := range conns {
+		c, err := dial(addr, gatewayMAC(g), "service", "service")
+		if err != nil {
+			for _, x := range conns[:g] {
+				x.close()
+			}
+			return nil, fmt.Errorf("gateway %d: %w", g, err)
+		}
+		conns[g] = c
+	}
+	deadline := time.Now().Add(cfg.Duration)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var lat []time.Duration
+	var firstErr atomic.Value
+	for g := range conns {
+		wg.Add(1)
+		go func(g int) {
+			defer wg.Done()
+			c, msgs := conns[g], wl[g]
+			var local []time.Duration
+			var pid uint16
+			for i := 0; ctx.Err() == nil; i++ {
+				if i%64 == 0 && time.Now().After(deadline) {
+					break
+				}
+				m := msgs[i%len(msgs)]
+				if qos == 0 {
+					if _, err := c.bw.Write(m.pk); err != nil {
+						firstErr.CompareAndSwap(nil, err)
+						return
+					}
+					continue
+				}
+				pid++
+				if pid == 0 {
+					pid = 1
+				}
+				m.pk[m.pidAt], m.pk[m.pidAt+1] = byte(pid>>8), byte(pid)
+				t0 := time.Now()
+				if _, err := c.c.Write(m.pk); err != nil {
+					firstErr.CompareAndSwap(nil, err)
+					return
+				}
+				if err := c.readPuback(pid); err != nil {
+					firstErr.CompareAndSwap(nil, err)
+					return
+				}
+				local = append(local, time.Since(t0))
+			}
+			_ = c.bw.Flush()
+			mu.Lock()
+			lat = append(lat, local...)
+			mu.Unlock()
+		}(g)
+	}
+	wg.Wait()
+	for _, c := range conns {
+		c.close()
+	}
+	if e, ok := firstErr.Load().(error); ok {
+		return lat, e
+	}
+	return lat, nil
+}
+
+func pct(d []time.Duration, p int) time.Duration {
+	if len(d) == 0 {
+		return 0
+	}
+	sort.Slice(d, func(i, j int) bool { return d[i] < d[j] })
+	return d[min(len(d)-1, len(d)*p/100)]
+}
+
+func runBare(ctx context.Context, cfg Config, qos byte, wl [][]message) (Result, error) {
+	b, err := startBare()
+	if err != nil {
+		return Result{}, err
+	}
+	defer b.Close()
+	t0 := time.Now()
+	lat, err := drive(ctx, b.addr, cfg, qos, wl)
+	// Let the broker finish what is in its sockets before reading the count.
+	waitStable(func() int64 { return b.hook.reports.Load() })
+	secs := time.Since(t0).Seconds()
+	n := b.hook.reports.Load()
+	return Result{Name: "bare-mochi", QoS: qos, Reports: n, Seconds: secs, ReportsPerSec: float64(n) / secs,
+		AckP50: pct(lat, 50), AckP99: pct(lat, 99), PeakRSSMB: peakRSSMB()}, err
+}
+
+// waitStable returns once f stops growing (bounded).
+func waitStable(f func() int64) {
+	last := f()
+	for i := 0; i < 100; i++ {
+		time.Sleep(20 * time.Millisecond) // polling a counter, not waiting for time to pass
+		if v := f(); v == last {
+			return
+		} else {
+			last = v
+		}
+	}
+}
+
+func runFull(ctx context.Context, cfg Config, qos byte, wl [][]message) (Result, error) {
+	home := cfg.Home
+	if home == "" {
+		d, err := os.MkdirTemp("", "beaconhub-loadgen-")
+		if err != nil {
+			return Result{}, err
+		}
+		home = d
+		if !cfg.KeepHome {
+			defer os.RemoveAll(d)
+		}
+	}
+	home = home + "/qos" + strconv.Itoa(int(qos))
+	if err := os.MkdirAll(home, 0o750); err != nil {
+		return Result{}, err
+	}
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	app, err := appliance.New(appliance.Options{Home: home, Logger: logger, HTTPListen: "127.0.0.1:0", MQTTListen: "127.0.0.1:0", BcryptCost: 4})
+	if err != nil {
+		return Result{}, err
+	}
+	defer app.Shutdown(context.Background())
+	if err := seed(app.DB(), cfg); err != nil {
+		return Result{}, err
+	}
+	if err := app.Registry().Reload(); err != nil {
+		return Result{}, err
+	}
+	if err := app.Start(); err != nil {
+		return Result{}, err
+	}
+	p := app.Pipeline()
+	t0 := time.Now()
+	lat, derr := drive(ctx, app.MQTTAddr(), cfg, qos, wl)
+	waitStable(func() int64 { return p.Stats.Totals().Observed })
+	if err := app.Writer().Flush(); err != nil {
+		return Result{}, err
+	}
+	secs := time.Since(t0).Seconds()
+	tot := p.Stats.Totals()
+	c50, c99, _ := p.CommitLatency()
+	ws := app.Writer().Stats()
+	size, _ := app.DB().Size()
+	return Result{Name: "beaconhub-full", QoS: qos, Reports: tot.Observed, Seconds: secs, ReportsPerSec: float64(tot.Observed) / secs,
+		AckP50: pct(lat, 50), AckP99: pct(lat, 99), CommitP50MS: c50, CommitP99MS: c99, Overloads: tot.Overloads,
+		PeakRSSMB: peakRSSMB(), HistoryReadings: int64(ws.Readings), DBBytes: size}, derr
+}
+
+// seed registers the generated gateways and beacons; a tenth of the
+// beacons are sensors (the ones the adv1 reports come from may be any).
+func seed(db *store.DB, cfg Config) error {
+	now := time.Now()
+	for g := 0; g < cfg.Gateways; g++ {
+		if err := db.CreateGateway(&store.Gateway{AssetUID: "GW-LG-" + strconv.Itoa(g+1), MAC: gatewayMAC(g), Name: "gw" + strconv.Itoa(g), CreatedAt: now}); err != nil {
+			return err
+		}
+	}
+	return db.SeedBeacons(cfg.Beacons, func(i int) store.Beacon {
+		typ := "watch"
+		if i%10 == 0 {
+			typ = "sensor"
+		}
+		return store.Beacon{AssetUID: fmt.Sprintf("LG-%s-%d", strings.ToUpper(typ[:3]), i+1), MAC: beaconMAC(i), Name: "b" + strconv.Itoa(i), Type: typ, Active: true, CreatedAt: now}
+	})
+}
+
+// peakRSSMB reads the process's peak resident set size (VmHWM).
+func peakRSSMB() float64 {
+	data, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if strings.HasPrefix(line, "VmHWM:") {
+			f := strings.Fields(line)
+			if len(f) >= 2 {
+				kb, _ := strconv.ParseFloat(f[1], 64)
+				return kb / 1024
+			}
+		}
+	}
+	return 0
+}
+
+func discardLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }

@@ -1,0 +1,138 @@
+package appliance
+
+import (
+	"context"
+	"fmt"
+
+	"beaconhub/appliance/assets"
+	"beaconhub/appliance/config"
+	"beaconhub/appliance/ingest"
+	"beaconhub/appliance/sensors"
+	"beaconhub/broker"
+	"beaconhub/store"
+)
+
+// mqttSource is what the embedded broker and the external client share.
+type mqttSource interface {
+	Start() error
+	Close() error
+	Stats() broker.Stats
+}
+
+// needsIngest: the subsystems that consume radio reports.
+func (a *App) needsIngest() bool {
+	c := a.live.Get()
+	return c.Has(config.FeatureSensors) || c.Has(config.FeatureRTLS) || c.Has(config.FeatureAlerting)
+}
+
+// buildIngest wires writer -> registry -> pipeline -> subscribers.
+func (a *App) buildIngest() error {
+	cfg := a.live.Get()
+	a.writer = store.NewWriter(a.db, store.WriterOptions{Logger: a.log})
+	a.onStop(func(context.Context) error { return a.writer.Close() })
+	reg, err := assets.NewRegistry(a.db)
+	if err != nil {
+		return err
+	}
+	a.registry = reg
+	a.pipeline = ingest.New(ingest.Options{Registry: reg, Writer: a.writer, Clock: a.clock, Logger: a.log})
+	if err := a.pipeline.Restore(a.db); err != nil {
+		return fmt.Errorf("restore ingest state: %w", err)
+	}
+	if cfg.Has(config.FeatureSensors) {
+		a.recorder = sensors.NewRecorder()
+		if err := a.recorder.Restore(a.db); err != nil {
+			return fmt.Errorf("restore latest readings: %w", err)
+		}
+		a.pipeline.AddSubscriber(a.recorder)
+	}
+	a.onStop(func(context.Context) error { return a.pipeline.Close() })
+
+	creds := func() (string, string) {
+		c := a.live.Get()
+		return c.MQTTUser, c.MQTTPass
+	}
+	if cfg.MQTTBroker == "external" {
+		x, err := broker.NewExternal(broker.ExternalOptions{URL: cfg.MQTTURL, Credentials: creds, Sink: a.pipeline, Logger: a.log.With("component", "mqtt")})
+		if err != nil {
+			return err
+		}
+		a.mqtt = x
+	} else {
+		listen := cfg.MQTTListen
+		if a.opts.MQTTListen != "" {
+			listen = a.opts.MQTTListen
+		}
+		e, err := broker.NewEmbedded(broker.EmbeddedOptions{Listen: listen, Credentials: creds, Sink: a.pipeline,
+			Observer: a.pipeline.Stats, Logger: a.log.With("component", "mqtt")})
+		if err != nil {
+			return err
+		}
+		a.mqtt = e
+	}
+	// Registered last so it stops first: no new publishes, then the
+	// pipeline drains, then the writer commits, then the store closes.
+	a.onStop(func(context.Context) error { return a.mqtt.Close() })
+	return nil
+}
+
+func (a *App) startIngest() error {
+	a.pipeline.Start()
+	a.scheduleRates()
+	if err := a.mqtt.Start(); err != nil {
+		return fmt.Errorf("MQTT: %w", err)
+	}
+	return nil
+}
+
+func (a *App) scheduleRates() {
+	a.clock.AfterFunc(ingest.RateStep, func() {
+		if a.stopping.Load() {
+			return
+		}
+		a.pipeline.Stats.Tick()
+		a.scheduleRates()
+	})
+}
+
+// MQTTAddr is the embedded broker's bound address ("" otherwise).
+func (a *App) MQTTAddr() string {
+	if e, ok := a.mqtt.(*broker.Embedded); ok {
+		return e.Addr()
+	}
+	return ""
+}
+
+// Pipeline returns the ingest pipeline (nil when no subsystem consumes reports).
+func (a *App) Pipeline() *ingest.Pipeline { return a.pipeline }
+
+// Registry returns the MAC -> asset cache.
+func (a *App) Registry() *assets.Registry { return a.registry }
+
+// Recorder returns the sensor recorder (nil without the sensors feature).
+func (a *App) Recorder() *sensors.Recorder { return a.recorder }
+
+// Writer returns the group-commit writer.
+func (a *App) Writer() *store.Writer { return a.writer }
+
+// MQTTStatus is the cached snapshot behind GET /api/v1/status/mqtt: no
+// probe runs on request, it only copies counters.
+func (a *App) MQTTStatus() any {
+	bs := a.mqtt.Stats()
+	p50, p99, n := a.pipeline.CommitLatency()
+	out := map[string]any{
+		"mode":       bs.Mode,
+		"broker":     bs,
+		"pipeline":   a.pipeline.Stats.Snapshot(),
+		"queue_len":  a.pipeline.QueueLen(),
+		"writer":     a.writer.Stats(),
+		"commit_ms":  map[string]any{"p50": p50, "p99": p99, "samples": n},
+		"discovered": len(a.pipeline.Discovery().List()),
+	}
+	if bs.Mode == "embedded" {
+		out["listening"] = bs.Listening
+	} else {
+		out["connected"] = bs.Connected
+	}
+	return out
+}

@@ -1,0 +1,152 @@
+// Package sensors owns sensor readings: the latest value per asset and
+// metric (in memory, restored from history at start), the history written
+// through the group-commit writer, and, in later work, range alerts,
+// not-seen and calibration conditions.
+package sensors
+
+import (
+	"math"
+	"sync"
+
+	"beaconhub/appliance/ingest"
+	"beaconhub/store"
+)
+
+// Metric ids of the history.
+const (
+	Humidity    = store.MetricHumidity
+	Temperature = store.MetricTemperature
+	Battery     = store.MetricBattery
+)
+
+// DedupWindowMS is the duplicate rule: the same advertisement is heard by
+// several gateways, each of which reports it. A reading of the same asset
+// and metric with the same value within 2 s of the last stored one is that
+// same advertisement and is not stored again. (Sensors advertise new values
+// far less often than every 2 s, and a genuinely new reading with an equal
+// value 2 s later is stored.)
+const DedupWindowMS = 2000
+
+// Latest is the newest reading of one metric.
+type Latest struct {
+	TS    int64   `json:"ts"`
+	Value float64 `json:"value"`
+}
+
+type series struct {
+	latest [4]Latest // indexed by metric id
+	// lastStored is what the dedup rule compares with.
+	lastStored [4]Latest
+}
+
+// Recorder is the sensor-history subscriber of the ingest pipeline.
+type Recorder struct {
+	mu     sync.RWMutex
+	assets map[string]*series
+}
+
+// NewRecorder returns an empty recorder; Restore fills it from history.
+func NewRecorder() *Recorder { return &Recorder{assets: map[string]*series{}} }
+
+// Restore loads the latest reading per asset and metric.
+func (r *Recorder) Restore(db *store.DB) error {
+	rs, err := db.LatestReadings()
+	if err != nil {
+		return err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, x := range rs {
+		if x.Metric < 1 || x.Metric > 3 {
+			continue
+		}
+		s := r.get(x.UID)
+		l := Latest{TS: x.TS, Value: x.Value}
+		s.latest[x.Metric], s.lastStored[x.Metric] = l, l
+	}
+	return nil
+}
+
+func (r *Recorder) get(uid string) *series {
+	s, ok := r.assets[uid]
+	if !ok {
+		s = &series{}
+		r.assets[uid] = s
+	}
+	return s
+}
+
+// round2 is the history's precision; the latest value shows what is stored.
+func round2(f float32) float64 { return math.Round(float64(f)*100) / 100 }
+
+// Observe implements ingest.Subscriber. Test sends (is_test) exercise the
+// alert path only and never enter the history.
+func (r *Recorder) Observe(b *ingest.Batch, w *ingest.Writes) {
+	if b.IsTest {
+		return
+	}
+	switch b.Kind {
+	case ingest.KindAdv1, ingest.KindSData, ingest.KindAdv8:
+	default:
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for i := range b.Obs {
+		o := &b.Obs[i]
+		s := r.get(o.Asset.UID)
+		if o.Has&ingest.HasHumidity != 0 {
+			r.record(s, w, o, Humidity, round2(o.Humidity))
+		}
+		if o.Has&ingest.HasTemperature != 0 {
+			r.record(s, w, o, Temperature, round2(o.Temperature))
+		}
+		if o.Has&ingest.HasVBatt != 0 {
+			r.record(s, w, o, Battery, float64(o.VBatt))
+		}
+	}
+}
+
+func (r *Recorder) record(s *series, w *ingest.Writes, o *ingest.Observation, metric uint8, v float64) {
+	last := s.lastStored[metric]
+	if last.Value == v && abs(o.TS-last.TS) <= DedupWindowMS && last.TS != 0 {
+		return
+	}
+	l := Latest{TS: o.TS, Value: v}
+	s.lastStored[metric] = l
+	if o.TS >= s.latest[metric].TS {
+		s.latest[metric] = l
+	}
+	w.Readings = append(w.Readings, store.Reading{UID: o.Asset.UID, Metric: metric, TS: o.TS, Value: v})
+}
+
+func abs(x int64) int64 {
+	if x < 0 {
+		return -x
+	}
+	return x
+}
+
+// Latest returns the newest reading of a metric for an asset.
+func (r *Recorder) Latest(uid string, metric uint8) (Latest, bool) {
+	if metric < 1 || metric > 3 {
+		return Latest{}, false
+	}
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	s, ok := r.assets[uid]
+	if !ok || s.latest[metric].TS == 0 {
+		return Latest{}, false
+	}
+	return s.latest[metric], true
+}
+
+// Rename moves the in-memory state of an asset to a new uid.
+func (r *Recorder) Rename(oldUID, newUID string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if s, ok := r.assets[oldUID]; ok {
+		delete(r.assets, oldUID)
+		r.assets[newUID] = s
+	}
+}

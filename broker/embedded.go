@@ -1,0 +1,375 @@
+package broker
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	mqtt "github.com/mochi-mqtt/server/v2"
+	"github.com/mochi-mqtt/server/v2/packets"
+)
+
+const (
+	// DefaultMaxClients is used when EmbeddedOptions.MaxClients is 0.
+	DefaultMaxClients = 5000
+
+	// MaxPayload is the largest payload the broker accepts. The decoder
+	// drops payloads above 64 KiB and counts them per gateway; the broker
+	// must let them through to be counted instead of cutting the gateway off.
+	MaxPayload = 1 << 20
+
+	// maxPacketSize bounds what mochi will allocate for one packet (it
+	// allocates the announced length before reading it; unbounded by
+	// default, so a single bogus header could ask for 256 MiB). The slack
+	// above MaxPayload covers the longest legal topic (64 KiB) and v5
+	// properties.
+	maxPacketSize = MaxPayload + 128<<10
+
+	topicPrefix = "gw/"
+	listenerID  = "beaconhub-tcp"
+)
+
+// nackV5 is the PUBACK reason code an MQTT 5 gateway gets when its QoS 1
+// message could not be made durable. mochi writes a PUBACK carrying it (and
+// nothing else happens: no retain, no PUBACK 0x00); the gateway must treat
+// the message as not accepted.
+var nackV5 = packets.Code{Code: packets.ErrUnspecifiedError.Code, Reason: "not stored, resend"}
+
+// EmbeddedOptions configures the embedded broker.
+type EmbeddedOptions struct {
+	Listen      string // e.g. ":1883" or "127.0.0.1:0"; "" means ":1883"
+	Credentials Credentials
+	Sink        Sink
+	Observer    ConnObserver // may be nil
+	Logger      *slog.Logger // broker logs go through slog; nil discards
+	MaxClients  int          // 0 = DefaultMaxClients
+}
+
+// Embedded is the MQTT broker BeaconHub runs in-process for its gateways.
+type Embedded struct {
+	opts   EmbeddedOptions
+	log    *slog.Logger
+	server *mqtt.Server
+	c      counters
+
+	// wrapListener lets tests inject accept errors.
+	wrapListener func(net.Listener) net.Listener
+
+	mu      sync.Mutex
+	ln      *tcpListener
+	started bool
+
+	closing   atomic.Bool
+	closeOnce sync.Once
+
+	// obsMu serialises observer calls; live maps a client id to the
+	// connection currently owning it, so the disconnect of a connection
+	// that was taken over does not mark the gateway offline.
+	obsMu sync.Mutex
+	live  map[string]*mqtt.Client
+}
+
+// NewEmbedded validates opts and prepares (but does not start) the broker.
+func NewEmbedded(opts EmbeddedOptions) (*Embedded, error) {
+	if opts.Sink == nil {
+		return nil, errors.New("broker: EmbeddedOptions.Sink is required")
+	}
+	if opts.Credentials == nil {
+		return nil, errors.New("broker: EmbeddedOptions.Credentials is required")
+	}
+	if opts.Listen == "" {
+		opts.Listen = ":1883"
+	}
+	if opts.MaxClients < 0 {
+		return nil, fmt.Errorf("broker: MaxClients %d is negative", opts.MaxClients)
+	}
+	if opts.MaxClients == 0 {
+		opts.MaxClients = DefaultMaxClients
+	}
+	e := &Embedded{
+		opts: opts,
+		log:  loggerOrDiscard(opts.Logger).With("component", "mqtt"),
+		live: make(map[string]*mqtt.Client),
+	}
+
+	caps := mqtt.NewDefaultServerCapabilities()
+	caps.MaximumClients = int64(opts.MaxClients)
+	caps.MaximumPacketSize = maxPacketSize
+	// Gateways publish at QoS 0/1 and a QoS 1 PUBACK is our durability
+	// promise. Capping at 1 means the sink only ever sees 0 or 1, so no
+	// QoS 2 message can slip through the "wait for durable" path.
+	caps.MaximumQos = 1
+	// Nothing is ever sent to gateways except acks, which mochi writes
+	// directly. The default queue (8192 pointers = 64 KiB per client) would
+	// cost ~320 MiB at 5000 gateways for nothing.
+	caps.MaximumClientWritesPending = 64
+	// Sessions hold nothing useful here (no subscriptions, no outbound
+	// messages); don't keep ones of vanished clients forever.
+	caps.MaximumSessionExpiryInterval = 24 * 60 * 60
+	// Not RetainAvailable=0: mochi would then refuse CONNECTs carrying a
+	// retained will, which is common gateway firmware behaviour. Retain
+	// flags are stripped in the ingest hook instead.
+
+	e.server = mqtt.New(&mqtt.Options{
+		Capabilities:           caps,
+		Logger:                 newMochiLogger(loggerOrDiscard(opts.Logger)),
+		SysTopicResendInterval: 60, // nobody may subscribe to $SYS; keep the busywork low
+		InlineClient:           false,
+	})
+	if err := e.server.AddHook(&authHook{e: e}, nil); err != nil {
+		return nil, fmt.Errorf("broker: add auth hook: %w", err)
+	}
+	if err := e.server.AddHook(&ingestHook{e: e}, nil); err != nil {
+		return nil, fmt.Errorf("broker: add ingest hook: %w", err)
+	}
+	return e, nil
+}
+
+// Start binds the listener and starts serving. It returns once the listener
+// is bound (or with the bind error).
+func (e *Embedded) Start() error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.started {
+		return errors.New("broker: embedded broker already started")
+	}
+	if e.closing.Load() {
+		return errors.New("broker: embedded broker is closed")
+	}
+	raw, err := net.Listen("tcp", e.opts.Listen)
+	if err != nil {
+		e.c.setError("listen: " + err.Error())
+		return fmt.Errorf("broker: listen on %s: %w", e.opts.Listen, err)
+	}
+	if e.wrapListener != nil {
+		raw = e.wrapListener(raw)
+	}
+	ln := newTCPListener(listenerID, raw, e.log, e.acceptError)
+	if err := e.server.AddListener(ln); err != nil {
+		_ = raw.Close()
+		return fmt.Errorf("broker: add listener: %w", err)
+	}
+	if err := e.server.Serve(); err != nil {
+		_ = raw.Close()
+		return fmt.Errorf("broker: serve: %w", err)
+	}
+	e.ln = ln
+	e.started = true
+	e.log.Info("mqtt broker listening", "addr", ln.Address(), "max_clients", e.opts.MaxClients)
+	return nil
+}
+
+func (e *Embedded) acceptError(err error) {
+	e.c.setError("accept: " + err.Error())
+	e.log.Warn("mqtt accept failed; retrying", "error", err)
+}
+
+// Addr is the bound address ("" before Start).
+func (e *Embedded) Addr() string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.ln == nil {
+		return ""
+	}
+	return e.ln.Address()
+}
+
+// Close stops accepting, disconnects all clients and waits until every hook
+// call, including sink calls waiting for durability, has returned. Calling it
+// more than once is harmless.
+func (e *Embedded) Close() error {
+	e.closeOnce.Do(func() {
+		e.closing.Store(true)
+		// mochi's Close calls our listener's Close, which does the
+		// disconnect-and-wait; the order inside it matters (see there).
+		_ = e.server.Close()
+		e.mu.Lock()
+		started := e.started
+		e.mu.Unlock()
+		if started {
+			e.log.Info("mqtt broker stopped")
+		}
+	})
+	return nil
+}
+
+// Stats returns a snapshot of the broker counters.
+func (e *Embedded) Stats() Stats {
+	s := Stats{Mode: "embedded"}
+	e.mu.Lock()
+	if e.ln != nil {
+		s.Listen = e.ln.Address()
+		s.Listening = e.started && !e.closing.Load()
+	}
+	e.mu.Unlock()
+	e.c.fill(&s)
+	return s
+}
+
+// authHook authenticates CONNECTs and applies the topic ACL.
+type authHook struct {
+	mqtt.HookBase
+	e *Embedded
+}
+
+func (h *authHook) ID() string { return "beaconhub-auth" }
+
+func (h *authHook) Provides(b byte) bool {
+	return b == mqtt.OnConnectAuthenticate || b == mqtt.OnACLCheck
+}
+
+func (h *authHook) OnConnectAuthenticate(cl *mqtt.Client, pk packets.Packet) bool {
+	user, pass := h.e.opts.Credentials()
+	// Missing flags mean anonymous; compare anyway so timing is the same.
+	ok := credentialsMatch(pk.Connect.Username, pk.Connect.Password, user, pass) &&
+		pk.Connect.UsernameFlag && pk.Connect.PasswordFlag
+	if !ok {
+		h.e.c.authFailures.Add(1)
+		reason := "bad username or password"
+		if !pk.Connect.UsernameFlag {
+			reason = "anonymous"
+		}
+		if user == "" || pass == "" {
+			reason = "broker credentials not configured"
+		}
+		h.e.c.setError(fmt.Sprintf("auth: %s refused (%s)", cl.ID, reason))
+		// The username is not secret and helps find a misconfigured
+		// gateway; the password is never logged.
+		h.e.log.Debug("mqtt connect refused", "client", cl.ID, "remote", cl.Net.Remote,
+			"username", string(pk.Connect.Username), "reason", reason)
+	}
+	return ok
+}
+
+// OnACLCheck lets remote clients publish only under gw/ and subscribe to
+// nothing: BeaconHub consumes in-process through the ingest hook, so a
+// subscriber could only be someone reading other gateways' data.
+//
+// What the client sees on a denied publish is mochi's doing: QoS 0 is
+// dropped silently; QoS 1 gets a PUBACK with 0x87 (MQTT 5) or, for 3.1.1,
+// which has no negative PUBACK, the connection is closed. A denied subscribe
+// gets SUBACK 0x80 (3.1.1) / 0x87 (5).
+func (h *authHook) OnACLCheck(cl *mqtt.Client, topic string, write bool) bool {
+	if write && strings.HasPrefix(topic, topicPrefix) {
+		return true
+	}
+	h.e.c.aclDenials.Add(1)
+	what := "subscribe"
+	if write {
+		what = "publish"
+	}
+	h.e.log.Debug("mqtt acl denied", "client", cl.ID, "op", what, "topic", topic)
+	return false
+}
+
+// ingestHook feeds publishes to the sink and tracks connections.
+type ingestHook struct {
+	mqtt.HookBase
+	e *Embedded
+}
+
+func (h *ingestHook) ID() string { return "beaconhub-ingest" }
+
+func (h *ingestHook) Provides(b byte) bool {
+	switch b {
+	case mqtt.OnPublish, mqtt.OnSessionEstablished, mqtt.OnDisconnect, mqtt.OnWill:
+		return true
+	}
+	return false
+}
+
+// OnPublish runs in the publishing client's read loop, before mochi sends
+// the PUBACK (processPublish calls the hooks and only writes the PUBACK
+// after they return nil). What mochi does with the return value:
+//
+//   - nil: carries on with the returned packet: retain (if flagged),
+//     PUBACK for QoS 1, forward to subscribers.
+//   - packets.ErrRejectPacket: processPublish returns nil straight away:
+//     no PUBACK, no retain, connection stays up.
+//   - packets.CodeSuccessIgnore: like nil but not forwarded; PUBACK sent.
+//   - any packets.Code, MQTT 5 client, QoS > 0: a PUBACK carrying that
+//     reason code is written instead of the success PUBACK.
+//   - anything else (a plain error; or a Code for a 3.1.1 client; or for
+//     QoS 0): mochi logs it and then continues exactly as for nil, i.e. it
+//     SENDS THE SUCCESS PUBACK. Returning a plain error is therefore the
+//     one wrong choice here.
+//
+// So on a sink error for QoS 1 we return nackV5 (a failure reason code) to
+// MQTT 5 gateways, and for 3.1.1 gateways, which have no way to receive a
+// negative ack, we close the connection and return ErrRejectPacket: no
+// PUBACK is written, and the gateway resends the message when it reconnects.
+//
+// Retain: a retained copy would only ever be replayed to subscribers, and no
+// one may subscribe, so the flag is stripped rather than the publish refused
+// (refusing would make firmware that sets it by habit lose data).
+func (h *ingestHook) OnPublish(cl *mqtt.Client, pk packets.Packet) (packets.Packet, error) {
+	if cl.Net.Inline {
+		// No inline client is enabled; if one ever is, what it publishes
+		// is ours and must not come back in as gateway data.
+		return pk, nil
+	}
+	pk.FixedHeader.Retain = false
+	qos := pk.FixedHeader.Qos
+	err := deliver(h.e.opts.Sink, &h.e.c, h.e.log, cl.ID, pk.TopicName, pk.Payload, qos)
+	if err == nil || qos == 0 {
+		return pk, nil
+	}
+	if cl.Properties.ProtocolVersion == 5 {
+		return pk, nackV5
+	}
+	// Stop (not DisconnectClient): MQTT 3.1.1 has no server DISCONNECT,
+	// and closing the socket before returning guarantees nothing else is
+	// written. Anything the gateway pipelined after this message is left
+	// unread and unacknowledged, so it is resent too.
+	cl.Stop(fmt.Errorf("sink: %w", err))
+	return pk, packets.ErrRejectPacket
+}
+
+// OnSessionEstablished fires once a client is authenticated and its
+// CONNACK sent; every call is paired with exactly one OnDisconnect (mochi's
+// OnConnect, by contrast, fires before authentication).
+//
+// Counters move after the observer has been told, so that anyone who sees
+// Stats.Clients change can rely on the observer being up to date.
+func (h *ingestHook) OnSessionEstablished(cl *mqtt.Client, _ packets.Packet) {
+	h.e.log.Debug("mqtt client connected", "client", cl.ID, "remote", cl.Net.Remote,
+		"protocol", cl.Properties.ProtocolVersion)
+	h.e.obsMu.Lock()
+	h.e.live[cl.ID] = cl
+	if h.e.opts.Observer != nil {
+		h.e.opts.Observer.ClientConnected(cl.ID, cl.Net.Remote)
+	}
+	h.e.obsMu.Unlock()
+	h.e.c.connects.Add(1)
+	h.e.c.clients.Add(1)
+}
+
+func (h *ingestHook) OnDisconnect(cl *mqtt.Client, err error, _ bool) {
+	if err == nil {
+		err = cl.StopCause() // e.g. our own "sink:" stop, or a takeover
+	}
+	h.e.log.Debug("mqtt client disconnected", "client", cl.ID, "remote", cl.Net.Remote, "error", err)
+	h.e.obsMu.Lock()
+	// A connection taken over by a newer one with the same id must not
+	// mark the gateway offline.
+	if h.e.live[cl.ID] == cl {
+		delete(h.e.live, cl.ID)
+		if h.e.opts.Observer != nil {
+			h.e.opts.Observer.ClientDisconnected(cl.ID)
+		}
+	}
+	h.e.obsMu.Unlock()
+	h.e.c.clients.Add(-1)
+}
+
+// OnWill strips retain from last-will messages for the same reason as in
+// OnPublish. Wills never reach the sink (mochi does not run OnPublish for
+// them); a gateway going away is reported through ConnObserver instead.
+func (h *ingestHook) OnWill(_ *mqtt.Client, will mqtt.Will) (mqtt.Will, error) {
+	will.Retain = false
+	return will, nil
+}

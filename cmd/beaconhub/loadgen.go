@@ -1,0 +1,53 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"time"
+
+	"beaconhub/appliance/loadgen"
+)
+
+// cmdLoadgen runs the ingest benchmark in this process, against a full
+// appliance in a temporary home and a bare mochi broker, on loopback only.
+func cmdLoadgen(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("loadgen", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	gws := fs.Int("gateways", 50, "gateway connections")
+	beacons := fs.Int("beacons", 2000, "registered beacons")
+	dur := fs.Duration("duration", 10*time.Second, "publishing time per scenario")
+	qos := fs.String("qos", "0,1", "QoS levels to run, comma separated")
+	batch := fs.Int("batch", 8, "reports per message")
+	baseline := fs.Bool("baseline", true, "also measure a bare mochi broker whose hook only counts")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	var qs []byte
+	for _, q := range strings.Split(*qos, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(q))
+		if err != nil || n < 0 || n > 1 {
+			fmt.Fprintf(stderr, "bad --qos %q: use 0, 1 or 0,1\n", *qos)
+			return 2
+		}
+		qs = append(qs, byte(n))
+	}
+	if *gws < 1 || *beacons < 1 || *batch < 1 || *batch > 500 {
+		fmt.Fprintln(stderr, "--gateways and --beacons must be positive, --batch 1..500")
+		return 2
+	}
+	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer cancel()
+	_, err := loadgen.Run(ctx, loadgen.Config{Gateways: *gws, Beacons: *beacons, Duration: *dur, QoS: qs, Batch: *batch,
+		Baseline: *baseline, Out: stdout, Seed: 1})
+	if err != nil {
+		fmt.Fprintf(stderr, "loadgen: %v\n", err)
+		return 1
+	}
+	return 0
+}
