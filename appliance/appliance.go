@@ -97,6 +97,10 @@ func New(opts Options) (*App, error) {
 	if res.Migrated {
 		a.log.Info("configuration migrated into config/", "file", paths.ConfigFile())
 	}
+	a.live.Pin(res.Pinned)
+	for _, k := range res.EnvKeys {
+		a.log.Info("configuration key overridden by the environment", "key", k)
+	}
 	for _, k := range res.UnknownKeys {
 		a.log.Warn("unknown configuration key kept as is", "key", k)
 	}

@@ -3,7 +3,6 @@ package appliance_test
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -80,11 +79,14 @@ func temps(t *testing.T, db *store.DB, uid string) []float64 {
 	return out
 }
 
-// adminToken logs in as the default admin over HTTP.
+// adminToken creates an admin (the default one must change its password
+// before it may do anything) and logs it in over HTTP.
 func adminToken(t *testing.T, app *appliance.App) string {
 	t.Helper()
-	c := app.Live().Get()
-	body := fmt.Sprintf(`{"email":%q,"password":%q}`, c.DefaultEmail, c.DefaultPassword)
+	if _, err := app.Auth().CreateUser("ops@example.org", "ops-password-1", "admin", false); err != nil {
+		t.Fatal(err)
+	}
+	body := `{"email":"ops@example.org","password":"ops-password-1"}`
 	resp, err := http.Post("http://"+app.HTTPAddr()+"/api/v1/login", "application/json", strings.NewReader(body))
 	if err != nil {
 		t.Fatal(err)

@@ -53,7 +53,10 @@ func (a *App) buildIngest() error {
 		return c.MQTTUser, c.MQTTPass
 	}
 	if cfg.MQTTBroker == "external" {
-		x, err := broker.NewExternal(broker.ExternalOptions{URL: cfg.MQTTURL, Credentials: creds, Sink: a.pipeline, Logger: a.log.With("component", "mqtt")})
+		// A stable client id: the session is persistent, and a random id
+		// would leave an orphaned session on the broker at every restart.
+		x, err := broker.NewExternal(broker.ExternalOptions{URL: cfg.MQTTURL, Credentials: creds, Sink: a.pipeline,
+			Logger: a.log.With("component", "mqtt"), ClientID: "beaconhub-" + cfg.ServerID})
 		if err != nil {
 			return err
 		}

@@ -101,7 +101,9 @@ func NewEmbedded(opts EmbeddedOptions) (*Embedded, error) {
 	caps.MaximumPacketSize = maxPacketSize
 	// Gateways publish at QoS 0/1 and a QoS 1 PUBACK is our durability
 	// promise. Capping at 1 means the sink only ever sees 0 or 1, so no
-	// QoS 2 message can slip through the "wait for durable" path.
+	// QoS 2 message can slip through the "wait for durable" path. (MQTT 5
+	// clients are told in CONNACK; a 3.1.1 client sending QoS 2 anyway
+	// gets a PUBACK instead of a PUBREC, which the contract rules out.)
 	caps.MaximumQos = 1
 	// Nothing is ever sent to gateways except acks, which mochi writes
 	// directly. The default queue (8192 pointers = 64 KiB per client) would

@@ -415,7 +415,12 @@ func TestEmbeddedObserverSurvivesSessionTakeover(t *testing.T) {
 	case <-time.After(waitFor):
 		t.Fatal("old connection not closed on takeover")
 	}
-	eventually(t, "one client left", func() bool { return b.Stats().Clients == 1 })
+	// Counters move after the observer is told: two connects and one
+	// client left means the old connection's disconnect has been handled.
+	eventually(t, "takeover handled", func() bool {
+		st := b.Stats()
+		return st.ConnectsTotal == 2 && st.Clients == 1
+	})
 	if !obs.connected(gwMAC) {
 		t.Fatalf("gateway marked offline after takeover; events %v", obs.events)
 	}
@@ -677,10 +682,9 @@ func TestEmbeddedSecondConnectDoesNotLogPassword(t *testing.T) {
 	if err := raw.write(connectPacket(5, gwMAC, testUser, testPass)); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "disconnect", func() bool { return b.Stats().Clients == 0 })
-	if !strings.Contains(b.logs.String(), "error processing packet") {
-		t.Fatalf("expected mochi's protocol error in the debug log:\n%s", b.logs.String())
-	}
+	eventually(t, "mochi's protocol error in the debug log", func() bool {
+		return strings.Contains(b.logs.String(), "error processing packet")
+	})
 	// startEmbedded's cleanup fails the test if the password is in the log.
 }
 

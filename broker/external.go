@@ -310,7 +310,6 @@ func (x *External) session() (established bool) {
 	}
 	x.c.connects.Add(1)
 
-	if x.c.connects.Load() > 1 { x.connected.Store(true); <-lost; return true }
 	sub := cl.Subscribe(subscribeFilter, 1, nil)
 	if !x.wait(sub) {
 		return false

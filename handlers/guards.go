@@ -35,6 +35,7 @@ const (
 	msgAdminRequired = "admin privileges required"
 	msgAPIForbidden  = "this route is not available to api accounts"
 	msgDBNotReady    = "database is not ready"
+	msgMustChange    = "password change required: POST /api/v1/change-password first"
 )
 
 type routeKey struct{}
@@ -89,6 +90,11 @@ func (s *Server) check(rt Route, r *http.Request, out **http.Request) error {
 		return apperr.Forbidden(msgAuthRequired)
 	}
 	*out = r.WithContext(context.WithValue(r.Context(), claimsKey{}, claims))
+	// The default admin's password is known from the install files until
+	// it is changed; nothing but changing it is allowed before that.
+	if claims.MustChangePassword && rt.Path != "/api/v1/change-password" {
+		return apperr.Forbidden(msgMustChange)
+	}
 	switch rt.Guard {
 	case Admin:
 		if claims.Role != auth.RoleAdmin {

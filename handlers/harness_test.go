@@ -102,8 +102,12 @@ type harnessOption func(*harnessOpts)
 
 type harnessOpts struct {
 	noDB      bool
+	noUsers   bool
 	configure func(*config.Config)
 }
+
+// withoutUsers leaves the store without accounts (a first install).
+func withoutUsers() harnessOption { return func(o *harnessOpts) { o.noUsers = true } }
 
 // withoutDB builds the Server with Deps.DB nil (database not ready).
 func withoutDB() harnessOption { return func(o *harnessOpts) { o.noDB = true } }
@@ -154,6 +158,9 @@ func newHarness(t *testing.T, opts ...harnessOption) *harness {
 	}
 	h.applog = applog.New(db, h.live, h.clock, h.logger)
 	for _, role := range harnessRoles {
+		if o.noUsers {
+			break
+		}
 		u, err := h.auth.CreateUser(role+"@example.com", userPassword, role, false)
 		if err != nil {
 			t.Fatal(err)

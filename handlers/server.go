@@ -4,6 +4,8 @@ import (
 	"io/fs"
 	"log/slog"
 	"net/http"
+	"sort"
+	"strings"
 
 	"beaconhub/appliance/applog"
 	"beaconhub/appliance/auth"
@@ -39,6 +41,10 @@ type Server struct {
 	log    *slog.Logger
 	router *httprouter.Router
 	routes []Route
+	// exact holds static routes that httprouter cannot place next to a
+	// parameter at the same position (e.g. /api/v1/assets/remint/plan beside
+	// /api/v1/assets/:asset_uid); they are matched by exact path first.
+	exact map[string]httprouter.Handle
 }
 
 // New builds the router from the route table.
@@ -61,10 +67,30 @@ func New(d Deps) *Server {
 		writeJSONError(w, http.StatusInternalServerError, "internal error")
 	}
 	s.routes = s.table()
-	for _, rt := range s.routes {
-		s.router.Handle(rt.Method, rt.Path, s.guard(rt, rt.h))
+	s.exact = map[string]httprouter.Handle{}
+	// Parameter routes first, so that a static route conflicting with one
+	// is the one that falls back to exact matching.
+	ordered := append([]Route(nil), s.routes...)
+	sort.SliceStable(ordered, func(i, j int) bool { return hasParam(ordered[i].Path) && !hasParam(ordered[j].Path) })
+	for _, rt := range ordered {
+		s.mount(rt)
 	}
 	return s
+}
+
+func hasParam(path string) bool { return strings.ContainsAny(path, ":*") }
+
+func (s *Server) mount(rt Route) {
+	h := s.guard(rt, rt.h)
+	defer func() {
+		if v := recover(); v != nil {
+			if hasParam(rt.Path) {
+				panic(v) // two parameter routes conflict: a table bug
+			}
+			s.exact[rt.Method+" "+rt.Path] = h
+		}
+	}()
+	s.router.Handle(rt.Method, rt.Path, h)
 }
 
 // Routes returns the route table (for the guard-matrix test and docs).
@@ -72,6 +98,12 @@ func (s *Server) Routes() []Route { return append([]Route(nil), s.routes...) }
 
 // ServeHTTP implements http.Handler.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if len(s.exact) > 0 {
+		if h, ok := s.exact[r.Method+" "+r.URL.Path]; ok {
+			h(w, r, nil)
+			return
+		}
+	}
 	s.router.ServeHTTP(w, r)
 }
 

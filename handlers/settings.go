@@ -51,6 +51,9 @@ func (s *Server) patchSettings(w http.ResponseWriter, r *http.Request, _ httprou
 	if len(changes) == 0 {
 		return apperr.Invalid("no settings given")
 	}
+	// Judged against the verbosity before the change, so switching the log
+	// off is itself recorded.
+	wasLogging := s.deps.Live.Get().LogVerbosity != "none"
 	changed, err := s.deps.Live.Patch(changes)
 	var ne *config.NotEditableError
 	var ve *config.ValidationError
@@ -64,7 +67,11 @@ func (s *Server) patchSettings(w http.ResponseWriter, r *http.Request, _ httprou
 	}
 	if len(changed) > 0 {
 		// Keys only: values of secrets must not reach the log.
-		s.deps.AppLog.Record(applog.Normal, "settings.update", strings.Join(changed, ","), claimsFrom(r).Email,
+		rec := s.deps.AppLog.Record
+		if wasLogging {
+			rec = s.deps.AppLog.RecordAlways
+		}
+		rec(applog.Normal, "settings.update", strings.Join(changed, ","), claimsFrom(r).Email,
 			"settings changed: "+strings.Join(changed, ", "))
 	}
 	p := s.settingsPayload()

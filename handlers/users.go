@@ -75,10 +75,9 @@ func (s *Server) refresh(w http.ResponseWriter, r *http.Request, _ httprouter.Pa
 
 func (s *Server) register(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
 	var body struct {
-		Email      string `json:"email"`
-		Password   string `json:"password"`
-		Role       string `json:"role"`
-		LocationID uint64 `json:"location_id"`
+		Email    string `json:"email"`
+		Password string `json:"password"`
+		Role     string `json:"role"`
 	}
 	if err := decode(w, r, &body); err != nil {
 		return err

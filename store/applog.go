@@ -40,18 +40,18 @@ func (db *DB) ListLogs(before uint64, limit int) ([]LogRecord, uint64, error) {
 	err := db.bolt.View(func(tx *bolt.Tx) error {
 		b := tx.Bucket(bAppLog)
 		c := b.Cursor()
-		var k, v []byte
+		var k []byte
 		if before == 0 {
-			k, v = c.Last()
+			k, _ = c.Last()
 		} else {
-			k, v = c.Seek(itob(before))
+			k, _ = c.Seek(itob(before))
 			if k == nil {
-				k, v = c.Last()
+				k, _ = c.Last()
 			} else {
-				k, v = c.Prev()
+				k, _ = c.Prev()
 			}
 		}
-		for ; k != nil; k, v = c.Prev() {
+		for ; k != nil; k, _ = c.Prev() {
 			if len(out) == limit {
 				next = out[len(out)-1].ID
 				break
@@ -60,7 +60,6 @@ func (db *DB) ListLogs(before uint64, limit int) ([]LogRecord, uint64, error) {
 			if err := getJSON(b, k, &r); err != nil {
 				return err
 			}
-			_ = v
 			out = append(out, r)
 		}
 		return nil

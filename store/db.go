@@ -12,6 +12,7 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+	berrors "go.etcd.io/bbolt/errors"
 )
 
 // ErrLocked is returned by Open when another process holds the database.
@@ -46,7 +47,7 @@ func Open(path string, opts OpenOptions) (*DB, error) {
 		FreelistType: bolt.FreelistMapType,
 	})
 	if err != nil {
-		if errors.Is(err, bolt.ErrTimeout) {
+		if errors.Is(err, berrors.ErrTimeout) {
 			return nil, fmt.Errorf("open %s: %w (is another beaconhub running with the same home?)", path, ErrLocked)
 		}
 		return nil, fmt.Errorf("open %s: %w", path, err)

@@ -61,6 +61,18 @@ func (l *Log) Record(level Level, action, subject, actor, message string) {
 	}
 }
 
+// RecordAlways stores one entry whatever the current verbosity (used when
+// the change being recorded is the verbosity itself).
+func (l *Log) RecordAlways(_ Level, action, subject, actor, message string) {
+	if l == nil {
+		return
+	}
+	r := &store.LogRecord{Time: l.clock.Now().UTC(), Action: action, Subject: subject, Actor: actor, Message: message}
+	if err := l.db.AppendLog(r); err != nil {
+		l.slog.Error("application log write failed", "action", action, "err", err)
+	}
+}
+
 // List returns records newest first.
 func (l *Log) List(before uint64, limit int) ([]store.LogRecord, uint64, error) {
 	return l.db.ListLogs(before, limit)

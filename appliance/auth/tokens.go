@@ -20,6 +20,9 @@ type Claims struct {
 	Email  string `json:"email"`
 	Role   string `json:"role"`
 	Admin  bool   `json:"admin"`
+	// MustChangePassword is read from the store at verification, never
+	// from the token.
+	MustChangePassword bool `json:"-"`
 	// Gen is the user's SessionGen at issue time.
 	Gen uint64 `json:"gen,omitempty"`
 	jwt.RegisteredClaims
@@ -57,6 +60,7 @@ var errBadLogin = apperr.Unauthorized("wrong email or password")
 func (s *Service) Login(email, password, remoteIP string) (*LoginResult, error) {
 	acct, ip := "acct:"+store.NormalizeEmail(email), "ip:"+remoteIP
 	if retry, locked := s.limiter.Check(acct, ip); locked {
+		s.log.Warn("login refused by the failed-login throttle", "email", store.NormalizeEmail(email), "remote", remoteIP, "retry_after_s", int(retry.Seconds()))
 		return nil, apperr.TooMany(retry, "too many failed logins; try again later")
 	}
 	u, err := s.db.GetUserByEmail(email)
@@ -69,6 +73,7 @@ func (s *Service) Login(email, password, remoteIP string) (*LoginResult, error) 
 	}
 	if bcrypt.CompareHashAndPassword(hash, []byte(password)) != nil || u == nil {
 		s.limiter.Fail(acct, ip)
+		s.log.Info("failed login", "email", store.NormalizeEmail(email), "remote", remoteIP)
 		return nil, errBadLogin
 	}
 	s.limiter.Success(acct)
@@ -183,6 +188,7 @@ func (s *Service) Verify(raw string) (*Claims, error) {
 	claims.Role = u.Role
 	claims.Admin = u.Role == RoleAdmin
 	claims.Email = u.Email
+	claims.MustChangePassword = u.MustChangePassword
 	return &claims, nil
 }
 

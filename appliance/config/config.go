@@ -1,6 +1,7 @@
 // Package config owns BeaconHub's configuration: the Config struct, the one
 // options table (default, type, validator, UI-editable, secret,
-// restart-needed), brand profiles, loading main.config.json (plain JSON),
+// restart-needed), brand profiles, loading main.config.json (plain JSON,
+// with BEACONHUB_* environment overrides layered through viper),
 // writing defaults back atomically, and the live holder that settings
 // changes go through.
 package config

@@ -18,7 +18,17 @@ type Live struct {
 	cur   atomic.Pointer[Config]
 	path  string
 	extra map[string]any
-	subs  []func(old, new *Config)
+	// pinned are file values of keys the environment overrides; writes
+	// keep them so the environment never leaks into the file.
+	pinned map[string]any
+	subs   []func(old, new *Config)
+}
+
+// Pin records the file's values of environment-overridden keys.
+func (l *Live) Pin(fileValues map[string]any) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.pinned = fileValues
 }
 
 // NewLive wraps a loaded config; path is where Patch persists (empty: memory only).
@@ -90,7 +100,7 @@ func (l *Live) Patch(changes map[string]json.RawMessage) ([]string, error) {
 		return nil, nil
 	}
 	if l.path != "" {
-		if err := WriteFile(l.path, next, l.extra); err != nil {
+		if err := WriteFile(l.path, withFileValues(next, l.pinned), l.extra); err != nil {
 			l.mu.Unlock()
 			return nil, err
 		}

@@ -45,6 +45,10 @@ type LoadResult struct {
 	FilledKeys    []string // keys that were missing and got defaults
 	GeneratedKeys []string // secrets generated on this start
 	UnknownKeys   []string // keys this binary does not know (kept in the file)
+	EnvKeys       []string // keys overridden by BEACONHUB_* environment variables
+	// Pinned holds the file's own values of the keys the environment
+	// overrides; pass it to Live.Pin so settings write-backs keep them.
+	Pinned map[string]any
 }
 
 // Load reads home's configuration, migrating a root-level file, filling
@@ -52,12 +56,22 @@ type LoadResult struct {
 // default is "generate"), validating every key, and writing the file back
 // atomically with mode 0600 when anything was filled in.
 func Load(p Paths, b Brand) (*Config, map[string]any, LoadResult, error) {
+	return load(p, b, true)
+}
+
+// Check validates like Load but writes nothing: `config check` must not
+// rewrite (or re-own) a file it was only asked to look at.
+func Check(p Paths, b Brand) (*Config, map[string]any, LoadResult, error) {
+	return load(p, b, false)
+}
+
+func load(p Paths, b Brand, write bool) (*Config, map[string]any, LoadResult, error) {
 	var res LoadResult
 	path := p.ConfigFile()
 	if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
 		return nil, nil, res, fmt.Errorf("create config directory: %w", err)
 	}
-	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) && write {
 		if _, err := os.Stat(p.legacyFile()); err == nil {
 			if err := os.Rename(p.legacyFile(), path); err != nil {
 				return nil, nil, res, fmt.Errorf("migrate %s into config/: %w", p.legacyFile(), err)
@@ -75,6 +89,14 @@ func Load(p Paths, b Brand) (*Config, map[string]any, LoadResult, error) {
 		}
 	} else if errors.Is(err, os.ErrNotExist) {
 		res.Created = true
+		if !write {
+			if data, err := os.ReadFile(p.legacyFile()); err == nil {
+				if raw, err = parseFile(data); err != nil {
+					return nil, nil, res, fmt.Errorf("read %s: %w", p.legacyFile(), err)
+				}
+				res.Created, res.Migrated = false, true
+			}
+		}
 	} else {
 		return nil, nil, res, fmt.Errorf("read %s: %w", path, err)
 	}
@@ -82,10 +104,21 @@ func Load(p Paths, b Brand) (*Config, map[string]any, LoadResult, error) {
 	if err != nil {
 		return nil, nil, res, err
 	}
-	if res.Created || len(res.FilledKeys) > 0 || res.Migrated {
+	if write && (res.Created || len(res.FilledKeys) > 0 || res.Migrated) {
 		if err := WriteFile(path, c, extra); err != nil {
 			return nil, nil, res, err
 		}
+	}
+	if write {
+		// A file an operator created by hand may be world-readable; it
+		// holds secrets.
+		if fi, err := os.Stat(path); err == nil && fi.Mode().Perm()&0o077 != 0 {
+			_ = os.Chmod(path, 0o600)
+		}
+	}
+	// The environment is layered last and never written back.
+	if res.Pinned, err = applyEnv(c, &res); err != nil {
+		return nil, nil, res, err
 	}
 	return c, extra, res, nil
 }
@@ -173,6 +206,7 @@ func WriteFile(path string, c *Config, extra map[string]any) error {
 		return fmt.Errorf("write config: %w", err)
 	}
 	defer os.Remove(tmp.Name())
+	keepOwner(tmp, path)
 	if err := tmp.Chmod(0o600); err != nil {
 		tmp.Close()
 		return fmt.Errorf("write config: %w", err)

@@ -44,10 +44,9 @@ type Option struct {
 	Generated bool
 }
 
-func str(s string) func(Brand) any     { return func(Brand) any { return s } }
-func num(n int) func(Brand) any        { return func(Brand) any { return n } }
-func boolean(v bool) func(Brand) any   { return func(Brand) any { return v } }
-func strs(v ...string) func(Brand) any { return func(Brand) any { return append([]string(nil), v...) } }
+func str(s string) func(Brand) any   { return func(Brand) any { return s } }
+func num(n int) func(Brand) any      { return func(Brand) any { return n } }
+func boolean(v bool) func(Brand) any { return func(Brand) any { return v } }
 func oneOf(vals ...string) func(any) error {
 	return func(v any) error {
 		s := v.(string)

@@ -53,6 +53,20 @@ func FuzzDecode(f *testing.F) {
 			t.Fatalf("Decode and refDecode disagree on %q %q now=%d\n   got %s\n   ref %s", topic, payload, now, got, ref)
 		}
 
+		// Raw mutations rarely keep a payload well-formed enough to reach the
+		// inner parts of the parser, so the fuzzed bytes are also dropped
+		// into every value and key position of known-good messages. That is
+		// what exercises, say, "[1,]" as an unknown field three levels down.
+		for _, c := range fuzzContexts {
+			p := []byte(strings.ReplaceAll(c.template, "%s", string(payload)))
+			var m Message
+			ok := Decode(c.topic, p, now, &m)
+			checkInvariants(t, c.topic, now, ok, &m)
+			if got, ref := resultOf(ok, &m), refDecode(c.topic, p, now); !reflect.DeepEqual(got, ref) {
+				t.Fatalf("Decode and refDecode disagree on %q %q now=%d\n   got %s\n   ref %s", c.topic, p, now, got, ref)
+			}
+		}
+
 		// A reused Message, dirtied by a status message (which fills the
 		// string cache) and a report list, must give the same answer.
 		var reused Message
@@ -63,6 +77,24 @@ func FuzzDecode(f *testing.F) {
 			t.Fatalf("reused Message differs on %q %q\n fresh %s\nreused %s", topic, payload, got, again)
 		}
 	})
+}
+
+// fuzzContexts are the positions FuzzDecode splices its payload into; %s is
+// replaced by the payload bytes.
+var fuzzContexts = []struct{ topic, template string }{
+	{gwTopic + "adv8", `{"reports":[{"mac":"C30000000A01","rssi":-1,"vbatt":1,"x":%s}]}`},
+	{gwTopic + "adv8", `{"x":%s,"reports":[{"mac":"C30000000A01","rssi":-1,"vbatt":1}]}`},
+	{gwTopic + "adv8", `{"reports":[%s,{"mac":"C30000000A01","rssi":-1,"vbatt":1}]}`},
+	{gwTopic + "adv8", `{"reports":%s}`},
+	{gwTopic + "adv8", `{"reports":[{%s:1,"mac":"C30000000A01","rssi":-1,"vbatt":1}]}`},
+	{gwTopic + "adv8", `{"reports":[{"mac":%s,"rssi":%s,"vbatt":%s}]}`},
+	{gwTopic + "adv8", `{"ts":%s,"is_test":%s,"reports":[{"mac":"C30000000A01","rssi":-1,"vbatt":1,"ts":%s}]}`},
+	{gwTopic + "adv1", `{"reports":[{"mac":"C30000000A01","rssi":-1,"temperature":%s,"humidity":%s}]}`},
+	{gwTopic + "sData", `{"reports":[{"mac":"C30000000A01","rssi":-1,"interval":%s}]}`},
+	{gwTopic + "adv4", `{"reports":[{"mac":"C30000000A01","rssi":-1,"beacon_is_pushed":true,"press":%s,"motion":%s}]}`},
+	{gwTopic + "status", `{"ip":%s}`},
+	{gwTopic + "status", `{"fw":%s}`},
+	{gwTopic + "status", `{"uptime":%s,"fw":"x"}`},
 }
 
 // checkInvariants asserts what must hold of any Decode result, whatever the

@@ -32,7 +32,7 @@ func cmdConfigCheck(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	paths := config.Paths{Home: h}
-	cfg, _, res, err := config.Load(paths, config.ActiveBrand())
+	cfg, _, res, err := config.Check(paths, config.ActiveBrand())
 	if err != nil {
 		fmt.Fprintf(stderr, "configuration is invalid: %v\n", err)
 		return 1

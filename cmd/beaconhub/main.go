@@ -6,6 +6,10 @@ import (
 	"fmt"
 	"io"
 	"os"
+
+	// Embedded zone database: the digest time zone must resolve on a box
+	// without system tzdata.
+	_ "time/tzdata"
 )
 
 const usage = `usage: beaconhub <command> [flags]

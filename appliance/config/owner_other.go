@@ -1,0 +1,7 @@
+//go:build !unix
+
+package config
+
+import "os"
+
+func keepOwner(*os.File, string) {}

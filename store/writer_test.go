@@ -1,0 +1,555 @@
+package store
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// gate parks the writer goroutine inside a transaction until release is
+// called, so that a test can queue work that must land in one batch.
+func gate(t *testing.T, w *Writer) (release func()) {
+	t.Helper()
+	entered := make(chan struct{})
+	rel := make(chan struct{})
+	var once sync.Once
+	w.Do(func(*bolt.Tx) error {
+		once.Do(func() { close(entered) })
+		<-rel
+		return nil
+	}, nil)
+	<-entered
+	var relOnce sync.Once
+	return func() { relOnce.Do(func() { close(rel) }) }
+}
+
+func sensorReadings(uid string, from, n int) []Reading {
+	rs := make([]Reading, 0, n)
+	for i := from; i < from+n; i++ {
+		rs = append(rs, Reading{UID: uid, Metric: MetricTemperature, TS: int64(i) * 1000, Value: float64(i%100) / 4})
+	}
+	return rs
+}
+
+func countAll(t *testing.T, db *DB) int {
+	t.Helper()
+	series, err := db.HistorySeries()
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, s := range series {
+		n += s.Count
+	}
+	return n
+}
+
+func TestWriterConcurrentAppend(t *testing.T) {
+	db := openTestDB(t)
+	w := NewWriter(db, WriterOptions{MaxPendingReadings: 2000})
+	const goroutines, calls = 16, 150
+	var dones [goroutines][calls]atomic.Int32
+	var wg sync.WaitGroup
+	for g := range goroutines {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			uid := fmt.Sprintf("SEN-%02d", g)
+			for c := range calls {
+				rs := sensorReadings(uid, c*8, 8)
+				w.AppendReadings(rs, func(err error) {
+					if err != nil {
+						t.Errorf("done(%v)", err)
+					}
+					dones[g][c].Add(1)
+				})
+				for i := range rs { // the caller may reuse rs at once
+					rs[i] = Reading{}
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if err := w.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	for g := range goroutines {
+		for c := range calls {
+			if n := dones[g][c].Load(); n != 1 {
+				t.Fatalf("done for goroutine %d call %d ran %d times", g, c, n)
+			}
+		}
+	}
+	if n := countAll(t, db); n != goroutines*calls*8 {
+		t.Fatalf("stored %d readings, want %d", n, goroutines*calls*8)
+	}
+	st := w.Stats()
+	if st.Readings != goroutines*calls*8 || st.Commits == 0 || st.Errors != 0 || st.FailedCommits != 0 {
+		t.Fatalf("stats %+v", st)
+	}
+	t.Logf("%d commits, avg %.0f readings", st.Commits, st.AvgBatchReadings)
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for g := range goroutines {
+		for c := range calls {
+			if n := dones[g][c].Load(); n != 1 {
+				t.Fatalf("after Close, done for goroutine %d call %d ran %d times", g, c, n)
+			}
+		}
+	}
+}
+
+func TestWriterFlushWaitsForEverythingBefore(t *testing.T) {
+	db := openTestDB(t)
+	w := NewWriter(db, WriterOptions{})
+	defer w.Close()
+	release := gate(t, w)
+	var done atomic.Int32
+	for i := range 50 {
+		w.AppendReadings(sensorReadings("SEN-F", i*8, 8), func(err error) {
+			if err != nil {
+				t.Error(err)
+			}
+			done.Add(1)
+		})
+	}
+	flushed := make(chan error)
+	go func() { flushed <- w.Flush() }()
+	select {
+	case err := <-flushed:
+		t.Fatalf("Flush returned (%v) while the writer was parked", err)
+	default:
+	}
+	release()
+	if err := <-flushed; err != nil {
+		t.Fatal(err)
+	}
+	if n := done.Load(); n != 50 {
+		t.Fatalf("Flush returned with %d of 50 done callbacks run", n)
+	}
+	if n := countAll(t, db); n != 400 {
+		t.Fatalf("after Flush %d readings visible, want 400", n)
+	}
+	// Flush on an idle writer returns at once.
+	if err := w.Flush(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestWriterFailingOpDoesNotSinkBatch(t *testing.T) {
+	db := openTestDB(t)
+	w := NewWriter(db, WriterOptions{})
+	defer w.Close()
+	release := gate(t, w)
+
+	results := map[string]error{}
+	var mu sync.Mutex
+	record := func(name string) func(error) {
+		return func(err error) {
+			mu.Lock()
+			defer mu.Unlock()
+			if _, dup := results[name]; dup {
+				t.Errorf("done for %s called twice", name)
+			}
+			results[name] = err
+		}
+	}
+	errBoom := errors.New("boom")
+	var goodRuns atomic.Int32
+	w.AppendReadings(sensorReadings("SEN-A", 0, 8), record("readingsA"))
+	w.Do(func(tx *bolt.Tx) error { return errBoom }, record("failing"))
+	w.Do(func(tx *bolt.Tx) error {
+		goodRuns.Add(1)
+		return tx.Bucket(bKV).Put([]byte("writer-test"), []byte("ok"))
+	}, record("good"))
+	w.AppendReadings(sensorReadings("SEN-B", 0, 8), record("readingsB"))
+	w.Do(func(tx *bolt.Tx) error { panic("op bug") }, record("panicking"))
+	w.AppendReadings([]Reading{{UID: "SEN-C", Metric: 1, TS: 1}, {UID: "bad\x00uid", Metric: 1, TS: 1}}, record("invalid"))
+	w.AppendReadings(sensorReadings("SEN-D", 0, 8), nil)
+	commitsBefore := w.Stats().Commits
+	release()
+	if err := w.Flush(); err != nil {
+		t.Fatal(err)
+	}
+
+	mu.Lock()
+	defer mu.Unlock()
+	for name, want := range map[string]error{"readingsA": nil, "good": nil, "readingsB": nil, "failing": errBoom} {
+		if got, ok := results[name]; !ok || !errors.Is(got, want) {
+			t.Errorf("%s: done(%v), want %v", name, got, want)
+		}
+	}
+	if err := results["panicking"]; err == nil || !strings.Contains(err.Error(), "op bug") {
+		t.Errorf("panicking op: done(%v)", err)
+	}
+	if err := results["invalid"]; !errors.Is(err, ErrInvalidReading) {
+		t.Errorf("invalid readings: done(%v)", err)
+	}
+	for uid, want := range map[string]int{"SEN-A": 8, "SEN-B": 8, "SEN-C": 0, "SEN-D": 8} {
+		if got := len(queryAll(t, db, uid, MetricTemperature, 0, math.MaxInt64)) + len(queryAll(t, db, uid, 1, 0, math.MaxInt64)); got != want {
+			t.Errorf("%s: %d readings stored, want %d", uid, got, want)
+		}
+	}
+	if err := db.View(func(tx *bolt.Tx) error {
+		if v := tx.Bucket(bKV).Get([]byte("writer-test")); string(v) != "ok" {
+			return fmt.Errorf("good op's write missing: %q", v)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	// The gate's transaction plus exactly one for the whole batch, which had
+	// to be re-run after each failing op.
+	st := w.Stats()
+	if st.Commits != commitsBefore+2 || goodRuns.Load() < 2 {
+		t.Errorf("commits %d (before %d), good op ran %d times", st.Commits, commitsBefore, goodRuns.Load())
+	}
+	if st.Errors != 3 || st.LastBatchOps != 1 || st.LastBatchReadings != 24 {
+		t.Errorf("stats %+v", st)
+	}
+}
+
+func TestWriterPreservesQueueOrder(t *testing.T) {
+	db := openTestDB(t)
+	w := NewWriter(db, WriterOptions{})
+	defer w.Close()
+	release := gate(t, w)
+	w.AppendReadings(sensorReadings("SEN-O", 0, 8), nil)
+	var seen int
+	w.Do(func(tx *bolt.Tx) error {
+		var err error
+		seen, err = CountHistory(tx, "SEN-O", MetricTemperature, 0, math.MaxInt64)
+		return err
+	}, nil)
+	w.Do(func(tx *bolt.Tx) error {
+		_, err := RenameHistoryUID(tx, "SEN-O", "SEN-P")
+		return err
+	}, nil)
+	w.AppendReadings(sensorReadings("SEN-O", 8, 8), nil)
+	release()
+	if err := w.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if seen != 8 {
+		t.Fatalf("op queued after 8 readings saw %d", seen)
+	}
+	if o, p := len(queryAll(t, db, "SEN-O", MetricTemperature, 0, math.MaxInt64)), len(queryAll(t, db, "SEN-P", MetricTemperature, 0, math.MaxInt64)); o != 8 || p != 8 {
+		t.Fatalf("after rename in the middle of the batch: SEN-O %d, SEN-P %d; want 8 and 8", o, p)
+	}
+}
+
+func TestWriterCloseDrainsAndRejectsLater(t *testing.T) {
+	db := openTestDB(t)
+	w := NewWriter(db, WriterOptions{})
+	release := gate(t, w)
+	var ok atomic.Int32
+	for i := range 500 {
+		w.AppendReadings(sensorReadings("SEN-CL", i*8, 8), func(err error) {
+			if err == nil {
+				ok.Add(1)
+			}
+		})
+	}
+	closed := make(chan error)
+	go func() { closed <- w.Close() }()
+	release()
+	if err := <-closed; err != nil {
+		t.Fatal(err)
+	}
+	if ok.Load() != 500 || countAll(t, db) != 4000 {
+		t.Fatalf("Close drained %d calls / %d readings, want 500 / 4000", ok.Load(), countAll(t, db))
+	}
+	var got error
+	w.AppendReadings(sensorReadings("SEN-CL", 99999, 1), func(err error) { got = err })
+	if !errors.Is(got, ErrWriterClosed) {
+		t.Fatalf("AppendReadings after Close: done(%v)", got)
+	}
+	got = nil
+	w.Do(func(*bolt.Tx) error { return nil }, func(err error) { got = err })
+	if !errors.Is(got, ErrWriterClosed) {
+		t.Fatalf("Do after Close: done(%v)", got)
+	}
+	if err := w.Flush(); !errors.Is(err, ErrWriterClosed) {
+		t.Fatalf("Flush after Close: %v", err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatalf("second Close: %v", err)
+	}
+}
+
+func TestWriterBackpressure(t *testing.T) {
+	db := openTestDB(t)
+	w := NewWriter(db, WriterOptions{MaxPendingReadings: 64, MaxPendingOps: 2})
+	defer w.Close()
+	release := gate(t, w)
+	for i := range 8 {
+		w.AppendReadings(sensorReadings("SEN-BP", i*8, 8), nil) // exactly at the bound
+	}
+	appended := make(chan struct{})
+	go func() {
+		w.AppendReadings(sensorReadings("SEN-BP", 64, 8), nil)
+		close(appended)
+	}()
+	waitBlocked(t, w, 1)
+	select {
+	case <-appended:
+		t.Fatal("AppendReadings over the bound did not block")
+	default:
+	}
+	release()
+	<-appended
+	if err := w.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if n := countAll(t, db); n != 72 {
+		t.Fatalf("%d readings stored, want 72 (none dropped)", n)
+	}
+
+	// Ops have their own bound.
+	release = gate(t, w)
+	w.Do(func(*bolt.Tx) error { return nil }, nil)
+	w.Do(func(*bolt.Tx) error { return nil }, nil)
+	queued := make(chan struct{})
+	go func() {
+		w.Do(func(*bolt.Tx) error { return nil }, nil)
+		close(queued)
+	}()
+	waitBlocked(t, w, 1)
+	release()
+	<-queued
+}
+
+// waitBlocked waits until n producers are parked on backpressure.
+func waitBlocked(t *testing.T, w *Writer, n int) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		w.mu.Lock()
+		b := w.blocked
+		w.mu.Unlock()
+		if b == n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d producers blocked, want %d", b, n)
+		}
+		runtime.Gosched()
+	}
+}
+
+func TestWriterBatchCaps(t *testing.T) {
+	db := openTestDB(t)
+	w := NewWriter(db, WriterOptions{MaxBatchReadings: 50, MaxBatchOps: 3})
+	defer w.Close()
+	release := gate(t, w)
+	for i := range 20 {
+		w.AppendReadings(sensorReadings("SEN-CAP", i*8, 8), func(error) {})
+	}
+	for range 7 {
+		w.Do(func(*bolt.Tx) error { return nil }, nil)
+	}
+	// A single call larger than the cap is committed whole.
+	w.AppendReadings(sensorReadings("SEN-BIG", 0, 120), func(error) {})
+	release()
+	if err := w.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	st := w.Stats()
+	// The gate; 20 calls of 8 in chunks of ≤ 6 calls (48 readings), the 4th
+	// also taking 3 ops; the other 4 ops in chunks of ≤ 3; the big call alone.
+	if st.Commits != 1+4+2+1 {
+		t.Fatalf("commits = %d, want 8", st.Commits)
+	}
+	if st.LastBatchReadings != 120 {
+		t.Fatalf("last batch %d readings, want the whole 120-reading call", st.LastBatchReadings)
+	}
+	if n := countAll(t, db); n != 280 {
+		t.Fatalf("%d readings stored, want 280", n)
+	}
+}
+
+func TestWriterCommitFailure(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "ro.db")
+	rw, err := Open(path, OpenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	ro, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ro.Close()
+	w := NewWriter(&DB{bolt: ro, path: path}, WriterOptions{})
+	var got error
+	w.AppendReadings(sensorReadings("SEN-RO", 0, 8), func(err error) { got = err })
+	if err := w.Flush(); !errors.Is(err, bolt.ErrDatabaseReadOnly) {
+		t.Fatalf("Flush = %v, want the commit error", err)
+	}
+	if !errors.Is(got, bolt.ErrDatabaseReadOnly) {
+		t.Fatalf("done(%v), want the commit error", got)
+	}
+	if st := w.Stats(); st.FailedCommits != 1 || st.Commits != 0 || st.Errors != 1 {
+		t.Fatalf("stats %+v", st)
+	}
+	// A later successful-or-not Flush reports only failures after its call.
+	if err := w.Flush(); err != nil {
+		t.Fatalf("idle Flush after a failure = %v", err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatalf("Close = %v", err)
+	}
+}
+
+func TestAppendReadingsDoesNotAllocate(t *testing.T) {
+	db := openTestDB(t)
+	w := NewWriter(db, WriterOptions{MaxPendingReadings: 1 << 20})
+	defer w.Close()
+	rs := sensorReadings("SEN-ALLOC", 0, 8)
+	done := func(error) {}
+	// Grow both queue buffers once.
+	for range 2 {
+		release := gate(t, w)
+		for range 2000 {
+			w.AppendReadings(rs, done)
+		}
+		release()
+		if err := w.Flush(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	release := gate(t, w)
+	defer release()
+	for _, d := range []func(error){nil, done} {
+		if n := testing.AllocsPerRun(1000, func() { w.AppendReadings(rs, d) }); n != 0 {
+			t.Errorf("AppendReadings allocates %v times per call (done nil: %v)", n, d == nil)
+		}
+	}
+}
+
+// TestWriterCrashSafety kills a process that is writing through the Writer
+// and checks that every reading whose done(nil) it had reported is in the
+// database afterwards.
+func TestWriterCrashSafety(t *testing.T) {
+	if os.Getenv("BEACONHUB_CRASH_DB") != "" {
+		t.Skip("running as the crash child")
+	}
+	path := filepath.Join(t.TempDir(), "crash.db")
+	cmd := exec.Command(os.Args[0], "-test.run=^TestWriterCrashChild$", "-test.count=1")
+	cmd.Env = append(os.Environ(), "BEACONHUB_CRASH_DB="+path)
+	cmd.Stderr = os.Stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	acked := map[seriesID][]int64{}
+	acks := 0
+	sc := bufio.NewScanner(out)
+	killed := false
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		if len(f) != 4 || f[0] != "ack" {
+			continue
+		}
+		m, _ := strconv.Atoi(f[2])
+		ts, _ := strconv.ParseInt(f[3], 10, 64)
+		id := seriesID{f[1], uint8(m)}
+		acked[id] = append(acked[id], ts)
+		acks++
+		if acks >= 4000 && !killed {
+			killed = true
+			if err := cmd.Process.Kill(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	_ = cmd.Wait()
+	if !killed {
+		t.Fatalf("child exited after %d acks without being killed", acks)
+	}
+	db, err := Open(path, OpenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if err := db.View(func(tx *bolt.Tx) error {
+		for err := range tx.Check() {
+			return err
+		}
+		return nil
+	}); err != nil {
+		t.Fatalf("database inconsistent after kill: %v", err)
+	}
+	checkHistoryInvariants(t, db)
+	for id, tss := range acked {
+		have := map[int64]bool{}
+		for _, r := range queryAll(t, db, id.uid, id.metric, 0, math.MaxInt64) {
+			have[r.ts] = true
+		}
+		for _, ts := range tss {
+			if !have[ts] {
+				t.Fatalf("%v ts %d was acknowledged but is missing after the crash", id, ts)
+			}
+		}
+	}
+	t.Logf("%d acknowledged readings survived; %d readings in the file", acks, countAll(t, db))
+}
+
+// TestWriterCrashChild is the process TestWriterCrashSafety kills.
+func TestWriterCrashChild(t *testing.T) {
+	path := os.Getenv("BEACONHUB_CRASH_DB")
+	if path == "" {
+		t.Skip("helper process for TestWriterCrashSafety")
+	}
+	db, err := Open(path, OpenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := NewWriter(db, WriterOptions{})
+	var outMu sync.Mutex
+	stdout := bufio.NewWriter(os.Stdout)
+	for g := range 4 {
+		go func() {
+			uid := fmt.Sprintf("SEN-CRASH-%d", g)
+			for i := 0; ; i++ {
+				rs := make([]Reading, 0, 6)
+				for m := uint8(1); m <= 3; m++ {
+					rs = append(rs, Reading{UID: uid, Metric: m, TS: int64(i) * 1000, Value: float64(i%1000) / 10})
+					rs = append(rs, Reading{UID: uid + "b", Metric: m, TS: int64(i) * 1000, Value: -float64(i%1000) / 10})
+				}
+				w.AppendReadings(rs, func(err error) {
+					if err != nil {
+						return
+					}
+					outMu.Lock()
+					for _, r := range rs {
+						fmt.Fprintf(stdout, "ack %s %d %d\n", r.UID, r.Metric, r.TS)
+					}
+					_ = stdout.Flush() // reported only once durable
+					outMu.Unlock()
+				})
+			}
+		}()
+	}
+	time.Sleep(2 * time.Minute) // the parent kills us long before
+	t.Fatal("not killed")
+}
