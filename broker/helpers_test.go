@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"beaconhub/broker/brokertest"
 	"bufio"
 	"bytes"
 	"encoding/base64"
@@ -8,8 +9,6 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"os"
-	"os/exec"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -394,17 +393,6 @@ func (c *rawClient) publish(topic string, payload []byte, qos byte, id uint16) {
 	}
 }
 
-// requireBinary finds an external tool. Without it the test is skipped,
-// unless CI is set: there the Makefile installs it, so absence is a failure.
-func requireBinary(t testing.TB, name string) string {
-	t.Helper()
-	p, err := exec.LookPath(name)
-	if err == nil {
-		return p
-	}
-	if os.Getenv("CI") != "" {
-		t.Fatalf("%s not found but CI is set (apt-get install -y mosquitto mosquitto-clients): %v", name, err)
-	}
-	t.Skipf("%s not installed; skipping (apt-get install -y mosquitto mosquitto-clients; with CI set this is a failure)", name)
-	return ""
-}
+// requireBinary finds an external tool: skipped without it, unless CI is
+// set (the Makefile installs it there, so absence is a failure).
+func requireBinary(t testing.TB, name string) string { return brokertest.Need(t, name) }

@@ -683,6 +683,7 @@ func TestDecodeStatus(t *testing.T) {
 		{"fw unicode", `{"fw":"v1-\u00e9\ud83d\ude00"}`, GatewayStatus{TS: now, FW: "v1-é😀"}, 0},
 		{"fw invalid utf8 is replaced", "{\"fw\":\"a\xffb\"}", GatewayStatus{TS: now, FW: "a\uFFFDb"}, 0},
 		{"fw lone surrogate is replaced", `{"fw":"\ud800x"}`, GatewayStatus{TS: now, FW: "\uFFFDx"}, 0},
+		{"fw escapes", `{"fw":"a\b\f\n\r\t\"\\\/\u0041\u00e9"}`, GatewayStatus{TS: now, FW: "a\b\f\n\r\t\"\\/Aé"}, 0},
 		{"fw 65", `{"fw":"` + fw64 + `f"}`, GatewayStatus{}, DropBadStatus},
 		{"fw 60 + 4-byte rune", `{"fw":"` + fw64[4:] + `\ud83d\ude00"}`, GatewayStatus{TS: now, FW: fw64[4:] + "😀"}, 0},
 		{"fw 61 + 4-byte rune", `{"fw":"` + fw64[3:] + `😀"}`, GatewayStatus{}, DropBadStatus},
@@ -730,7 +731,7 @@ func TestDecodeReuse(t *testing.T) {
 		{gwTopic + "status", `{"ip":"192.0.2.10"}`, func(m *Message) bool { return m.Status == GatewayStatus{TS: now, IP: "192.0.2.10"} }},
 		{gwTopic + "status", `{"fw":"1.4.2"}`, func(m *Message) bool { return m.Status == GatewayStatus{TS: now, FW: "1.4.2"} }},
 		{gwTopic + "status", `{"ip":""}`, func(m *Message) bool { return m.Status == GatewayStatus{} && len(m.Drops) == 1 }},
-		{gwTopic + "adv4", contractExamples[1].payload + "", func(m *Message) bool {
+		{gwTopic + "adv4", contractExamples[1].payload, func(m *Message) bool {
 			return len(m.Reports) == 1 && len(m.Drops) == 0 && m.Status == GatewayStatus{} && m.Kind == KindAdv4
 		}},
 		{gwTopic + "adv1", msg(`{"mac":"x"}`, `{"mac":"C30000000A01","rssi":-1}`), func(m *Message) bool {
@@ -832,10 +833,7 @@ func TestDecodeSyntaxMatchesStdlib(t *testing.T) {
 // TestDecodeConcurrent is for the race detector: Decode must share nothing
 // but read-only tables between goroutines.
 func TestDecodeConcurrent(t *testing.T) {
-	inputs := append([]struct {
-		topic, payload string
-		want           []Report
-	}{}, contractExamples...)
+	inputs := contractExamples
 	var wg sync.WaitGroup
 	for g := range 8 {
 		wg.Add(1)

@@ -78,12 +78,12 @@ const upperHex = "0123456789ABCDEF"
 // upper-case hex digits without separators.
 func (m MAC) String() string {
 	var b [12]byte
-	return string(m.AppendText(b[:0]))
+	return string(m.AppendHex(b[:0]))
 }
 
-// AppendText appends the canonical 12-digit form to b, for callers that build
+// AppendHex appends the canonical 12-digit form to b, for callers that build
 // keys or log lines without a per-call string allocation.
-func (m MAC) AppendText(b []byte) []byte {
+func (m MAC) AppendHex(b []byte) []byte {
 	for _, x := range m {
 		b = append(b, upperHex[x>>4], upperHex[x&0x0f])
 	}
