@@ -3,7 +3,7 @@ package store
 // Sensor history layout
 //
 // A site with 1,000 sensors produces ~1.6 billion readings a year, so one
-// bbolt key per reading (≈60–90 bytes on disk each) is not an option. Readings
+// bbolt key per reading (~85–120 bytes on disk each) is not an option. Readings
 // are stored as compressed blocks, one block per (uid, metric, time span), in
 // the "history" bucket. Two key shapes share the bucket:
 //
@@ -33,8 +33,7 @@ package store
 //   - timestamps are unique within a series (exact duplicates are dropped,
 //     the reading stored first wins, so re-running a batch is harmless).
 //
-// Block value (both shapes use the same encoding, so a head can become a
-// closed block without re-encoding):
+// Block value (both shapes):
 //
 //	byte      format (histFormat)
 //	uvarint   count
@@ -51,9 +50,10 @@ package store
 // payload, and LatestReadings reads only headers. Values are stored as
 // int64 round(value×100): exact to 0.01 (battery mV×100 is exact too).
 // Delta-of-delta makes a steady one-per-minute cadence with jitter under
-// ±8 s cost 1–2 bytes; slowly drifting values cost 1 byte. With bbolt's
-// page and key overhead the result is ~4–6 bytes per reading on disk
-// (see TestHistorySizeBudget).
+// ±8 s cost 1–2 bytes; slowly drifting values cost 1 byte (battery mV
+// noise 2). Measured on a simulated site (TestHistorySizeBudget): 3.4 bytes
+// of block value per reading, ~5.6 bytes per reading of bbolt pages in use
+// (leaves ~70% full), versus ~85–90 for one key per reading.
 
 import (
 	"bytes"
@@ -105,12 +105,29 @@ var ErrInvalidReading = errors.New("invalid reading")
 // ErrCorruptHistory is returned when a stored block cannot be decoded.
 var ErrCorruptHistory = errors.New("corrupt history block")
 
+// SeriesError is a failure confined to one series (a corrupt block), so
+// that the writer can fail only the readings of that series.
+type SeriesError struct {
+	UID    string
+	Metric uint8
+	Err    error
+}
+
+func (e *SeriesError) Error() string {
+	return fmt.Sprintf("history %s/%d: %v", e.UID, e.Metric, e.Err)
+}
+
+func (e *SeriesError) Unwrap() error { return e.Err }
+
 const (
-	histHeadCap  = 32  // readings in a head before it is sealed
-	histBlockCap = 256 // readings per closed block (~0.7–1 KiB)
-	// Closed blocks are appended at the end of each series, i.e. mostly in
-	// key order, so pages can be packed tight; 1.0 would turn every later
-	// insert into a split, 0.9 leaves a little room.
+	histHeadCap = 32 // readings in a head before it is sealed
+	// Readings per closed block (~450 bytes). bbolt splits a full leaf so
+	// that the right half keeps at least two keys; with ~8 blocks per 4 KiB
+	// page that leaves pages ~70–85% full, where 256-reading blocks (~4 per
+	// page) measured 53%.
+	histBlockCap = 128
+	// Closed blocks are appended at the end of each series; splitting late
+	// rather than at bbolt's default 50% keeps those pages full.
 	histFillPercent = 0.9
 	histFormat      = 1
 
@@ -191,6 +208,11 @@ type vreader struct {
 }
 
 func (r *vreader) uvarint() uint64 {
+	if len(r.b) > 0 && r.b[0] < 0x80 {
+		v := uint64(r.b[0])
+		r.b = r.b[1:]
+		return v
+	}
 	v, n := binary.Uvarint(r.b)
 	if n <= 0 {
 		r.bad, r.b = true, nil
@@ -201,6 +223,15 @@ func (r *vreader) uvarint() uint64 {
 }
 
 func (r *vreader) varint() int64 {
+	if len(r.b) > 0 && r.b[0] < 0x80 { // one byte: most deltas
+		u := uint64(r.b[0])
+		r.b = r.b[1:]
+		return int64(u>>1) ^ -int64(u&1)
+	} else if len(r.b) > 1 && r.b[1] < 0x80 { // two bytes: timestamp jitter, battery mV
+		u := uint64(r.b[0]&0x7f) | uint64(r.b[1])<<7
+		r.b = r.b[2:]
+		return int64(u>>1) ^ -int64(u&1)
+	}
 	v, n := binary.Varint(r.b)
 	if n <= 0 {
 		r.bad, r.b = true, nil
@@ -375,6 +406,7 @@ type seriesID struct {
 // seek (the same cost as validating a cached key), and a cache could go stale
 // when history is edited by RenameHistoryUID & co. or a rolled-back batch.
 type seriesBuf struct {
+	id   seriesID
 	head []byte // 0x00 | uid | 0x00 | metric; the closed prefix is head[1:]
 	pts  []point
 }
@@ -416,6 +448,27 @@ type seriesRef struct {
 	x    *seriesIndex
 	head []byte
 	kb   [MaxUIDLen + 10]byte
+	cur  *bolt.Cursor
+}
+
+// cursor returns a cursor reused across lookups: bbolt's Get and each new
+// Cursor allocate a fresh search stack, Seek on an old cursor does not.
+// Every use starts with Seek, First or Last, which also makes reuse after a
+// Put or Delete safe.
+func (s *seriesRef) cursor() *bolt.Cursor {
+	if s.cur == nil {
+		s.cur = s.b.Cursor()
+	}
+	return s.cur
+}
+
+// getHead returns the head block's value, or nil.
+func (s *seriesRef) getHead() []byte {
+	k, v := s.cursor().Seek(s.head)
+	if !bytes.Equal(k, s.head) {
+		return nil
+	}
+	return v
 }
 
 func newSeriesRef(b *bolt.Bucket, x *seriesIndex, uid string, metric uint8) *seriesRef {
@@ -447,10 +500,29 @@ func (s *seriesRef) blockLE(c *bolt.Cursor, ts int64) ([]byte, []byte) {
 	if k == nil {
 		k, v = c.Last()
 	} else {
-		k, v = c.Prev()
+		k, v = cursorPrev(s.b, c, k)
 	}
 	if !s.owns(k) {
 		return nil, nil
+	}
+	return k, v
+}
+
+// cursorPrev is c.Prev() for a cursor positioned on key cur. Within a write
+// transaction, a leaf emptied by Delete stays in the tree until commit;
+// bbolt's Next, First and Last skip such leaves but Prev stops on them and
+// reports the start of the bucket. Keep stepping back while a smaller key
+// provably exists.
+func cursorPrev(b *bolt.Bucket, c *bolt.Cursor, cur []byte) ([]byte, []byte) {
+	k, v := c.Prev()
+	if k != nil {
+		return k, v
+	}
+	if fk, _ := b.Cursor().First(); fk == nil || bytes.Compare(fk, cur) >= 0 {
+		return nil, nil
+	}
+	for k == nil {
+		k, v = c.Prev()
 	}
 	return k, v
 }
@@ -482,7 +554,7 @@ func (s *seriesRef) extend(old []byte, h blockHdr, pts []point) ([]byte, blockHd
 
 // merge stores pts (strictly increasing) and returns how many were new.
 func (s *seriesRef) merge(pts []point) (int, error) {
-	hv := s.b.Get(s.head)
+	hv := s.getHead()
 	var hh blockHdr
 	if hv != nil {
 		var err error
@@ -494,7 +566,7 @@ func (s *seriesRef) merge(pts []point) (int, error) {
 		}
 	}
 	closedLast := int64(-1)
-	if k, v := s.blockLE(s.b.Cursor(), math.MaxInt64); k != nil {
+	if k, v := s.blockLE(s.cursor(), math.MaxInt64); k != nil {
 		lh, err := parseHdr(v)
 		if err != nil {
 			return 0, s.corrupt(k, err)
@@ -563,7 +635,7 @@ func (s *seriesRef) mergeHead(hv []byte, hh blockHdr, pts []point) (int, error) 
 // seal moves the head's readings pts into the closed region: first filling
 // the series' last closed block, then into new blocks of histBlockCap.
 func (s *seriesRef) seal(pts []point) error {
-	if k, v := s.blockLE(s.b.Cursor(), math.MaxInt64); k != nil {
+	if k, v := s.blockLE(s.cursor(), math.MaxInt64); k != nil {
 		lh, err := parseHdr(v)
 		if err != nil {
 			return s.corrupt(k, err)
@@ -591,7 +663,7 @@ func (s *seriesRef) seal(pts []point) error {
 func (s *seriesRef) mergeClosed(pts []point) (int, error) {
 	added := 0
 	for len(pts) > 0 {
-		c := s.b.Cursor()
+		c := s.cursor()
 		k, v := s.blockLE(c, pts[0].ts)
 		if k == nil { // older than the series' first block: widen that one
 			k, v = c.Seek(s.key(pts[0].ts))
@@ -687,7 +759,7 @@ func (s *seriesRef) scan(from, to int64, fn func(ts, v int64) bool) error {
 			return s.corrupt(k, it.err)
 		}
 	}
-	hv := s.b.Get(s.head)
+	hv := s.getHead()
 	if hv == nil {
 		return nil
 	}
@@ -727,7 +799,7 @@ func (s *seriesRef) scanReverse(from, to int64, fn func(ts, v int64) bool) error
 		}
 		return true
 	}
-	if hv := s.b.Get(s.head); hv != nil {
+	if hv := s.getHead(); hv != nil {
 		h, err := parseHdr(hv)
 		if err != nil {
 			return s.corrupt(s.head, err)
@@ -742,7 +814,7 @@ func (s *seriesRef) scanReverse(from, to int64, fn func(ts, v int64) bool) error
 		}
 	}
 	c := s.b.Cursor()
-	for k, v := s.blockLE(c, to-1); s.owns(k); k, v = c.Prev() {
+	for k, v := s.blockLE(c, to-1); s.owns(k); k, v = cursorPrev(s.b, c, k) {
 		var err error
 		if s.x.pa, _, err = decodeBlock(s.x.pa[:0], v); err != nil {
 			return s.corrupt(k, err)
@@ -796,7 +868,7 @@ func (s *seriesRef) count(from, to int64) (int, error) {
 			return 0, err
 		}
 	}
-	if hv := s.b.Get(s.head); hv != nil {
+	if hv := s.getHead(); hv != nil {
 		if err := countBlock(s.head, hv); err != nil {
 			return 0, err
 		}
@@ -862,7 +934,7 @@ func (s *seriesRef) deleteRange(from, to int64) (int, error) {
 			return 0, err
 		}
 	}
-	if hv := s.b.Get(s.head); hv != nil {
+	if hv := s.getHead(); hv != nil {
 		if err := classify(s.head, hv); err != nil {
 			return 0, err
 		}
@@ -926,7 +998,7 @@ func putReadings(tx *bolt.Tx, rs []Reading, idx *seriesIndex) (int, error) {
 		id := seriesID{r.UID, r.Metric}
 		sb := idx.m[id]
 		if sb == nil {
-			sb = &seriesBuf{head: headKey(r.UID, r.Metric)}
+			sb = &seriesBuf{id: id, head: headKey(r.UID, r.Metric)}
 			idx.m[id] = sb
 		}
 		if len(sb.pts) == 0 {
@@ -953,6 +1025,9 @@ func putReadings(tx *bolt.Tx, rs []Reading, idx *seriesIndex) (int, error) {
 		s.head = sb.head
 		n, err := s.merge(pts)
 		if err != nil {
+			if errors.Is(err, ErrCorruptHistory) {
+				err = &SeriesError{UID: sb.id.uid, Metric: sb.id.metric, Err: err}
+			}
 			return added, err
 		}
 		added += n
@@ -1089,6 +1164,31 @@ func DeleteHistoryBefore(tx *bolt.Tx, uid string, metric uint8, before int64) (i
 		return 0, err
 	}
 	return newSeriesRef(b, &seriesIndex{}, uid, metric).deleteRange(0, before)
+}
+
+// LatestReading returns the newest reading of (uid, metric) from one block
+// header (the head, or the last closed block); ok is false if the series
+// has no readings.
+func LatestReading(tx *bolt.Tx, uid string, metric uint8) (r Reading, ok bool, err error) {
+	if err := checkSeries(uid, metric); err != nil {
+		return r, false, err
+	}
+	b, err := historyBucket(tx)
+	if err != nil {
+		return r, false, err
+	}
+	s := seriesRef{b: b, head: headKey(uid, metric)}
+	k, v := s.head, s.getHead()
+	if v == nil {
+		if k, v = s.blockLE(s.cursor(), math.MaxInt64); k == nil {
+			return r, false, nil
+		}
+	}
+	h, err := parseHdr(v)
+	if err != nil {
+		return r, false, s.corrupt(k, err)
+	}
+	return Reading{UID: uid, Metric: metric, TS: h.last, Value: fromFixed(h.lastV)}, true, nil
 }
 
 // ---- DB-level read API ----
@@ -1236,11 +1336,12 @@ func (db *DB) LatestReadings() ([]Reading, error) {
 			}
 			skip = append(append(skip[:0], um...), 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff)
 			if !hasHead[string(um)] {
-				lk, lv := c.Seek(skip)
+				lk, _ := c.Seek(skip)
+				var lv []byte
 				if lk == nil {
 					lk, lv = c.Last()
 				} else {
-					lk, lv = c.Prev()
+					lk, lv = cursorPrev(b, c, lk)
 				}
 				h, err := parseHdr(lv)
 				if err != nil {

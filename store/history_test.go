@@ -228,6 +228,15 @@ func checkModel(t *testing.T, db *DB, m model) {
 		if l.UID != s.UID || l.Metric != s.Metric || l.TS != want[len(want)-1].ts || l.Value != want[len(want)-1].v {
 			t.Fatalf("LatestReadings[%d] = %+v, want %v %v", i, l, id, want[len(want)-1])
 		}
+		if err := db.View(func(tx *bolt.Tx) error {
+			one, ok, err := LatestReading(tx, s.UID, s.Metric)
+			if err != nil || !ok || one != l {
+				return fmt.Errorf("LatestReading(%v) = %+v %v %v, want %+v", id, one, ok, err, l)
+			}
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
 	}
 	checkHistoryInvariants(t, db)
 }
@@ -353,6 +362,14 @@ func TestHistoryValidation(t *testing.T) {
 	mustPut(t, db, []Reading{{UID: ok, Metric: 255, TS: 0, Value: -1e12}})
 	if got := queryAll(t, db, ok, 255, 0, 1); len(got) != 1 || got[0].v != -1e12 {
 		t.Fatalf("edge reading: %v", got)
+	}
+	if err := db.View(func(tx *bolt.Tx) error {
+		if _, ok, err := LatestReading(tx, "nobody", 1); ok || err != nil {
+			return fmt.Errorf("LatestReading of an unknown series: %v %v", ok, err)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
 	}
 	if err := db.QueryHistory("a\x00", 1, 0, 1, func(int64, float64) bool { return true }); !errors.Is(err, ErrInvalidReading) {
 		t.Fatalf("query with bad uid: %v", err)

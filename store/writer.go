@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -40,6 +41,7 @@ type WriterStats struct {
 	AvgBatchReadings  float64       // Readings / Commits
 	LastCommit        time.Duration // wall time of the last transaction incl. fsync
 	LastCommitBytes   int64         // bytes of pages the last commit wrote
+	WrittenBytes      uint64        // bytes of pages all commits wrote (flash wear)
 	PendingReadings   int           // queued, not yet picked up by the writer goroutine
 }
 
@@ -333,8 +335,7 @@ func (w *Writer) commit(ents []wentry, rds []Reading) {
 		nReadings  int
 		nOps       int
 		committed  bool
-		failFrom   int
-		failTo     int
+		failed     []int // entries to exclude before the next attempt
 		failErr    error
 		runStart   int
 		runOff     int
@@ -351,7 +352,7 @@ func (w *Writer) commit(ents []wentry, rds []Reading) {
 		if activeLeft == 0 {
 			break
 		}
-		failFrom, failTo, failErr = -1, -1, nil
+		failed, failErr = failed[:0], nil
 		nReadings, nOps = 0, 0
 		start := time.Now()
 		var txRef *bolt.Tx
@@ -365,7 +366,7 @@ func (w *Writer) commit(ents []wentry, rds []Reading) {
 				s := runStart
 				runStart = -1
 				if err := w.callPut(tx, rds[runOff:off]); err != nil {
-					failFrom, failTo, failErr = s, end, err
+					failed, failErr = w.culprits(failed, ents[s:end], s, rds[runOff:off], err), err
 					return err
 				}
 				nReadings += off - runOff
@@ -391,7 +392,7 @@ func (w *Writer) commit(ents []wentry, rds []Reading) {
 						return err
 					}
 					if err := callOp(e.fn, tx); err != nil {
-						failFrom, failTo, failErr = i, i+1, err
+						failed, failErr = append(failed, i), err
 						return err
 					}
 					nOps++
@@ -409,11 +410,11 @@ func (w *Writer) commit(ents []wentry, rds []Reading) {
 			}
 			break
 		}
-		if failFrom >= 0 {
-			for j := failFrom; j < failTo; j++ {
+		if len(failed) > 0 {
+			for _, j := range failed {
 				errs[j] = failErr
 			}
-			w.log.Warn("store writer: dropping failed entry from batch", "entries", failTo-failFrom, "err", failErr)
+			w.log.Warn("store writer: dropping failed entries from batch", "entries", len(failed), "err", failErr)
 			continue
 		}
 		commitErr = err
@@ -448,6 +449,7 @@ func (w *Writer) commit(ents []wentry, rds []Reading) {
 		w.stats.LastBatchOps = nOps
 		w.stats.LastCommit = elapsed
 		w.stats.LastCommitBytes = pageBytes
+		w.stats.WrittenBytes += uint64(pageBytes)
 	}
 	if commitErr != nil {
 		w.stats.FailedCommits++
@@ -456,6 +458,36 @@ func (w *Writer) commit(ents []wentry, rds []Reading) {
 	}
 	w.progress.Broadcast()
 	w.mu.Unlock()
+}
+
+// culprits returns the indices (offset by base) of the reading entries in
+// run to exclude after err: only those touching the failed series when the
+// error is confined to one (a corrupt block must not stop all ingest),
+// otherwise the whole run.
+func (w *Writer) culprits(dst []int, run []wentry, base int, rds []Reading, err error) []int {
+	var se *SeriesError
+	confined := errors.As(err, &se)
+	off := 0
+	n := len(dst)
+	for i := range run {
+		e := &run[i]
+		if e.kind != kindReadings || e.err != nil {
+			continue
+		}
+		rs := rds[off : off+e.n]
+		off += e.n
+		if !confined || slices.ContainsFunc(rs, func(r Reading) bool { return r.UID == se.UID && r.Metric == se.Metric }) {
+			dst = append(dst, base+i)
+		}
+	}
+	if len(dst) == n { // not found: exclude everything rather than loop
+		for i := range run {
+			if run[i].kind == kindReadings {
+				dst = append(dst, base+i)
+			}
+		}
+	}
+	return dst
 }
 
 func (w *Writer) callPut(tx *bolt.Tx, rs []Reading) (err error) {

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+	berrors "go.etcd.io/bbolt/errors"
 )
 
 // gate parks the writer goroutine inside a transaction until release is
@@ -97,7 +98,7 @@ func TestWriterConcurrentAppend(t *testing.T) {
 		t.Fatalf("stored %d readings, want %d", n, goroutines*calls*8)
 	}
 	st := w.Stats()
-	if st.Readings != goroutines*calls*8 || st.Commits == 0 || st.Errors != 0 || st.FailedCommits != 0 {
+	if st.Readings != goroutines*calls*8 || st.Commits == 0 || st.Errors != 0 || st.FailedCommits != 0 || st.LastCommitBytes == 0 || st.LastCommit == 0 {
 		t.Fatalf("stats %+v", st)
 	}
 	t.Logf("%d commits, avg %.0f readings", st.Commits, st.AvgBatchReadings)
@@ -220,6 +221,44 @@ func TestWriterFailingOpDoesNotSinkBatch(t *testing.T) {
 	}
 	if st.Errors != 3 || st.LastBatchOps != 1 || st.LastBatchReadings != 24 {
 		t.Errorf("stats %+v", st)
+	}
+}
+
+// TestWriterCorruptSeriesIsolated: a corrupt block fails only the calls
+// carrying readings of its series; the rest of the batch commits.
+func TestWriterCorruptSeriesIsolated(t *testing.T) {
+	db := openTestDB(t)
+	mustPut(t, db, sensorReadings("SEN-BAD", 0, 8))
+	if err := db.Update(func(tx *bolt.Tx) error {
+		return tx.Bucket(bHistory).Put(headKey("SEN-BAD", MetricTemperature), []byte{histFormat, 0xff})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	w := NewWriter(db, WriterOptions{})
+	defer w.Close()
+	release := gate(t, w)
+	errs := make([]error, 4)
+	for i, uid := range []string{"SEN-OK1", "SEN-BAD", "SEN-OK2", "SEN-OK3"} {
+		rs := sensorReadings(uid, 100, 8)
+		if i == 3 { // a call mixing a good and the bad series fails whole
+			rs = append(rs, sensorReadings("SEN-BAD", 200, 1)...)
+		}
+		w.AppendReadings(rs, func(err error) { errs[i] = err })
+	}
+	release()
+	if err := w.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []bool{false, true, false, true} {
+		var se *SeriesError
+		if got := errors.As(errs[i], &se) && errors.Is(errs[i], ErrCorruptHistory) && se.UID == "SEN-BAD"; got != want {
+			t.Errorf("call %d: done(%v), want corrupt-series error %v", i, errs[i], want)
+		}
+	}
+	for uid, want := range map[string]int{"SEN-OK1": 8, "SEN-OK2": 8, "SEN-OK3": 0} {
+		if got := len(queryAll(t, db, uid, MetricTemperature, 0, math.MaxInt64)); got != want {
+			t.Errorf("%s: %d readings, want %d", uid, got, want)
+		}
 	}
 }
 
@@ -353,7 +392,7 @@ func waitBlocked(t *testing.T, w *Writer, n int) {
 
 func TestWriterBatchCaps(t *testing.T) {
 	db := openTestDB(t)
-	w := NewWriter(db, WriterOptions{MaxBatchReadings: 50, MaxBatchOps: 3})
+	w := NewWriter(db, WriterOptions{MaxBatchReadings: 50, MaxBatchOps: 3, MaxPendingReadings: 1000})
 	defer w.Close()
 	release := gate(t, w)
 	for i := range 20 {
@@ -399,10 +438,10 @@ func TestWriterCommitFailure(t *testing.T) {
 	w := NewWriter(&DB{bolt: ro, path: path}, WriterOptions{})
 	var got error
 	w.AppendReadings(sensorReadings("SEN-RO", 0, 8), func(err error) { got = err })
-	if err := w.Flush(); !errors.Is(err, bolt.ErrDatabaseReadOnly) {
+	if err := w.Flush(); !errors.Is(err, berrors.ErrDatabaseReadOnly) {
 		t.Fatalf("Flush = %v, want the commit error", err)
 	}
-	if !errors.Is(got, bolt.ErrDatabaseReadOnly) {
+	if !errors.Is(got, berrors.ErrDatabaseReadOnly) {
 		t.Fatalf("done(%v), want the commit error", got)
 	}
 	if st := w.Stats(); st.FailedCommits != 1 || st.Commits != 0 || st.Errors != 1 {
