@@ -11,6 +11,8 @@ import (
 	"beaconhub/appliance/ingest"
 	"beaconhub/appliance/sensors"
 	"beaconhub/store"
+
+	bolt "go.etcd.io/bbolt"
 )
 
 type rig struct {
@@ -24,7 +26,7 @@ type rig struct {
 
 var t0 = time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
 
-func newRig(t *testing.T, queue int, start bool) *rig {
+func newRig(t *testing.T, start bool) *rig {
 	t.Helper()
 	db, err := store.Open(filepath.Join(t.TempDir(), "t.db"), store.OpenOptions{})
 	if err != nil {
@@ -42,7 +44,7 @@ func newRig(t *testing.T, queue int, start bool) *rig {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r.p = ingest.New(ingest.Options{Registry: r.reg, Writer: r.w, Clock: r.clock, QueueSize: queue, AckWait: 5 * time.Second})
+	r.p = ingest.New(ingest.Options{Registry: r.reg, Writer: r.w, Clock: r.clock, AckWait: 5 * time.Second})
 	r.rec = sensors.NewRecorder()
 	r.p.AddSubscriber(r.rec)
 	if start {
@@ -73,7 +75,7 @@ func adv1(mac string, temp float64) []byte {
 }
 
 func TestQoS1ReturnsOnlyWhenDurable(t *testing.T) {
-	r := newRig(t, 16, true)
+	r := newRig(t, true)
 	if err := r.p.HandlePublish("AC233FA0B1C2", "gw/AC233FA0B1C2/adv1", adv1("C3:00:00:00:0A:01", 4.6), 1); err != nil {
 		t.Fatal(err)
 	}
@@ -90,7 +92,7 @@ func TestQoS1ReturnsOnlyWhenDurable(t *testing.T) {
 }
 
 func TestBadReportsDroppedGoodOnesFlow(t *testing.T) {
-	r := newRig(t, 16, true)
+	r := newRig(t, true)
 	payload := []byte(`{"reports":[{"mac":"nope","rssi":-70},{"mac":"C30000000A01","rssi":-70,"temperature":5.5},{"mac":"C30000000A01","rssi":9}]}`)
 	if err := r.p.HandlePublish("AC233FA0B1C2", "gw/AC233FA0B1C2/adv1", payload, 1); err != nil {
 		t.Fatal(err)
@@ -111,7 +113,7 @@ func TestBadReportsDroppedGoodOnesFlow(t *testing.T) {
 }
 
 func TestSameAdvertisementFromSeveralGatewaysIsOneReading(t *testing.T) {
-	r := newRig(t, 16, true)
+	r := newRig(t, true)
 	for i, gw := range []string{"AC233FA0B1C2", "AC233FA0B1C3", "AC233FA0B1C4"} {
 		r.clock.Advance(time.Duration(i) * 300 * time.Millisecond)
 		if err := r.p.HandlePublish(gw, "gw/"+gw+"/adv1", adv1("C30000000A01", 4.6), 1); err != nil {
@@ -141,7 +143,7 @@ func TestSameAdvertisementFromSeveralGatewaysIsOneReading(t *testing.T) {
 }
 
 func TestTestSendsAndUnregisteredMACsStayOutOfHistory(t *testing.T) {
-	r := newRig(t, 16, true)
+	r := newRig(t, true)
 	test := []byte(`{"is_test":true,"reports":[{"mac":"C30000000A01","rssi":-70,"temperature":9}]}`)
 	if err := r.p.HandlePublish("AC233FA0B1C2", "gw/AC233FA0B1C2/adv1", test, 1); err != nil {
 		t.Fatal(err)
@@ -159,7 +161,7 @@ func TestTestSendsAndUnregisteredMACsStayOutOfHistory(t *testing.T) {
 }
 
 func TestRegistryChangeAppliesAtOnce(t *testing.T) {
-	r := newRig(t, 16, true)
+	r := newRig(t, true)
 	_ = r.p.HandlePublish("AC233FA0B1C2", "gw/AC233FA0B1C2/adv1", adv1("C30000000B02", 3), 1)
 	if err := r.db.CreateBeacon(&store.Beacon{AssetUID: "SEN-A1-2", MAC: "C30000000B02", Type: "sensor", Active: true}); err != nil {
 		t.Fatal(err)
@@ -177,17 +179,36 @@ func TestRegistryChangeAppliesAtOnce(t *testing.T) {
 	}
 }
 
-func TestQoS0OverloadIsCountedNotBlocking(t *testing.T) {
-	r := newRig(t, 1, false) // not started: nothing drains the queue
-	for i := 0; i < 3; i++ {
-		if err := r.p.HandlePublish("AC233FA0B1C2", "gw/AC233FA0B1C2/adv1", adv1("C30000000A01", float64(i)), 0); err != nil {
-			t.Fatal(err)
-		}
+// stallWriter never completes anything: a disk that hangs.
+type stallWriter struct{}
+
+func (stallWriter) AppendReadings([]store.Reading, func(error)) {}
+func (stallWriter) Do(func(*bolt.Tx) error, func(error))        {}
+
+func TestQoS1WithoutDurabilityIsNotAcknowledged(t *testing.T) {
+	r := newRig(t, false)
+	p := ingest.New(ingest.Options{Registry: r.reg, Writer: stallWriter{}, Clock: r.clock, AckWait: 50 * time.Millisecond})
+	err := p.HandlePublish("AC233FA0B1C2", "gw/AC233FA0B1C2/adv1", adv1("C30000000A01", 3), 1)
+	if err != ingest.ErrAckTimeout {
+		t.Fatalf("err = %v, want ErrAckTimeout", err)
 	}
-	if got := r.p.Stats.Totals().Overloads; got != 2 {
-		t.Fatalf("overloads = %d, want 2", got)
+	if got := p.Stats.Totals().AckTimeouts; got != 1 {
+		t.Fatalf("ack timeouts = %d", got)
 	}
-	r.p.Start()
+	// QoS 0 never waits.
+	if err := p.HandlePublish("AC233FA0B1C2", "gw/AC233FA0B1C2/adv1", adv1("C30000000A01", 4), 0); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestPublishAfterCloseIsRefused(t *testing.T) {
+	r := newRig(t, true)
+	if err := r.p.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.p.HandlePublish("AC233FA0B1C2", "gw/AC233FA0B1C2/adv1", adv1("C30000000A01", 3), 1); err != ingest.ErrClosed {
+		t.Fatalf("err = %v, want ErrClosed", err)
+	}
 }
 
 func TestCloseFlushesStateAndRestoreBringsItBack(t *testing.T) {
@@ -226,5 +247,37 @@ func TestCloseFlushesStateAndRestoreBringsItBack(t *testing.T) {
 	}
 	if len(p2.Discovery().List()) != 2 { // one beacon, one gateway
 		t.Fatalf("discovery not restored: %+v", p2.Discovery().List())
+	}
+}
+
+// Publishes are processed in each publisher's goroutine: many gateways at
+// once must neither race nor lose an acknowledged reading.
+func TestConcurrentGatewaysLoseNothing(t *testing.T) {
+	r := newRig(t, true)
+	const gws, each = 8, 100
+	errs := make(chan error, gws)
+	for g := 0; g < gws; g++ {
+		go func(g int) {
+			var err error
+			for i := 0; i < each && err == nil; i++ {
+				k := g*each + i
+				payload := fmt.Sprintf(`{"reports":[{"mac":"C30000000A01","rssi":-70,"ts":%d,"temperature":%.2f}]}`,
+					t0.UnixMilli()-int64(k)*300, float64(k)/100)
+				gw := fmt.Sprintf("AC233FA0B1%02X", g)
+				err = r.p.HandlePublish(gw, "gw/"+gw+"/adv1", []byte(payload), byte(k%2))
+			}
+			errs <- err
+		}(g)
+	}
+	for g := 0; g < gws; g++ {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := r.w.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if got := len(history(t, r.db, "SEN-A1-1", store.MetricTemperature)); got != gws*each {
+		t.Fatalf("stored %d readings, want %d", got, gws*each)
 	}
 }

@@ -15,11 +15,11 @@ import (
 type Stats struct {
 	clock clock.Clock
 
-	messages  atomic.Int64
-	reports   atomic.Int64
-	processed atomic.Int64
-	observed  atomic.Int64
-	overloads atomic.Int64
+	messages    atomic.Int64
+	reports     atomic.Int64
+	processed   atomic.Int64
+	observed    atomic.Int64
+	ackTimeouts atomic.Int64
 
 	mu       sync.Mutex
 	drops    [numDropReasons]int64
@@ -30,16 +30,16 @@ type Stats struct {
 }
 
 type gwStats struct {
-	Messages  int64
-	Reports   int64
-	Drops     map[string]int64
-	Overloads int64
-	LastSeen  int64
-	IP        string
-	FW        string
-	Uptime    int64
-	Connected bool
-	Remote    string
+	Messages    int64
+	Reports     int64
+	Drops       map[string]int64
+	AckTimeouts int64
+	LastSeen    int64
+	IP          string
+	FW          string
+	Uptime      int64
+	Connected   bool
+	Remote      string
 }
 
 func newStats(c clock.Clock) *Stats {
@@ -86,12 +86,12 @@ func (s *Stats) message(m *Message, ok bool) {
 	g.LastSeen = s.clock.Now().UnixMilli()
 }
 
-func (s *Stats) overload(m MAC) {
-	s.overloads.Add(1)
+func (s *Stats) ackTimeout(m MAC) {
+	s.ackTimeouts.Add(1)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if g, ok := s.gateways[m]; ok {
-		g.Overloads++
+		g.AckTimeouts++
 	}
 }
 
@@ -142,12 +142,12 @@ func (s *Stats) ClientDisconnected(clientID string) {
 
 // Totals are the lifetime counters.
 type Totals struct {
-	Messages, Reports, Processed, Observed, Overloads int64
+	Messages, Reports, Processed, Observed, AckTimeouts int64
 }
 
 // Totals returns the lifetime counters.
 func (s *Stats) Totals() Totals {
-	return Totals{s.messages.Load(), s.reports.Load(), s.processed.Load(), s.observed.Load(), s.overloads.Load()}
+	return Totals{s.messages.Load(), s.reports.Load(), s.processed.Load(), s.observed.Load(), s.ackTimeouts.Load()}
 }
 
 // Tick samples the counters for the rate windows; the owner calls it every
@@ -158,16 +158,16 @@ func (s *Stats) Tick() {
 
 // GatewaySnapshot is one gateway's row of the status snapshot.
 type GatewaySnapshot struct {
-	MAC       string           `json:"mac"`
-	Connected bool             `json:"connected"`
-	LastSeen  int64            `json:"last_seen"`
-	IP        string           `json:"ip,omitempty"`
-	FW        string           `json:"fw,omitempty"`
-	Uptime    int64            `json:"uptime,omitempty"`
-	Messages  int64            `json:"messages"`
-	Reports   int64            `json:"reports"`
-	Drops     map[string]int64 `json:"drops"`
-	Overloads int64            `json:"overloads"`
+	MAC         string           `json:"mac"`
+	Connected   bool             `json:"connected"`
+	LastSeen    int64            `json:"last_seen"`
+	IP          string           `json:"ip,omitempty"`
+	FW          string           `json:"fw,omitempty"`
+	Uptime      int64            `json:"uptime,omitempty"`
+	Messages    int64            `json:"messages"`
+	Reports     int64            `json:"reports"`
+	Drops       map[string]int64 `json:"drops"`
+	AckTimeouts int64            `json:"ack_timeouts"`
 }
 
 // Snapshot is the pipeline part of GET /api/v1/status/mqtt.
@@ -177,7 +177,7 @@ type Snapshot struct {
 	MessagesRate  Rates             `json:"messages_per_second"`
 	ReportsRate   Rates             `json:"reports_per_second"`
 	Drops         map[string]int64  `json:"drops"`
-	Overloads     int64             `json:"overloads"`
+	AckTimeouts   int64             `json:"ack_timeouts"`
 	OtherClients  int               `json:"other_clients"`
 	Gateways      []GatewaySnapshot `json:"gateways"`
 	GatewaysTotal int               `json:"gateways_total"`
@@ -195,7 +195,7 @@ func (s *Stats) Snapshot() Snapshot {
 	now := s.clock.Now()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := Snapshot{Messages: s.messages.Load(), Reports: s.reports.Load(), Overloads: s.overloads.Load(),
+	out := Snapshot{Messages: s.messages.Load(), Reports: s.reports.Load(), AckTimeouts: s.ackTimeouts.Load(),
 		Drops: map[string]int64{}, OtherClients: s.others}
 	for _, r := range DropReasons() {
 		out.Drops[r.String()] = s.drops[r]
@@ -207,7 +207,7 @@ func (s *Stats) Snapshot() Snapshot {
 			drops[k] = v
 		}
 		out.Gateways = append(out.Gateways, GatewaySnapshot{MAC: m.String(), Connected: g.Connected, LastSeen: g.LastSeen,
-			IP: g.IP, FW: g.FW, Uptime: g.Uptime, Messages: g.Messages, Reports: g.Reports, Drops: drops, Overloads: g.Overloads})
+			IP: g.IP, FW: g.FW, Uptime: g.Uptime, Messages: g.Messages, Reports: g.Reports, Drops: drops, AckTimeouts: g.AckTimeouts})
 		if g.Connected {
 			out.Connected++
 		}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"time"
@@ -25,6 +26,7 @@ func cmdLoadgen(args []string, stdout, stderr io.Writer) int {
 	qos := fs.String("qos", "0,1", "QoS levels to run, comma separated")
 	batch := fs.Int("batch", 8, "reports per message")
 	baseline := fs.Bool("baseline", true, "also measure a bare mochi broker whose hook only counts")
+	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -40,6 +42,19 @@ func cmdLoadgen(args []string, stdout, stderr io.Writer) int {
 	if *gws < 1 || *beacons < 1 || *batch < 1 || *batch > 500 {
 		fmt.Fprintln(stderr, "--gateways and --beacons must be positive, --batch 1..500")
 		return 2
+	}
+	if *cpuprofile != "" {
+		f, err := os.Create(*cpuprofile)
+		if err != nil {
+			fmt.Fprintln(stderr, err)
+			return 1
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			fmt.Fprintln(stderr, err)
+			return 1
+		}
+		defer pprof.StopCPUProfile()
 	}
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer cancel()
