@@ -17,6 +17,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"beaconhub/appliance/alerting"
 	"beaconhub/appliance/applog"
 	"beaconhub/appliance/assets"
 	"beaconhub/appliance/auth"
@@ -25,6 +26,7 @@ import (
 	"beaconhub/appliance/diag"
 	"beaconhub/appliance/ingest"
 	"beaconhub/appliance/sensors"
+	"beaconhub/appliance/status"
 	"beaconhub/handlers"
 	"beaconhub/store"
 	"beaconhub/web"
@@ -61,9 +63,13 @@ type App struct {
 
 	writer   *store.Writer
 	registry *assets.Registry
+	assets   *assets.Service
 	pipeline *ingest.Pipeline
 	recorder *sensors.Recorder
 	mqtt     mqttSource
+	events   *alerting.Service // feature alerting (alerting.go)
+	alertsys *alerting.Worker
+	monitor  *status.Monitor
 	stopping atomic.Bool
 
 	httpSrv *http.Server
@@ -143,6 +149,13 @@ func (a *App) build() error {
 		if err := a.ensureAdmin(); err != nil {
 			return err
 		}
+		// The registry runs wherever the database does; ingest, when it
+		// runs, resolves MACs through the same cache.
+		svc, err := assets.NewService(assets.Options{DB: db, Clock: a.clock, Logger: a.log})
+		if err != nil {
+			return fmt.Errorf("asset registry: %w", err)
+		}
+		a.assets, a.registry = svc, svc.Registry()
 		if a.needsIngest() {
 			if err := a.buildIngest(); err != nil {
 				return err
@@ -205,9 +218,12 @@ func (a *App) Paths() config.Paths { return a.paths }
 
 // Handler builds the HTTP handler.
 func (a *App) Handler() http.Handler {
-	d := handlers.Deps{Live: a.live, DB: a.db, Auth: a.auth, AppLog: a.applog, Logger: a.log, Static: web.FS()}
+	d := handlers.Deps{Live: a.live, DB: a.db, Auth: a.auth, AppLog: a.applog, Logger: a.log, Static: web.FS(), Assets: a.assets}
 	if a.pipeline != nil {
 		d.Status = a
+	}
+	if a.monitor != nil {
+		d.Monitor = a.monitor
 	}
 	return handlers.New(d)
 }

@@ -30,12 +30,7 @@ func (a *App) buildIngest() error {
 	cfg := a.live.Get()
 	a.writer = store.NewWriter(a.db, store.WriterOptions{Logger: a.log})
 	a.onStop(func(context.Context) error { return a.writer.Close() })
-	reg, err := assets.NewRegistry(a.db)
-	if err != nil {
-		return err
-	}
-	a.registry = reg
-	a.pipeline = ingest.New(ingest.Options{Registry: reg, Writer: a.writer, Clock: a.clock, Logger: a.log})
+	a.pipeline = ingest.New(ingest.Options{Registry: a.registry, Writer: a.writer, Clock: a.clock, Logger: a.log})
 	if err := a.pipeline.Restore(a.db); err != nil {
 		return fmt.Errorf("restore ingest state: %w", err)
 	}
@@ -45,6 +40,14 @@ func (a *App) buildIngest() error {
 			return fmt.Errorf("restore latest readings: %w", err)
 		}
 		a.pipeline.AddSubscriber(a.recorder)
+	}
+	hooks := assets.IngestHooks{LastSeen: a.pipeline.LastSeen(), Discovery: a.pipeline.Discovery(), Writer: a.writer}
+	if a.recorder != nil {
+		hooks.Recorder = a.recorder // only when it exists: no typed nil in the interface
+	}
+	a.assets.Connect(hooks)
+	if err := a.buildAlerting(); err != nil {
+		return err
 	}
 	a.onStop(func(context.Context) error { return a.pipeline.Close() })
 
@@ -81,6 +84,7 @@ func (a *App) buildIngest() error {
 
 func (a *App) startIngest() error {
 	a.pipeline.Start()
+	a.startAlerting()
 	a.scheduleRates()
 	if err := a.mqtt.Start(); err != nil {
 		return fmt.Errorf("MQTT: %w", err)
@@ -112,6 +116,9 @@ func (a *App) Pipeline() *ingest.Pipeline { return a.pipeline }
 // Registry returns the MAC -> asset cache.
 func (a *App) Registry() *assets.Registry { return a.registry }
 
+// Assets returns the asset registry service (nil without a database).
+func (a *App) Assets() *assets.Service { return a.assets }
+
 // Recorder returns the sensor recorder (nil without the sensors feature).
 func (a *App) Recorder() *sensors.Recorder { return a.recorder }
 
@@ -127,7 +134,6 @@ func (a *App) MQTTStatus() any {
 		"mode":       bs.Mode,
 		"broker":     bs,
 		"pipeline":   a.pipeline.Stats.Snapshot(),
-		"queue_len":  a.pipeline.QueueLen(),
 		"writer":     a.writer.Stats(),
 		"commit_ms":  map[string]any{"p50": p50, "p99": p99, "samples": n},
 		"discovered": len(a.pipeline.Discovery().List()),

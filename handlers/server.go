@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"beaconhub/appliance/applog"
+	"beaconhub/appliance/assets"
 	"beaconhub/appliance/auth"
 	"beaconhub/appliance/config"
 	"beaconhub/store"
@@ -25,6 +26,12 @@ type Deps struct {
 	Logger *slog.Logger
 	Static fs.FS
 	Status StatusSource
+	// Monitor serves the status dashboard, alertsys status and rechecks
+	// (status.Monitor); nil where nothing ingests.
+	Monitor StatusMonitor
+	// Assets is the asset registry (locations, beacons, gateways, devices);
+	// nil where no database is kept.
+	Assets *assets.Service
 }
 
 // StatusSource provides cached status snapshots (MQTT and later others).

@@ -165,11 +165,3 @@ func (s *Server) logs(w http.ResponseWriter, r *http.Request, _ httprouter.Param
 	}
 	return ok(w, map[string]any{"items": out, "next_cursor": nc})
 }
-
-func (s *Server) statusMQTT(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
-	w.Header().Set("Cache-Control", "no-store")
-	if s.deps.Status == nil {
-		return apperr.Unavailable("MQTT ingest is not running in this configuration")
-	}
-	return ok(w, s.deps.Status.MQTTStatus())
-}

@@ -21,6 +21,23 @@ var (
 	bGateways     = []byte("gateways")
 	bLastSeen     = []byte("last_seen")
 	bDiscovery    = []byte("discovery")
+
+	// Asset identity (8.0): see assets.go, locations.go, devices.go,
+	// assignments.go, uidseq.go.
+	bLocations   = []byte("locations")
+	bDevices     = []byte("devices")     // MAC -> Device
+	bAssignments = []byte("assignments") // id -> Assignment
+	bAssetUIDs   = []byte("asset_uids")  // asset_uid -> owner (kind, id)
+	bUIDSeq      = []byte("uid_seq")     // "TYPE|PATH" -> last sequence number used
+	bUIDAliases  = []byte("uid_aliases") // former asset_uid -> the uid it became
+
+	// Alerting (events.go, eventquery.go, buttonaudit.go, health.go).
+	bEvents        = []byte("events")         // id -> Event
+	bEventsByTime  = []byte("events_by_time") // created_at|id -> nil
+	bEventsByUID   = []byte("events_by_uid")  // asset_uid\x00created_at|id -> nil
+	bButtonAudit   = []byte("button_audit")   // asset_uid\x00event id -> ButtonAudit
+	bHealthState   = []byte("health_state")   // condition key -> HealthCondition (active only)
+	bHealthRecords = []byte("health_records") // id -> HealthRecord (transitions)
 )
 
 var keySchemaVersion = []byte("schema_version")
@@ -49,6 +66,15 @@ var migrations = []migration{
 	}},
 	{"assets, last seen, discovery", func(tx *bolt.Tx) error {
 		for _, b := range [][]byte{bBeacons, bGateways, bLastSeen, bDiscovery} {
+			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
+				return err
+			}
+		}
+		return nil
+	}},
+	{"asset identity (8.0): locations, devices, assignments, uid index; MAC keys rewritten to asset_uid", upgradeAssetIdentity},
+	{"alerting: events and their indexes, button-press audit, health conditions", func(tx *bolt.Tx) error {
+		for _, b := range [][]byte{bEvents, bEventsByTime, bEventsByUID, bButtonAudit, bHealthState, bHealthRecords} {
 			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
 				return err
 			}

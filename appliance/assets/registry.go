@@ -1,8 +1,10 @@
 // Package assets owns asset identity: locations, beacons, gateways and
-// e-ink displays with their stable asset_uid, and the in-memory MAC -> asset
-// cache that the ingest hot path resolves every report through. The cache
-// is an immutable snapshot swapped atomically, so lookups never lock and
-// every registry change is visible to ingest at once.
+// e-ink displays with their stable asset_uid (minting, remint), the devices
+// attached to them (assignments, replace, merge), and the in-memory MAC ->
+// asset cache that the ingest hot path resolves every report through. The
+// cache is an immutable snapshot swapped atomically, so lookups never lock;
+// the Service reloads it after every registry write, before answering, so
+// every change is visible to ingest at once.
 package assets
 
 import (
@@ -85,6 +87,9 @@ func (r *Registry) Reload() error {
 		}
 	}
 	for _, g := range gs {
+		if gatewayStatus(&g) != store.AssetActive {
+			continue
+		}
 		if m, ok := ParseMAC(g.MAC); ok {
 			s.gateways[m] = &Asset{ID: g.ID, UID: g.AssetUID, Type: "gateway", Name: g.Name, Kind: "gateway"}
 		}

@@ -19,6 +19,7 @@ commands:
   version                          print version and brand
   config check [--home DIR]        validate and print the effective configuration (secrets masked)
   mobile-key regenerate [--home DIR]  replace server_mobile_api_key (restart to apply)
+  audit [--home DIR]               post-upgrade audit: list records still keyed by a MAC (exit 1 if any)
   loadgen [--gateways N] [--beacons N] [--duration D] [--qos 0,1]
                                    ingest benchmark on loopback (full appliance vs bare broker)
 
@@ -53,6 +54,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return cmdMobileKey(args[2:], stdout, stderr)
 	case "loadgen":
 		return cmdLoadgen(args[1:], stdout, stderr)
+	case "audit":
+		return cmdAudit(args[1:], stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return 0

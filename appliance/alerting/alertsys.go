@@ -1,0 +1,318 @@
+package alerting
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"beaconhub/appliance/clock"
+	"beaconhub/appliance/config"
+)
+
+// The alertsys wire format is ours to choose (the spec names only the
+// paths); it is documented in docs/alertsys.md and spoken by alertsystest.
+
+// LoginRequest is POSTed to base + server_alertsys_url_path_login.
+type LoginRequest struct {
+	Username string `json:"username"`
+	Password string `json:"password"`
+}
+
+// LoginResponse is the answer to a login: a bearer token and its lifetime.
+type LoginResponse struct {
+	Token     string `json:"token"`
+	ExpiresIn int    `json:"expires_in"` // seconds; 0 or absent: DefaultTokenTTL
+}
+
+// ConveneRequest is POSTed to base + server_alertsys_url_path_convene with
+// the token, once per SOS or watch press event.
+type ConveneRequest struct {
+	Rule       string       `json:"rule"` // "sos" (panic beacon) or "watch"
+	EventID    uint64       `json:"event_id"`
+	ServerID   string       `json:"server_id"`
+	Press      string       `json:"press"`
+	OccurredAt int64        `json:"occurred_at"` // Unix ms, server receive time of the first report
+	Asset      ConveneAsset `json:"asset"`
+	Location   ConvenePlace `json:"location"`
+	HeardBy    ConveneHeard `json:"heard_by"`
+}
+
+// ConveneAsset identifies the beacon.
+type ConveneAsset struct {
+	AssetUID string `json:"asset_uid"`
+	Name     string `json:"name"`
+	Type     string `json:"type"`
+	MAC      string `json:"mac"`
+}
+
+// ConvenePlace is the beacon's home location.
+type ConvenePlace struct {
+	ID   uint64 `json:"id,omitempty"`
+	Name string `json:"name"`
+}
+
+// ConveneHeard is the gateway that reported the press first.
+type ConveneHeard struct {
+	Gateway  string `json:"gateway"`
+	AssetUID string `json:"asset_uid,omitempty"`
+	Name     string `json:"name,omitempty"`
+	Location string `json:"location,omitempty"`
+}
+
+// ConveneResponse is alertsys' answer; Message is the text the push
+// notification may use as its title.
+type ConveneResponse struct {
+	OK        bool   `json:"ok"`
+	ConveneID string `json:"convene_id"`
+	Message   string `json:"message"`
+}
+
+// DefaultTokenTTL applies when a login answer gives no lifetime.
+const DefaultTokenTTL = 10 * time.Minute
+
+// tokenMargin renews a token this long before it expires, so a call never
+// races the expiry.
+const tokenMargin = 30 * time.Second
+
+// maxResponse bounds what is read from alertsys.
+const maxResponse = 64 << 10
+
+// Error is a failed alertsys exchange.
+type Error struct {
+	Code       string // stable: not_configured, timeout, connection_refused, dns, transport, http_status, login_refused, bad_response
+	HTTPStatus int
+	Retryable  bool
+	Msg        string
+}
+
+func (e *Error) Error() string { return "alertsys: " + e.Msg }
+
+// ErrNotConfigured is returned while server_alertsys_url_base is empty.
+var ErrNotConfigured = &Error{Code: "not_configured", Msg: "no base URL configured"}
+
+// ClientOptions configure a Client.
+type ClientOptions struct {
+	Live  *config.Live
+	Clock clock.Clock
+	// ConnectTimeout and Timeout bound each request (defaults 5 s and 10 s).
+	ConnectTimeout time.Duration
+	Timeout        time.Duration
+}
+
+// Client talks to alertsys. It reads the configuration at every call, so
+// settings changes (base URL, credentials) apply to the next call, and it
+// records the outcome of every exchange for the status page and the
+// alertsys_down condition.
+type Client struct {
+	live    *config.Live
+	clock   clock.Clock
+	http    *http.Client
+	timeout time.Duration
+
+	mu       sync.Mutex
+	token    string
+	tokenExp time.Time
+	tokenID  string // base|user|password the token was issued for
+	health   healthRecorder
+}
+
+// NewClient builds a client.
+func NewClient(o ClientOptions) *Client {
+	if o.Clock == nil {
+		o.Clock = clock.Real{}
+	}
+	if o.ConnectTimeout <= 0 {
+		o.ConnectTimeout = 5 * time.Second
+	}
+	if o.Timeout <= 0 {
+		o.Timeout = 10 * time.Second
+	}
+	tr := &http.Transport{
+		Proxy:                 http.ProxyFromEnvironment,
+		DialContext:           (&net.Dialer{Timeout: o.ConnectTimeout, KeepAlive: 30 * time.Second}).DialContext,
+		TLSHandshakeTimeout:   o.ConnectTimeout,
+		ResponseHeaderTimeout: o.Timeout,
+		MaxIdleConnsPerHost:   2,
+		IdleConnTimeout:       90 * time.Second,
+	}
+	return &Client{live: o.Live, clock: o.Clock, timeout: o.Timeout,
+		http: &http.Client{Transport: tr, Timeout: o.Timeout, CheckRedirect: noRedirect}}
+}
+
+// A redirect would resend credentials to wherever alertsys points; refuse.
+func noRedirect(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+
+type endpoints struct{ base, login, convene, user, pass, serverID string }
+
+func (c *Client) endpoints() endpoints {
+	cfg := c.live.Get()
+	return endpoints{strings.TrimRight(cfg.AlertsysURLBase, "/"), cfg.AlertsysPathLogin, cfg.AlertsysPathConvene,
+		cfg.AlertsysUsername, cfg.AlertsysPassword, cfg.ServerID}
+}
+
+// Configured reports whether a base URL is set right now.
+func (c *Client) Configured() bool { return c.live.Get().AlertsysURLBase != "" }
+
+// Convene sends one press. A 401 means the token expired early: it logs in
+// again once and repeats the call. A 2xx whose body is not the expected
+// JSON still counts as delivered (alertsys acted on it; repeating could
+// convene twice), with an empty message.
+func (c *Client) Convene(ctx context.Context, req ConveneRequest) (ConveneResponse, error) {
+	ep := c.endpoints()
+	if ep.base == "" {
+		c.health.record(c.clock.Now(), "convene", 0, 0, ErrNotConfigured, false)
+		return ConveneResponse{}, ErrNotConfigured
+	}
+	req.ServerID = ep.serverID
+	body, _ := json.Marshal(req)
+	key := ep.serverID + "-" + strconv.FormatUint(req.EventID, 10)
+	for relogin := false; ; relogin = true {
+		tok, err := c.tokenFor(ctx, ep, relogin)
+		if err != nil {
+			return ConveneResponse{}, err
+		}
+		status, raw, dur, err := c.post(ctx, ep.base+ep.convene, body, map[string]string{
+			"Authorization": "Bearer " + tok, "Idempotency-Key": key})
+		if err == nil && status == http.StatusUnauthorized && !relogin {
+			c.dropToken(tok)
+			continue
+		}
+		if err == nil && (status < 200 || status > 299) {
+			err = statusError(status, "convene")
+		}
+		c.health.record(c.clock.Now(), "convene", status, dur, err, c.Configured())
+		if err != nil {
+			return ConveneResponse{}, err
+		}
+		var out ConveneResponse
+		if json.Unmarshal(raw, &out) != nil {
+			return ConveneResponse{}, nil
+		}
+		return out, nil
+	}
+}
+
+// Check logs in afresh: the periodic and forced alertsys probe. It answers
+// ErrNotConfigured without any request while the base URL is empty.
+func (c *Client) Check(ctx context.Context) error {
+	ep := c.endpoints()
+	if ep.base == "" {
+		c.health.record(c.clock.Now(), "probe", 0, 0, ErrNotConfigured, false)
+		return ErrNotConfigured
+	}
+	_, err := c.tokenFor(ctx, ep, true)
+	return err
+}
+
+func (c *Client) dropToken(tok string) {
+	c.mu.Lock()
+	if c.token == tok {
+		c.token = ""
+	}
+	c.mu.Unlock()
+}
+
+// tokenFor returns a valid token, logging in when there is none, it is
+// about to expire, the configuration changed, or force is set.
+func (c *Client) tokenFor(ctx context.Context, ep endpoints, force bool) (string, error) {
+	ident := ep.base + "|" + ep.user + "|" + ep.pass
+	now := c.clock.Now()
+	c.mu.Lock()
+	if !force && c.token != "" && c.tokenID == ident && now.Add(tokenMargin).Before(c.tokenExp) {
+		tok := c.token
+		c.mu.Unlock()
+		return tok, nil
+	}
+	c.mu.Unlock()
+
+	body, _ := json.Marshal(LoginRequest{Username: ep.user, Password: ep.pass})
+	status, raw, dur, err := c.post(ctx, ep.base+ep.login, body, nil)
+	var lr LoginResponse
+	switch {
+	case err != nil:
+	case status == http.StatusUnauthorized || status == http.StatusForbidden:
+		err = &Error{Code: "login_refused", HTTPStatus: status, Msg: fmt.Sprintf("login refused (HTTP %d): check the alertsys credentials", status)}
+	case status < 200 || status > 299:
+		err = statusError(status, "login")
+	case json.Unmarshal(raw, &lr) != nil || lr.Token == "":
+		err = &Error{Code: "bad_response", HTTPStatus: status, Retryable: true, Msg: "login answer is not JSON with a token"}
+	}
+	c.health.record(c.clock.Now(), "login", status, dur, err, true)
+	if err != nil {
+		return "", err
+	}
+	ttl := time.Duration(lr.ExpiresIn) * time.Second
+	if ttl <= 0 {
+		ttl = DefaultTokenTTL
+	}
+	c.mu.Lock()
+	c.token, c.tokenExp, c.tokenID = lr.Token, now.Add(ttl), ident
+	c.mu.Unlock()
+	return lr.Token, nil
+}
+
+func statusError(status int, what string) *Error {
+	return &Error{Code: "http_status", HTTPStatus: status, Retryable: status >= 500 || status == http.StatusTooManyRequests,
+		Msg: fmt.Sprintf("%s answered HTTP %d", what, status)}
+}
+
+// post sends one JSON request under the total timeout and reads a bounded
+// body. Durations use the wall clock: they measure the network, not the
+// injected clock.
+func (c *Client) post(ctx context.Context, url string, body []byte, hdr map[string]string) (int, []byte, time.Duration, error) {
+	ctx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+	if err != nil {
+		return 0, nil, 0, &Error{Code: "transport", Msg: "bad alertsys URL"}
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json")
+	for k, v := range hdr {
+		req.Header.Set(k, v)
+	}
+	start := time.Now()
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return 0, nil, time.Since(start), transportError(err)
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxResponse))
+	dur := time.Since(start)
+	if err != nil {
+		return resp.StatusCode, nil, dur, transportError(err)
+	}
+	return resp.StatusCode, raw, dur, nil
+}
+
+// transportError turns a transport error into a stable code; all are retryable.
+func transportError(err error) *Error {
+	e := &Error{Code: "transport", Retryable: true, Msg: "request failed"}
+	var dns *net.DNSError
+	var op *net.OpError
+	switch {
+	case errors.Is(err, context.DeadlineExceeded) || isTimeout(err):
+		e.Code, e.Msg = "timeout", "no answer within the timeout"
+	case errors.As(err, &dns):
+		e.Code, e.Msg = "dns", "host name does not resolve"
+	case errors.As(err, &op) && op.Op == "dial":
+		e.Code, e.Msg = "connection_refused", "cannot connect"
+	case errors.Is(err, context.Canceled):
+		e.Code, e.Msg, e.Retryable = "canceled", "shutting down", false
+	}
+	return e
+}
+
+func isTimeout(err error) bool {
+	var t interface{ Timeout() bool }
+	return errors.As(err, &t) && t.Timeout()
+}

@@ -1,0 +1,89 @@
+package alerting
+
+import (
+	"errors"
+	"sync"
+	"time"
+)
+
+// Alertsys states of the cached snapshot.
+const (
+	StateUnknown  = "unknown"  // configured, nothing tried yet
+	StateOK       = "ok"       // the last exchange succeeded
+	StateDown     = "down"     // the last exchange failed
+	StateDisabled = "disabled" // no base URL
+)
+
+// Status is the cached alertsys snapshot behind GET /api/v1/status/alertsys:
+// the outcome of the latest exchange (probe login, or a real login or
+// convene), so reading it never contacts alertsys.
+type Status struct {
+	Configured bool   `json:"configured"`
+	State      string `json:"state"`
+	OK         bool   `json:"ok"`
+	CheckedAt  *int64 `json:"checked_at"` // Unix ms; null before the first exchange
+	LastOKAt   *int64 `json:"last_ok_at"`
+	Step       string `json:"step,omitempty"` // login, convene or probe
+	HTTPStatus int    `json:"http_status"`
+	DurationMS int64  `json:"duration_ms"`
+	ErrorCode  string `json:"error_code"`
+	Message    string `json:"message"`
+}
+
+// healthRecorder keeps the snapshot and tells observers about every
+// outcome; the status package turns changes into alertsys_down.
+type healthRecorder struct {
+	mu        sync.Mutex
+	st        Status
+	observers []func(Status)
+}
+
+func (h *healthRecorder) record(now time.Time, step string, httpStatus int, dur time.Duration, err error, configured bool) {
+	ms := now.UnixMilli()
+	h.mu.Lock()
+	st := Status{Configured: configured, Step: step, HTTPStatus: httpStatus, DurationMS: dur.Milliseconds(),
+		CheckedAt: &ms, LastOKAt: h.st.LastOKAt}
+	var ae *Error
+	switch {
+	case !configured:
+		st.State, st.ErrorCode, st.Message, st.CheckedAt, st.Step = StateDisabled, ErrNotConfigured.Code, "alertsys is not configured (server_alertsys_url_base is empty)", nil, ""
+	case err == nil:
+		st.State, st.OK, st.LastOKAt, st.Message = StateOK, true, &ms, step+" ok"
+	case errors.As(err, &ae):
+		st.State, st.ErrorCode, st.Message = StateDown, ae.Code, step+": "+ae.Msg
+	default:
+		st.State, st.ErrorCode, st.Message = StateDown, "transport", step+": request failed"
+	}
+	h.st = st
+	obs := h.observers
+	h.mu.Unlock()
+	for _, fn := range obs {
+		fn(st)
+	}
+}
+
+// Status returns the cached snapshot. Before any exchange it reflects the
+// configuration only.
+func (c *Client) Status() Status {
+	c.health.mu.Lock()
+	st := c.health.st
+	c.health.mu.Unlock()
+	configured := c.Configured()
+	switch {
+	case !configured:
+		return Status{State: StateDisabled, ErrorCode: ErrNotConfigured.Code, LastOKAt: st.LastOKAt,
+			Message: "alertsys is not configured (server_alertsys_url_base is empty)"}
+	case st.State == "" || st.State == StateDisabled:
+		return Status{Configured: true, State: StateUnknown, LastOKAt: st.LastOKAt, Message: "not checked yet"}
+	}
+	return st
+}
+
+// Observe registers fn to receive every outcome (including "disabled" when
+// a call finds no base URL). fn runs on the calling goroutine (worker or
+// probe): it must be quick. Register before traffic starts.
+func (c *Client) Observe(fn func(Status)) {
+	c.health.mu.Lock()
+	c.health.observers = append(c.health.observers, fn)
+	c.health.mu.Unlock()
+}

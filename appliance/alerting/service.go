@@ -1,0 +1,302 @@
+// Package alerting owns beacon events: it turns adv4 frames into event
+// records (alert, warning, active), merges the reports of one press heard by
+// several gateways into one event (the button dedup window), keeps the
+// button-press audit, and hands SOS and watch presses to alertsys through a
+// bounded queue and worker, out of line of ingest.
+//
+// Service is an ingest.Subscriber: it runs on the single pipeline goroutine,
+// decides in memory, and puts every durable change into the batch's writer
+// ops, so a QoS 1 PUBACK for a press implies its event is on disk. What
+// happens after the commit (alertsys, and push in the next layer) is
+// triggered from the commit itself (bbolt OnCommit), never from the hot path.
+package alerting
+
+import (
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"beaconhub/appliance/clock"
+	"beaconhub/appliance/config"
+	"beaconhub/appliance/ingest"
+	"beaconhub/store"
+)
+
+// MaxWindowMS is the largest dedup window the configuration allows
+// (server_push_button_dedup_seconds ≤ 3600); restart recovery looks back
+// this far.
+const MaxWindowMS = 3600 * 1000
+
+// Enqueuer takes committed SOS/watch events for alertsys (the Worker).
+type Enqueuer interface {
+	Configured() bool
+	Enqueue(e store.Event)
+}
+
+// Options configure a Service.
+type Options struct {
+	DB       *store.DB
+	Live     *config.Live
+	Clock    clock.Clock
+	Logger   *slog.Logger
+	Alertsys Enqueuer // nil: alert events are stored with alertsys "disabled"
+}
+
+// Stats are counters since start.
+type Stats struct {
+	Events     uint64 `json:"events"`      // events created (test ones included)
+	Alerts     uint64 `json:"alerts"`      // of which status alert, not test
+	TestEvents uint64 `json:"test_events"` // from is_test sends
+	Merged     uint64 `json:"merged"`      // reports folded into an open event
+}
+
+// class separates the dedup windows of one beacon: a press and a motion
+// signal are different events even when they overlap.
+type class uint8
+
+const (
+	classPress class = iota
+	classMotion
+)
+
+type openKey struct {
+	uid   string
+	class class
+	test  bool
+}
+
+// openEvent is the in-memory side of an event whose window is open.
+type openEvent struct {
+	id       uint64
+	anchor   int64 // server receive time of the first report
+	gateways []string
+	reports  int
+}
+
+// Service is the events subscriber of the ingest pipeline.
+type Service struct {
+	db       *store.DB
+	live     *config.Live
+	clock    clock.Clock
+	log      *slog.Logger
+	alertsys Enqueuer
+
+	mu        sync.Mutex
+	nextID    uint64
+	open      map[openKey]*openEvent
+	lastSweep int64
+
+	listeners []func(store.Event)
+	pending   []store.Event // alertsys still pending at the last stop (Restore)
+
+	events, alerts, tests, merged atomic.Uint64
+}
+
+// New builds a Service; call Restore before the pipeline starts.
+func New(o Options) *Service {
+	if o.Clock == nil {
+		o.Clock = clock.Real{}
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	return &Service{db: o.DB, live: o.Live, clock: o.Clock, log: o.Logger, alertsys: o.Alertsys,
+		nextID: 1, open: map[openKey]*openEvent{}}
+}
+
+// OnCommitted registers fn to receive every event once its insert has
+// committed (the push subsystem publishes SOS, watch and test moments from
+// here). fn runs on the store writer goroutine: it must only hand off.
+// Register before the pipeline starts.
+func (s *Service) OnCommitted(fn func(store.Event)) { s.listeners = append(s.listeners, fn) }
+
+// Restore continues the id sequence and reopens the dedup windows of
+// events created within the longest possible window, so a press reported
+// again right after a restart still merges into its event.
+func (s *Service) Restore() error {
+	seq, err := s.db.EventSequence()
+	if err != nil {
+		return err
+	}
+	now := s.clock.Now().UnixMilli()
+	recent, err := s.db.RecentEvents(now - MaxWindowMS)
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.nextID = seq + 1
+	for _, e := range recent { // oldest first: the newest event of a key wins
+		c := classPress
+		if e.Type == typeMotion {
+			c = classMotion
+		}
+		s.open[openKey{e.AssetUID, c, e.Test}] = &openEvent{id: e.ID, anchor: e.CreatedAt,
+			gateways: append([]string(nil), e.Gateways...), reports: e.Reports}
+		if e.Alertsys == store.AlertsysPending {
+			s.pending = append(s.pending, e)
+		}
+	}
+	return nil
+}
+
+// RecoverWindow is how old a press still pending for alertsys at start
+// may be and still be sent: a crash right after the PUBACK must not lose
+// the convene, but a press from long ago would only confuse responders.
+const RecoverWindow = 5 * time.Minute
+
+// RecoverAlertsys re-queues the presses Restore found still pending for
+// alertsys (the Idempotency-Key lets alertsys ignore one it had already
+// received) and marks older ones failed. Call once the worker runs.
+func (s *Service) RecoverAlertsys(q Enqueuer, w Writer) int {
+	s.mu.Lock()
+	pending := s.pending
+	s.pending = nil
+	s.mu.Unlock()
+	now := s.clock.Now()
+	n := 0
+	for _, e := range pending {
+		if q != nil && now.Sub(time.UnixMilli(e.CreatedAt)) <= RecoverWindow {
+			q.Enqueue(e)
+			n++
+			continue
+		}
+		s.log.Error("alertsys never received a press from before the restart", "asset_uid", e.AssetUID, "event_id", e.ID)
+		w.Do(store.SetEventAlertsys(e.ID, store.AlertsysFailed, "interrupted by a restart", now.UnixMilli()), nil)
+	}
+	return n
+}
+
+// Stats returns the counters.
+func (s *Service) Stats() Stats {
+	return Stats{Events: s.events.Load(), Alerts: s.alerts.Load(), TestEvents: s.tests.Load(), Merged: s.merged.Load()}
+}
+
+const typeMotion = "motion"
+
+// classify maps an adv4 report to an event; ok is false for a plain
+// heartbeat, which makes no event.
+func classify(o *ingest.Observation) (status, typ string, c class, ok bool) {
+	switch {
+	case o.Pushed && o.Press != ingest.PressNone:
+		if o.Asset.Type == "panic" || o.Asset.Type == "watch" {
+			return store.EventAlert, o.Press.String(), classPress, true
+		}
+		return store.EventActive, o.Press.String(), classPress, true
+	case o.Motion:
+		return store.EventWarning, typeMotion, classMotion, true
+	}
+	return "", "", 0, false
+}
+
+// Observe implements ingest.Subscriber.
+func (s *Service) Observe(b *ingest.Batch, w *ingest.Writes) {
+	if b.Kind != ingest.KindAdv4 {
+		return
+	}
+	window := int64(s.live.Get().PushButtonDedupSeconds) * 1000
+	if window <= 0 {
+		window = 40 * 1000
+	}
+	now := b.Received
+	gw := b.Gateway.String()
+	var gwUID, gwName string
+	var gwID uint64
+	if g := b.GatewayAsset; g != nil {
+		gwUID, gwName, gwID = g.UID, g.Name, g.ID
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.sweep(now, window)
+	for i := range b.Obs {
+		o := &b.Obs[i]
+		status, typ, c, ok := classify(o)
+		if !ok {
+			continue
+		}
+		var press *store.PressReport
+		if c == classPress {
+			press = &store.PressReport{Gateway: gw, GatewayUID: gwUID, RSSI: int(o.RSSI), Press: typ, ReportedAt: o.TS, ReceivedAt: now}
+		}
+		key := openKey{o.Asset.UID, c, b.IsTest}
+		if oe := s.open[key]; oe != nil && within(now, oe.anchor, window) {
+			oe.reports++
+			s.merged.Add(1)
+			newGW := len(oe.gateways) < store.MaxEventGateways && !contains(oe.gateways, gw)
+			if newGW {
+				oe.gateways = append(oe.gateways, gw)
+			}
+			// Motion repeats every second or so from every gateway: only a
+			// new gateway is worth a write. Every press report is audited.
+			if newGW || press != nil {
+				w.Ops = append(w.Ops, store.MergeEvent(oe.id, store.EventMerge{Gateway: gw, RSSI: int(o.RSSI), At: now, Reports: oe.reports, Press: press}))
+			}
+			continue
+		}
+		id := s.nextID
+		s.nextID++
+		e := store.Event{ID: id, Status: status, Type: typ, Test: b.IsTest, AssetUID: o.Asset.UID, AssetID: o.Asset.ID,
+			MAC: o.MAC.String(), BeaconName: o.Asset.Name, BeaconType: o.Asset.Type,
+			Gateway: gw, GatewayUID: gwUID, GatewayName: gwName, Gateways: []string{gw}, Reports: 1, RSSI: int(o.RSSI),
+			ReportedAt: o.TS, CreatedAt: now, UpdatedAt: now}
+		if status == store.EventAlert && !b.IsTest {
+			e.Alertsys = store.AlertsysDisabled
+			if s.alertsys != nil && s.alertsys.Configured() {
+				e.Alertsys = store.AlertsysPending
+			}
+			s.alerts.Add(1)
+		}
+		if b.IsTest {
+			s.tests.Add(1)
+		}
+		s.events.Add(1)
+		s.open[key] = &openEvent{id: id, anchor: now, gateways: []string{gw}, reports: 1}
+		w.Ops = append(w.Ops, store.InsertEvent(e, gwID, press, s.committed))
+	}
+}
+
+// within: the window is anchored at the first report of the press and does
+// not slide, so a button held or re-pressed for minutes still yields one
+// event per window rather than one endless event. Reports are slightly
+// reordered between gateways' connections, hence the absolute difference.
+func within(now, anchor, window int64) bool {
+	d := now - anchor
+	if d < 0 {
+		d = -d
+	}
+	return d < window
+}
+
+// sweep forgets closed windows so the map holds only beacons that pressed
+// or moved recently.
+func (s *Service) sweep(now, window int64) {
+	if now-s.lastSweep < 10_000 && now >= s.lastSweep {
+		return
+	}
+	s.lastSweep = now
+	for k, oe := range s.open {
+		if !within(now, oe.anchor, window) {
+			delete(s.open, k)
+		}
+	}
+}
+
+// committed runs on the writer goroutine after an insert committed.
+func (s *Service) committed(e store.Event) {
+	if e.Alertsys == store.AlertsysPending && s.alertsys != nil {
+		s.alertsys.Enqueue(e)
+	}
+	for _, fn := range s.listeners {
+		fn(e)
+	}
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,165 @@
+package assets
+
+import (
+	"beaconhub/appliance/apperr"
+	"beaconhub/store"
+)
+
+// AssignmentView is one device assignment as the API shows it.
+type AssignmentView struct {
+	store.Assignment
+	AssetUID string `json:"asset_uid"`
+	Open     bool   `json:"open"`
+}
+
+// AssetInfo is the detail page of an asset.
+type AssetInfo struct {
+	Kind        string           `json:"kind"`
+	Asset       any              `json:"asset"`
+	Device      *DeviceView      `json:"device"`
+	Assignments []AssignmentView `json:"assignments"`
+	LastSeen    int64            `json:"last_seen"`
+	Records     map[string]int   `json:"records"` // uid-keyed records per bucket
+}
+
+// AssetByUID returns the kind and view of any asset (following renames).
+func (s *Service) AssetByUID(uid string) (string, any, error) {
+	var kind string
+	var v any
+	err := s.view(func(t *store.AssetTx) error {
+		ref, err := refOfKind(t, "", uid)
+		if err != nil {
+			return err
+		}
+		kind, v, err = assetView(t, ref, s.now())
+		return err
+	})
+	return kind, v, err
+}
+
+func assetView(t *store.AssetTx, ref store.AssetRef, now int64) (string, any, error) {
+	switch ref.Kind {
+	case store.KindBeacon:
+		b, err := t.Beacon(ref.ID)
+		if err != nil {
+			return "", nil, err
+		}
+		return ref.Kind, beaconView(t, b, now), nil
+	case store.KindGateway:
+		g, err := t.Gateway(ref.ID)
+		if err != nil {
+			return "", nil, err
+		}
+		return ref.Kind, gatewayView(g), nil
+	}
+	return "", nil, apperr.NotFound("asset kind %s is not served here", ref.Kind)
+}
+
+// Info returns an asset with its device, device history, last-seen time
+// and record counts. kind "" accepts any kind.
+func (s *Service) Info(kind, uid string) (AssetInfo, error) {
+	var out AssetInfo
+	err := s.view(func(t *store.AssetTx) error {
+		now := s.now()
+		ref, err := refOfKind(t, kind, uid)
+		if err != nil {
+			return err
+		}
+		if out.Kind, out.Asset, err = assetView(t, ref, now); err != nil {
+			return err
+		}
+		rec, err := loadAsset(t, ref)
+		if err != nil {
+			return err
+		}
+		if mac := rec.mac(); mac != "" {
+			if d, err := t.Device(mac); err == nil {
+				v := deviceView(t, d, now)
+				out.Device = &v
+			}
+		}
+		if out.Assignments, err = assignmentViews(t, ref); err != nil {
+			return err
+		}
+		if out.Records, err = t.CountUID(rec.uid()); err != nil {
+			return err
+		}
+		out.LastSeen = s.lastSeen(t, ref, rec)
+		return nil
+	})
+	return out, err
+}
+
+// lastSeen prefers the pipeline's live value; the store holds the last
+// flush.
+func (s *Service) lastSeen(t *store.AssetTx, ref store.AssetRef, rec *assetRec) int64 {
+	if ref.Kind == store.KindGateway {
+		if rec.mac() == "" {
+			return 0
+		}
+		return t.LastSeenAt("gw:" + rec.mac())
+	}
+	if l := s.hooks.LastSeen; l != nil {
+		if ts := l.Asset(rec.uid()); ts != 0 {
+			return ts
+		}
+	}
+	return t.LastSeenAt(rec.uid())
+}
+
+func assignmentViews(t *store.AssetTx, ref store.AssetRef) ([]AssignmentView, error) {
+	as, err := t.AssignmentsOf(ref)
+	if err != nil {
+		return nil, err
+	}
+	uid, _ := t.UIDOf(ref)
+	out := make([]AssignmentView, 0, len(as))
+	for _, a := range as {
+		out = append(out, AssignmentView{Assignment: a, AssetUID: uid, Open: a.Open()})
+	}
+	return out, nil
+}
+
+// Assignments returns the device history of the asset uid of kind.
+func (s *Service) Assignments(kind, uid string) ([]AssignmentView, error) {
+	var out []AssignmentView
+	err := s.view(func(t *store.AssetTx) error {
+		ref, err := refOfKind(t, kind, uid)
+		if err != nil {
+			return err
+		}
+		out, err = assignmentViews(t, ref)
+		return err
+	})
+	return out, err
+}
+
+// LLDItem is one entry of a monitoring-server low-level-discovery list.
+type LLDItem struct {
+	UID  string `json:"{#ASSET_UID}"`
+	MAC  string `json:"{#MAC}"`
+	Name string `json:"{#NAME}"`
+}
+
+// LLD lists the active assets of kind (beacon or gateway) with their
+// current device.
+func (s *Service) LLD(kind string) ([]LLDItem, error) {
+	out := []LLDItem{}
+	err := s.view(func(t *store.AssetTx) error {
+		if kind == store.KindGateway {
+			return t.EachGateway(func(g *store.Gateway) error {
+				if gatewayStatus(g) == store.AssetActive {
+					out = append(out, LLDItem{UID: g.AssetUID, MAC: g.MAC, Name: g.Name})
+				}
+				return nil
+			})
+		}
+		return t.EachBeacon(func(b *store.Beacon) error {
+			if b.Active {
+				out = append(out, LLDItem{UID: b.AssetUID, MAC: b.MAC, Name: b.Name})
+			}
+			return nil
+		})
+	})
+	return out, err
+}

@@ -1,0 +1,293 @@
+package status
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"beaconhub/appliance/apperr"
+	"beaconhub/appliance/clock"
+	"beaconhub/appliance/config"
+	"beaconhub/appliance/status/pushtest"
+	"beaconhub/broker"
+	"beaconhub/store"
+)
+
+var (
+	t0    = time.Date(2026, 4, 5, 6, 7, 8, 0, time.UTC)
+	quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
+)
+
+type fixture struct {
+	t     *testing.T
+	dir   string
+	db    *store.DB
+	clk   *clock.Fake
+	live  *config.Live
+	conds *Conditions
+	push  *pushtest.Server
+	mon   *Monitor
+
+	mu    sync.Mutex
+	stats broker.Stats
+	fleet []FleetAsset
+	heard []store.HealthRecord
+}
+
+func newFixture(t *testing.T) *fixture {
+	t.Helper()
+	f := &fixture{t: t, dir: t.TempDir(), clk: clock.NewFake(t0), push: pushtest.New()}
+	t.Cleanup(f.push.Close)
+	cfg := config.Defaults(config.ActiveBrand())
+	cfg.ServerID = "TST000"
+	cfg.PushServerURL = f.push.URL
+	cfg.PushPublishToken = "tk_publish"
+	f.live = config.NewLive(cfg, nil, "")
+	f.open()
+	return f
+}
+
+// open (re)opens the store and rebuilds conditions and monitor on it.
+func (f *fixture) open() {
+	db, err := store.Open(filepath.Join(f.dir, "service.db"), store.OpenOptions{LockTimeout: time.Second})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	f.t.Cleanup(func() { _ = db.Close() })
+	f.db = db
+	if f.conds, err = NewConditions(db, f.clk, quiet); err != nil {
+		f.t.Fatal(err)
+	}
+	f.conds.Subscribe(func(r store.HealthRecord) {
+		f.mu.Lock()
+		f.heard = append(f.heard, r)
+		f.mu.Unlock()
+	})
+	tr := NewTransport(Limits{Total: 2 * time.Second}, false)
+	f.mon = NewMonitor(Options{Live: f.live, Clock: f.clk, Logger: quiet, Conditions: f.conds,
+		MQTT: func() broker.Stats { f.mu.Lock(); defer f.mu.Unlock(); return f.stats },
+		Push: NewPush(f.live, f.clk, tr, f.conds),
+		Fleet: func() ([]FleetAsset, error) {
+			f.mu.Lock()
+			defer f.mu.Unlock()
+			return append([]FleetAsset(nil), f.fleet...), nil
+		},
+	})
+	f.t.Cleanup(f.mon.Stop)
+}
+
+func (f *fixture) set(fn func(f *fixture)) {
+	f.mu.Lock()
+	fn(f)
+	f.mu.Unlock()
+}
+
+// transitions returns "key:phase" for every transition heard.
+func (f *fixture) transitions() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []string
+	for _, r := range f.heard {
+		out = append(out, r.Key+":"+r.Phase)
+	}
+	return out
+}
+
+func listener(t *testing.T) (string, func()) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	return ln.Addr().String(), func() { ln.Close() }
+}
+
+func TestMQTTDownRaisedOnceResolvedOnceAndPersisted(t *testing.T) {
+	f := newFixture(t)
+	addr, closeLn := listener(t)
+	f.set(func(f *fixture) { f.stats = broker.Stats{Mode: "embedded", Listening: true, Listen: addr} })
+	f.mon.Start()
+	f.clk.Advance(5 * time.Second)
+	if d := f.mon.Dashboard(); !d.MQTT.OK || d.MQTT.CheckedAt == nil || !d.OK {
+		t.Fatalf("healthy dashboard = %+v", d.MQTT)
+	}
+	// The listener stops accepting although the flag still says listening:
+	// only the dial of the network tick (60 s) notices.
+	closeLn()
+	f.clk.Advance(60 * time.Second)
+	f.set(func(f *fixture) { f.stats.Listening = false })
+	f.clk.Advance(30 * time.Second) // three flag checks, still one transition
+	if !f.conds.IsActive(KeyMQTTDown) || len(f.transitions()) != 1 {
+		t.Fatalf("transitions = %v", f.transitions())
+	}
+	// Restart: the active condition is restored, not raised again.
+	f.mon.Stop()
+	_ = f.db.Close()
+	f.open()
+	if !f.conds.IsActive(KeyMQTTDown) {
+		t.Fatal("active condition lost across a restart")
+	}
+	addr2, closeLn2 := listener(t)
+	defer closeLn2()
+	f.set(func(f *fixture) { f.stats = broker.Stats{Mode: "embedded", Listening: true, Listen: addr2} })
+	d, err := f.mon.Recheck(context.Background(), TargetMQTT)
+	if err != nil || !d.MQTT.OK || d.Rechecked != "mqtt" || f.conds.IsActive(KeyMQTTDown) {
+		t.Fatalf("recheck = %+v, %v", d.MQTT, err)
+	}
+	recs, _ := f.db.HealthRecords(0, 10)
+	if len(recs) != 2 || recs[0].Phase != store.HealthActive || recs[1].Phase != store.HealthResolved {
+		t.Errorf("stored records = %+v", recs)
+	}
+}
+
+func TestExternalMQTTNotConnected(t *testing.T) {
+	f := newFixture(t)
+	f.set(func(f *fixture) {
+		f.stats = broker.Stats{Mode: "external", Connected: false, URL: "mqtt://broker:1883"}
+	})
+	f.mon.checkMQTT(false)
+	d := f.mon.Dashboard()
+	if d.MQTT.OK || d.MQTT.Connected == nil || *d.MQTT.Connected || d.OK || d.IssuesTotal != 1 || d.Issues[0].Key != KeyMQTTDown {
+		t.Errorf("dashboard = %+v", d)
+	}
+}
+
+func TestPushProbes(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	f.mon.Start()
+	// Periodic probes: reachability only, never a publish.
+	f.clk.Advance(65 * time.Second)
+	d := f.mon.Dashboard()
+	if !d.Push.Reachability.OK || d.Push.Delivery.CheckedAt != nil || len(f.push.Messages()) != 0 || f.push.HealthChecks() != 2 {
+		t.Fatalf("after periodic probes: %+v, %d messages, %d checks", d.Push, len(f.push.Messages()), f.push.HealthChecks())
+	}
+	if d.Push.Reachability.Transport != NewTransport(Limits{}, false).Name() {
+		t.Errorf("transport = %q", d.Push.Reachability.Transport)
+	}
+	// Recheck: both probes; the test publish goes to the test topic.
+	d, err := f.mon.Recheck(ctx, TargetPush)
+	if err != nil || !d.Push.OK || !d.Push.Delivery.OK || d.Push.Delivery.HTTPStatus != 200 {
+		t.Fatalf("recheck: %+v %v", d.Push, err)
+	}
+	msgs := f.push.Messages()
+	if len(msgs) != 1 || msgs[0].Topic != "TST000-test" || msgs[0].Priority != 1 || msgs[0].Tags[0] != "white_check_mark" ||
+		msgs[0].Auth != "Bearer tk_publish" {
+		t.Fatalf("test publish = %+v", msgs)
+	}
+	// 429 is reported but is not "down"; a 503 is, once.
+	f.push.Set(func(s *pushtest.Server) { s.HealthStatus = 429 })
+	if pr := f.mon.o.Push.CheckReachability(ctx); pr.OK || pr.ErrorCode != "rate_limited" || f.conds.IsActive(KeyPushDown) {
+		t.Errorf("429: %+v", pr)
+	}
+	f.push.Set(func(s *pushtest.Server) { s.HealthStatus = 503 })
+	f.clk.Advance(120 * time.Second)
+	if !f.conds.IsActive(KeyPushDown) {
+		t.Error("push_down not raised on 503")
+	}
+	// A failed test publish raises push_test_failed; a real publish that
+	// works resolves it and updates delivery only.
+	f.push.Set(func(s *pushtest.Server) { s.HealthStatus, s.PublishStatus = 0, 500 })
+	d, _ = f.mon.Recheck(ctx, TargetPush)
+	if d.Push.OK || d.Push.Delivery.ErrorCode != "http_status" || !f.conds.IsActive(KeyPushTestFailed) || f.conds.IsActive(KeyPushDown) {
+		t.Fatalf("failed delivery: %+v", d.Push)
+	}
+	if d.Push.Message != "last delivery failed: push server answered HTTP 500" {
+		t.Errorf("summary = %q", d.Push.Message)
+	}
+	reach := d.Push.Reachability
+	f.mon.o.Push.RecordDelivery(f.clk.Now(), Response{Status: 200, Transport: "curl", Duration: 12 * time.Millisecond}, nil)
+	d = f.mon.Dashboard()
+	if !d.Push.OK || !d.Push.Delivery.OK || *d.Push.Reachability.CheckedAt != *reach.CheckedAt || f.conds.IsActive(KeyPushTestFailed) {
+		t.Errorf("after a real publish: %+v", d.Push)
+	}
+	want := []string{"push_down:active", "push_down:resolved", "push_test_failed:active", "push_test_failed:resolved"}
+	var got []string
+	for _, tr := range f.transitions() {
+		if strings.HasPrefix(tr, "push") {
+			got = append(got, tr)
+		}
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("transitions = %v, want %v", got, want)
+	}
+	// Disabled push: the recheck publishes nothing and raises nothing.
+	raw, _ := json.Marshal(false)
+	if _, err := f.live.Patch(map[string]json.RawMessage{"server_push_enabled": raw}); err != nil {
+		t.Fatal(err)
+	}
+	d, _ = f.mon.Recheck(ctx, TargetPush)
+	if d.Push.Delivery.ErrorCode != "disabled" || len(f.push.Messages()) != 1 || !d.Push.OK {
+		t.Errorf("disabled: %+v", d.Push)
+	}
+}
+
+func TestFleetConditions(t *testing.T) {
+	f := newFixture(t)
+	start := t0.UnixMilli()
+	hour := time.Hour.Milliseconds()
+	f.set(func(f *fixture) {
+		f.fleet = []FleetAsset{
+			{UID: "PAN-A1-1", Kind: "beacon", Type: "panic", LastSeen: start - 3*hour},
+			{UID: "SEN-A1-1", Kind: "beacon", Type: "sensor", CreatedAt: start - 5*hour},
+			{UID: "NAV-A1-1", Kind: "beacon", Type: "navigation"},
+			{UID: "GW-A1-1", Kind: "gateway", LastSeen: start},
+		}
+	})
+	// Right after start nothing is stale: ages count from the start.
+	f.mon.checkFleet()
+	if d := f.mon.Dashboard(); d.Fleet.Beacons.Total != 2 || d.Fleet.Beacons.Stale != 0 || d.IssuesTotal != 0 {
+		t.Fatalf("at start: %+v", d.Fleet)
+	}
+	f.clk.Advance(61 * time.Minute)
+	f.mon.checkFleet()
+	d := f.mon.Dashboard()
+	if d.Fleet.Beacons.Stale != 1 || d.Fleet.Beacons.NeverSeen != 1 || d.Fleet.Gateways.Stale != 1 || d.IssuesTotal != 3 {
+		t.Fatalf("after an hour: %+v issues %+v", d.Fleet, d.Issues)
+	}
+	// The panic beacon is heard again, the sensor is reminted (its old uid
+	// disappears): both resolve; the gateway stays stale.
+	now := f.clk.Now().UnixMilli()
+	f.set(func(f *fixture) {
+		f.fleet[0].LastSeen = now
+		f.fleet[1].UID = "SEN-A1-2"
+		f.fleet[1].LastSeen = now
+	})
+	f.mon.checkFleet()
+	active := f.conds.Active()
+	if len(active) != 1 || active[0].Key != "fleet:stale:GW-A1-1" {
+		t.Errorf("active = %+v", active)
+	}
+	if got := len(f.transitions()); got != 5 {
+		t.Errorf("transitions = %v", f.transitions())
+	}
+}
+
+func TestRecheckValidation(t *testing.T) {
+	f := newFixture(t)
+	if _, err := f.mon.Recheck(context.Background(), "nope"); apperr.KindOf(err) != apperr.KindInvalid {
+		t.Errorf("bad target: %v", err)
+	}
+	if _, err := f.mon.Recheck(context.Background(), TargetAlertsys); apperr.KindOf(err) != apperr.KindUnavailable {
+		t.Errorf("alertsys without the feature: %v", err)
+	}
+	if st := f.mon.AlertsysStatus(); st.State != "disabled" || st.Enabled {
+		t.Errorf("alertsys status = %+v", st)
+	}
+}

@@ -1,0 +1,276 @@
+package handlers
+
+import (
+	"net/http"
+	"strconv"
+
+	"beaconhub/appliance/apperr"
+	"beaconhub/appliance/applog"
+	"beaconhub/appliance/assets"
+	"beaconhub/store"
+
+	"github.com/julienschmidt/httprouter"
+)
+
+// Beacons, gateways and asset lookups. Path segments :id and :asset_uid
+// are asset_uids (a former uid still finds a reminted asset).
+
+// registry returns the asset service or a 503 where none runs.
+func (s *Server) registry() (*assets.Service, error) {
+	if s.deps.Assets == nil {
+		return nil, apperr.Unavailable("the asset registry is not running in this configuration")
+	}
+	return s.deps.Assets, nil
+}
+
+// actor names the caller in the application log.
+func actor(r *http.Request) string {
+	if c := claimsFrom(r); c != nil {
+		return c.Email
+	}
+	return "anonymous"
+}
+
+func (s *Server) listBeacons(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
+	reg, err := s.registry()
+	if err != nil {
+		return err
+	}
+	bs, err := reg.Beacons(0)
+	if err != nil {
+		return err
+	}
+	return ok(w, map[string]any{"beacons": bs})
+}
+
+// maxListLimit bounds GET /api/v1/beacons/:limit.
+const maxListLimit = 10000
+
+func (s *Server) latestBeacons(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
+	reg, err := s.registry()
+	if err != nil {
+		return err
+	}
+	n, err := strconv.Atoi(p.ByName("limit"))
+	if err != nil || n < 1 || n > maxListLimit {
+		return apperr.InvalidField("limit", "limit must be an integer from 1 to %d", maxListLimit)
+	}
+	bs, err := reg.Beacons(n)
+	if err != nil {
+		return err
+	}
+	return ok(w, map[string]any{"beacons": bs})
+}
+
+func (s *Server) getBeacon(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
+	reg, err := s.registry()
+	if err != nil {
+		return err
+	}
+	b, err := reg.Beacon(p.ByName("id"))
+	if err != nil {
+		return err
+	}
+	return ok(w, b)
+}
+
+func (s *Server) createBeacon(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
+	reg, err := s.registry()
+	if err != nil {
+		return err
+	}
+	var in assets.BeaconInput
+	if err := decode(w, r, &in); err != nil {
+		return err
+	}
+	b, err := reg.CreateBeacon(in)
+	if err != nil {
+		return err
+	}
+	s.deps.AppLog.Record(applog.Normal, "beacon.create", b.AssetUID, actor(r), "beacon "+b.AssetUID+" created with device "+b.MAC)
+	return created(w, b)
+}
+
+func (s *Server) updateBeacon(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
+	reg, err := s.registry()
+	if err != nil {
+		return err
+	}
+	var in assets.BeaconInput
+	if err := decode(w, r, &in); err != nil {
+		return err
+	}
+	uid := p.ByName("id")
+	b, err := reg.UpdateBeacon(uid, in)
+	if err != nil {
+		return err
+	}
+	msg := "beacon " + b.AssetUID + " updated"
+	if b.AssetUID != uid {
+		msg += " (reminted from " + uid + ")"
+	}
+	s.deps.AppLog.Record(applog.Normal, "beacon.update", b.AssetUID, actor(r), msg)
+	return ok(w, b)
+}
+
+func (s *Server) deleteBeacon(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
+	reg, err := s.registry()
+	if err != nil {
+		return err
+	}
+	b, err := reg.DeleteBeacon(p.ByName("id"))
+	if err != nil {
+		return err
+	}
+	s.deps.AppLog.Record(applog.Normal, "beacon.delete", b.AssetUID, actor(r), "beacon "+b.AssetUID+" deleted")
+	return ok(w, b)
+}
+
+func (s *Server) beaconInfo(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
+	return s.info(w, store.KindBeacon, p.ByName("id"))
+}
+
+func (s *Server) assetInfo(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
+	return s.info(w, "", p.ByName("asset_uid"))
+}
+
+func (s *Server) info(w http.ResponseWriter, kind, uid string) error {
+	reg, err := s.registry()
+	if err != nil {
+		return err
+	}
+	info, err := reg.Info(kind, uid)
+	if err != nil {
+		return err
+	}
+	return ok(w, info)
+}
+
+func (s *Server) getAsset(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
+	reg, err := s.registry()
+	if err != nil {
+		return err
+	}
+	kind, v, err := reg.AssetByUID(p.ByName("asset_uid"))
+	if err != nil {
+		return err
+	}
+	return ok(w, map[string]any{"kind": kind, "asset": v})
+}
+
+func (s *Server) beaconAssignments(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
+	reg, err := s.registry()
+	if err != nil {
+		return err
+	}
+	as, err := reg.Assignments(store.KindBeacon, p.ByName("id"))
+	if err != nil {
+		return err
+	}
+	return ok(w, map[string]any{"assignments": as})
+}
+
+// Zone intervals: default and maximum page size (spec "Limits").
+const (
+	intervalsDefault = 30
+	intervalsMax     = 200
+)
+
+// beaconIntervals answers for the beacon; the zone intervals themselves are
+// recorded by the tracking engine, which is not part of the registry: until
+// it runs, the list is empty.
+func (s *Server) beaconIntervals(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
+	reg, err := s.registry()
+	if err != nil {
+		return err
+	}
+	limit := intervalsDefault
+	if q := r.URL.Query().Get("limit"); q != "" {
+		n, err := strconv.Atoi(q)
+		if err != nil || n < 1 || n > intervalsMax {
+			return apperr.InvalidField("limit", "limit must be an integer from 1 to %d", intervalsMax)
+		}
+		limit = n
+	}
+	b, err := reg.Beacon(p.ByName("id"))
+	if err != nil {
+		return err
+	}
+	return ok(w, map[string]any{"asset_uid": b.AssetUID, "limit": limit, "intervals": []any{}})
+}
+
+func (s *Server) listGateways(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
+	reg, err := s.registry()
+	if err != nil {
+		return err
+	}
+	gs, err := reg.Gateways()
+	if err != nil {
+		return err
+	}
+	return ok(w, map[string]any{"gateways": gs})
+}
+
+func (s *Server) getGateway(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
+	reg, err := s.registry()
+	if err != nil {
+		return err
+	}
+	g, err := reg.Gateway(p.ByName("id"))
+	if err != nil {
+		return err
+	}
+	return ok(w, g)
+}
+
+func (s *Server) createGateway(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
+	reg, err := s.registry()
+	if err != nil {
+		return err
+	}
+	var in assets.GatewayInput
+	if err := decode(w, r, &in); err != nil {
+		return err
+	}
+	g, err := reg.CreateGateway(in)
+	if err != nil {
+		return err
+	}
+	s.deps.AppLog.Record(applog.Normal, "gateway.create", g.AssetUID, actor(r), "gateway "+g.AssetUID+" created with device "+g.MAC)
+	return created(w, g)
+}
+
+func (s *Server) updateGateway(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
+	reg, err := s.registry()
+	if err != nil {
+		return err
+	}
+	var in assets.GatewayInput
+	if err := decode(w, r, &in); err != nil {
+		return err
+	}
+	uid := p.ByName("id")
+	g, err := reg.UpdateGateway(uid, in)
+	if err != nil {
+		return err
+	}
+	msg := "gateway " + g.AssetUID + " updated"
+	if g.AssetUID != uid {
+		msg += " (reminted from " + uid + ")"
+	}
+	s.deps.AppLog.Record(applog.Normal, "gateway.update", g.AssetUID, actor(r), msg)
+	return ok(w, g)
+}
+
+func (s *Server) deleteGateway(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
+	reg, err := s.registry()
+	if err != nil {
+		return err
+	}
+	g, err := reg.DeleteGateway(p.ByName("id"))
+	if err != nil {
+		return err
+	}
+	s.deps.AppLog.Record(applog.Normal, "gateway.delete", g.AssetUID, actor(r), "gateway "+g.AssetUID+" deleted")
+	return ok(w, g)
+}
