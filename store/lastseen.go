@@ -2,8 +2,10 @@ package store
 
 import (
 	"encoding/json"
+	"errors"
 
 	bolt "go.etcd.io/bbolt"
+	berrors "go.etcd.io/bbolt/errors"
 )
 
 // Last-seen times are flushed from memory in batches (they change on every
@@ -52,7 +54,7 @@ type DiscoveredDevice struct {
 // PutDiscovered returns a writer op replacing the discovery list.
 func PutDiscovered(list []DiscoveredDevice) func(tx *bolt.Tx) error {
 	return func(tx *bolt.Tx) error {
-		if err := tx.DeleteBucket(bDiscovery); err != nil && err != bolt.ErrBucketNotFound {
+		if err := tx.DeleteBucket(bDiscovery); err != nil && !errors.Is(err, berrors.ErrBucketNotFound) {
 			return err
 		}
 		b, err := tx.CreateBucket(bDiscovery)

@@ -23,6 +23,9 @@ type Asset struct {
 	Type string // beacon type (watch, panic, sensor, ...) or "gateway"
 	Name string
 	Kind string // beacon, gateway, eink
+	// Seen is a beacon's last-heard cell, shared across reloads (nil for
+	// gateways: their last-seen is kept by MAC in ingest).
+	Seen *Seen
 }
 
 type snapshot struct {
@@ -35,6 +38,7 @@ type Registry struct {
 	db   *store.DB
 	mu   sync.Mutex // serialises reloads
 	snap atomic.Pointer[snapshot]
+	seen seenCells
 }
 
 // NewRegistry loads the cache from the store.
@@ -83,7 +87,7 @@ func (r *Registry) Reload() error {
 			continue
 		}
 		if m, ok := ParseMAC(b.MAC); ok {
-			s.beacons[m] = &Asset{ID: b.ID, UID: b.AssetUID, Type: b.Type, Name: b.Name, Kind: "beacon"}
+			s.beacons[m] = &Asset{ID: b.ID, UID: b.AssetUID, Type: b.Type, Name: b.Name, Kind: "beacon", Seen: r.seen.cell(b.AssetUID)}
 		}
 	}
 	for _, g := range gs {

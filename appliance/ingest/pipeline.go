@@ -20,10 +20,12 @@ type Writer interface {
 	Do(fn func(tx *bolt.Tx) error, done func(error))
 }
 
-// Registry resolves MACs to assets (assets.Registry).
+// Registry resolves MACs to assets and holds their last-heard cells
+// (assets.Registry).
 type Registry interface {
 	Beacon(mac [6]byte) (*assets.Asset, bool)
 	Gateway(mac [6]byte) (*assets.Asset, bool)
+	SeenCells
 }
 
 // Observation is one good report of a registered beacon.
@@ -138,7 +140,7 @@ func New(opts Options) *Pipeline {
 	p := &Pipeline{
 		opts: opts, reg: opts.Registry, w: opts.Writer, clock: opts.Clock, log: opts.Logger,
 		closing: make(chan struct{}),
-		Stats:   newStats(opts.Clock), seen: newLastSeen(), discover: newDiscovery(10000),
+		Stats:   newStats(opts.Clock), seen: newLastSeen(opts.Registry), discover: newDiscovery(10000),
 		latency: newLatencyRing(4096),
 	}
 	p.msgPool.New = func() any { return &Message{Reports: make([]Report, 0, 16)} }
@@ -261,7 +263,7 @@ func (p *Pipeline) process(m *Message, recv int64, ack chan error) {
 			p.discover.beacon(r, m.Gateway, m.Kind, recv)
 			continue
 		}
-		p.seen.asset(a.UID, r.TS)
+		p.seen.asset(a, r.TS)
 		b.Obs = append(b.Obs, Observation{Report: *r, Asset: a})
 	}
 	w := &sc.writes

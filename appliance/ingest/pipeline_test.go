@@ -238,7 +238,11 @@ func TestCloseFlushesStateAndRestoreBringsItBack(t *testing.T) {
 	defer db.Close()
 	w = store.NewWriter(db, store.WriterOptions{})
 	defer w.Close()
-	p2 := ingest.New(ingest.Options{Registry: reg, Writer: w, Clock: fc})
+	reg2, err := assets.NewRegistry(db) // fresh: nothing carried over in memory
+	if err != nil {
+		t.Fatal(err)
+	}
+	p2 := ingest.New(ingest.Options{Registry: reg2, Writer: w, Clock: fc})
 	if err := p2.Restore(db); err != nil {
 		t.Fatal(err)
 	}
