@@ -129,7 +129,7 @@ func (w *Worker) Configured() bool { return w.o.Client.Configured() }
 func (w *Worker) Start() { go w.run() }
 
 // Stop aborts the request in flight and waits for the goroutine. Events
-// still queued stay "pending" in the store; Service.PendingAlertsys finds
+// still queued stay "pending" in the store; Service.RecoverAlertsys re-queues
 // them at the next start.
 func (w *Worker) Stop() {
 	w.mu.Lock()

@@ -5,12 +5,10 @@ import (
 	"log/slog"
 	"net"
 	"sort"
-	"strings"
 	"sync"
 	"time"
 
 	"beaconhub/appliance/alerting"
-	"beaconhub/appliance/apperr"
 	"beaconhub/appliance/clock"
 	"beaconhub/appliance/config"
 	"beaconhub/broker"
@@ -32,60 +30,11 @@ type Options struct {
 	// MQTT flag check runs every MQTTInterval (default 10 s).
 	Interval     time.Duration
 	MQTTInterval time.Duration
-	FirstDelay   time.Duration // before the first probes (default 5 s)
+	// FirstDelay is the wait before the first network probes (default
+	// 30 s): a starting box (and a short test) makes no outbound call in
+	// its first seconds. The MQTT flags are first read after one second.
+	FirstDelay time.Duration
 }
-
-// MQTTSnapshot is the dashboard's MQTT object.
-type MQTTSnapshot struct {
-	OK          bool   `json:"ok"`
-	Mode        string `json:"mode"` // embedded, external or none
-	Listening   *bool  `json:"listening,omitempty"`
-	Connected   *bool  `json:"connected,omitempty"`
-	Address     string `json:"address,omitempty"`
-	Clients     int64  `json:"clients"`
-	LastError   string `json:"last_error,omitempty"`
-	LastErrorAt *int64 `json:"last_error_at,omitempty"`
-	CheckedAt   *int64 `json:"checked_at"`
-	Message     string `json:"message"`
-}
-
-// AlertsysSnapshot is the alertsys object: the client's cached outcome,
-// whether the feature runs, and the delivery queue.
-type AlertsysSnapshot struct {
-	alerting.Status
-	Enabled bool                  `json:"enabled"`
-	Queue   *alerting.WorkerStats `json:"queue,omitempty"`
-}
-
-// Issue is one active condition on the dashboard.
-type Issue struct {
-	Key     string `json:"key"`
-	Since   int64  `json:"since"`
-	Message string `json:"message"`
-}
-
-// MaxIssues caps the dashboard's list; issues_total has the full count.
-const MaxIssues = 100
-
-// Dashboard is the GET /api/v1/status/dashboard payload.
-type Dashboard struct {
-	OK          bool             `json:"ok"` // no active condition
-	GeneratedAt int64            `json:"generated_at"`
-	MQTT        MQTTSnapshot     `json:"mqtt"`
-	Alertsys    AlertsysSnapshot `json:"alertsys"`
-	Push        PushStatus       `json:"push"`
-	Fleet       FleetSnapshot    `json:"fleet"`
-	Issues      []Issue          `json:"issues"`
-	IssuesTotal int              `json:"issues_total"`
-	Rechecked   string           `json:"rechecked,omitempty"`
-}
-
-// Recheck targets.
-const (
-	TargetMQTT     = "mqtt"
-	TargetAlertsys = "alertsys"
-	TargetPush     = "push"
-)
 
 // Monitor runs the periodic probes and answers the status endpoints from
 // cached results.
@@ -99,6 +48,7 @@ type Monitor struct {
 	mu      sync.Mutex
 	mqtt    MQTTSnapshot
 	dialBad bool // the last dial of the embedded listener failed
+	mqttBad int  // consecutive failed MQTT checks
 	fleet   FleetSnapshot
 	timers  []clock.Timer
 	stopped bool
@@ -121,7 +71,7 @@ func NewMonitor(o Options) *Monitor {
 		o.MQTTInterval = 10 * time.Second
 	}
 	if o.FirstDelay <= 0 {
-		o.FirstDelay = 5 * time.Second
+		o.FirstDelay = 30 * time.Second
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	m := &Monitor{o: o, log: o.Logger, started: o.Clock.Now().UnixMilli(), ctx: ctx, cancel: cancel,
@@ -142,7 +92,7 @@ func (m *Monitor) Push() *Push { return m.o.Push }
 // Start schedules the periodic probes on the injected clock.
 func (m *Monitor) Start() {
 	m.schedule(m.o.FirstDelay, m.o.Interval, m.networkTick)
-	m.schedule(m.o.FirstDelay, m.o.MQTTInterval, func() { m.checkMQTT(false) })
+	m.schedule(time.Second, m.o.MQTTInterval, func() { m.checkMQTT(false) })
 }
 
 func (m *Monitor) schedule(first, every time.Duration, fn func()) {
@@ -263,8 +213,22 @@ func (m *Monitor) checkMQTT(dial bool) {
 		}
 		m.mu.Lock()
 		m.mqtt = s
+		if s.OK {
+			m.mqttBad = 0
+		} else {
+			m.mqttBad++
+		}
+		bad := m.mqttBad
 		m.mu.Unlock()
-		m.o.Conditions.Set(KeyMQTTDown, !s.OK, "MQTT: "+s.Message)
+		// The snapshot tells the truth at once; the condition waits for a
+		// second failed check, so an external client's quick reconnect (or
+		// its first connect at start) does not page anyone.
+		switch {
+		case s.OK:
+			m.o.Conditions.Set(KeyMQTTDown, false, "MQTT: "+s.Message)
+		case bad >= 2:
+			m.o.Conditions.Set(KeyMQTTDown, true, "MQTT: "+s.Message)
+		}
 	})
 }
 
@@ -317,78 +281,4 @@ func (m *Monitor) checkFleet() {
 		m.fleet = snap
 		m.mu.Unlock()
 	})
-}
-
-// AlertsysStatus is the cached GET /api/v1/status/alertsys payload.
-func (m *Monitor) AlertsysStatus() AlertsysSnapshot {
-	if m.o.Alertsys == nil {
-		return AlertsysSnapshot{Status: alerting.Status{State: alerting.StateDisabled, ErrorCode: "feature_off",
-			Message: "feature alerting is not enabled"}}
-	}
-	s := AlertsysSnapshot{Status: m.o.Alertsys.Status(), Enabled: true}
-	if m.o.Queue != nil {
-		q := m.o.Queue()
-		s.Queue = &q
-	}
-	return s
-}
-
-// Dashboard assembles the cached snapshots; it never probes.
-func (m *Monitor) Dashboard() Dashboard {
-	m.mu.Lock()
-	d := Dashboard{MQTT: m.mqtt, Fleet: m.fleet}
-	m.mu.Unlock()
-	d.GeneratedAt = m.o.Clock.Now().UnixMilli()
-	d.Alertsys = m.AlertsysStatus()
-	if m.o.Push != nil {
-		d.Push = m.o.Push.Status()
-	} else {
-		d.Push = PushStatus{Message: "push not available"}
-	}
-	if d.Fleet.StaleAfterSeconds == nil {
-		d.Fleet.StaleAfterSeconds = map[string]int{"beacon": int(BeaconStaleAfter / time.Second), "gateway": int(GatewayStaleAfter / time.Second)}
-	}
-	active := m.o.Conditions.Active()
-	// Infrastructure first: a dead broker must not hide behind 100 stale tags.
-	sort.SliceStable(active, func(i, j int) bool {
-		return !strings.HasPrefix(active[i].Key, fleetPrefix) && strings.HasPrefix(active[j].Key, fleetPrefix)
-	})
-	d.IssuesTotal = len(active)
-	d.Issues = make([]Issue, 0, min(len(active), MaxIssues))
-	for _, c := range active[:min(len(active), MaxIssues)] {
-		d.Issues = append(d.Issues, Issue{Key: c.Key, Since: c.Since, Message: c.Message})
-	}
-	d.OK = len(active) == 0
-	return d
-}
-
-// Recheck forces one probe and returns the dashboard with its result. For
-// push it runs both probes: reachability and a test publish to the test
-// topic.
-func (m *Monitor) Recheck(ctx context.Context, target string) (Dashboard, error) {
-	switch target {
-	case TargetMQTT:
-		if m.o.MQTT == nil {
-			return Dashboard{}, apperr.Unavailable("MQTT ingest is not running in this configuration")
-		}
-		m.checkMQTT(true)
-	case TargetAlertsys:
-		if m.o.Alertsys == nil {
-			return Dashboard{}, apperr.Unavailable("feature alerting is not enabled")
-		}
-		m.checkAlertsys(ctx)
-	case TargetPush:
-		if m.o.Push == nil {
-			return Dashboard{}, apperr.Unavailable("push is not available in this configuration")
-		}
-		m.locked(TargetPush, func() {
-			m.o.Push.CheckReachability(ctx)
-			m.o.Push.CheckDelivery(ctx)
-		})
-	default:
-		return Dashboard{}, apperr.InvalidField("target", "target must be mqtt, alertsys or push")
-	}
-	d := m.Dashboard()
-	d.Rechecked = target
-	return d, nil
 }

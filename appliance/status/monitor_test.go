@@ -162,6 +162,10 @@ func TestExternalMQTTNotConnected(t *testing.T) {
 		f.stats = broker.Stats{Mode: "external", Connected: false, URL: "mqtt://broker:1883"}
 	})
 	f.mon.checkMQTT(false)
+	if d := f.mon.Dashboard(); d.MQTT.OK || !d.OK {
+		t.Fatalf("one failed check: snapshot %+v, dashboard ok %v (condition waits for a second)", d.MQTT, d.OK)
+	}
+	f.mon.checkMQTT(false)
 	d := f.mon.Dashboard()
 	if d.MQTT.OK || d.MQTT.Connected == nil || *d.MQTT.Connected || d.OK || d.IssuesTotal != 1 || d.Issues[0].Key != KeyMQTTDown {
 		t.Errorf("dashboard = %+v", d)
@@ -173,7 +177,7 @@ func TestPushProbes(t *testing.T) {
 	ctx := context.Background()
 	f.mon.Start()
 	// Periodic probes: reachability only, never a publish.
-	f.clk.Advance(65 * time.Second)
+	f.clk.Advance(95 * time.Second) // network ticks at 30 s and 90 s
 	d := f.mon.Dashboard()
 	if !d.Push.Reachability.OK || d.Push.Delivery.CheckedAt != nil || len(f.push.Messages()) != 0 || f.push.HealthChecks() != 2 {
 		t.Fatalf("after periodic probes: %+v, %d messages, %d checks", d.Push, len(f.push.Messages()), f.push.HealthChecks())
