@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"sort"
@@ -17,25 +16,12 @@ func cmdVersion(stdout io.Writer) int {
 	return 0
 }
 
-// cmdConfigCheck loads (and so validates, fills and writes back) the
-// configuration and prints the effective values with secrets masked.
+// cmdConfigCheck validates the configuration, without writing anything,
+// and prints the effective values with secrets masked.
 func cmdConfigCheck(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("config check", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	home := homeFlag(fs)
-	if err := fs.Parse(args); err != nil {
-		return 2
-	}
-	h, err := absHome(*home)
-	if err != nil {
-		fmt.Fprintf(stderr, "home %s: %v\n", *home, err)
-		return 1
-	}
-	paths := config.Paths{Home: h}
-	cfg, _, res, err := config.Check(paths, config.ActiveBrand())
-	if err != nil {
-		fmt.Fprintf(stderr, "configuration is invalid: %v\n", err)
-		return 1
+	paths, cfg, _, res, code := homeCommand("config check", args, stderr, true)
+	if code != 0 {
+		return code
 	}
 	m := cfg.Masked()
 	keys := make([]string, 0, len(m))
@@ -64,22 +50,9 @@ func cmdConfigCheck(args []string, stdout, stderr io.Writer) int {
 // cmdMobileKey rotates the shared mobile navigation key in the file. The
 // key itself is not printed: admins read it through the API.
 func cmdMobileKey(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("mobile-key regenerate", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	home := homeFlag(fs)
-	if err := fs.Parse(args); err != nil {
-		return 2
-	}
-	h, err := absHome(*home)
-	if err != nil {
-		fmt.Fprintf(stderr, "home %s: %v\n", *home, err)
-		return 1
-	}
-	paths := config.Paths{Home: h}
-	cfg, extra, _, err := config.Load(paths, config.ActiveBrand())
-	if err != nil {
-		fmt.Fprintf(stderr, "configuration is invalid: %v\n", err)
-		return 1
+	paths, cfg, extra, _, code := homeCommand("mobile-key regenerate", args, stderr, false)
+	if code != 0 {
+		return code
 	}
 	cfg.MobileAPIKey = config.RandomSecret()
 	if err := config.WriteFile(paths.ConfigFile(), cfg, extra); err != nil {

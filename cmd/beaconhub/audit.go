@@ -1,12 +1,10 @@
 package main
 
 import (
-	"flag"
 	"fmt"
 	"io"
 	"os"
 
-	"beaconhub/appliance/config"
 	"beaconhub/store"
 )
 
@@ -16,22 +14,9 @@ import (
 // is one. Opening the database applies pending migrations first, so on an
 // old database it audits the result of the 8.0 upgrade.
 func cmdAudit(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("audit", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	home := homeFlag(fs)
-	if err := fs.Parse(args); err != nil {
-		return 2
-	}
-	h, err := absHome(*home)
-	if err != nil {
-		fmt.Fprintf(stderr, "home %s: %v\n", *home, err)
-		return 1
-	}
-	paths := config.Paths{Home: h}
-	cfg, _, _, err := config.Load(paths, config.ActiveBrand())
-	if err != nil {
-		fmt.Fprintf(stderr, "configuration is invalid: %v\n", err)
-		return 1
+	paths, cfg, _, _, code := homeCommand("audit", args, stderr, false)
+	if code != 0 {
+		return code
 	}
 	file := paths.DBFile(cfg)
 	if _, err := os.Stat(file); err != nil {

@@ -14,6 +14,7 @@ import (
 
 	"beaconhub/appliance"
 	"beaconhub/appliance/applog"
+	"beaconhub/appliance/config"
 )
 
 // homeFlag registers --home with its $BEACONHUB_HOME / cwd default.
@@ -23,6 +24,34 @@ func homeFlag(fs *flag.FlagSet) *string {
 		def = "."
 	}
 	return fs.String("home", def, "install directory (config/, database, logs/)")
+}
+
+// homeCommand parses a maintenance subcommand's --home flag and loads the
+// configuration there (read-only when check is set). It prints the reason
+// and returns a non-zero exit code when it cannot.
+func homeCommand(name string, args []string, stderr io.Writer, check bool) (config.Paths, *config.Config, map[string]any, config.LoadResult, int) {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	home := homeFlag(fs)
+	if err := fs.Parse(args); err != nil {
+		return config.Paths{}, nil, nil, config.LoadResult{}, 2
+	}
+	h, err := absHome(*home)
+	if err != nil {
+		fmt.Fprintf(stderr, "home %s: %v\n", *home, err)
+		return config.Paths{}, nil, nil, config.LoadResult{}, 1
+	}
+	paths := config.Paths{Home: h}
+	load := config.Load
+	if check {
+		load = config.Check
+	}
+	cfg, extra, res, err := load(paths, config.ActiveBrand())
+	if err != nil {
+		fmt.Fprintf(stderr, "configuration is invalid: %v\n", err)
+		return paths, nil, nil, res, 1
+	}
+	return paths, cfg, extra, res, 0
 }
 
 func absHome(h string) (string, error) {
