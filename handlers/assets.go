@@ -170,35 +170,6 @@ func (s *Server) beaconAssignments(w http.ResponseWriter, r *http.Request, p htt
 	return ok(w, map[string]any{"assignments": as})
 }
 
-// Zone intervals: default and maximum page size (spec "Limits").
-const (
-	intervalsDefault = 30
-	intervalsMax     = 200
-)
-
-// beaconIntervals answers for the beacon; the zone intervals themselves are
-// recorded by the tracking engine, which is not part of the registry: until
-// it runs, the list is empty.
-func (s *Server) beaconIntervals(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
-	reg, err := s.registry()
-	if err != nil {
-		return err
-	}
-	limit := intervalsDefault
-	if q := r.URL.Query().Get("limit"); q != "" {
-		n, err := strconv.Atoi(q)
-		if err != nil || n < 1 || n > intervalsMax {
-			return apperr.InvalidField("limit", "limit must be an integer from 1 to %d", intervalsMax)
-		}
-		limit = n
-	}
-	b, err := reg.Beacon(p.ByName("id"))
-	if err != nil {
-		return err
-	}
-	return ok(w, map[string]any{"asset_uid": b.AssetUID, "limit": limit, "intervals": []any{}})
-}
-
 func (s *Server) listGateways(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
 	reg, err := s.registry()
 	if err != nil {

@@ -95,8 +95,6 @@ func TestBeaconEndpoints(t *testing.T) {
 		t.Errorf("null clears a range, absent fields stay: %+v", cleared)
 	}
 	h.adminGet("/api/v1/assets/NOPE-1", http.StatusNotFound)
-	h.get("/api/v1/beacon/PAN-H1-1/intervals?limit=201", h.token("user")).wantBad(t, "limit")
-	h.get("/api/v1/beacon/PAN-H1-1/intervals", h.token("user")).expect(t, http.StatusOK)
 
 	h.send("DELETE", "/api/v1/beacon/SEN-H1-1", h.admin, nil).expect(t, http.StatusOK)
 	h.get("/api/v1/beacon/SEN-H1-1", h.admin).expect(t, http.StatusNotFound)

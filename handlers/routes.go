@@ -58,7 +58,6 @@ func (s *Server) table() []Route {
 		{"POST", "/api/v1/beacon/:id", Admin, s.updateBeacon},
 		{"DELETE", "/api/v1/beacon/:id", Admin, s.deleteBeacon},
 		{"GET", "/api/v1/beacon/:id/info", Admin, s.beaconInfo},
-		{"GET", "/api/v1/beacon/:id/intervals", Auth, s.beaconIntervals},
 		{"GET", "/api/v1/beacon/:id/assignments", Admin, s.beaconAssignments},
 		{"POST", "/api/v1/beacon/:id/replace-device", Admin, s.replaceBeaconDevice},
 		{"POST", "/api/v1/beacon/:id/replace-device/plan", Admin, s.planBeaconReplace},
