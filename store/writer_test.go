@@ -438,8 +438,10 @@ func TestWriterCommitFailure(t *testing.T) {
 	w := NewWriter(&DB{bolt: ro, path: path}, WriterOptions{})
 	var got error
 	w.AppendReadings(sensorReadings("SEN-RO", 0, 8), func(err error) { got = err })
-	if err := w.Flush(); !errors.Is(err, berrors.ErrDatabaseReadOnly) {
-		t.Fatalf("Flush = %v, want the commit error", err)
+	// Flush reports failures of commits after its call; the writer may
+	// have failed this one before Flush registered, so nil is fine too.
+	if err := w.Flush(); err != nil && !errors.Is(err, berrors.ErrDatabaseReadOnly) {
+		t.Fatalf("Flush = %v, want nil or the commit error", err)
 	}
 	if !errors.Is(got, berrors.ErrDatabaseReadOnly) {
 		t.Fatalf("done(%v), want the commit error", got)
