@@ -59,6 +59,7 @@ func (s *Server) table() []Route {
 		{"DELETE", "/api/v1/beacon/:id", Admin, s.deleteBeacon},
 		{"GET", "/api/v1/beacon/:id/info", Admin, s.beaconInfo},
 		{"GET", "/api/v1/beacon/:id/assignments", Admin, s.beaconAssignments},
+		{"GET", "/api/v1/beacon/:id/intervals", Auth, s.beaconIntervals},
 		{"POST", "/api/v1/beacon/:id/replace-device", Admin, s.replaceBeaconDevice},
 		{"POST", "/api/v1/beacon/:id/replace-device/plan", Admin, s.planBeaconReplace},
 		{"POST", "/api/v1/beacon/:id/merge/plan", Admin, s.planMerge},

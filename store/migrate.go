@@ -81,6 +81,14 @@ var migrations = []migration{
 		}
 		return nil
 	}},
+	{"zone intervals and their per-beacon sequence", func(tx *bolt.Tx) error {
+		for _, b := range [][]byte{bZoneIntervals, bZoneIntervalSeq} {
+			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
+				return err
+			}
+		}
+		return nil
+	}},
 }
 
 // SchemaVersion is the version a fully migrated database has.

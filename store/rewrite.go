@@ -32,6 +32,7 @@ var uidRewriters = []uidRewriter{
 	{RewriterLastSeen, renameLastSeen, countLastSeen, eachLastSeenUID},
 	{RewriterEvents, renameEventsUID, countEventsUID, eachEventsUID},
 	{RewriterButtonAudit, renameAuditUID, countAuditUID, eachAuditUID},
+	{RewriterZoneIntervals, renameZoneIntervals, countZoneIntervals, eachZoneIntervalUID},
 }
 
 // Rewriter names, as they appear in counts and audit findings.
@@ -43,6 +44,8 @@ const (
 	// the 8.0 upgrade step runs before the step that creates them.
 	RewriterEvents      = "events"
 	RewriterButtonAudit = "button_audit"
+	// Zone intervals (tracking); tolerant of a missing bucket likewise.
+	RewriterZoneIntervals = "zone_intervals"
 )
 
 // RenameUID moves every uid-keyed record of oldUID to newUID, in every

@@ -1,0 +1,48 @@
+package handlers
+
+import (
+	"net/http"
+	"testing"
+
+	"beaconhub/store"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+func TestBeaconIntervalsPageThroughStoredIntervals(t *testing.T) {
+	h := newAssetHarness(t)
+	loc := h.location("Ward", "W1", 0)
+	b := h.beacon(map[string]any{"mac": "C30000000B01", "name": "Watch", "type": "watch", "location_id": loc})
+	add := func(from, n int) {
+		if err := h.db.Update(func(tx *bolt.Tx) error {
+			for i := from; i < from+n; i++ {
+				if err := store.AppendZoneInterval(tx, b.AssetUID, &store.ZoneInterval{ZoneID: 1, Zone: "Z1", Enter: int64(i)}); err != nil {
+					return err
+				}
+			}
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	add(1, 35)
+	type page struct {
+		Intervals  []store.ZoneInterval `json:"intervals"`
+		NextCursor *string              `json:"next_cursor"`
+	}
+	user := h.token("user")
+	var p1, p2 page
+	h.get("/api/v1/beacon/"+b.AssetUID+"/intervals", user).expect(t, http.StatusOK).decodePayload(t, &p1)
+	if len(p1.Intervals) != 30 || p1.Intervals[0].Ordinal != 35 || p1.NextCursor == nil {
+		t.Fatalf("first page: %d items, first %d, next %v", len(p1.Intervals), p1.Intervals[0].Ordinal, p1.NextCursor)
+	}
+	add(36, 3) // new intervals between pages
+	h.get("/api/v1/beacon/"+b.AssetUID+"/intervals?cursor="+*p1.NextCursor, user).expect(t, http.StatusOK).decodePayload(t, &p2)
+	if len(p2.Intervals) != 5 || p2.Intervals[0].Ordinal != 5 || p2.Intervals[4].Ordinal != 1 || p2.NextCursor != nil {
+		t.Fatalf("second page: %+v next %v", p2.Intervals, p2.NextCursor)
+	}
+	h.get("/api/v1/beacon/"+b.AssetUID+"/intervals?limit=201", user).wantBad(t, "limit")
+	h.get("/api/v1/beacon/"+b.AssetUID+"/intervals?limit=0", user).wantBad(t, "limit")
+	h.get("/api/v1/beacon/"+b.AssetUID+"/intervals?cursor=-3", user).wantBad(t, "cursor")
+	h.get("/api/v1/beacon/NOPE-1/intervals", user).expect(t, http.StatusNotFound)
+}
