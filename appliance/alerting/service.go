@@ -200,7 +200,15 @@ func (s *Service) Observe(b *ingest.Batch, w *ingest.Writes) {
 		window = 40 * 1000
 	}
 	now := b.Received
-	gw := b.Gateway.String()
+	// Most adv4 frames are plain heartbeats that make no event: the
+	// gateway's name is rendered only once a frame needs it.
+	var gwStr string
+	gwMAC := func() string {
+		if gwStr == "" {
+			gwStr = b.Gateway.String()
+		}
+		return gwStr
+	}
 	var gwUID, gwName string
 	var gwID uint64
 	if g := b.GatewayAsset; g != nil {
@@ -215,6 +223,7 @@ func (s *Service) Observe(b *ingest.Batch, w *ingest.Writes) {
 		if !ok {
 			continue
 		}
+		gw := gwMAC()
 		var press *store.PressReport
 		if c == classPress {
 			press = &store.PressReport{Gateway: gw, GatewayUID: gwUID, RSSI: int(o.RSSI), Press: typ, ReportedAt: o.TS, ReceivedAt: now}
