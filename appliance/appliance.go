@@ -24,6 +24,7 @@ import (
 	"beaconhub/appliance/clock"
 	"beaconhub/appliance/config"
 	"beaconhub/appliance/diag"
+	"beaconhub/appliance/eink"
 	"beaconhub/appliance/ingest"
 	"beaconhub/appliance/sensors"
 	"beaconhub/appliance/status"
@@ -66,11 +67,15 @@ type App struct {
 	assets   *assets.Service
 	pipeline *ingest.Pipeline
 	recorder *sensors.Recorder
+	eink     *eink.Service
 	mqtt     mqttSource
 	events   *alerting.Service // feature alerting (alerting.go)
 	alertsys *alerting.Worker
 	monitor  *status.Monitor
 	stopping atomic.Bool
+
+	// sensorMon evaluates sensor conditions (appliance/sensors.go).
+	sensorMon *sensors.Monitor
 
 	httpSrv *http.Server
 	httpLn  net.Listener
@@ -161,6 +166,7 @@ func (a *App) build() error {
 				return err
 			}
 		}
+		a.buildEink()
 	}
 	a.diag = diag.New(a.live, a.paths, a.clock, a.log, a.opts.Debug)
 	a.onStop(func(context.Context) error { a.diag.Close(); return nil })
@@ -218,7 +224,8 @@ func (a *App) Paths() config.Paths { return a.paths }
 
 // Handler builds the HTTP handler.
 func (a *App) Handler() http.Handler {
-	d := handlers.Deps{Live: a.live, DB: a.db, Auth: a.auth, AppLog: a.applog, Logger: a.log, Static: web.FS(), Assets: a.assets}
+	d := handlers.Deps{Live: a.live, DB: a.db, Auth: a.auth, AppLog: a.applog, Logger: a.log, Static: web.FS(), Assets: a.assets, Sensors: a.sensorsService()}
+	d.EInk = a.eink
 	if a.pipeline != nil {
 		d.Status = a
 	}

@@ -40,6 +40,9 @@ func (a *App) buildIngest() error {
 			return fmt.Errorf("restore latest readings: %w", err)
 		}
 		a.pipeline.AddSubscriber(a.recorder)
+		if err := a.startSensorMonitor(); err != nil {
+			return err
+		}
 	}
 	hooks := assets.IngestHooks{LastSeen: a.pipeline.LastSeen(), Discovery: a.pipeline.Discovery(), Writer: a.writer}
 	if a.recorder != nil {

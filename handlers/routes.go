@@ -82,5 +82,36 @@ func (s *Server) table() []Route {
 		{"POST", "/api/v1/deploy", None, s.deploy},
 		{"GET", "/lld/beacons", None, s.lldBeacons},
 		{"GET", "/lld/gateways", None, s.lldGateways},
+
+		// Sensors (issue 6): history, device list, range alerts
+		// (sensors.go), and the chart datasource for an external dashboard
+		// tool, guarded in its handler by the loopback-or-JWT rule
+		// (chartsource.go).
+		{"GET", "/api/v1/sensors/history", Auth, s.sensorHistory},
+		{"GET", "/api/v1/sensors/devices", Auth, s.sensorDevices},
+		{"GET", "/api/v1/sensors/alerts", Admin, s.sensorAlerts},
+		{"GET", "/chartsource", None, s.chartGuard(s.chartHealth)},
+		{"POST", "/chartsource/search", None, s.chartGuard(s.chartSearch)},
+		{"POST", "/chartsource/metrics", None, s.chartGuard(s.chartSearch)},
+		{"POST", "/chartsource/query", None, s.chartGuard(s.chartQuery)},
+
+		// E-ink displays (issue 9: eink.go, einklayouts.go). The device poll
+		// is outside /api/v1, unauthenticated, and answers device JSON in
+		// Windows-1250, never the envelope.
+		{"GET", "/eink/display", None, s.einkPoll},
+		{"POST", "/eink/display", None, s.einkPoll},
+		{"GET", "/eink/display/", None, s.einkPoll},
+		{"POST", "/eink/display/", None, s.einkPoll},
+		{"GET", "/api/v1/eink/displays", Admin, s.listEInk},
+		{"POST", "/api/v1/eink/display/:id", Admin, s.updateEInk},
+		{"DELETE", "/api/v1/eink/display/:id", Admin, s.deleteEInk},
+		{"POST", "/api/v1/eink/display/:id/state", Admin, s.setEInkState},
+		{"POST", "/api/v1/eink/display/:id/replace-device", Admin, s.replaceEInkDevice},
+		{"POST", "/api/v1/eink/display/:id/apply-template", Admin, s.applyEInkTemplate},
+		{"GET", "/api/v1/eink/sensors", Admin, s.einkSensors},
+		{"GET", "/api/v1/eink/layout-templates", Admin, s.listEInkTemplates},
+		{"POST", "/api/v1/eink/layout-templates", Admin, s.createEInkTemplate},
+		{"POST", "/api/v1/eink/layout-template/:id", Admin, s.updateEInkTemplate},
+		{"DELETE", "/api/v1/eink/layout-template/:id", Admin, s.deleteEInkTemplate},
 	}
 }

@@ -11,6 +11,8 @@ import (
 	"beaconhub/appliance/assets"
 	"beaconhub/appliance/auth"
 	"beaconhub/appliance/config"
+	"beaconhub/appliance/eink"
+	"beaconhub/appliance/sensors"
 	"beaconhub/store"
 
 	"github.com/julienschmidt/httprouter"
@@ -32,6 +34,11 @@ type Deps struct {
 	// Assets is the asset registry (locations, beacons, gateways, devices);
 	// nil where no database is kept.
 	Assets *assets.Service
+	// EInk is the e-ink display subsystem; nil where no database is kept.
+	EInk *eink.Service
+	// Sensors serves sensor history, devices, alerts and the chart
+	// datasource; nil without feature sensors.
+	Sensors *sensors.Service
 }
 
 // StatusSource provides cached status snapshots (MQTT and later others).

@@ -260,6 +260,12 @@ func (t *AssetTx) UIDOf(ref AssetRef) (string, error) {
 			return "", err
 		}
 		return g.AssetUID, nil
+	case KindEInk:
+		d, err := t.EInk(ref.ID)
+		if err != nil {
+			return "", err
+		}
+		return d.AssetUID, nil
 	}
 	return "", fmt.Errorf("asset kind %q: %w", ref.Kind, ErrNotFound)
 }

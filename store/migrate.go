@@ -38,6 +38,13 @@ var (
 	bButtonAudit   = []byte("button_audit")   // asset_uid\x00event id -> ButtonAudit
 	bHealthState   = []byte("health_state")   // condition key -> HealthCondition (active only)
 	bHealthRecords = []byte("health_records") // id -> HealthRecord (transitions)
+
+	// E-ink displays (eink.go).
+	bEInk          = []byte("eink_displays")  // id -> EInkDisplay (admin-edited)
+	bEInkByMAC     = []byte("eink_by_mac")    // MAC -> id
+	bEInkPending   = []byte("eink_pending")   // id -> nil, pending displays only
+	bEInkPoll      = []byte("eink_poll")      // id -> EInkPoll (version, tracking)
+	bEInkTemplates = []byte("eink_templates") // id -> EInkTemplate
 )
 
 var keySchemaVersion = []byte("schema_version")
@@ -75,6 +82,14 @@ var migrations = []migration{
 	{"asset identity (8.0): locations, devices, assignments, uid index; MAC keys rewritten to asset_uid", upgradeAssetIdentity},
 	{"alerting: events and their indexes, button-press audit, health conditions", func(tx *bolt.Tx) error {
 		for _, b := range [][]byte{bEvents, bEventsByTime, bEventsByUID, bButtonAudit, bHealthState, bHealthRecords} {
+			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
+				return err
+			}
+		}
+		return nil
+	}},
+	{"e-ink displays: displays, MAC and pending indexes, poll state, layout templates", func(tx *bolt.Tx) error {
+		for _, b := range [][]byte{bEInk, bEInkByMAC, bEInkPending, bEInkPoll, bEInkTemplates} {
 			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
 				return err
 			}

@@ -49,6 +49,8 @@ type Config struct {
 
 	DevicesCacheSyncInterval int `json:"server_devices_cache_sync_interval"`
 	PerfMemoryThreshold      int `json:"server_perf_memory_threshold"`
+	// SensorsHistoryRetentionDays bounds raw sensor history (issue 6).
+	SensorsHistoryRetentionDays int `json:"server_sensors_history_retention_days"`
 
 	DebugSnapshotInterval int    `json:"server_debug_snapshot_interval"`
 	DebugLogDir           string `json:"server_debug_log_dir"`

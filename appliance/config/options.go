@@ -239,6 +239,9 @@ var Options = []Option{
 
 	{Key: "server_devices_cache_sync_interval", Group: "performance", Kind: KindInt, Default: num(300), UI: true, Validate: intRange(10, 86400)},
 	{Key: "server_perf_memory_threshold", Group: "performance", Kind: KindInt, Default: num(512), UI: true, Validate: intRange(16, 1<<20)},
+	// Raw sensor history older than this is deleted by the daily compaction
+	// (appliance/sensors/retention.go); ~13 months keeps a year-on-year view.
+	{Key: "server_sensors_history_retention_days", Group: "performance", Kind: KindInt, Default: num(400), UI: true, Validate: intRange(1, 36500)},
 
 	{Key: "server_debug_snapshot_interval", Group: "diagnostics", Kind: KindInt, Default: num(300), UI: true, Validate: intRange(10, 86400)},
 	{Key: "server_debug_log_dir", Group: "diagnostics", Default: str("logs/diagnostics"), UI: true, Validate: relPath},

@@ -1,7 +1,10 @@
 // Package sensors owns sensor readings: the latest value per asset and
 // metric (in memory, restored from history at start), the history written
-// through the group-commit writer, and, in later work, range alerts,
-// not-seen and calibration conditions.
+// through the group-commit writer, history queries with downsampling
+// (history.go, chart.go), the device and range-alert lists (service.go),
+// the sensor conditions — out of range, low battery, not seen, calibration
+// expired — with their persisted active/resolved records (conditions.go,
+// monitor.go, checkers.go), and history retention (retention.go).
 package sensors
 
 import (

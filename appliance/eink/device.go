@@ -1,0 +1,93 @@
+package eink
+
+import (
+	"errors"
+
+	"beaconhub/appliance/apperr"
+	"beaconhub/store"
+)
+
+// Delete removes a display: its device assignment is closed (the device
+// becomes available), its uid is released and its poll state dropped. A
+// device that keeps polling registers again as pending, with a fresh row.
+func (s *Service) Delete(id uint64) error {
+	return s.adminWrite(func(t *store.AssetTx) error {
+		d, err := t.EInk(id)
+		if errors.Is(err, store.ErrNotFound) {
+			return notFound(id)
+		} else if err != nil {
+			return err
+		}
+		if d.MAC != "" {
+			if err := t.Detach(d.MAC, t.Now, "deleted", store.DeviceAvailable); err != nil && !errors.Is(err, store.ErrNotFound) {
+				return err
+			}
+		}
+		if err := t.ReleaseUID(d.AssetUID); err != nil {
+			return err
+		}
+		if err := t.DeleteEInk(d); err != nil {
+			return err
+		}
+		// Dropped now, inside the lock; a failed commit only costs a
+		// reload of the poll state from the store.
+		delete(s.polls, id)
+		return nil
+	})
+}
+
+// ReplaceDevice attaches another physical display to the same asset: the
+// uid, name, layout and state stay, the old device becomes available. The
+// change hash is reset so that the new device redraws at its first poll
+// even if its stored version happens to equal the display's.
+func (s *Service) ReplaceDevice(id uint64, rawMAC string) (DisplayView, error) {
+	mac, ok := store.NormalizeMAC(rawMAC)
+	if !ok {
+		return DisplayView{}, apperr.InvalidField("mac", "mac must be 12 hex digits")
+	}
+	var v DisplayView
+	err := s.adminWrite(func(t *store.AssetTx) error {
+		d, err := t.EInk(id)
+		if errors.Is(err, store.ErrNotFound) {
+			return notFound(id)
+		} else if err != nil {
+			return err
+		}
+		if d.MAC == mac {
+			return apperr.InvalidField("mac", "mac is already this display's device")
+		}
+		if other := t.EInkIDByMAC(mac); other != 0 {
+			return apperr.Conflict("mac %s is e-ink display %d; delete that row first", mac, other)
+		}
+		old := d.MAC
+		if old != "" {
+			if err := t.Detach(old, t.Now, "replaced", store.DeviceAvailable); err != nil && !errors.Is(err, store.ErrNotFound) {
+				return err
+			}
+		}
+		ref := store.AssetRef{Kind: store.KindEInk, ID: d.ID}
+		if _, err := t.Attach(mac, store.KindEInk, ref, t.Now, "replaced"); err != nil {
+			return apperr.Conflict("mac %s cannot be attached: %s", mac, err.Error())
+		}
+		d.MAC = mac
+		if err := t.PutEInk(d, old); err != nil {
+			return err
+		}
+		p, err := t.EInkPollState(d.ID)
+		if err != nil {
+			return err
+		}
+		p.RenderedHash = ""
+		if err := t.PutEInkPollState(d.ID, &p); err != nil {
+			return err
+		}
+		if st := s.polls[d.ID]; st != nil {
+			st.mu.Lock()
+			st.hash, st.p.RenderedHash = 0, ""
+			st.mu.Unlock()
+		}
+		v, err = s.view(t, d)
+		return err
+	})
+	return v, err
+}

@@ -1,0 +1,171 @@
+package eink
+
+import (
+	"bytes"
+	"encoding/json"
+	"strconv"
+
+	"beaconhub/appliance/apperr"
+)
+
+// Limits of a designer layout, so a saved layout cannot make every poll
+// of a display expensive.
+const (
+	maxObjects     = 300
+	maxTextLen     = 500
+	maxDecimals    = 6
+	maxLayoutBytes = 128 << 10
+)
+
+// sensorPrim is the in-memory primitive code of the designer's virtual
+// sensor element (`"t": "sensor"` on the wire).
+const sensorPrim = -1
+
+// Prim is an object's primitive: 0-7 as in the device contract, or
+// sensorPrim for a sensor element.
+type Prim int
+
+// UnmarshalJSON accepts a number or the string "sensor".
+func (p *Prim) UnmarshalJSON(b []byte) error {
+	if string(b) == `"sensor"` {
+		*p = sensorPrim
+		return nil
+	}
+	n, err := strconv.Atoi(string(b))
+	if err != nil {
+		return apperr.InvalidField("layout", "object t must be 0 to 7 or \"sensor\"")
+	}
+	*p = Prim(n)
+	return nil
+}
+
+// MarshalJSON writes sensor elements back as "sensor".
+func (p Prim) MarshalJSON() ([]byte, error) {
+	if p == sensorPrim {
+		return []byte(`"sensor"`), nil
+	}
+	return strconv.AppendInt(nil, int64(p), 10), nil
+}
+
+// Object is one designer object. Pointers keep "absent" apart from 0, so a
+// stored layout round-trips exactly and the device gets only the keys the
+// designer set.
+type Object struct {
+	T  Prim    `json:"t"`
+	X  *int    `json:"x,omitempty"`
+	Y  *int    `json:"y,omitempty"`
+	X2 *int    `json:"x2,omitempty"`
+	Y2 *int    `json:"y2,omitempty"`
+	W  *int    `json:"w,omitempty"`
+	H  *int    `json:"h,omitempty"`
+	R  *int    `json:"r,omitempty"`
+	F  *int    `json:"f,omitempty"`
+	C  *int    `json:"c,omitempty"`
+	S  *string `json:"s,omitempty"`
+
+	// Sensor element fields.
+	SensorUID string `json:"sensor_uid,omitempty"`
+	SensorMAC string `json:"sensor_mac,omitempty"` // legacy; converted on save
+	Metric    int    `json:"metric,omitempty"`
+	Label     string `json:"label,omitempty"`
+	Unit      string `json:"unit,omitempty"`
+	Decimals  int    `json:"decimals,omitempty"`
+}
+
+// Layout is the designer JSON stored on a display or a template.
+type Layout struct {
+	// DecimalSeparator is "." (default) or ",".
+	DecimalSeparator string   `json:"decimal_separator,omitempty"`
+	Objects          []Object `json:"objects"`
+}
+
+// parseLayout decodes and validates designer JSON; an empty input is an
+// empty layout.
+func parseLayout(raw []byte) (*Layout, error) {
+	l := &Layout{}
+	if len(bytes.TrimSpace(raw)) == 0 || string(raw) == "null" {
+		return l, nil
+	}
+	if len(raw) > maxLayoutBytes {
+		return nil, apperr.InvalidField("layout", "layout is larger than %d bytes", maxLayoutBytes)
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(l); err != nil {
+		if e, ok := apperr.As(err); ok {
+			return nil, e
+		}
+		return nil, apperr.InvalidField("layout", "layout is not valid designer JSON: %s", err.Error())
+	}
+	return l, l.validate()
+}
+
+func inRange(p *int, lo, hi int) bool { return p == nil || (*p >= lo && *p <= hi) }
+
+func (l *Layout) validate() error {
+	if l.DecimalSeparator != "" && l.DecimalSeparator != "." && l.DecimalSeparator != "," {
+		return apperr.InvalidField("layout", "decimal_separator must be \".\" or \",\"")
+	}
+	if len(l.Objects) > maxObjects {
+		return apperr.InvalidField("layout", "a layout has at most %d objects", maxObjects)
+	}
+	for i := range l.Objects {
+		o := &l.Objects[i]
+		bad := func(format string, args ...any) error {
+			return apperr.InvalidField("layout", "object %d: "+format, append([]any{i}, args...)...)
+		}
+		switch {
+		case o.T != sensorPrim && (o.T < 0 || o.T > 7):
+			return bad("t must be 0 to 7 or \"sensor\"")
+		case !inRange(o.C, 0, 3):
+			return bad("c (colour) must be 0 to 3")
+		case (o.T == 0 || o.T == sensorPrim) && !inRange(o.F, 0, 11):
+			return bad("f (font) must be 0 to 11")
+		case o.S != nil && len(*o.S) > maxTextLen, len(o.Label) > maxTextLen, len(o.Unit) > maxTextLen:
+			return bad("text longer than %d bytes", maxTextLen)
+		}
+		for _, p := range []*int{o.X, o.Y, o.X2, o.Y2, o.W, o.H, o.R} {
+			if !inRange(p, -10000, 10000) {
+				return bad("coordinates and sizes must be within ±10000")
+			}
+		}
+		if o.T != sensorPrim {
+			if o.SensorUID != "" || o.SensorMAC != "" || o.Metric != 0 || o.Label != "" || o.Unit != "" || o.Decimals != 0 {
+				return bad("sensor fields are only allowed on a \"sensor\" element")
+			}
+			continue
+		}
+		switch {
+		case o.SensorUID == "" && o.SensorMAC == "":
+			return bad("a sensor element needs sensor_uid")
+		case o.Metric < 1 || o.Metric > 3:
+			return bad("metric must be 1 (humidity), 2 (temperature) or 3 (battery)")
+		case o.Decimals < 0 || o.Decimals > maxDecimals:
+			return bad("decimals must be 0 to %d", maxDecimals)
+		case o.S != nil:
+			return bad("a sensor element has no s: its text is the reading")
+		}
+	}
+	return nil
+}
+
+// sensorUIDs returns the distinct sensor uids the layout references, in
+// order of first use.
+func (l *Layout) sensorUIDs() []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, o := range l.Objects {
+		if o.T == sensorPrim && !seen[o.SensorUID] {
+			seen[o.SensorUID] = true
+			out = append(out, o.SensorUID)
+		}
+	}
+	return out
+}
+
+func (l *Layout) marshal() (json.RawMessage, error) {
+	if l.Objects == nil {
+		l.Objects = []Object{}
+	}
+	return json.Marshal(l)
+}

@@ -1,0 +1,138 @@
+// Package eink owns the e-ink displays: the device poll (registration,
+// rendering the designer layout with live sensor values, the change
+// version, the Windows-1250 reply), the admin operations on displays
+// (update, state, replace-device, delete, uid reminting) and the saved
+// layout templates. The wire contract is shared/contracts/eink-device.md.
+package eink
+
+import (
+	"log/slog"
+	"strconv"
+	"sync"
+	"time"
+
+	"beaconhub/appliance/apperr"
+	"beaconhub/appliance/clock"
+	"beaconhub/store"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// Defaults of a new display and of the neutral screens.
+const (
+	DefaultWidth    = 800
+	DefaultHeight   = 480
+	DefaultValidity = 300
+	// MaxPending is the spec's cap on auto-registered pending rows.
+	MaxPending = 100
+	// pendingValidity is short so that an approval shows within a minute;
+	// blockedValidity is long so a blocked display costs almost nothing.
+	pendingValidity = 60
+	blockedValidity = 3600
+	// cacheTTL bounds how long a poll trusts its cached display: sensor
+	// uids in a layout are re-resolved through the alias table this often,
+	// so a sensor reminted elsewhere keeps showing values.
+	cacheTTL = time.Minute
+)
+
+// Writer is the group-commit writer (store.Writer).
+type Writer interface {
+	Do(fn func(tx *bolt.Tx) error, done func(error))
+}
+
+// Options are the service's dependencies.
+type Options struct {
+	DB     *store.DB
+	Writer Writer
+	// Readings is nil when the sensors feature is off: sensor elements
+	// then show "--".
+	Readings    Readings
+	Clock       clock.Clock
+	Logger      *slog.Logger
+	ProductName string // neutral screen title; default "BeaconHub"
+}
+
+// Service is the e-ink subsystem.
+type Service struct {
+	db      *store.DB
+	w       Writer
+	rd      Readings
+	clock   clock.Clock
+	log     *slog.Logger
+	product string
+
+	// mu guards byMAC and polls. Admin writes hold it for the whole
+	// transaction, so a poll never caches a record older than the last
+	// committed admin change.
+	mu    sync.RWMutex
+	byMAC map[string]*cached
+	polls map[uint64]*pollState
+}
+
+// cached is a display as a poll needs it: the record and its parsed layout.
+type cached struct {
+	disp     store.EInkDisplay
+	layout   *Layout
+	loadedAt time.Time
+}
+
+// pollState is the in-memory, authoritative copy of a display's poll
+// record. Polls update it under mu and hand the writer at most one queued
+// write per display: a burst of polls costs one row write per group commit.
+type pollState struct {
+	mu     sync.Mutex
+	id     uint64
+	p      store.EInkPoll
+	hash   uint64 // p.RenderedHash parsed
+	queued bool
+}
+
+// New builds the service.
+func New(o Options) *Service {
+	if o.Clock == nil {
+		o.Clock = clock.Real{}
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if o.ProductName == "" {
+		o.ProductName = "BeaconHub"
+	}
+	return &Service{db: o.DB, w: o.Writer, rd: o.Readings, clock: o.Clock, log: o.Logger, product: o.ProductName,
+		byMAC: map[string]*cached{}, polls: map[uint64]*pollState{}}
+}
+
+// adminWrite runs fn in one registry transaction with the poll cache
+// locked, then drops the cache so the next poll reloads.
+func (s *Service) adminWrite(fn func(t *store.AssetTx) error) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	err := s.db.UpdateAssets(s.clock.Now(), fn)
+	clear(s.byMAC)
+	return err
+}
+
+// ResolveID accepts a display's numeric id or its asset_uid (also a
+// former uid, which follows the remint).
+func (s *Service) ResolveID(raw string) (uint64, error) {
+	if id, err := strconv.ParseUint(raw, 10, 64); err == nil && id > 0 {
+		return id, nil
+	}
+	var id uint64
+	err := s.db.ViewAssets(func(t *store.AssetTx) error {
+		ref, ok := t.UIDOwner(raw)
+		if !ok {
+			if a := t.Alias(raw); a != "" {
+				ref, ok = t.UIDOwner(a)
+			}
+		}
+		if ok && ref.Kind == store.KindEInk {
+			id = ref.ID
+		}
+		return nil
+	})
+	if err == nil && id == 0 {
+		err = apperr.NotFound("e-ink display %s not found", raw)
+	}
+	return id, err
+}

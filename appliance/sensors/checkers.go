@@ -1,0 +1,163 @@
+package sensors
+
+import (
+	"fmt"
+	"time"
+
+	"beaconhub/store"
+)
+
+// Start arms the not-seen checker (every NotSeenEvery) and the
+// calibration checker (CalibrationBootDelay after start, then every
+// CalibrationEvery). Timers re-arm themselves, so virtual-time tests drive
+// them with the fake clock.
+func (m *Monitor) Start() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.stopped = false
+	m.timers = append(m.timers[:0],
+		m.clk.AfterFunc(NotSeenEvery, m.notSeenTick),
+		m.clk.AfterFunc(CalibrationBootDelay, m.calibrationTick))
+}
+
+// Stop cancels the checkers.
+func (m *Monitor) Stop() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.stopped = true
+	for _, t := range m.timers {
+		t.Stop()
+	}
+	m.timers = nil
+}
+
+func (m *Monitor) rearm(d time.Duration, f func()) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if !m.stopped {
+		m.timers = append(m.timers, m.clk.AfterFunc(d, f))
+	}
+}
+
+func (m *Monitor) notSeenTick() {
+	if err := m.Reload(); err != nil {
+		m.log.Warn("sensors: reload beacons", "err", err)
+	}
+	if err := m.CheckNotSeen(); err != nil {
+		m.log.Warn("sensors: not-seen check", "err", err)
+	}
+	m.rearm(NotSeenEvery, m.notSeenTick)
+}
+
+func (m *Monitor) calibrationTick() {
+	if err := m.CheckCalibration(); err != nil {
+		m.log.Warn("sensors: calibration check", "err", err)
+	}
+	m.rearm(CalibrationEvery, m.calibrationTick)
+}
+
+// Timeout returns the inactivity timeout of a beacon type, given the
+// sData update interval (s, 0 unknown); 0 means the type is not watched.
+func Timeout(typ string, interval uint32) time.Duration {
+	switch typ {
+	case "panic":
+		return NotSeenPanic
+	case "watch":
+		return NotSeenWatch
+	case TypeSensor:
+		if interval > 0 {
+			return max(FridgeMinTimeout, 2*time.Duration(interval)*time.Second)
+		}
+		return NotSeenSensor
+	}
+	return 0
+}
+
+// CheckNotSeen opens not-seen for watched beacons silent past their
+// timeout. A beacon never heard has no inactivity to report. Seeing the
+// device resolves on the ingest path; this also resolves when another
+// source (LastSeen) shows it was heard.
+func (m *Monitor) CheckNotSeen() error {
+	now := m.clk.Now().UnixMilli()
+	bs := m.beacons.Load()
+	if bs == nil {
+		return nil
+	}
+	var recs []store.SensorConditionRecord
+	m.mu.Lock()
+	for uid, b := range *bs {
+		st := m.st(uid)
+		to := Timeout(b.typ, st.interval)
+		if to == 0 {
+			continue
+		}
+		seen := st.seen
+		if m.LastSeen != nil {
+			seen = max(seen, m.LastSeen(uid))
+		}
+		if seen == 0 {
+			continue
+		}
+		late := now-seen > to.Milliseconds()
+		msg := fmt.Sprintf("Not seen for more than %d minutes", int(to.Minutes()))
+		if r, ok := m.Conds.decide(CondNotSeen, uid, late, msg, now); ok {
+			recs = append(recs, r)
+		}
+	}
+	m.mu.Unlock()
+	return m.Conds.commit(recs)
+}
+
+// CheckCalibration opens calibration-expired for assigned sensors and for
+// untyped devices (unassigned, or on a beacon of type unknown) past their
+// calibration interval, and resolves those calibrated since.
+func (m *Monitor) CheckCalibration() error {
+	now := m.clk.Now().UnixMilli()
+	expired := map[string]string{}
+	err := m.db.ViewAssets(func(t *store.AssetTx) error {
+		byMAC := map[string]*store.Beacon{}
+		if err := t.EachBeacon(func(b *store.Beacon) error {
+			if b.MAC != "" && (b.Status == "" || b.Status == store.AssetActive) {
+				c := *b
+				byMAC[b.MAC] = &c
+			}
+			return nil
+		}); err != nil {
+			return err
+		}
+		return t.EachDevice(func(d *store.Device) error {
+			if d.Kind != store.KindBeacon || d.LastCalibratedAt == 0 || d.CalibrationIntervalDays <= 0 {
+				return nil
+			}
+			if now < d.LastCalibratedAt+int64(d.CalibrationIntervalDays)*86400e3 {
+				return nil
+			}
+			msg := fmt.Sprintf("Calibration expired: %s (last calibrated %s, interval %d days)", d.MAC,
+				time.UnixMilli(d.LastCalibratedAt).UTC().Format(time.DateOnly), d.CalibrationIntervalDays)
+			switch b := byMAC[d.MAC]; {
+			case b != nil && b.Type == TypeSensor:
+				expired[b.AssetUID] = msg
+			case b == nil && d.AssignmentID == 0, b != nil && b.Type == "unknown":
+				expired[d.MAC] = msg
+			}
+			return nil
+		})
+	})
+	if err != nil {
+		return err
+	}
+	var recs []store.SensorConditionRecord
+	for subject, msg := range expired {
+		if r, ok := m.Conds.decide(CondCalibration, subject, true, msg, now); ok {
+			recs = append(recs, r)
+		}
+	}
+	for _, c := range m.Conds.Active() {
+		if _, still := expired[c.Subject]; c.Kind == CondCalibration && !still {
+			if r, ok := m.Conds.decide(CondCalibration, c.Subject, false, "calibrated", now); ok {
+				recs = append(recs, r)
+			}
+		}
+	}
+	return m.Conds.commit(recs)
+}

@@ -1,0 +1,242 @@
+package sensors
+
+import (
+	"encoding/json"
+	"sync"
+	"testing"
+	"time"
+
+	"beaconhub/appliance/assets"
+	"beaconhub/appliance/clock"
+	"beaconhub/appliance/ingest"
+	"beaconhub/store"
+)
+
+type condRig struct {
+	t     *testing.T
+	db    *store.DB
+	clk   *clock.Fake
+	m     *Monitor
+	mu    sync.Mutex
+	recs  []store.SensorConditionRecord
+	uids  map[string]string // name -> asset_uid
+	types map[string]string
+	// seen stands in for the ingest pipeline's persisted last-seen times.
+	seen sync.Map
+}
+
+func newCondRig(t *testing.T) *condRig {
+	r := &condRig{t: t, db: openDB(t), clk: clock.NewFake(time.Date(2026, 5, 1, 8, 0, 0, 0, time.UTC)),
+		uids: map[string]string{}, types: map[string]string{}}
+	reg, err := assets.NewService(assets.Options{DB: r.db, Clock: r.clk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var loc assets.LocationInput
+	_ = json.Unmarshal([]byte(`{"name":"Hospital","code":"H1","parent_id":0}`), &loc)
+	lv, _, err := reg.SaveLocation(loc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := r.clk.Now().UnixMilli()
+	for _, b := range []map[string]any{
+		{"mac": "C3000000000A", "name": "Fridge", "type": "sensor", "temperature_range": map[string]any{"min": 2, "max": 8},
+			"humidity_range": map[string]any{"min": 20, "max": 60}},
+		{"mac": "C3000000000B", "name": "Room", "type": "sensor", "calibrated_at": now - 364*86400e3, "calibration_interval_days": 365},
+		{"mac": "C3000000000C", "name": "Panic", "type": "panic"},
+	} {
+		b["location_id"] = lv.ID
+		data, _ := json.Marshal(b)
+		var in assets.BeaconInput
+		if err := json.Unmarshal(data, &in); err != nil {
+			t.Fatal(err)
+		}
+		v, err := reg.CreateBeacon(in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.uids[v.Name], r.types[v.Name] = v.AssetUID, v.Type
+	}
+	r.start()
+	return r
+}
+
+// start builds a monitor over the store, as a (re)start of the service.
+func (r *condRig) start() {
+	if r.m != nil {
+		r.m.Stop()
+	}
+	m, err := NewMonitor(r.db, r.clk, nil)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	m.Conds.Subscribe(func(rec store.SensorConditionRecord) {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		r.recs = append(r.recs, rec)
+	})
+	m.LastSeen = func(uid string) int64 {
+		v, _ := r.seen.Load(uid)
+		ts, _ := v.(int64)
+		return ts
+	}
+	m.Start()
+	r.m = m
+}
+
+// feed runs one ingest batch through Observe and commits its ops the way
+// the group-commit writer does.
+func (r *condRig) feed(kind ingest.Kind, name string, rep ingest.Report) {
+	r.t.Helper()
+	now := r.clk.Now().UnixMilli()
+	rep.TS = now
+	r.seen.Store(r.uids[name], now)
+	b := &ingest.Batch{Kind: kind, Received: now, Obs: []ingest.Observation{{Report: rep,
+		Asset: &assets.Asset{UID: r.uids[name], Kind: store.KindBeacon, Type: r.types[name], Name: name}}}}
+	var w ingest.Writes
+	r.m.Observe(b, &w)
+	for _, op := range w.Ops {
+		if err := r.db.Update(op); err != nil {
+			r.t.Fatal(err)
+		}
+	}
+}
+
+func temp(v float32) ingest.Report { return ingest.Report{Has: ingest.HasTemperature, Temperature: v} }
+
+// expect checks the transitions since the last call.
+func (r *condRig) expect(want ...string) {
+	r.t.Helper()
+	r.mu.Lock()
+	got := r.recs
+	r.recs = nil
+	r.mu.Unlock()
+	var g []string
+	for _, x := range got {
+		g = append(g, x.Key+" "+x.Phase)
+	}
+	if len(g) != len(want) {
+		r.t.Fatalf("transitions %v, want %v", g, want)
+	}
+	for i := range want {
+		if g[i] != want[i] {
+			r.t.Fatalf("transitions %v, want %v", g, want)
+		}
+	}
+}
+
+func (r *condRig) key(kind, name string) string { return kind + ":" + r.uids[name] }
+
+func TestRangeAndBatteryConditions(t *testing.T) {
+	r := newCondRig(t)
+	rng := r.key(CondRange, "Fridge")
+	r.feed(ingest.KindAdv1, "Fridge", temp(5))
+	r.expect()
+	r.feed(ingest.KindAdv1, "Fridge", temp(9.5))
+	r.expect(rng + " active")
+	// Humidity out while temperature comes back: the shared condition stays.
+	r.feed(ingest.KindAdv1, "Fridge", ingest.Report{Has: ingest.HasTemperature | ingest.HasHumidity, Temperature: 5, Humidity: 75})
+	r.feed(ingest.KindAdv1, "Fridge", temp(4))
+	r.expect()
+	r.feed(ingest.KindAdv1, "Fridge", ingest.Report{Has: ingest.HasHumidity, Humidity: 40})
+	r.expect(rng + " resolved")
+
+	// Battery: adv1 voltage is never judged, adv8 below 2800 mV is.
+	bat := r.key(CondBattery, "Fridge")
+	r.feed(ingest.KindAdv1, "Fridge", ingest.Report{Has: ingest.HasVBatt, VBatt: 2000})
+	r.expect()
+	r.feed(ingest.KindAdv8, "Fridge", ingest.Report{Has: ingest.HasVBatt, VBatt: 2800})
+	r.expect()
+	r.feed(ingest.KindAdv8, "Fridge", ingest.Report{Has: ingest.HasVBatt, VBatt: 2799})
+	r.expect(bat + " active")
+	r.feed(ingest.KindAdv8, "Fridge", ingest.Report{Has: ingest.HasVBatt, VBatt: 3000})
+	r.expect(bat + " resolved")
+
+	// Restart mid-condition: still active, not re-announced, resolved by
+	// the first reading back in range, with its original start.
+	r.feed(ingest.KindSData, "Fridge", temp(12))
+	r.expect(rng + " active")
+	since := r.clk.Now().UnixMilli()
+	r.clk.Advance(30 * time.Second)
+	r.start()
+	if !r.m.Conds.IsActive(CondRange, r.uids["Fridge"]) {
+		t.Fatal("range condition lost on restart")
+	}
+	r.feed(ingest.KindSData, "Fridge", ingest.Report{Has: ingest.HasHumidity, Humidity: 30})
+	r.expect() // humidity fine, temperature not yet seen in range
+	r.feed(ingest.KindSData, "Fridge", temp(6))
+	r.expect(rng + " resolved")
+	recs, err := r.m.Conds.Records("", 100)
+	if err != nil || len(recs) != 6 || recs[5].Since != since || recs[5].Phase != store.HealthResolved {
+		t.Fatalf("stored records %+v %v", recs, err)
+	}
+}
+
+func TestNotSeenConditions(t *testing.T) {
+	r := newCondRig(t)
+	ns := func(n string) string { return r.key(CondNotSeen, n) }
+	// The fridge reports a 10-minute update interval: timeout 20 min. The
+	// room sensor has none: 60 min. The panic button: 30 min.
+	r.feed(ingest.KindSData, "Fridge", ingest.Report{Has: ingest.HasTemperature | ingest.HasInterval, Temperature: 4, Interval: 600})
+	r.feed(ingest.KindAdv1, "Room", temp(21))
+	r.feed(ingest.KindAdv4, "Panic", ingest.Report{})
+	r.clk.Advance(19 * time.Minute)
+	r.expect()
+	r.clk.Advance(2 * time.Minute)
+	r.expect(ns("Fridge") + " active")
+	r.clk.Advance(10 * time.Minute)
+	r.expect(ns("Panic") + " active")
+
+	// Restart mid-condition: the interval and active set come back.
+	r.start()
+	r.clk.Advance(30 * time.Minute)
+	r.expect(ns("Room") + " active")
+	r.feed(ingest.KindAdv4, "Panic", ingest.Report{})
+	r.expect(ns("Panic") + " resolved")
+	r.clk.Advance(5 * time.Minute)
+	r.expect()
+
+	// A short interval still gets the 10-minute floor.
+	r.feed(ingest.KindSData, "Fridge", ingest.Report{Has: ingest.HasTemperature | ingest.HasInterval, Temperature: 4, Interval: 60})
+	r.expect(ns("Fridge") + " resolved")
+	r.clk.Advance(9 * time.Minute)
+	r.expect()
+	r.clk.Advance(2 * time.Minute)
+	r.expect(ns("Fridge") + " active")
+	if Timeout("watch", 0) != NotSeenWatch || Timeout("navigation", 0) != 0 {
+		t.Fatal("timeouts")
+	}
+}
+
+func TestCalibrationConditions(t *testing.T) {
+	r := newCondRig(t)
+	cal := r.key(CondCalibration, "Room")
+	// One day before expiry: the boot check finds nothing.
+	r.clk.Advance(CalibrationBootDelay)
+	r.expect()
+	r.clk.Advance(23 * time.Hour)
+	r.expect()
+	r.clk.Advance(2 * time.Hour)
+	r.expect(cal + " active")
+	// Restart: the boot check does not announce it again.
+	r.start()
+	r.clk.Advance(CalibrationBootDelay + 3*time.Hour)
+	r.expect()
+	if len(r.m.Conds.Active()) != 1 || r.m.Conds.Active()[0].Kind != CondCalibration {
+		t.Fatalf("active %+v", r.m.Conds.Active())
+	}
+	// Recalibrated: resolved at the next hourly check.
+	err := r.db.UpdateAssets(r.clk.Now(), func(tx *store.AssetTx) error {
+		d, err := tx.Device("C3000000000B")
+		if err != nil {
+			return err
+		}
+		d.LastCalibratedAt = r.clk.Now().UnixMilli()
+		return tx.PutDevice(d)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.clk.Advance(time.Hour)
+	r.expect(cal + " resolved")
+}

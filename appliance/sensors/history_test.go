@@ -1,0 +1,175 @@
+package sensors
+
+import (
+	"path/filepath"
+	"testing"
+	"time"
+
+	"beaconhub/store"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+func openDB(t testing.TB) *store.DB {
+	t.Helper()
+	db, err := store.Open(filepath.Join(t.TempDir(), "h.db"), store.OpenOptions{LockTimeout: 200 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = db.Close() })
+	return db
+}
+
+func put(t testing.TB, db *store.DB, rs []store.Reading) {
+	t.Helper()
+	if err := db.Update(func(tx *bolt.Tx) error { _, err := store.PutReadings(tx, rs); return err }); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// seed stores one reading per step for each uid and metric over
+// [start, start+span), with jittered timestamps and a value that encodes
+// the timestamp so a test can tell which reading came back.
+func seed(t testing.TB, db *store.DB, uids []string, metrics []uint8, start, span, step int64) {
+	t.Helper()
+	var rs []store.Reading
+	for _, u := range uids {
+		for _, m := range metrics {
+			for ts := start; ts < start+span; ts += step {
+				x := ts + (ts/step)%7*100
+				rs = append(rs, store.Reading{UID: u, Metric: m, TS: x, Value: float64(x%100000) / 100})
+			}
+		}
+		put(t, db, rs)
+		rs = rs[:0]
+	}
+}
+
+// bruteLatest is the reference: the latest reading per aligned bucket.
+func bruteLatest(t *testing.T, db *store.DB, k Key, since, until, bucket int64) []Row {
+	var out []Row
+	_ = db.QueryHistory(k.UID, k.Metric, since, until, func(ts int64, v float64) bool {
+		b := ts - mod(ts, bucket)
+		if len(out) > 0 && out[len(out)-1].TS-mod(out[len(out)-1].TS, bucket) == b {
+			out[len(out)-1] = Row{k.UID, k.Metric, ts, v}
+		} else {
+			out = append(out, Row{k.UID, k.Metric, ts, v})
+		}
+		return true
+	})
+	return out
+}
+
+var t0 = time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC).UnixMilli()
+
+func TestHistoryRawForShortSpans(t *testing.T) {
+	db := openDB(t)
+	seed(t, db, []string{"S-1", "S-2"}, []uint8{Humidity, Temperature}, t0, 86400e3, 60e3)
+	keys, err := Keys(db, []string{"S-1"}, 0)
+	if err != nil || len(keys) != 3 { // battery has no readings: no rows
+		t.Fatalf("keys %v %v", keys, err)
+	}
+	res, err := History(db, keys, t0, t0+86400e3, RowCap)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Downsampled || res.BucketMS != 0 || len(res.Rows) != 2*1440 {
+		t.Fatalf("downsampled=%v bucket=%d rows=%d, want raw 2880", res.Downsampled, res.BucketMS, len(res.Rows))
+	}
+	for i := 1; i < 1440; i++ {
+		if res.Rows[i].TS <= res.Rows[i-1].TS {
+			t.Fatal("raw rows are not ascending")
+		}
+	}
+}
+
+func TestHistoryDownsamplesToLatestPerBucket(t *testing.T) {
+	db := openDB(t)
+	uids := []string{"S-1", "S-2", "S-3"}
+	seed(t, db, uids, []uint8{Humidity, Temperature, Battery}, t0, 10*86400e3, 60e3)
+	keys, _ := Keys(db, nil, 0)
+	for _, limit := range []int{RowCap, 500, 37} {
+		since, until := t0+12345, t0+10*86400e3-777
+		res, err := History(db, keys, since, until, limit)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !res.Downsampled || res.BucketMS == 0 {
+			t.Fatalf("limit %d: not downsampled", limit)
+		}
+		if len(res.Rows) > limit {
+			t.Fatalf("limit %d: %d rows", limit, len(res.Rows))
+		}
+		got := map[Key][]Row{}
+		for _, r := range res.Rows {
+			got[Key{r.UID, r.Metric}] = append(got[Key{r.UID, r.Metric}], r)
+		}
+		for _, k := range keys {
+			want := bruteLatest(t, db, k, since, until, res.BucketMS)
+			if len(want) != len(got[k]) {
+				t.Fatalf("limit %d %v: %d rows, want %d", limit, k, len(got[k]), len(want))
+			}
+			for i := range want {
+				if want[i] != got[k][i] {
+					t.Fatalf("limit %d %v row %d: %+v, want %+v", limit, k, i, got[k][i], want[i])
+				}
+			}
+		}
+	}
+}
+
+// Both Downsample strategies (a reverse seek per bucket for dense series,
+// one scan for sparse ones) return the same rows.
+func TestDownsampleStrategiesAgree(t *testing.T) {
+	db := openDB(t)
+	seed(t, db, []string{"S-1"}, []uint8{Temperature}, t0, 3*86400e3, 30e3)
+	k := Key{"S-1", Temperature}
+	for _, bucket := range []int64{60e3, 3600e3, 86400e3} {
+		want := bruteLatest(t, db, k, t0+1, t0+3*86400e3, bucket)
+		seek, err := Downsample(db, k, t0+1, t0+3*86400e3, bucket, 1<<30)
+		if err != nil {
+			t.Fatal(err)
+		}
+		scan, err := Downsample(db, k, t0+1, t0+3*86400e3, bucket, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(seek) != len(want) || len(scan) != len(want) {
+			t.Fatalf("bucket %d: seek %d scan %d want %d", bucket, len(seek), len(scan), len(want))
+		}
+		for i := range want {
+			if seek[i] != want[i] || scan[i] != want[i] {
+				t.Fatalf("bucket %d row %d: seek %+v scan %+v want %+v", bucket, i, seek[i], scan[i], want[i])
+			}
+		}
+	}
+}
+
+func TestChooseBucketStaysUnderCap(t *testing.T) {
+	for _, n := range []int{1, 3, 300, 3000} {
+		for _, span := range []int64{3600e3, 86400e3, 30 * 86400e3, 400 * 86400e3} {
+			b := ChooseBucket(0, span, n, RowCap)
+			if rows := int64(n) * (span/b + 2); rows > RowCap && b != bucketLadder[len(bucketLadder)-1] {
+				t.Errorf("n=%d span=%d: bucket %d gives %d rows", n, span, b, rows)
+			}
+		}
+	}
+}
+
+func TestPointsHonoursMaxDataPoints(t *testing.T) {
+	db := openDB(t)
+	seed(t, db, []string{"S-1"}, []uint8{Humidity}, t0, 7*86400e3, 60e3)
+	k := Key{"S-1", Humidity}
+	rows, err := Points(db, k, t0, t0+7*86400e3, 500, 60e3)
+	if err != nil || len(rows) == 0 || len(rows) > 500 {
+		t.Fatalf("%d rows, %v", len(rows), err)
+	}
+	rows, _ = Points(db, k, t0, t0+3600e3, 500, 60e3)
+	if len(rows) != 60 {
+		t.Fatalf("short span: %d rows, want 60 raw", len(rows))
+	}
+	rows, _ = Points(db, k, t0-86400e3, t0, 500, 60e3)
+	if len(rows) != 0 {
+		t.Fatalf("empty range: %d rows", len(rows))
+	}
+}

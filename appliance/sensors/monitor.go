@@ -1,0 +1,203 @@
+package sensors
+
+import (
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"beaconhub/appliance/clock"
+	"beaconhub/appliance/ingest"
+	"beaconhub/store"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// LowBatteryMV is the low-battery threshold (spec "Limits"); only adv8
+// battery reports are judged, adv1 carries a coarser voltage.
+const LowBatteryMV = 2800
+
+// Not-seen timeouts. The spec names the timers but not their lengths for
+// panic, watch and plain sensors: panic buttons and watches are worn by
+// people and checked in minutes, room sensors advertise every minute or
+// so. A fridge (a sensor reporting sData with its update interval) times
+// out after max(FridgeMinTimeout, 2 x interval).
+const (
+	NotSeenPanic     = 30 * time.Minute
+	NotSeenWatch     = 30 * time.Minute
+	NotSeenSensor    = 60 * time.Minute
+	FridgeMinTimeout = 10 * time.Minute
+)
+
+// Checker periods: not-seen is judged every minute; calibration hourly and
+// CalibrationBootDelay after start (not at once: the box has just booted
+// and ingest is catching up).
+const (
+	NotSeenEvery         = time.Minute
+	CalibrationEvery     = time.Hour
+	CalibrationBootDelay = 2 * time.Minute
+)
+
+type beaconInfo struct {
+	uid, name, mac, typ string
+	hum, temp           *store.Range
+}
+
+type assetState struct {
+	humOut, tempOut bool
+	seen            int64
+	interval        uint32 // sData update interval (s), 0 unknown
+}
+
+// Monitor evaluates the sensor conditions: range and battery on the ingest
+// path (it is an ingest subscriber), not seen and calibration on timers.
+type Monitor struct {
+	db    *store.DB
+	clk   clock.Clock
+	log   *slog.Logger
+	Conds *Conditions
+	// LastSeen, when set, supplies last-heard times kept elsewhere (the
+	// ingest pipeline's), so not-seen is judged right after a restart.
+	LastSeen func(uid string) int64
+
+	beacons atomic.Pointer[map[string]beaconInfo]
+	mu      sync.Mutex // guards state and the timers
+	state   map[string]*assetState
+	timers  []clock.Timer
+	stopped bool
+}
+
+// NewMonitor loads the active conditions, recorded intervals and beacons.
+func NewMonitor(db *store.DB, clk clock.Clock, log *slog.Logger) (*Monitor, error) {
+	if log == nil {
+		log = slog.Default()
+	}
+	conds, err := NewConditions(db)
+	if err != nil {
+		return nil, err
+	}
+	m := &Monitor{db: db, clk: clk, log: log, Conds: conds, state: map[string]*assetState{}}
+	iv, err := db.SensorIntervals()
+	if err != nil {
+		return nil, err
+	}
+	for uid, s := range iv {
+		m.st(uid).interval = s
+	}
+	// Range state is not stored: an active range condition restarts as
+	// "out" on both metrics so that only a reading back in range
+	// resolves it.
+	for _, c := range conds.Active() {
+		if c.Kind == CondRange {
+			st := m.st(c.Subject)
+			st.humOut, st.tempOut = true, true
+		}
+	}
+	return m, m.Reload()
+}
+
+func (m *Monitor) st(uid string) *assetState {
+	s, ok := m.state[uid]
+	if !ok {
+		s = &assetState{}
+		m.state[uid] = s
+	}
+	return s
+}
+
+// Reload refreshes the beacon snapshot (ranges, types) from the registry.
+// The checkers call it each minute, so a changed range applies within one.
+func (m *Monitor) Reload() error {
+	bs := map[string]beaconInfo{}
+	err := m.db.ViewAssets(func(t *store.AssetTx) error {
+		return t.EachBeacon(func(b *store.Beacon) error {
+			if b.Status == "" || b.Status == store.AssetActive {
+				bs[b.AssetUID] = beaconInfo{b.AssetUID, b.Name, b.MAC, b.Type, b.HumidityRange, b.TemperatureRange}
+			}
+			return nil
+		})
+	})
+	if err != nil {
+		return err
+	}
+	m.beacons.Store(&bs)
+	return nil
+}
+
+func (m *Monitor) beacon(uid string) (beaconInfo, bool) {
+	bs := m.beacons.Load()
+	if bs == nil {
+		return beaconInfo{}, false
+	}
+	b, ok := (*bs)[uid]
+	return b, ok
+}
+
+func outside(r *store.Range, v float64) bool { return r != nil && (v < r.Min || v > r.Max) }
+
+// Observe implements ingest.Subscriber. Test sends are skipped: a test
+// message must not open or close a real condition.
+func (m *Monitor) Observe(b *ingest.Batch, w *ingest.Writes) {
+	if b.IsTest {
+		return
+	}
+	var recs []store.SensorConditionRecord
+	add := func(r store.SensorConditionRecord, ok bool) {
+		if ok {
+			recs = append(recs, r)
+		}
+	}
+	m.mu.Lock()
+	for i := range b.Obs {
+		o := &b.Obs[i]
+		if o.Asset == nil || o.Asset.Kind != store.KindBeacon {
+			continue
+		}
+		uid := o.Asset.UID
+		st := m.st(uid)
+		st.seen = max(st.seen, o.TS, b.Received)
+		add(m.Conds.decide(CondNotSeen, uid, false, "seen again", b.Received))
+		info, _ := m.beacon(uid)
+		switch b.Kind {
+		case ingest.KindAdv1, ingest.KindSData:
+			msg := ""
+			if o.Has&ingest.HasHumidity != 0 {
+				v := round2(o.Humidity)
+				if st.humOut = outside(info.hum, v); st.humOut {
+					msg = fmt.Sprintf("humidity %.2f %% outside %g..%g", v, info.hum.Min, info.hum.Max)
+				}
+			}
+			if o.Has&ingest.HasTemperature != 0 {
+				v := round2(o.Temperature)
+				if st.tempOut = outside(info.temp, v); st.tempOut {
+					msg = fmt.Sprintf("temperature %.2f °C outside %g..%g", v, info.temp.Min, info.temp.Max)
+				}
+			}
+			if o.Has&(ingest.HasHumidity|ingest.HasTemperature) != 0 {
+				switch {
+				case msg == "" && (st.humOut || st.tempOut):
+					msg = "still out of range"
+				case msg == "":
+					msg = "back in range"
+				}
+				add(m.Conds.decide(CondRange, uid, st.humOut || st.tempOut, msg, o.TS))
+			}
+			if b.Kind == ingest.KindSData && o.Has&ingest.HasInterval != 0 && o.Interval > 0 && uint32(o.Interval) != st.interval {
+				st.interval = uint32(o.Interval)
+				iv := st.interval
+				w.Ops = append(w.Ops, func(tx *bolt.Tx) error { return store.PutSensorInterval(tx, uid, iv) })
+			}
+		case ingest.KindAdv8:
+			if o.Has&ingest.HasVBatt != 0 {
+				low := o.VBatt < LowBatteryMV
+				add(m.Conds.decide(CondBattery, uid, low, fmt.Sprintf("battery %d mV", o.VBatt), o.TS))
+			}
+		}
+	}
+	m.mu.Unlock()
+	if len(recs) > 0 {
+		w.Ops = append(w.Ops, op(recs))
+		m.Conds.notify(recs)
+	}
+}

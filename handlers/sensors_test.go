@@ -1,0 +1,116 @@
+package handlers
+
+import (
+	"fmt"
+	"net/http"
+	"testing"
+
+	"beaconhub/appliance/assets"
+	"beaconhub/appliance/sensors"
+	"beaconhub/store"
+	"beaconhub/web"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// sensorHarness is the asset harness with the sensors service wired in.
+type sensorHarness struct {
+	*assetHarness
+	fridge, room assets.BeaconView
+}
+
+func newSensorHarness(t *testing.T) *sensorHarness {
+	t.Helper()
+	ah := newAssetHarness(t)
+	svc := &sensors.Service{DB: ah.db, Clock: ah.clock}
+	ah.srv = New(Deps{Live: ah.live, DB: ah.db, Auth: ah.auth, AppLog: ah.applog, Logger: ah.logger,
+		Static: web.FS(), Assets: ah.reg, Sensors: svc})
+	h := &sensorHarness{assetHarness: ah}
+	root := h.location("Hospital", "H1", 0)
+	h.fridge = h.beacon(map[string]any{"mac": "C3000000000A", "name": "Fridge 1", "type": "sensor", "location_id": root,
+		"temperature_range": map[string]any{"min": 2, "max": 8}, "humidity_range": map[string]any{"min": 20, "max": 60}})
+	h.room = h.beacon(map[string]any{"mac": "C3000000000B", "name": "Room 2", "type": "sensor", "location_id": root})
+	return h
+}
+
+func (h *sensorHarness) store(rs ...store.Reading) {
+	h.t.Helper()
+	if err := h.db.Update(func(tx *bolt.Tx) error { _, err := store.PutReadings(tx, rs); return err }); err != nil {
+		h.t.Fatal(err)
+	}
+}
+
+func TestSensorHistoryEndpoint(t *testing.T) {
+	h := newSensorHarness(t)
+	now := h.clock.Now().UnixMilli()
+	var rs []store.Reading
+	for i := int64(0); i < 40*1440; i++ { // 40 days, one a minute
+		rs = append(rs, store.Reading{UID: h.fridge.AssetUID, Metric: store.MetricTemperature, TS: now - 40*86400e3 + i*60e3, Value: 4})
+	}
+	h.store(rs...)
+	user := h.token("user")
+
+	var raw sensors.HistoryResult
+	h.get(fmt.Sprintf("/api/v1/sensors/history?since=%d&until=%d", now-3600e3, now), user).expect(t, http.StatusOK).decodePayload(t, &raw)
+	if raw.Downsampled || len(raw.Rows) != 60 || raw.RowCap != sensors.RowCap {
+		t.Fatalf("1 h: downsampled=%v rows=%d cap=%d", raw.Downsampled, len(raw.Rows), raw.RowCap)
+	}
+
+	var ds sensors.HistoryResult
+	h.get(fmt.Sprintf("/api/v1/sensors/history?since=%d&until=%d&asset=%s&metric=temperature", now-30*86400e3, now, h.fridge.AssetUID),
+		user).expect(t, http.StatusOK).decodePayload(t, &ds)
+	if !ds.Downsampled || ds.BucketMS == 0 || len(ds.Rows) > sensors.RowCap || len(ds.Rows) == 0 {
+		t.Fatalf("30 d: downsampled=%v bucket=%d rows=%d", ds.Downsampled, ds.BucketMS, len(ds.Rows))
+	}
+
+	var none sensors.HistoryResult
+	h.get(fmt.Sprintf("/api/v1/sensors/history?since=%d&until=%d&metric=1", now-3600e3, now), user).expect(t, http.StatusOK).decodePayload(t, &none)
+	if len(none.Rows) != 0 {
+		t.Fatalf("humidity rows %d", len(none.Rows))
+	}
+	h.get(fmt.Sprintf("/api/v1/sensors/history?since=%d&until=%d", now, now-1), user).expect(t, http.StatusBadRequest)
+	h.get("/api/v1/sensors/history?metric=pressure", user).expect(t, http.StatusBadRequest)
+	h.get("/api/v1/sensors/history", "").expect(t, http.StatusForbidden)
+}
+
+func TestSensorDevicesAndAlerts(t *testing.T) {
+	h := newSensorHarness(t)
+	now := h.clock.Now().UnixMilli()
+	uid := h.fridge.AssetUID
+	var rs []store.Reading
+	for i := int64(0); i < 25; i++ { // alternating in and out of 2..8 °C
+		v := 5.0
+		if i%2 == 1 {
+			v = 9 + float64(i)
+		}
+		rs = append(rs, store.Reading{UID: uid, Metric: store.MetricTemperature, TS: now - 1000*(30-i), Value: v})
+	}
+	rs = append(rs,
+		store.Reading{UID: uid, Metric: store.MetricHumidity, TS: now - 500, Value: 70},  // out
+		store.Reading{UID: uid, Metric: store.MetricBattery, TS: now - 400, Value: 2900}, // no range
+		store.Reading{UID: h.room.AssetUID, Metric: store.MetricTemperature, TS: now - 300, Value: 40},
+	)
+	h.store(rs...)
+
+	var ds []sensors.Device
+	h.get("/api/v1/sensors/devices", h.token("user")).expect(t, http.StatusOK).decodePayload(t, &ds)
+	if len(ds) != 2 || ds[0].Name != "Fridge 1" || ds[0].Battery == nil || ds[0].Battery.Value != 2900 ||
+		ds[0].Humidity.Value != 70 || ds[0].LastSeen != now-400 || ds[0].TemperatureRange.Max != 8 || ds[1].HumidityRange != nil {
+		t.Fatalf("devices %+v", ds)
+	}
+
+	h.get("/api/v1/sensors/alerts", h.token("user")).expect(t, http.StatusForbidden)
+	var as []sensors.Alert
+	h.adminGet("/api/v1/sensors/alerts", http.StatusOK).decodePayload(t, &as)
+	if len(as) != sensors.AlertLimit {
+		t.Fatalf("%d alerts, want %d", len(as), sensors.AlertLimit)
+	}
+	if as[0].Metric != "Humidity" || as[0].Value != 70 || as[1].Value != 32 || as[1].Metric != "Temperature" {
+		t.Fatalf("newest alerts %+v", as[:2])
+	}
+	for i, a := range as {
+		if a.AssetUID != uid || (i > 0 && a.TS > as[i-1].TS) {
+			t.Fatalf("alert %d %+v", i, a)
+		}
+	}
+}
