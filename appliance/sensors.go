@@ -14,7 +14,7 @@ func (a *App) sensorsService() *sensors.Service {
 	if a.db == nil || !a.live.Get().Has(config.FeatureSensors) {
 		return nil
 	}
-	svc := &sensors.Service{DB: a.db, Recorder: a.recorder, Clock: a.clock}
+	svc := &sensors.Service{DB: a.db, Recorder: a.recorder, Clock: a.clock, Conds: a.SensorConditions()}
 	if a.pipeline != nil {
 		svc.LastSeen = a.pipeline.LastSeen().Asset
 	}
