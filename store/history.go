@@ -858,22 +858,30 @@ func (s *seriesRef) count(from, to int64) (int, error) {
 		}
 		return nil
 	}
+	if err := s.eachBlock(from, to, countBlock); err != nil {
+		return 0, err
+	}
+	return n, nil
+}
+
+// eachBlock calls fn, in key order, for every closed block that may hold
+// readings with from ≤ ts < to, then for the head block. fn must not
+// modify the bucket (the cursor is live).
+func (s *seriesRef) eachBlock(from, to int64, fn func(k, v []byte) error) error {
 	c := s.b.Cursor()
 	k, v := s.blockLE(c, from)
 	if k == nil {
 		k, v = c.Seek(s.key(from))
 	}
 	for ; s.owns(k) && keyStart(k) < to; k, v = c.Next() {
-		if err := countBlock(k, v); err != nil {
-			return 0, err
+		if err := fn(k, v); err != nil {
+			return err
 		}
 	}
 	if hv := s.getHead(); hv != nil {
-		if err := countBlock(s.head, hv); err != nil {
-			return 0, err
-		}
+		return fn(s.head, hv)
 	}
-	return n, nil
+	return nil
 }
 
 // load appends the readings with from ≤ ts < to to dst.
@@ -924,20 +932,8 @@ func (s *seriesRef) deleteRange(from, to int64) (int, error) {
 		rewrites = append(rewrites, rewrite{clone(k), keep})
 		return nil
 	}
-	c := s.b.Cursor()
-	k, v := s.blockLE(c, from)
-	if k == nil {
-		k, v = c.Seek(s.key(from))
-	}
-	for ; s.owns(k) && keyStart(k) < to; k, v = c.Next() {
-		if err := classify(k, v); err != nil {
-			return 0, err
-		}
-	}
-	if hv := s.getHead(); hv != nil {
-		if err := classify(s.head, hv); err != nil {
-			return 0, err
-		}
+	if err := s.eachBlock(from, to, classify); err != nil {
+		return 0, err
 	}
 	for _, k := range drop {
 		if err := s.b.Delete(k); err != nil {
