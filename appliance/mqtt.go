@@ -62,7 +62,7 @@ func (a *App) buildIngest() error {
 		// A stable client id: the session is persistent, and a random id
 		// would leave an orphaned session on the broker at every restart.
 		x, err := broker.NewExternal(broker.ExternalOptions{URL: cfg.MQTTURL, Credentials: creds, Sink: a.pipeline,
-			Logger: a.log.With("component", "mqtt"), ClientID: "beaconhub-" + cfg.ServerID})
+			Logger: a.log, ClientID: "beaconhub-" + cfg.ServerID})
 		if err != nil {
 			return err
 		}
@@ -73,7 +73,7 @@ func (a *App) buildIngest() error {
 			listen = a.opts.MQTTListen
 		}
 		e, err := broker.NewEmbedded(broker.EmbeddedOptions{Listen: listen, Credentials: creds, Sink: a.pipeline,
-			Observer: a.pipeline.Stats, Logger: a.log.With("component", "mqtt")})
+			Observer: a.pipeline.Stats, Logger: a.log})
 		if err != nil {
 			return err
 		}

@@ -98,6 +98,9 @@ func cmdServe(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	fmt.Fprintf(stdout, "BeaconHub is running: web UI and API at http://%s/\n", displayAddr(app.HTTPAddr()))
+	if m := app.MQTTAddr(); m != "" {
+		fmt.Fprintf(stdout, "Gateways publish to the embedded MQTT broker at %s\n", displayAddr(m))
+	}
 	if _, err := os.Stat(appliance.InitialPasswordFile(h)); err == nil {
 		fmt.Fprintf(stdout, "First admin login: email and password are in %s\n", appliance.InitialPasswordFile(h))
 	}
