@@ -47,7 +47,7 @@ func (a *App) buildAlerting() error {
 		}
 		return nil
 	})
-	return nil
+	return a.buildPush()
 }
 
 // startAlerting starts the worker, re-queues presses a restart left
@@ -60,6 +60,7 @@ func (a *App) startAlerting() {
 		}
 	}
 	a.monitor.Start()
+	a.startPush()
 }
 
 // fleet lists the monitored assets with their last sighting.

@@ -26,6 +26,7 @@ import (
 	"beaconhub/appliance/diag"
 	"beaconhub/appliance/eink"
 	"beaconhub/appliance/ingest"
+	"beaconhub/appliance/push"
 	"beaconhub/appliance/sensors"
 	"beaconhub/appliance/status"
 	"beaconhub/handlers"
@@ -72,6 +73,7 @@ type App struct {
 	events   *alerting.Service // feature alerting (alerting.go)
 	alertsys *alerting.Worker
 	monitor  *status.Monitor
+	push     *push.Service // push notifications (push.go)
 	stopping atomic.Bool
 
 	// sensorMon evaluates sensor conditions (appliance/sensors.go).
@@ -226,6 +228,9 @@ func (a *App) Paths() config.Paths { return a.paths }
 func (a *App) Handler() http.Handler {
 	d := handlers.Deps{Live: a.live, DB: a.db, Auth: a.auth, AppLog: a.applog, Logger: a.log, Static: web.FS(), Assets: a.assets, Sensors: a.sensorsService()}
 	d.EInk = a.eink
+	if a.push != nil {
+		d.Push = a.push
+	}
 	if a.pipeline != nil {
 		d.Status = a
 	}

@@ -47,6 +47,9 @@ func (s *Server) table() []Route {
 		{"GET", "/api/v1/status/dashboard", Auth, s.statusDashboard},
 		{"POST", "/api/v1/status/recheck", Admin, s.statusRecheck},
 
+		// Push notifications (issue 8): companion-app QR (push.go).
+		{"POST", "/api/v1/companion/qr", Admin, s.companionQR},
+
 		// Asset registry (issue 4): locations, beacons, gateways, devices,
 		// replace/merge/remint, import, deploy, monitoring discovery lists.
 		{"GET", "/api/v1/locations", Auth, s.listLocations},

@@ -12,6 +12,7 @@ import (
 	"beaconhub/appliance/auth"
 	"beaconhub/appliance/config"
 	"beaconhub/appliance/eink"
+	"beaconhub/appliance/push"
 	"beaconhub/appliance/sensors"
 	"beaconhub/store"
 
@@ -39,6 +40,9 @@ type Deps struct {
 	// Sensors serves sensor history, devices, alerts and the chart
 	// datasource; nil without feature sensors.
 	Sensors *sensors.Service
+	// Push is the push-notification subsystem (companion QR); nil where
+	// nothing ingests.
+	Push *push.Service
 }
 
 // StatusSource provides cached status snapshots (MQTT and later others).

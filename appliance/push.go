@@ -1,0 +1,77 @@
+package appliance
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"beaconhub/appliance/push"
+	"beaconhub/store"
+)
+
+// buildPush wires the push subsystem to its sources: sensor conditions,
+// health conditions and committed alerting events. Called at the end of
+// buildAlerting, before the pipeline starts, so no transition is missed.
+func (a *App) buildPush() error {
+	if a.monitor == nil {
+		return nil
+	}
+	sp := a.monitor.Push()
+	pub := push.NewPublisher(a.live, a.clock, sp.Transport(), sp, a.log.With("component", "push"))
+	svc, err := push.New(a.live, a.clock, a.db, pub, a.log.With("component", "push"))
+	if err != nil {
+		return err
+	}
+	svc.Identify = a.pushIdentity()
+	a.monitor.Conditions().Subscribe(svc.OnHealth)
+	if c := a.SensorConditions(); c != nil {
+		c.Subscribe(svc.OnSensor)
+	}
+	if a.events != nil {
+		a.events.OnCommitted(svc.OnEvent)
+	}
+	a.push = svc
+	return nil
+}
+
+// startPush starts the worker, the outbox re-send and the digest
+// scheduler; shutdown cancels them.
+func (a *App) startPush() {
+	if a.push == nil {
+		return
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	a.push.Start(ctx)
+	a.onStop(func(context.Context) error { cancel(); <-a.push.Done(); return nil })
+}
+
+// Push returns the push service (nil when nothing ingests).
+func (a *App) Push() *push.Service { return a.push }
+
+// pushIdentity resolves condition subjects (asset_uid or MAC) to devices
+// from a beacon list refreshed at most once a minute, so a burst of
+// transitions does not scan the store per message.
+func (a *App) pushIdentity() func(string) push.Device {
+	var mu sync.Mutex
+	var at time.Time
+	byKey := map[string]push.Device{}
+	return func(subject string) push.Device {
+		mu.Lock()
+		defer mu.Unlock()
+		if now := a.clock.Now(); now.Sub(at) > time.Minute || at.IsZero() {
+			if bs, err := a.db.ListBeacons(); err == nil {
+				byKey = make(map[string]push.Device, 2*len(bs))
+				for _, b := range bs {
+					d := deviceOf(b)
+					byKey[b.AssetUID], byKey[b.MAC] = d, d
+				}
+				at = now
+			}
+		}
+		return byKey[subject]
+	}
+}
+
+func deviceOf(b store.Beacon) push.Device {
+	return push.Device{Name: b.Name, MAC: b.MAC, AssetUID: b.AssetUID, Type: b.Type}
+}

@@ -1,0 +1,195 @@
+package push
+
+import (
+	"strings"
+	"time"
+
+	"beaconhub/store"
+)
+
+// Condition kinds of the sensor monitor (appliance/sensors), repeated here
+// so push does not import the ingest-side package.
+const (
+	condRange       = "range"
+	condBattery     = "battery"
+	condNotSeen     = "notseen"
+	condCalibration = "calibration"
+)
+
+// OnSensor receives a sensor condition transition (sensors.Conditions
+// Subscribe). It only hands off.
+func (s *Service) OnSensor(r store.SensorConditionRecord) { s.do(func() { s.sensor(r) }) }
+
+// OnHealth receives a health transition (status.Conditions Subscribe).
+func (s *Service) OnHealth(h store.HealthRecord) { s.do(func() { s.health(h) }) }
+
+// OnEvent receives a committed alerting event (alerting OnCommitted). The
+// alerting service merges the reports of one press within the button
+// dedup window into one event and calls this once per inserted event, so
+// push shares that dedup instead of keeping a second window.
+func (s *Service) OnEvent(e store.Event) {
+	if e.BeaconType != "panic" && e.BeaconType != "watch" {
+		return
+	}
+	if e.Status != "alert" && !e.Test {
+		return
+	}
+	s.do(func() {
+		if m, ok := ButtonPress(e); ok {
+			s.immediate(m)
+		}
+	})
+}
+
+func (s *Service) identify(subject string) Device {
+	if s.Identify != nil {
+		if d := s.Identify(subject); d != (Device{}) {
+			return d
+		}
+	}
+	if len(subject) == 12 && !strings.Contains(subject, "-") {
+		return Device{MAC: subject}
+	}
+	return Device{AssetUID: subject}
+}
+
+func secs(n int) time.Duration { return time.Duration(n) * time.Second }
+
+// mode returns a bulk category's delivery mode and interval, read live
+// so a settings change applies to the next transition.
+func (s *Service) mode(cat string) (bulk bool, interval time.Duration) {
+	cfg := s.live.Get()
+	switch cat {
+	case CatBatteries:
+		return cfg.PushBatteriesMode != "individual", secs(cfg.PushBatteriesIntervalSeconds)
+	case CatNotSeen:
+		return cfg.PushSensorNotseenMode != "individual", secs(cfg.PushSensorNotseenIntervalSeconds)
+	case CatCalibration:
+		return cfg.PushCalibrationMode != "individual", secs(cfg.PushCalibrationIntervalSeconds)
+	case CatHealth:
+		return cfg.PushFleetHealthMode != "individual", secs(cfg.PushFleetHealthIntervalSeconds)
+	case CatSensors:
+		return true, 24 * time.Hour // the daily quiet snapshot
+	}
+	return false, 0
+}
+
+// announce applies a repeat cooldown to one condition key: an activation
+// is announced unless one was announced less than cooldown ago; a
+// recovery is announced only when its activation was, so a flapping
+// device costs one alert and one recovery per cooldown.
+func (s *Service) announce(key string, active bool, cooldown time.Duration) bool {
+	now := s.clk.Now().UnixMilli()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !active {
+		if !s.st.Open[key] {
+			return false
+		}
+		delete(s.st.Open, key)
+		return true
+	}
+	if last, ok := s.st.Alerted[key]; ok && now-last < cooldown.Milliseconds() {
+		return false
+	}
+	s.st.Alerted[key] = now
+	s.st.Open[key] = true
+	return true
+}
+
+// track keeps a stateful category's active set (for digests and QR
+// snapshots) and, in bulk mode, its changes since the last bucket.
+func (s *Service) track(cat, subject, phase, text string, since, at int64, bulk bool) {
+	it := Item{Subject: subject, Phase: phase, Since: since, At: at, Text: text}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.st.Active[cat] == nil {
+		s.st.Active[cat] = map[string]Item{}
+	}
+	if phase == PhaseActive {
+		s.st.Active[cat][subject] = it
+	} else {
+		delete(s.st.Active[cat], subject)
+	}
+	if bulk {
+		s.st.Changes[cat] = append(s.st.Changes[cat], it)
+	}
+}
+
+func phaseOf(p string) string {
+	if p == store.HealthResolved {
+		return PhaseResolved
+	}
+	return PhaseActive
+}
+
+func (s *Service) sensor(r store.SensorConditionRecord) {
+	d := s.identify(r.Subject)
+	active := r.Phase != store.HealthResolved
+	cfg := s.live.Get()
+	var msg Message
+	send := false
+	switch r.Kind {
+	case condRange:
+		// Individual with a per-asset cooldown (the key covers temperature
+		// and humidity); the range set also feeds the daily snapshot.
+		s.track(CatSensors, r.Key, phaseOf(r.Phase), r.Message, r.Since, r.At, false)
+		send = s.announce(r.Key, active, secs(cfg.PushSensorsCooldownSeconds))
+		if active {
+			msg = SensorAlert(r, d)
+		} else {
+			msg = SensorRecovery(r, d)
+		}
+	case condNotSeen:
+		if d.Type == "panic" || d.Type == "watch" {
+			s.mu.Lock()
+			s.critical[r.Key] = true
+			s.mu.Unlock()
+			s.track(CatNotSeen, r.Key, phaseOf(r.Phase), r.Message, r.Since, r.At, false)
+			send, msg = s.announce(r.Key, active, secs(cfg.PushCriticalCooldownSeconds)), NotSeenAlert(r, d)
+			break
+		}
+		send, msg = s.bulkOrIndividual(CatNotSeen, r, NotSeenAlert(r, d))
+	case condBattery:
+		send, msg = s.bulkOrIndividual(CatBatteries, r, BatteryAlert(r, d))
+	case condCalibration:
+		send, msg = s.bulkOrIndividual(CatCalibration, r, CalibrationAlert(r, d))
+	default:
+		return
+	}
+	if send {
+		s.immediate(msg)
+	}
+	s.save()
+}
+
+func (s *Service) bulkOrIndividual(cat string, r store.SensorConditionRecord, m Message) (bool, Message) {
+	bulk, iv := s.mode(cat)
+	s.track(cat, r.Key, phaseOf(r.Phase), m.Title, r.Since, r.At, bulk)
+	if bulk {
+		return false, m
+	}
+	return s.announce(r.Key, r.Phase != store.HealthResolved, iv), m
+}
+
+func (s *Service) health(h store.HealthRecord) {
+	m := HealthAlert(h)
+	active := h.Phase != store.HealthResolved
+	if strings.HasPrefix(h.Key, "fleet:") {
+		bulk, iv := s.mode(CatHealth)
+		s.track(CatHealth, h.Key, phaseOf(h.Phase), m.Title, h.Since, h.At, bulk)
+		if !bulk && s.announce(h.Key, active, iv) {
+			s.immediate(m)
+		}
+		s.ops(m) // the vendor sees every fleet change
+		s.save()
+		return
+	}
+	// Infrastructure: immediate with the critical repeat cooldown.
+	s.track(CatHealth, h.Key, phaseOf(h.Phase), m.Title, h.Since, h.At, false)
+	if s.announce(h.Key, active, secs(s.live.Get().PushCriticalCooldownSeconds)) {
+		s.immediate(m)
+		s.ops(m)
+	}
+	s.save()
+}

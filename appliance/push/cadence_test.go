@@ -1,0 +1,168 @@
+package push
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"beaconhub/appliance/push/ntfytest"
+
+	"beaconhub/store"
+)
+
+func TestSensorCooldownPerAssetAndQuietRecovery(t *testing.T) {
+	r := newRig(t, false)
+	on := func(msg string) {
+		r.svc.OnSensor(sensorRec("range", "F1", "active", msg, r.clk.Now()))
+		r.svc.Idle()
+	}
+	off := func() {
+		r.svc.OnSensor(sensorRec("range", "F1", "resolved", "back in range", r.clk.Now()))
+		r.svc.Idle()
+	}
+	on("temperature 9 °C outside 2..8")
+	off()
+	r.advance(time.Hour)
+	on("humidity 90 % outside 20..80") // humidity does not bypass the asset's cooldown
+	off()
+	got := r.msgs("TST000-sensors")
+	if len(got) != 2 || got[0].Priority != 5 || got[1].Priority != 1 || got[1].Title != "Back in range" {
+		t.Fatalf("want alert + quiet recovery, got %+v", got)
+	}
+	r.advance(6 * time.Hour) // past server_push_sensors_cooldown_seconds (21600)
+	on("temperature 10 °C outside 2..8")
+	if n := len(r.msgs("TST000-sensors")); n != 3 {
+		t.Fatalf("after cooldown want a new alert, have %d", n)
+	}
+}
+
+// TestBurstOfExcursions: 1,000 flapping excursions of 10 fridges in one
+// minute produce one alert and one quiet recovery per fridge.
+func TestBurstOfExcursions(t *testing.T) {
+	r := newRig(t, false)
+	for i := 0; i < 1000; i++ {
+		subj := fmt.Sprintf("F%d", i%10)
+		phase := "active"
+		if (i/10)%2 == 1 {
+			phase = "resolved"
+		}
+		r.clk.Advance(60 * time.Millisecond)
+		r.svc.OnSensor(sensorRec("range", subj, phase, "temperature 9 °C outside 2..8", r.clk.Now()))
+	}
+	r.svc.Idle()
+	if n := len(r.msgs("TST000-sensors")); n > 20 {
+		t.Fatalf("burst produced %d messages, cadence allows 20", n)
+	}
+}
+
+func TestCriticalCooldownPanicNotSeenAndHealth(t *testing.T) {
+	r := newRig(t, false)
+	for i := 0; i < 5; i++ {
+		r.svc.OnSensor(sensorRec("notseen", "P1", "active", "Not seen for more than 60 minutes", r.clk.Now()))
+		r.svc.OnSensor(sensorRec("notseen", "P1", "resolved", "seen again", r.clk.Now()))
+		r.svc.OnHealth(store.HealthRecord{Key: "mqtt_down", Phase: "active", At: r.clk.Now().UnixMilli(), Message: "MQTT down"})
+		r.svc.OnHealth(store.HealthRecord{Key: "mqtt_down", Phase: "resolved", At: r.clk.Now().UnixMilli()})
+		r.advance(time.Minute)
+	}
+	if n := len(r.msgs("TST000-notseen")); n != 2 {
+		t.Fatalf("panic not-seen: want activation + recovery, got %d", n)
+	}
+	if n := len(r.msgs("TST000-health")); n != 2 {
+		t.Fatalf("mqtt_down: want activation + recovery, got %d", n)
+	}
+	r.advance(6 * time.Hour)
+	r.svc.OnHealth(store.HealthRecord{Key: "mqtt_down", Phase: "active", At: r.clk.Now().UnixMilli(), Message: "MQTT down"})
+	r.svc.Idle()
+	if n := len(r.msgs("TST000-health")); n != 3 {
+		t.Fatalf("after the critical cooldown want a repeat, got %d", n)
+	}
+}
+
+// TestModeSwitchAppliedLive: batteries start bulk (no immediate message,
+// a digest at the next 09:00 Prague), then switch to individual.
+func TestModeSwitchAppliedLive(t *testing.T) {
+	r := newRig(t, false) // t0 = 10:00 UTC = 11:00 Prague
+	r.svc.OnSensor(sensorRec("battery", "F1", "active", "battery 2600 mV", r.clk.Now()))
+	r.svc.Idle()
+	if n := len(r.msgs("TST000-batteries")); n != 0 {
+		t.Fatalf("bulk mode sent %d immediately", n)
+	}
+	// The night of 28/29 March 2026 is the spring-forward change: the next
+	// 09:00 Prague (CEST) is 07:00 UTC, 21 h later, not 22 h.
+	r.advance(21*time.Hour - time.Second)
+	if n := len(r.msgs("TST000-batteries")); n != 0 {
+		t.Fatalf("digest before the boundary: %d", n)
+	}
+	r.advance(time.Second)
+	d := r.msgs("TST000-batteries")
+	if len(d) != 1 || d[0].Title != "Low battery: 1 devices" {
+		t.Fatalf("digest: %+v", d)
+	}
+	rec, err := ParseRecord(d[0].Message)
+	if err != nil || rec.Intent != IntentDigest || len(rec.Items) != 2 {
+		t.Fatalf("digest record %+v %v", rec, err)
+	}
+	r.patch(map[string]any{"server_push_batteries_mode": "individual"})
+	r.svc.OnSensor(sensorRec("battery", "F2", "active", "battery 2500 mV", r.clk.Now()))
+	r.svc.Idle()
+	if d := r.msgs("TST000-batteries"); len(d) != 2 || d[1].Title != "Low battery 2.50 V" {
+		t.Fatalf("individual after live switch: %+v", d)
+	}
+}
+
+func TestButtonPressesAreOnePerEvent(t *testing.T) {
+	r := newRig(t, false)
+	// Alerting merged five gateway reports into event 3; it reports the
+	// insert once, so push publishes once. Motion warnings are not pushed.
+	r.svc.OnEvent(store.Event{ID: 3, Status: "alert", BeaconType: "panic", AlertsysMessage: "Help in room 12"})
+	r.svc.OnEvent(store.Event{ID: 4, Status: "warning", BeaconType: "panic"})
+	r.svc.Idle()
+	if m := r.msgs("TST000-sos"); len(m) != 1 || m[0].Title != "Help in room 12" {
+		t.Fatalf("%+v", m)
+	}
+}
+
+// TestDailyQuietSnapshotOfSensors: active ranges are listed once a day at
+// the anchor at minimum priority; a QR snapshot in between does not move
+// the bucket.
+func TestDailyQuietSnapshotOfSensors(t *testing.T) {
+	r := newRig(t, false)
+	r.svc.OnSensor(sensorRec("range", "F1", "active", "temperature 9 °C outside 2..8", r.clk.Now()))
+	r.svc.Idle()
+	if n := r.svc.Snapshot([]string{CatSensors, CatSOS}); n != 1 {
+		t.Fatalf("snapshots %d", n)
+	}
+	r.advance(21 * time.Hour) // 09:00 Prague (CEST) next day
+	var got []ntfytest.Message
+	for _, m := range r.msgs("TST000-sensors") {
+		if m.Priority == 1 {
+			got = append(got, m)
+		}
+	}
+	// The QR snapshot and the daily one (the still-active alert also got
+	// its repeat after the sensors cooldown, at priority urgent).
+	if len(got) != 2 || got[1].Title != "Sensors: 1 out of range" {
+		t.Fatalf("%+v", got)
+	}
+	rec, _ := ParseRecord(got[1].Message)
+	if rec.Intent != IntentSnapshot || len(rec.Items) != 1 || rec.Items[0].Subject != "range:F1" {
+		t.Fatalf("%+v", rec)
+	}
+}
+
+func TestStillActiveCriticalConditionRepeatsAfterCooldown(t *testing.T) {
+	r := newRig(t, false)
+	r.svc.OnHealth(store.HealthRecord{Key: "alertsys_down", Phase: "active", At: r.clk.Now().UnixMilli(), Message: "alertsys unreachable"})
+	r.svc.Idle()
+	for i := 0; i < 6*60-1; i++ {
+		r.advance(time.Minute)
+	}
+	if n := len(r.msgs("TST000-health")); n != 1 {
+		t.Fatalf("repeat before the critical cooldown: %d", n)
+	}
+	r.advance(time.Minute)
+	got := r.msgs("TST000-health")
+	if len(got) != 2 || got[1].Title != "alertsys unreachable" || got[1].Priority != 4 {
+		t.Fatalf("%+v", got)
+	}
+}

@@ -1,0 +1,175 @@
+package push
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// MaxMessage is the push server's message limit (ntfy: 4096 bytes).
+const MaxMessage = 4096
+
+// maxItemText caps one item's text so a single line always fits a part.
+const maxItemText = 400
+
+// digestCategories are the categories with scheduled digests: the four
+// bulk ones and the daily quiet snapshot of sensors.
+var digestCategories = []string{CatSensors, CatBatteries, CatNotSeen, CatCalibration, CatHealth}
+
+// Boundary returns the latest bucket boundary <= t. Boundaries are wall
+// clock times in loc: for intervals under a day, anchor + k*interval of
+// each local day (so 09:00 stays 09:00 across DST changes); for whole
+// days, the anchor every interval/24h local days.
+func Boundary(t time.Time, anchor string, loc *time.Location, interval time.Duration) time.Time {
+	var h, m int
+	if _, err := fmt.Sscanf(anchor, "%d:%d", &h, &m); err != nil {
+		h, m = 9, 0
+	}
+	if interval <= 0 {
+		interval = 24 * time.Hour
+	}
+	lt := t.In(loc)
+	best := time.Time{}
+	for back := 0; back <= 400 && best.IsZero(); back++ {
+		y, mo, d := lt.AddDate(0, 0, -back).Date()
+		for _, b := range dayBoundaries(y, mo, d, h, m, loc, interval) {
+			if !b.After(t) && b.After(best) {
+				best = b
+			}
+		}
+	}
+	return best
+}
+
+// NextBoundary returns the first boundary strictly after t.
+func NextBoundary(t time.Time, anchor string, loc *time.Location, interval time.Duration) time.Time {
+	if interval <= 0 {
+		interval = 24 * time.Hour // as Boundary: never a zero step
+	}
+	cur := Boundary(t, anchor, loc, interval)
+	probe := t
+	for i := 0; i < 800; i++ {
+		probe = probe.Add(min(interval, time.Hour))
+		if b := Boundary(probe, anchor, loc, interval); b.After(cur) && b.After(t) {
+			return b
+		}
+	}
+	return t.Add(interval)
+}
+
+func dayBoundaries(y int, mo time.Month, d, h, m int, loc *time.Location, interval time.Duration) []time.Time {
+	anchorSec := h*3600 + m*60
+	if interval >= 24*time.Hour {
+		days := int(interval / (24 * time.Hour))
+		dayNum := int(time.Date(y, mo, d, 12, 0, 0, 0, time.UTC).Unix() / 86400)
+		if dayNum%days != 0 {
+			return nil
+		}
+		return []time.Time{time.Date(y, mo, d, 0, 0, anchorSec, 0, loc)}
+	}
+	step := int(interval / time.Second)
+	var out []time.Time
+	for sec := anchorSec % step; sec < 86400; sec += step {
+		out = append(out, time.Date(y, mo, d, 0, 0, sec, 0, loc))
+	}
+	return out
+}
+
+// Digest builds one category's digest: a title, the active conditions
+// and the changes since the previous bucket, split into numbered parts so
+// every rendered message (body and record) fits MaxMessage. Splitting is
+// by whole lines and item texts are cut on rune boundaries, so no part
+// carries broken UTF-8.
+func Digest(cat string, active []Item, changes []Item, at int64, quiet bool) []Message {
+	if len(active) == 0 && len(changes) == 0 {
+		return nil
+	}
+	sort.Slice(active, func(i, j int) bool { return active[i].Subject < active[j].Subject })
+	title := digestTitle(cat, len(active))
+	prio, tags, intent := PrioDefault, categoryTags(cat), IntentDigest
+	if quiet {
+		prio, intent = PrioMin, IntentSnapshot
+	}
+	type line struct {
+		text string
+		it   Item
+	}
+	var lines []line
+	for _, it := range active {
+		it.Text = truncRunes(it.Text, maxItemText)
+		lines = append(lines, line{"• " + it.Subject + ": " + it.Text, it})
+	}
+	for _, it := range changes {
+		it.Text = truncRunes(it.Text, maxItemText)
+		lines = append(lines, line{"Δ " + it.Subject + " " + it.Phase + ": " + it.Text, it})
+	}
+	base := Message{Category: cat, Title: title, Tags: tags, Priority: prio,
+		Record: Record{Category: cat, Kind: KindCondition, Phase: PhaseSnapshot, Intent: intent, Subject: "digest:" + cat, At: at, Seq: 1 << 62, Part: 99, Parts: 99}}
+	var parts []Message
+	cur := base
+	for _, l := range lines {
+		next := cur
+		next.Body = strings.TrimPrefix(cur.Body+"\n"+l.text, "\n")
+		next.Record.Items = append(append([]Item(nil), cur.Record.Items...), l.it)
+		if len(next.Render("t").Message) > MaxMessage-200 && len(cur.Record.Items) > 0 {
+			parts = append(parts, cur)
+			cur = base
+			next = cur
+			next.Body = l.text
+			next.Record.Items = []Item{l.it}
+		}
+		cur = next
+	}
+	parts = append(parts, cur)
+	for i := range parts {
+		parts[i].Record.Seq = 0
+		parts[i].Record.Part, parts[i].Record.Parts = i+1, len(parts)
+		if len(parts) > 1 {
+			parts[i].Title = fmt.Sprintf("%s (part %d/%d)", title, i+1, len(parts))
+		} else {
+			parts[i].Record.Part, parts[i].Record.Parts = 0, 0
+		}
+	}
+	return parts
+}
+
+func digestTitle(cat string, n int) string {
+	switch cat {
+	case CatSensors:
+		return fmt.Sprintf("Sensors: %d out of range", n)
+	case CatBatteries:
+		return fmt.Sprintf("Low battery: %d devices", n)
+	case CatNotSeen:
+		return fmt.Sprintf("Not seen: %d sensors", n)
+	case CatCalibration:
+		return fmt.Sprintf("Calibration expired: %d devices", n)
+	case CatHealth:
+		return fmt.Sprintf("Fleet health: %d exceptions", n)
+	}
+	return cat
+}
+
+func truncRunes(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	cut := n
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
+}
+
+func categoryTags(cat string) []string {
+	switch cat {
+	case CatBatteries:
+		return tagsBattery
+	case CatCalibration:
+		return tagsCalib
+	case CatHealth:
+		return tagsHealth
+	}
+	return tagsSensor
+}

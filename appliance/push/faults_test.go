@@ -1,0 +1,155 @@
+package push
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"beaconhub/appliance/push/ntfytest"
+	"beaconhub/store"
+)
+
+func alarm(r *rig, id uint64) {
+	r.svc.OnEvent(store.Event{ID: id, Status: "alert", BeaconType: "panic", CreatedAt: r.clk.Now().UnixMilli()})
+	r.svc.Idle()
+}
+
+func TestRateLimitWithoutRetryAfterBacksOff30s(t *testing.T) {
+	r := newRig(t, false)
+	r.ntfy.Set(func(s *ntfytest.Server) { s.RateLimited = 1 })
+	alarm(r, 1)
+	alarm(r, 2) // during the backoff: queued, not even attempted
+	if a := r.ntfy.Attempts(); a != 1 {
+		t.Fatalf("attempts during backoff: %d", a)
+	}
+	if got := r.pub.BackoffUntil().Sub(r.clk.Now()); got != DefaultBackoff {
+		t.Fatalf("backoff %v", got)
+	}
+	r.advance(29 * time.Second)
+	if len(r.msgs("")) != 0 {
+		t.Fatal("sent before the backoff ended")
+	}
+	r.advance(time.Second)
+	if m := r.msgs("TST000-sos"); len(m) != 2 {
+		t.Fatalf("after backoff want both alerts, got %d", len(m))
+	}
+}
+
+func TestRateLimitWithRetryAfter(t *testing.T) {
+	r := newRig(t, false)
+	r.ntfy.Set(func(s *ntfytest.Server) { s.RateLimited, s.RetryAfter = 1, 7 })
+	alarm(r, 1)
+	if got := r.pub.BackoffUntil().Sub(r.clk.Now()); got != 7*time.Second {
+		t.Fatalf("backoff %v", got)
+	}
+	r.advance(7 * time.Second)
+	if m := r.msgs("TST000-sos"); len(m) != 1 {
+		t.Fatalf("got %d", len(m))
+	}
+}
+
+func TestServerErrorsTimeoutsAndRefusedAreRetried(t *testing.T) {
+	r := newRig(t, true)
+	r.ntfy.Set(func(s *ntfytest.Server) { s.FailStatus, s.FailN = 503, 2 })
+	alarm(r, 1)
+	r.advance(2 * time.Second) // second failure
+	r.advance(4 * time.Second) // delivered
+	if m := r.msgs("TST000-sos"); len(m) != 1 {
+		t.Fatalf("5xx: got %d", len(m))
+	}
+
+	// Timeout: the server stalls past the transport's total limit.
+	r.ntfy.Set(func(s *ntfytest.Server) { s.Delay = 1500 * time.Millisecond })
+	alarm(r, 2)
+	if r.svc.RetryQueued() != 1 {
+		t.Fatalf("timeout not queued: %d", r.svc.RetryQueued())
+	}
+	r.ntfy.Set(func(s *ntfytest.Server) { s.Delay = 0 })
+	r.advance(time.Minute)
+	if m := r.msgs("TST000-sos"); len(m) != 2 || r.svc.RetryQueued() != 0 {
+		t.Fatalf("timeout: got %d queued %d", len(m), r.svc.RetryQueued())
+	}
+
+	// Connection refused: the server is gone (its port closed).
+	r.ntfy.Close()
+	alarm(r, 3)
+	if r.svc.RetryQueued() != 1 {
+		t.Fatal("refused not queued")
+	}
+	// Test sends are never queued.
+	r.svc.OnEvent(store.Event{ID: 4, Status: "alert", Test: true, BeaconType: "watch"})
+	r.svc.Idle()
+	if r.svc.RetryQueued() != 1 {
+		t.Fatal("test send was queued")
+	}
+}
+
+// TestRestartWithFullOutbox: digests are in the durable outbox while the
+// server is down; after a restart every one is delivered exactly once.
+func TestRestartWithFullOutbox(t *testing.T) {
+	r := newRig(t, false)
+	for i := 0; i < 30; i++ {
+		r.svc.OnSensor(sensorRec("calibration", "D"+string(rune('A'+i%26))+string(rune('0'+i/26)), "active", "expired", r.clk.Now()))
+		r.svc.OnSensor(sensorRec("battery", "B"+string(rune('A'+i%26))+string(rune('0'+i/26)), "active", "battery 2500 mV", r.clk.Now()))
+	}
+	r.svc.Idle()
+	r.ntfy.Set(func(s *ntfytest.Server) { s.FailStatus, s.FailN = 503, 1<<30 })
+	r.advance(21 * time.Hour) // the next 09:00 Prague: digests queued, server failing
+	if r.svc.OutboxLen() == 0 {
+		t.Fatal("outbox empty")
+	}
+	queued := r.svc.OutboxLen()
+	r.restart()
+	r.restart() // twice: still nothing lost or doubled
+	r.ntfy.Set(func(s *ntfytest.Server) { s.FailN = 0 })
+	r.restart()
+	if n := r.svc.OutboxLen(); n != 0 {
+		t.Fatalf("outbox after recovery: %d", n)
+	}
+	got := len(r.msgs("TST000-batteries")) + len(r.msgs("TST000-calibration"))
+	if got != queued {
+		t.Fatalf("delivered %d, queued %d", got, queued)
+	}
+	seen := map[string]bool{}
+	for _, m := range r.msgs("") {
+		if seen[m.Message] {
+			t.Fatalf("duplicate: %s", m.Title)
+		}
+		seen[m.Message] = true
+	}
+	// The bucket is marked delivered: no second digest for it.
+	r.restart()
+	if n := len(r.msgs("")); n != got {
+		t.Fatalf("re-sent after restart: %d", n)
+	}
+}
+
+// TestRestartKeepsQueuedImmediateAlerts: alerts waiting for a failing
+// server survive a restart and are delivered exactly once, in order.
+func TestRestartKeepsQueuedImmediateAlerts(t *testing.T) {
+	r := newRig(t, false)
+	r.ntfy.Set(func(s *ntfytest.Server) { s.FailStatus, s.FailN = 503, 1<<30 })
+	for id := uint64(1); id <= 5; id++ {
+		alarm(r, id)
+	}
+	if r.svc.RetryQueued() != 5 {
+		t.Fatalf("queued %d", r.svc.RetryQueued())
+	}
+	r.restart()
+	r.ntfy.Set(func(s *ntfytest.Server) { s.FailN = 0 })
+	r.restart()
+	got := r.msgs("TST000-sos")
+	if len(got) != 5 || r.svc.RetryQueued() != 0 {
+		t.Fatalf("delivered %d, queued %d", len(got), r.svc.RetryQueued())
+	}
+	for i, m := range got {
+		rec, _ := ParseRecord(m.Message)
+		if want := fmt.Sprintf("event:%d", i+1); rec.Subject != want {
+			t.Fatalf("order: %d is %s", i, rec.Subject)
+		}
+	}
+	r.restart()
+	if n := len(r.msgs("")); n != 5 {
+		t.Fatalf("re-sent after restart: %d", n)
+	}
+}

@@ -1,0 +1,139 @@
+package push
+
+import (
+	"time"
+
+	"beaconhub/store"
+)
+
+// state is the persisted cadence state (rule 2): cooldown anchors, which
+// activations were announced, each bulk category's active conditions and
+// changes since its last bucket, and the last digest bucket delivered.
+type state struct {
+	Alerted    map[string]int64           `json:"alerted"` // key -> last announced activation (ms)
+	Open       map[string]bool            `json:"open"`    // activation announced, recovery not yet
+	Active     map[string]map[string]Item `json:"active"`  // category -> subject -> item
+	Changes    map[string][]Item          `json:"changes"` // category -> since last bucket
+	LastBucket map[string]int64           `json:"last_bucket"`
+	// LastDelivery is the last acknowledged outbox publish (ms).
+	LastDelivery int64 `json:"last_delivery"`
+}
+
+const stateName = "cadence"
+
+func loadState(db *store.DB) (*state, error) {
+	st := &state{}
+	if _, err := db.PushState(stateName, st); err != nil {
+		return nil, err
+	}
+	if st.Alerted == nil {
+		st.Alerted = map[string]int64{}
+	}
+	if st.Open == nil {
+		st.Open = map[string]bool{}
+	}
+	if st.Active == nil {
+		st.Active = map[string]map[string]Item{}
+	}
+	if st.Changes == nil {
+		st.Changes = map[string][]Item{}
+	}
+	if st.LastBucket == nil {
+		st.LastBucket = map[string]int64{}
+	}
+	return st, nil
+}
+
+// save persists the state; called by the worker after a change.
+func (s *Service) save() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.db.PutPushState(stateName, s.st); err != nil {
+		s.log.Error("persist push state", "err", err)
+	}
+}
+
+// enqueueDurable puts digest work in the outbox (rendered, so a re-send
+// after a restart is byte-identical) in the same transaction as the
+// cadence state that produced it, then tries to flush it.
+func (s *Service) enqueueDurable(msgs []Message) {
+	cfg := s.live.Get()
+	if !cfg.PushEnabled {
+		msgs = nil
+	}
+	rows := make([]store.PushOutbox, len(msgs))
+	for i, m := range msgs {
+		m.Record.Seq = s.pub.NextSeq()
+		r := m.Render(Topic(cfg.ServerID, m.Category))
+		rows[i] = store.PushOutbox{Topic: r.Topic, Title: r.Title, Message: r.Message, Tags: r.Tags, Priority: r.Priority, Created: s.clk.Now().UnixMilli()}
+	}
+	s.mu.Lock()
+	_, err := s.db.EnqueuePush(rows, stateName, s.st)
+	s.mu.Unlock()
+	if err != nil {
+		s.log.Error("push outbox", "err", err)
+		return
+	}
+	s.flushOutbox()
+}
+
+// flushOutbox sends queued rows oldest first and acks each after a 2xx;
+// on the first retryable failure the scheduler tries again later. A row
+// is deleted only after the server acknowledged it, so a restart re-sends
+// exactly the rows not yet acknowledged.
+func (s *Service) flushOutbox() {
+	s.mu.Lock()
+	s.outTimer = nil
+	s.mu.Unlock()
+	base := s.live.Get().PushServerURL
+	for {
+		rows, err := s.db.PushOutboxPending(64)
+		if err != nil {
+			s.log.Error("push outbox", "err", err)
+			return
+		}
+		if len(rows) == 0 {
+			s.mu.Lock()
+			s.outDelay = 0
+			s.mu.Unlock()
+			return
+		}
+		for _, row := range rows {
+			res := s.pub.Post(s.ctx, base, Rendered{Topic: row.Topic, Title: row.Title, Message: row.Message, Tags: row.Tags, Priority: row.Priority}, true)
+			if res != Sent && res != Rejected {
+				s.armOutbox()
+				return
+			}
+			if err := s.db.AckPush(row.ID); err != nil {
+				s.log.Error("push outbox ack", "err", err)
+				return
+			}
+			if res == Sent {
+				s.mu.Lock()
+				s.st.LastDelivery = s.clk.Now().UnixMilli()
+				s.mu.Unlock()
+			}
+		}
+		s.save()
+	}
+}
+
+func (s *Service) armOutbox() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.outTimer != nil || s.stopped {
+		return
+	}
+	s.outDelay = min(max(2*s.outDelay, 5*time.Second), 5*time.Minute)
+	d := s.outDelay
+	if w := s.pub.BackoffUntil().Sub(s.clk.Now()); w > d {
+		d = w
+	}
+	s.outTimer = s.clk.AfterFunc(d, func() { s.do(s.flushOutbox) })
+}
+
+// OutboxLen counts unacknowledged outbox rows.
+func (s *Service) OutboxLen() int {
+	rows, _ := s.db.PushOutboxPending(1 << 20)
+	return len(rows)
+}

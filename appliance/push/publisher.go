@@ -1,0 +1,136 @@
+package push
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"beaconhub/appliance/clock"
+	"beaconhub/appliance/config"
+	"beaconhub/appliance/status"
+)
+
+// DefaultBackoff is the global pause after a 429 without Retry-After.
+const DefaultBackoff = 30 * time.Second
+
+// Result of one publish attempt.
+type Result int
+
+// Results. Failed and the two rate-limit results are retryable;
+// Rejected (a 4xx other than 429) is not: re-sending cannot help.
+const (
+	Sent Result = iota
+	RateLimited
+	Backoff // not attempted: the global 429 backoff is running
+	Failed
+	Rejected
+	Disabled
+)
+
+// Recorder receives real publishes for the dashboard's delivery probe.
+type Recorder interface {
+	RecordDelivery(at time.Time, resp status.Response, err error)
+}
+
+// Publisher posts rendered messages through the bounded transport and
+// owns the global 429 backoff shared by every sender.
+type Publisher struct {
+	live *config.Live
+	clk  clock.Clock
+	tr   *status.Transport
+	rec  Recorder
+	log  *slog.Logger
+
+	send sync.Mutex // one POST at a time keeps topic order
+	mu   sync.Mutex
+	seq  uint64
+	// backoffUntil is the end of the 429 pause; nothing is posted before.
+	backoffUntil time.Time
+	lastRan      string // transport that actually ran last
+}
+
+// NewPublisher builds a publisher; rec may be nil.
+func NewPublisher(live *config.Live, clk clock.Clock, tr *status.Transport, rec Recorder, log *slog.Logger) *Publisher {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Publisher{live: live, clk: clk, tr: tr, rec: rec, log: log, lastRan: tr.Name()}
+}
+
+// Transport names the transport that ran last ("curl" or "go").
+func (p *Publisher) Transport() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.lastRan
+}
+
+// NextSeq numbers records. It is max(previous+1, now in ms), so it keeps
+// increasing across restarts without a write per message.
+func (p *Publisher) NextSeq() uint64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.seq = max(p.seq+1, uint64(p.clk.Now().UnixMilli()))
+	return p.seq
+}
+
+// BackoffUntil is the end of the current 429 pause (zero when none).
+func (p *Publisher) BackoffUntil() time.Time {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.backoffUntil
+}
+
+// Post sends one rendered message to base (a server URL). staff says
+// whether it feeds the delivery probe (vendor ops copies do not).
+func (p *Publisher) Post(ctx context.Context, base string, r Rendered, staff bool) Result {
+	p.send.Lock()
+	defer p.send.Unlock()
+	now := p.clk.Now()
+	p.mu.Lock()
+	wait := now.Before(p.backoffUntil)
+	p.mu.Unlock()
+	if wait {
+		return Backoff
+	}
+	body, _ := json.Marshal(r)
+	hdr := map[string]string{"Content-Type": "application/json"}
+	if tok := p.live.Get().PushPublishToken; tok != "" {
+		hdr["Authorization"] = "Bearer " + tok
+	}
+	resp, err := p.tr.Do(ctx, status.Request{Method: http.MethodPost, URL: strings.TrimRight(base, "/") + "/", Header: hdr, Body: body})
+	if staff && p.rec != nil {
+		p.rec.RecordDelivery(p.clk.Now(), resp, err)
+	}
+	p.mu.Lock()
+	if resp.Transport != "" {
+		p.lastRan = resp.Transport
+	}
+	p.mu.Unlock()
+	switch {
+	case err != nil:
+		p.log.Warn("push publish failed", "topic", r.Topic, "err", err)
+		return Failed
+	case resp.Status == http.StatusTooManyRequests:
+		d := DefaultBackoff
+		if s, e := strconv.Atoi(strings.TrimSpace(resp.Header.Get("Retry-After"))); e == nil && s > 0 {
+			d = time.Duration(s) * time.Second
+		}
+		p.mu.Lock()
+		p.backoffUntil = p.clk.Now().Add(d)
+		p.mu.Unlock()
+		p.log.Warn("push server rate limiting; backing off", "for", d)
+		return RateLimited
+	case resp.Status >= 200 && resp.Status < 300:
+		return Sent
+	case resp.Status >= 500:
+		return Failed
+	default:
+		p.log.Error("push server rejected message", "topic", r.Topic, "status", resp.Status)
+		return Rejected
+	}
+}

@@ -1,0 +1,117 @@
+package push
+
+import (
+	"context"
+	"encoding/json"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"beaconhub/appliance/clock"
+	"beaconhub/appliance/config"
+	"beaconhub/appliance/push/ntfytest"
+	"beaconhub/appliance/status"
+	"beaconhub/store"
+)
+
+var t0 = time.Date(2026, 3, 28, 10, 0, 0, 0, time.UTC)
+
+type rig struct {
+	t    *testing.T
+	dir  string
+	clk  *clock.Fake
+	ntfy *ntfytest.Server
+	live *config.Live
+	db   *store.DB
+	pub  *Publisher
+	svc  *Service
+	stop context.CancelFunc
+	tr   *status.Transport
+}
+
+func newRig(t *testing.T, forceGo bool) *rig {
+	t.Helper()
+	r := &rig{t: t, dir: t.TempDir(), clk: clock.NewFake(t0), ntfy: ntfytest.New()}
+	t.Cleanup(r.ntfy.Close)
+	r.ntfy.Set(func(s *ntfytest.Server) { s.Tokens = map[string]bool{"tk_publish": true} })
+	cfg := config.Defaults(config.ActiveBrand())
+	cfg.ServerID = "TST000"
+	cfg.PushServerURL = r.ntfy.URL
+	cfg.PushOpsServerURL = r.ntfy.URL
+	cfg.PushOpsTopic = "beaconhub-ops"
+	cfg.PushPublishToken = "tk_publish"
+	r.live = config.NewLive(cfg, nil, "")
+	r.tr = status.NewTransport(status.Limits{Connect: time.Second, Total: time.Second}, forceGo)
+	r.open()
+	return r
+}
+
+// open (re)opens the store and starts a fresh service on it: a restart.
+func (r *rig) open() {
+	db, err := store.Open(filepath.Join(r.dir, "service.db"), store.OpenOptions{LockTimeout: time.Second})
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	r.db = db
+	r.pub = NewPublisher(r.live, r.clk, r.tr, nil, nil)
+	if r.svc, err = New(r.live, r.clk, db, r.pub, nil); err != nil {
+		r.t.Fatal(err)
+	}
+	r.svc.Identify = func(subject string) Device {
+		switch subject {
+		case "P1":
+			return Device{Name: "Panic 1", MAC: "AABBCCDDEE01", AssetUID: "P1", Type: "panic"}
+		case "W1":
+			return Device{Name: "Watch 1", MAC: "AABBCCDDEE02", AssetUID: "W1", Type: "watch"}
+		}
+		return Device{Name: "Fridge " + subject, AssetUID: subject, Type: "sensor"}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	r.stop = cancel
+	r.svc.Start(ctx)
+	r.svc.Idle()
+	r.t.Cleanup(r.close)
+}
+
+func (r *rig) close() {
+	if r.db == nil {
+		return
+	}
+	r.stop()
+	<-r.svc.Done()
+	_ = r.db.Close()
+	r.db = nil
+}
+
+func (r *rig) restart() { r.close(); r.open() }
+
+func (r *rig) advance(d time.Duration) {
+	r.clk.Advance(d)
+	r.svc.Idle()
+}
+
+func (r *rig) patch(kv map[string]any) {
+	r.t.Helper()
+	ch := map[string]json.RawMessage{}
+	for k, v := range kv {
+		b, _ := json.Marshal(v)
+		ch[k] = b
+	}
+	if _, err := r.live.Patch(ch); err != nil {
+		r.t.Fatal(err)
+	}
+}
+
+func (r *rig) msgs(topic string) []ntfytest.Message {
+	var out []ntfytest.Message
+	for _, m := range r.ntfy.Messages() {
+		if topic == "" || m.Topic == topic {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+func sensorRec(kind, subject, phase, msg string, at time.Time) store.SensorConditionRecord {
+	return store.SensorConditionRecord{Key: kind + ":" + subject, Kind: kind, Subject: subject, Phase: phase, At: at.UnixMilli(), Since: at.UnixMilli(), Message: msg}
+}

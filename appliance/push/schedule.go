@@ -1,0 +1,125 @@
+package push
+
+import (
+	"time"
+)
+
+// armDigest schedules the next digest run at the earliest next boundary
+// of any digest category. Boundaries are recomputed on every run, so a
+// changed timezone, anchor or interval applies from the next bucket.
+func (s *Service) armDigest() {
+	cfg := s.live.Get()
+	loc, err := time.LoadLocation(cfg.PushDigestTimezone)
+	if err != nil {
+		loc = time.UTC
+	}
+	now := s.clk.Now()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stopped {
+		return
+	}
+	next := time.Time{}
+	for _, cat := range digestCategories {
+		_, iv := s.mode(cat)
+		if s.st.LastBucket[cat] == 0 {
+			// First run ever: the current bucket counts as delivered, so
+			// the first digest comes at the next boundary.
+			s.st.LastBucket[cat] = Boundary(now, cfg.PushDigestTime, loc, iv).UnixMilli()
+		}
+		if n := NextBoundary(now, cfg.PushDigestTime, loc, iv); next.IsZero() || n.Before(next) {
+			next = n
+		}
+	}
+	if s.digTimer != nil {
+		s.digTimer.Stop()
+	}
+	s.digTimer = s.clk.AfterFunc(next.Sub(now), func() { s.do(s.runDigest) })
+}
+
+// runDigest emits one digest per category whose bucket closed since its
+// last digest (once, however many boundaries a downtime skipped), puts
+// the messages in the durable outbox together with the new bucket marks,
+// and re-arms.
+func (s *Service) runDigest() {
+	cfg := s.live.Get()
+	loc, err := time.LoadLocation(cfg.PushDigestTimezone)
+	if err != nil {
+		loc = time.UTC
+	}
+	now := s.clk.Now()
+	var msgs []Message
+	s.mu.Lock()
+	for _, cat := range digestCategories {
+		bulk, iv := s.mode(cat)
+		b := Boundary(now, cfg.PushDigestTime, loc, iv).UnixMilli()
+		if b <= s.st.LastBucket[cat] {
+			continue
+		}
+		s.st.LastBucket[cat] = b
+		changes := s.st.Changes[cat]
+		delete(s.st.Changes, cat)
+		if !bulk {
+			continue
+		}
+		var active []Item
+		for _, it := range s.st.Active[cat] {
+			active = append(active, it)
+		}
+		msgs = append(msgs, Digest(cat, active, changes, now.UnixMilli(), cat == CatSensors)...)
+	}
+	s.mu.Unlock()
+	// The rows and the new bucket marks commit in one transaction: a
+	// crash before it re-runs the bucket, after it re-sends only rows.
+	s.enqueueDurable(msgs)
+	s.armDigest()
+}
+
+// Snapshot publishes one silent current-state message per included
+// stateful category (QR minting, rule 8). It bypasses the digest
+// schedule and changes no bucket mark, so it never counts as delivery of
+// the scheduled digest.
+func (s *Service) Snapshot(categories []string) int {
+	s.mu.Lock()
+	stopped := s.stopped
+	s.mu.Unlock()
+	if stopped {
+		return 0
+	}
+	n := 0
+	done := make(chan struct{})
+	s.do(func() {
+		defer close(done)
+		for _, cat := range categories {
+			if !stateful(cat) {
+				continue
+			}
+			s.mu.Lock()
+			active := make([]Item, 0, len(s.st.Active[cat]))
+			for _, it := range s.st.Active[cat] {
+				active = append(active, it)
+			}
+			s.mu.Unlock()
+			parts := Digest(cat, active, nil, s.clk.Now().UnixMilli(), true)
+			if len(parts) == 0 {
+				parts = []Message{{Category: cat, Title: digestTitle(cat, 0), Body: "No active conditions.", Tags: categoryTags(cat), Priority: PrioMin,
+					Record: Record{Category: cat, Kind: KindCondition, Phase: PhaseSnapshot, Subject: "digest:" + cat, At: s.clk.Now().UnixMilli()}}}
+			}
+			for _, p := range parts {
+				p.Record.Intent = IntentSnapshot
+				s.immediate(p)
+				n++
+			}
+		}
+	})
+	<-done
+	return n
+}
+
+func stateful(cat string) bool {
+	switch cat {
+	case CatSensors, CatBatteries, CatNotSeen, CatCalibration, CatHealth:
+		return true
+	}
+	return false
+}

@@ -1,0 +1,266 @@
+package push
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"time"
+
+	"beaconhub/appliance/clock"
+	"beaconhub/appliance/config"
+	"beaconhub/store"
+)
+
+// maxRetry bounds the in-memory retry queue of immediate alerts; past it
+// the oldest is dropped (and logged), so a dead push server cannot grow
+// memory without limit.
+const maxRetry = 1000
+
+// queued is an immediate message waiting in the retry queue.
+type queued struct {
+	Base  string   `json:"base"`
+	R     Rendered `json:"r"`
+	Staff bool     `json:"staff"`
+}
+
+// retryName is the state blob mirroring the retry queue, so an alert
+// waiting for the push server survives a restart.
+const retryName = "retry"
+
+// Service is the push subsystem: it receives condition transitions and
+// committed events, applies each category's cadence and publishes.
+// Sources call the On* methods, which only hand work to one worker
+// goroutine, so a slow push server never stalls ingest or the writer.
+type Service struct {
+	live *config.Live
+	clk  clock.Clock
+	db   *store.DB
+	pub  *Publisher
+	log  *slog.Logger
+	// Identify resolves a condition subject (asset_uid or MAC) to a
+	// device; nil leaves only the subject.
+	Identify func(subject string) Device
+
+	wmu   sync.Mutex
+	wcond *sync.Cond
+	jobs  []func()
+	busy  bool
+
+	mu         sync.Mutex
+	st         *state
+	retry      []queued
+	retryTimer clock.Timer
+	retryDelay time.Duration
+	outTimer   clock.Timer
+	outDelay   time.Duration
+	digTimer   clock.Timer
+	remTimer   clock.Timer
+	// critical marks panic/watch not-seen keys (repeat on the critical
+	// cooldown); rebuilt from transitions, so not persisted.
+	critical map[string]bool
+	stopped  bool
+	// ctx bounds every POST; cancelled at stop so shutdown never waits
+	// for a slow push server.
+	ctx  context.Context
+	done chan struct{} // closed when the worker has exited
+}
+
+// New builds the service and loads persisted cadence state.
+func New(live *config.Live, clk clock.Clock, db *store.DB, pub *Publisher, log *slog.Logger) (*Service, error) {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	s := &Service{live: live, clk: clk, db: db, pub: pub, log: log, ctx: context.Background(), done: make(chan struct{}), critical: map[string]bool{}}
+	s.wcond = sync.NewCond(&s.wmu)
+	st, err := loadState(db)
+	if err != nil {
+		return nil, err
+	}
+	s.st = st
+	if _, err := db.PushState(retryName, &s.retry); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// Start runs the worker, re-sends the durable outbox left by a previous
+// run and arms the digest scheduler. ctx ends it.
+func (s *Service) Start(ctx context.Context) {
+	s.ctx = ctx
+	go s.work()
+	go func() {
+		<-ctx.Done()
+		s.mu.Lock()
+		s.stopped = true
+		for _, t := range []clock.Timer{s.retryTimer, s.outTimer, s.digTimer, s.remTimer} {
+			if t != nil {
+				t.Stop()
+			}
+		}
+		s.mu.Unlock()
+		s.wmu.Lock()
+		// Pending jobs are dropped: what matters is durable (the outbox
+		// and the state) and is picked up at the next start.
+		s.jobs = append(s.jobs[:0], nil) // nil ends the worker
+		s.wcond.Signal()
+		s.wmu.Unlock()
+	}()
+	s.do(s.flushOutbox)
+	s.do(s.runRetry) // alerts a previous run could not deliver
+	s.do(s.armDigest)
+	s.armReminder()
+}
+
+// do hands fn to the worker.
+func (s *Service) do(fn func()) {
+	s.wmu.Lock()
+	s.jobs = append(s.jobs, fn)
+	s.wcond.Signal()
+	s.wmu.Unlock()
+}
+
+func (s *Service) work() {
+	for {
+		s.wmu.Lock()
+		for len(s.jobs) == 0 {
+			s.busy = false
+			s.wcond.Broadcast()
+			s.wcond.Wait()
+		}
+		fn := s.jobs[0]
+		s.jobs = s.jobs[1:]
+		s.busy = true
+		s.wmu.Unlock()
+		if fn == nil {
+			close(s.done)
+			s.wmu.Lock()
+			s.busy = false
+			s.wcond.Broadcast()
+			s.wmu.Unlock()
+			return
+		}
+		fn()
+	}
+}
+
+// Done is closed once the service has stopped after its context ended:
+// no timer or job of it runs any more, so the store may close.
+func (s *Service) Done() <-chan struct{} { return s.done }
+
+// Idle waits until every handed-off job ran (tests and the QR handler).
+func (s *Service) Idle() {
+	s.wmu.Lock()
+	for len(s.jobs) > 0 || s.busy {
+		s.wcond.Wait()
+	}
+	s.wmu.Unlock()
+}
+
+// immediate publishes now; retryable failures go to the retry queue,
+// except test sends, which are never queued.
+func (s *Service) immediate(m Message) {
+	cfg := s.live.Get()
+	if !cfg.PushEnabled || cfg.PushServerURL == "" {
+		return
+	}
+	m.Record.Seq = s.pub.NextSeq()
+	q := queued{Base: cfg.PushServerURL, R: m.Render(Topic(cfg.ServerID, m.Category)), Staff: true}
+	s.mu.Lock()
+	waiting := len(s.retry) > 0
+	s.mu.Unlock()
+	if waiting && m.Category != CatTest {
+		s.enqueueRetry(q) // keep order behind earlier failures
+		return
+	}
+	res := s.pub.Post(s.ctx, q.Base, q.R, true)
+	if res == Sent {
+		s.mu.Lock()
+		s.st.LastDelivery = s.clk.Now().UnixMilli() // persisted with the next state write
+		s.mu.Unlock()
+	}
+	if res != Sent && res != Rejected && m.Category != CatTest {
+		s.enqueueRetry(q)
+	}
+}
+
+// ops sends the vendor copy, gated only by ops_enabled and a topic.
+func (s *Service) ops(m Message) {
+	cfg := s.live.Get()
+	if !cfg.PushOpsEnabled || cfg.PushOpsTopic == "" || cfg.PushOpsServerURL == "" {
+		return
+	}
+	m = OpsCopy(cfg.ServerID, m)
+	m.Record.Seq = s.pub.NextSeq()
+	q := queued{Base: cfg.PushOpsServerURL, R: m.Render(cfg.PushOpsTopic)}
+	if res := s.pub.Post(s.ctx, q.Base, q.R, false); res != Sent && res != Rejected {
+		s.enqueueRetry(q)
+	}
+}
+
+func (s *Service) enqueueRetry(q queued) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.retry) >= maxRetry {
+		s.log.Error("push retry queue full; dropping oldest", "topic", s.retry[0].R.Topic)
+		s.retry = s.retry[1:]
+	}
+	s.retry = append(s.retry, q)
+	s.saveRetryLocked()
+	s.armRetryLocked()
+}
+
+// saveRetryLocked mirrors the queue to the store (only while the push
+// server fails, so the write rate is bounded by the retry cadence).
+func (s *Service) saveRetryLocked() {
+	if err := s.db.PutPushState(retryName, s.retry); err != nil {
+		s.log.Error("persist push retry queue", "err", err)
+	}
+}
+
+// armRetryLocked schedules the next retry: after the 429 backoff when
+// one runs, else with a doubling delay (2 s .. 2 min).
+func (s *Service) armRetryLocked() {
+	if s.retryTimer != nil || s.stopped {
+		return
+	}
+	s.retryDelay = min(max(2*s.retryDelay, 2*time.Second), 2*time.Minute)
+	d := s.retryDelay
+	if w := s.pub.BackoffUntil().Sub(s.clk.Now()); w > d {
+		d = w
+	}
+	s.retryTimer = s.clk.AfterFunc(d, func() { s.do(s.runRetry) })
+}
+
+func (s *Service) runRetry() {
+	s.mu.Lock()
+	s.retryTimer = nil
+	s.mu.Unlock()
+	for {
+		s.mu.Lock()
+		if len(s.retry) == 0 {
+			s.retryDelay = 0
+			s.mu.Unlock()
+			return
+		}
+		q := s.retry[0]
+		s.mu.Unlock()
+		res := s.pub.Post(s.ctx, q.Base, q.R, q.Staff)
+		s.mu.Lock()
+		if res == Sent || res == Rejected {
+			s.retry = s.retry[1:]
+			s.saveRetryLocked()
+			s.mu.Unlock()
+			continue
+		}
+		s.armRetryLocked()
+		s.mu.Unlock()
+		return
+	}
+}
+
+// RetryQueued is the number of immediate messages waiting.
+func (s *Service) RetryQueued() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.retry)
+}
