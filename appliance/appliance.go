@@ -26,6 +26,7 @@ import (
 	"beaconhub/appliance/diag"
 	"beaconhub/appliance/eink"
 	"beaconhub/appliance/ingest"
+	"beaconhub/appliance/nav"
 	"beaconhub/appliance/push"
 	"beaconhub/appliance/sensors"
 	"beaconhub/appliance/status"
@@ -69,6 +70,7 @@ type App struct {
 	pipeline *ingest.Pipeline
 	recorder *sensors.Recorder
 	eink     *eink.Service
+	nav      *nav.Service
 	mqtt     mqttSource
 	events   *alerting.Service // feature alerting (alerting.go)
 	alertsys *alerting.Worker
@@ -169,6 +171,9 @@ func (a *App) build() error {
 			}
 		}
 		a.buildEink()
+		if err := a.buildNav(); err != nil {
+			return err
+		}
 	}
 	a.diag = diag.New(a.live, a.paths, a.clock, a.log, a.opts.Debug)
 	a.onStop(func(context.Context) error { a.diag.Close(); return nil })
@@ -228,6 +233,7 @@ func (a *App) Paths() config.Paths { return a.paths }
 func (a *App) Handler() http.Handler {
 	d := handlers.Deps{Live: a.live, DB: a.db, Auth: a.auth, AppLog: a.applog, Logger: a.log, Static: web.FS(), Assets: a.assets, Sensors: a.sensorsService()}
 	d.EInk = a.eink
+	d.Nav = a.nav
 	if a.push != nil {
 		d.Push = a.push
 	}

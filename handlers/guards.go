@@ -23,10 +23,11 @@ const (
 	Auth                     // any valid JWT (api accounts only on integration routes)
 	Admin                    // a valid JWT with admin privilege
 	Integration              // api or admin accounts
+	TokenAuth                // a navigation token, or a JWT as for Auth
 )
 
 func (g Guard) String() string {
-	return [...]string{"none", "database-only", "auth", "admin", "integration"}[g]
+	return [...]string{"none", "database-only", "auth", "admin", "integration", "token/auth"}[g]
 }
 
 // Guard failure messages; the guard-matrix test recognises refusals by them.
@@ -56,6 +57,15 @@ func bearer(r *http.Request) string {
 	return ""
 }
 
+// navToken extracts the secret of an `Authorization: Token` header.
+func navToken(r *http.Request) (string, bool) {
+	h := r.Header.Get("Authorization")
+	if len(h) > 6 && strings.EqualFold(h[:6], "token ") {
+		return strings.TrimSpace(h[6:]), true
+	}
+	return "", false
+}
+
 // guard wraps a handler with its route's checks.
 func (s *Server) guard(rt Route, h handlerFunc) httprouter.Handle {
 	return func(w http.ResponseWriter, r *http.Request, p httprouter.Params) {
@@ -81,6 +91,16 @@ func (s *Server) check(rt Route, r *http.Request, out **http.Request) error {
 		}
 		return nil
 	}
+	if rt.Guard == TokenAuth {
+		// A navigation token is read-only and has no claims; any other
+		// scheme falls through to the JWT checks below.
+		if t, isToken := navToken(r); isToken {
+			if s.deps.Nav == nil || !s.deps.Nav.VerifyToken(t) {
+				return apperr.Forbidden(msgAuthRequired)
+			}
+			return nil
+		}
+	}
 	tok := bearer(r)
 	if tok == "" || s.deps.Auth == nil {
 		return apperr.Forbidden(msgAuthRequired)
@@ -104,7 +124,7 @@ func (s *Server) check(rt Route, r *http.Request, out **http.Request) error {
 		if claims.Role != auth.RoleAdmin && claims.Role != auth.RoleAPI {
 			return apperr.Forbidden(msgAdminRequired)
 		}
-	case Auth:
+	case Auth, TokenAuth:
 		if claims.Role == auth.RoleAPI {
 			return apperr.Forbidden(msgAPIForbidden)
 		}

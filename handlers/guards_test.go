@@ -25,6 +25,9 @@ var admits = map[Guard]map[string]bool{
 	Auth:        {auth.RoleUser: true, auth.RoleMaintenance: true, auth.RoleAdmin: true},
 	Admin:       {auth.RoleAdmin: true},
 	Integration: {auth.RoleAPI: true, auth.RoleAdmin: true},
+	// Navigation tokens are covered by TestNavTokenMatrix; for JWTs the
+	// rule is Auth's.
+	TokenAuth: {auth.RoleUser: true, auth.RoleMaintenance: true, auth.RoleAdmin: true},
 }
 
 // concretePath substitutes plausible values for :params and *catch-alls.

@@ -12,6 +12,7 @@ import (
 	"beaconhub/appliance/auth"
 	"beaconhub/appliance/config"
 	"beaconhub/appliance/eink"
+	"beaconhub/appliance/nav"
 	"beaconhub/appliance/push"
 	"beaconhub/appliance/sensors"
 	"beaconhub/store"
@@ -43,6 +44,9 @@ type Deps struct {
 	// Push is the push-notification subsystem (companion QR); nil where
 	// nothing ingests.
 	Push *push.Service
+	// Nav is indoor navigation (floors, graph, pathfinding); nil where no
+	// database is kept.
+	Nav *nav.Service
 }
 
 // StatusSource provides cached status snapshots (MQTT and later others).

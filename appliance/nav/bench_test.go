@@ -1,0 +1,79 @@
+package nav
+
+import (
+	"math/rand/v2"
+	"slices"
+	"testing"
+	"time"
+
+	"beaconhub/store"
+)
+
+// building generates floors x (w*h) grid nodes, 1 m apart, with 5% of the
+// corridor edges missing (walls), stairs at the four corners and a lift in
+// the middle between every pair of adjacent floors.
+func building(floors, w, h int) store.NavGraph {
+	r := rand.New(rand.NewPCG(7, 7))
+	var g store.NavGraph
+	id := func(f, x, y int) uint64 { return uint64(f*w*h + y*w + x + 1) }
+	var eid uint64
+	edge := func(a, b uint64, wt float64, kind string, acc bool) {
+		eid++
+		g.Edges = append(g.Edges, store.NavEdge{ID: eid, From: a, To: b, Weight: wt, Kind: kind, Accessible: acc})
+	}
+	for f := 0; f < floors; f++ {
+		for y := 0; y < h; y++ {
+			for x := 0; x < w; x++ {
+				g.Nodes = append(g.Nodes, store.NavNode{ID: id(f, x, y), FloorID: uint64(f + 1), X: float64(x), Y: float64(y)})
+				if x > 0 && r.IntN(20) != 0 {
+					edge(id(f, x-1, y), id(f, x, y), 1, "", true)
+				}
+				if y > 0 && r.IntN(20) != 0 {
+					edge(id(f, x, y-1), id(f, x, y), 1, "", true)
+				}
+			}
+		}
+		if f > 0 {
+			for _, c := range [][2]int{{0, 0}, {w - 1, 0}, {0, h - 1}, {w - 1, h - 1}} {
+				edge(id(f-1, c[0], c[1]), id(f, c[0], c[1]), 6, KindStairs, false)
+			}
+			edge(id(f-1, w/2, h/2), id(f, w/2, h/2), 15, KindLift, true)
+		}
+	}
+	return g
+}
+
+// BenchmarkPathfind50k reports p99 latency per query and queries/s on the
+// 10-floor, 50,000-node building between random nodes on random floors.
+// Run: go test -run '^$' -bench Pathfind50k -cpu 2 ./appliance/nav/
+func BenchmarkPathfind50k(b *testing.B) {
+	bg := building(10, 100, 50)
+	g := BuildGraph(bg)
+	n := len(bg.Nodes)
+	b.ResetTimer()
+	lat := make(chan []time.Duration, 64)
+	t0 := time.Now()
+	b.RunParallel(func(pb *testing.PB) {
+		r := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 1))
+		var mine []time.Duration
+		for pb.Next() {
+			src, dst := bg.Nodes[r.IntN(n)].ID, bg.Nodes[r.IntN(n)].ID
+			q := time.Now()
+			g.ShortestPath(src, dst, r.IntN(4) == 0)
+			mine = append(mine, time.Since(q))
+		}
+		lat <- mine
+	})
+	elapsed := time.Since(t0)
+	close(lat)
+	var all []time.Duration
+	for l := range lat {
+		all = append(all, l...)
+	}
+	slices.Sort(all)
+	if len(all) > 0 {
+		b.ReportMetric(float64(all[len(all)*99/100].Microseconds())/1000, "p99-ms")
+		b.ReportMetric(float64(all[len(all)/2].Microseconds())/1000, "p50-ms")
+		b.ReportMetric(float64(len(all))/elapsed.Seconds(), "queries/s")
+	}
+}

@@ -1,0 +1,93 @@
+package nav
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"sort"
+
+	"beaconhub/appliance/apperr"
+	"beaconhub/store"
+)
+
+// A project is what the mobile app downloads for one site: the floors of a
+// location with their nodes and edges. Its hash covers exactly the
+// content, never timestamps, so re-saving an unchanged floor does not make
+// every phone download the site again.
+
+// ProjectFloor is a floor without its bookkeeping fields.
+type ProjectFloor struct {
+	ID    uint64          `json:"id"`
+	Name  string          `json:"name"`
+	Level int             `json:"level"`
+	MapID uint64          `json:"map_id,omitempty"`
+	Nodes []store.NavNode `json:"nodes"`
+}
+
+// Project is the navigation payload of one location.
+type Project struct {
+	ID     uint64          `json:"id"`
+	Floors []ProjectFloor  `json:"floors"`
+	Edges  []store.NavEdge `json:"edges"`
+}
+
+// ProjectIDs lists the locations that have at least one floor.
+func (s *Service) ProjectIDs() ([]uint64, error) {
+	fs, err := s.db.ListFloors()
+	if err != nil {
+		return nil, err
+	}
+	seen := map[uint64]bool{}
+	var ids []uint64
+	for _, f := range fs {
+		if !seen[f.LocationID] {
+			seen[f.LocationID] = true
+			ids = append(ids, f.LocationID)
+		}
+	}
+	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
+	return ids, nil
+}
+
+// Project builds the payload of location id and its content hash.
+func (s *Service) Project(id uint64) (Project, string, error) {
+	fs, err := s.db.ListFloors()
+	if err != nil {
+		return Project{}, "", err
+	}
+	all, err := s.db.AllNavGraph()
+	if err != nil {
+		return Project{}, "", err
+	}
+	p := Project{ID: id, Floors: []ProjectFloor{}, Edges: []store.NavEdge{}}
+	ours := map[uint64]int{}
+	for _, f := range fs {
+		if f.LocationID == id {
+			ours[f.ID] = len(p.Floors)
+			p.Floors = append(p.Floors, ProjectFloor{ID: f.ID, Name: f.Name, Level: f.Level, MapID: f.MapID, Nodes: []store.NavNode{}})
+		}
+	}
+	if len(p.Floors) == 0 {
+		return p, "", apperr.NotFound("project %d has no floors", id)
+	}
+	nodeFloor := map[uint64]uint64{}
+	for _, n := range all.Nodes {
+		nodeFloor[n.ID] = n.FloorID
+		if i, ok := ours[n.FloorID]; ok {
+			p.Floors[i].Nodes = append(p.Floors[i].Nodes, n)
+		}
+	}
+	for _, e := range all.Edges {
+		_, a := ours[nodeFloor[e.From]]
+		_, b := ours[nodeFloor[e.To]]
+		if a || b {
+			p.Edges = append(p.Edges, e)
+		}
+	}
+	data, err := json.Marshal(p)
+	if err != nil {
+		return p, "", err
+	}
+	sum := sha256.Sum256(data)
+	return p, hex.EncodeToString(sum[:]), nil
+}

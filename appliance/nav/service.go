@@ -1,0 +1,173 @@
+package nav
+
+import (
+	"errors"
+	"math"
+	"strings"
+	"sync/atomic"
+
+	"beaconhub/appliance/apperr"
+	"beaconhub/appliance/clock"
+	"beaconhub/store"
+)
+
+// Service owns floors and the navigation graph and keeps the compiled
+// in-memory graph in step with the database.
+type Service struct {
+	db    *store.DB
+	clock clock.Clock
+	graph atomic.Pointer[Graph]
+}
+
+// New loads the stored graph and compiles it.
+func New(db *store.DB, clk clock.Clock) (*Service, error) {
+	if clk == nil {
+		clk = clock.Real{}
+	}
+	s := &Service{db: db, clock: clk}
+	if err := s.rebuild(); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// Graph returns the current compiled graph.
+func (s *Service) Graph() *Graph { return s.graph.Load() }
+
+func (s *Service) rebuild() error {
+	g, err := s.db.AllNavGraph()
+	if err != nil {
+		return err
+	}
+	s.graph.Store(BuildGraph(g))
+	return nil
+}
+
+func notFound(err error, what string) error {
+	if errors.Is(err, store.ErrNotFound) {
+		return apperr.NotFound("%s not found", what)
+	}
+	return err
+}
+
+// Floors lists every floor.
+func (s *Service) Floors() ([]store.Floor, error) { return s.db.ListFloors() }
+
+// Floor returns one floor.
+func (s *Service) Floor(id uint64) (store.Floor, error) {
+	f, err := s.db.GetFloor(id)
+	return f, notFound(err, "floor")
+}
+
+// SaveFloor creates (ID 0) or updates a floor.
+func (s *Service) SaveFloor(f store.Floor) (store.Floor, error) {
+	f.Name = strings.TrimSpace(f.Name)
+	if f.Name == "" {
+		return f, apperr.InvalidField("name", "name is required")
+	}
+	now := s.clock.Now().UTC()
+	if f.ID == 0 {
+		f.CreatedAt = now
+	}
+	f.UpdatedAt = now
+	out, err := s.db.PutFloor(f)
+	return out, notFound(err, "floor")
+}
+
+// DeleteFloor removes a floor with its nodes and edges.
+func (s *Service) DeleteFloor(id uint64) error {
+	if err := s.db.DeleteFloor(id); err != nil {
+		return notFound(err, "floor")
+	}
+	return s.rebuild()
+}
+
+// FloorGraph returns a floor's nodes and the edges touching them.
+func (s *Service) FloorGraph(id uint64) (store.NavGraph, error) {
+	g, err := s.db.FloorGraph(id)
+	return g, notFound(err, "floor")
+}
+
+// edit applies change in one validated transaction and recompiles.
+func (s *Service) edit(change func(cur store.NavGraph) (store.NavGraph, error)) (store.NavGraph, error) {
+	out, err := s.db.UpdateNavGraph(change, Validate)
+	if err != nil {
+		return out, notFound(err, "floor")
+	}
+	return out, s.rebuild()
+}
+
+// Edge kinds. Ordinary corridor edges have no kind.
+const (
+	KindStairs = "stairs"
+	KindLift   = "lift"
+	KindRamp   = "ramp"
+)
+
+// normEdge fills the weight (Euclidean length when omitted on one floor)
+// and the accessibility flag: corridors are always accessible, stairs
+// never, lifts and ramps as given (a lift out of service is set false).
+func normEdge(e *store.NavEdge, weight *float64, accessible *bool, nodes map[uint64]store.NavNode) error {
+	a, okA := nodes[e.From]
+	b, okB := nodes[e.To]
+	if !okA || !okB {
+		return apperr.InvalidField("edges", "edge refers to a node that does not exist")
+	}
+	e.FloorID = a.FloorID
+	if weight != nil {
+		e.Weight = *weight
+	} else if a.FloorID == b.FloorID {
+		e.Weight = math.Hypot(a.X-b.X, a.Y-b.Y)
+	} else {
+		return apperr.InvalidField("weight", "an edge between floors needs an explicit weight")
+	}
+	switch e.Kind {
+	case "":
+		e.Accessible = true
+	case KindStairs:
+		e.Accessible = false
+	case KindLift, KindRamp:
+		e.Accessible = accessible == nil || *accessible
+	default:
+		return apperr.InvalidField("kind", "edge kind must be empty, stairs, lift or ramp")
+	}
+	return nil
+}
+
+// Validate checks a whole proposed graph: every edge joins two existing,
+// distinct nodes, weights are finite and non-negative, and edges between
+// floors are stairs or lifts.
+func Validate(g store.NavGraph) error {
+	nodes := make(map[uint64]store.NavNode, len(g.Nodes))
+	for _, n := range g.Nodes {
+		if math.IsNaN(n.X) || math.IsNaN(n.Y) || math.IsInf(n.X, 0) || math.IsInf(n.Y, 0) {
+			return apperr.InvalidField("nodes", "node coordinates must be finite numbers")
+		}
+		nodes[n.ID] = n
+	}
+	for _, e := range g.Edges {
+		a, okA := nodes[e.From]
+		b, okB := nodes[e.To]
+		if !okA || !okB {
+			return apperr.InvalidField("edges", "edge %d refers to a node that does not exist (dangling edge)", e.ID)
+		}
+		if e.From == e.To {
+			return apperr.InvalidField("edges", "edge %d joins a node to itself", e.ID)
+		}
+		if math.IsNaN(e.Weight) || math.IsInf(e.Weight, 0) || e.Weight < 0 {
+			return apperr.InvalidField("weight", "edge weights must be finite and not negative")
+		}
+		if a.FloorID != b.FloorID && e.Kind != KindStairs && e.Kind != KindLift {
+			return apperr.InvalidField("kind", "an edge between floors must be stairs or lift")
+		}
+	}
+	return nil
+}
+
+func index(nodes []store.NavNode) map[uint64]store.NavNode {
+	m := make(map[uint64]store.NavNode, len(nodes))
+	for _, n := range nodes {
+		m[n.ID] = n
+	}
+	return m
+}

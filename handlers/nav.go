@@ -1,0 +1,200 @@
+package handlers
+
+import (
+	"net/http"
+	"strconv"
+
+	"beaconhub/appliance/apperr"
+	"beaconhub/appliance/applog"
+	"beaconhub/appliance/nav"
+	"beaconhub/store"
+
+	"github.com/julienschmidt/httprouter"
+)
+
+// Navigation (issue 10): floors, nodes, edges, whole-floor graphs and
+// pathfinding. Every change is recorded in the application log.
+
+func (s *Server) nav() (*nav.Service, error) {
+	if s.deps.Nav == nil {
+		return nil, apperr.Unavailable("navigation is not running in this configuration")
+	}
+	return s.deps.Nav, nil
+}
+
+func pathID(p httprouter.Params, name string) (uint64, error) {
+	id, err := strconv.ParseUint(p.ByName(name), 10, 64)
+	if err != nil || id == 0 {
+		return 0, apperr.InvalidField(name, "%s must be a positive integer", name)
+	}
+	return id, nil
+}
+
+func (s *Server) navRecord(r *http.Request, action, kind string, id uint64, what string) {
+	subject := kind + " " + strconv.FormatUint(id, 10)
+	s.deps.AppLog.Record(applog.Normal, action, subject, actor(r), subject+" "+what)
+}
+
+func (s *Server) listFloors(w http.ResponseWriter, _ *http.Request, _ httprouter.Params) error {
+	n, err := s.nav()
+	if err != nil {
+		return err
+	}
+	fs, err := n.Floors()
+	if err != nil {
+		return err
+	}
+	return ok(w, fs)
+}
+
+// floorInput is the editable part of a floor.
+type floorInput struct {
+	Name       string `json:"name"`
+	Level      int    `json:"level"`
+	LocationID uint64 `json:"location_id"`
+	MapID      uint64 `json:"map_id"`
+}
+
+func (s *Server) saveFloor(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
+	n, err := s.nav()
+	if err != nil {
+		return err
+	}
+	var id uint64
+	if p.ByName("id") != "" {
+		if id, err = pathID(p, "id"); err != nil {
+			return err
+		}
+	}
+	var in floorInput
+	if err := decode(w, r, &in); err != nil {
+		return err
+	}
+	f, err := n.SaveFloor(store.Floor{ID: id, Name: in.Name, Level: in.Level, LocationID: in.LocationID, MapID: in.MapID})
+	if err != nil {
+		return err
+	}
+	if id == 0 {
+		s.navRecord(r, "floor.create", "floor", f.ID, "("+f.Name+") created")
+		return created(w, f)
+	}
+	s.navRecord(r, "floor.update", "floor", f.ID, "("+f.Name+") updated")
+	return ok(w, f)
+}
+
+func (s *Server) getFloor(w http.ResponseWriter, _ *http.Request, p httprouter.Params) error {
+	n, err := s.nav()
+	if err != nil {
+		return err
+	}
+	id, err := pathID(p, "id")
+	if err != nil {
+		return err
+	}
+	f, err := n.Floor(id)
+	if err != nil {
+		return err
+	}
+	return ok(w, f)
+}
+
+func (s *Server) deleteFloor(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
+	n, err := s.nav()
+	if err != nil {
+		return err
+	}
+	id, err := pathID(p, "id")
+	if err != nil {
+		return err
+	}
+	if err := n.DeleteFloor(id); err != nil {
+		return err
+	}
+	s.navRecord(r, "floor.delete", "floor", id, "deleted with its nodes and edges")
+	return ok(w, map[string]any{"id": id})
+}
+
+func (s *Server) floorGraph(w http.ResponseWriter, _ *http.Request, p httprouter.Params) error {
+	n, err := s.nav()
+	if err != nil {
+		return err
+	}
+	id, err := pathID(p, "id")
+	if err != nil {
+		return err
+	}
+	g, err := n.FloorGraph(id)
+	if err != nil {
+		return err
+	}
+	return ok(w, map[string]any{"nodes": g.Nodes, "edges": g.Edges})
+}
+
+func (s *Server) floorNodes(w http.ResponseWriter, _ *http.Request, p httprouter.Params) error {
+	n, err := s.nav()
+	if err != nil {
+		return err
+	}
+	id, err := pathID(p, "id")
+	if err != nil {
+		return err
+	}
+	g, err := n.FloorGraph(id)
+	if err != nil {
+		return err
+	}
+	return ok(w, g.Nodes)
+}
+
+func (s *Server) floorEdges(w http.ResponseWriter, _ *http.Request, p httprouter.Params) error {
+	n, err := s.nav()
+	if err != nil {
+		return err
+	}
+	id, err := pathID(p, "id")
+	if err != nil {
+		return err
+	}
+	g, err := n.FloorGraph(id)
+	if err != nil {
+		return err
+	}
+	return ok(w, g.Edges)
+}
+
+func (s *Server) replaceFloorGraph(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
+	n, err := s.nav()
+	if err != nil {
+		return err
+	}
+	id, err := pathID(p, "id")
+	if err != nil {
+		return err
+	}
+	var in nav.GraphInput
+	if err := decode(w, r, &in); err != nil {
+		return err
+	}
+	g, err := n.ReplaceFloorGraph(id, in)
+	if err != nil {
+		return err
+	}
+	s.navRecord(r, "floor.graph", "floor", id, "graph replaced: "+strconv.Itoa(len(g.Nodes))+" nodes, "+strconv.Itoa(len(g.Edges))+" edges")
+	return ok(w, map[string]any{"nodes": g.Nodes, "edges": g.Edges})
+}
+
+func (s *Server) pathfind(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
+	n, err := s.nav()
+	if err != nil {
+		return err
+	}
+	var req nav.PathRequest
+	if err := decode(w, r, &req); err != nil {
+		return err
+	}
+	res, err := n.Pathfind(req)
+	if err != nil {
+		return err
+	}
+	return ok(w, res)
+}

@@ -1,0 +1,112 @@
+package handlers
+
+import (
+	"net/http"
+	"strconv"
+	"testing"
+
+	"beaconhub/appliance/nav"
+	"beaconhub/store"
+	"beaconhub/web"
+)
+
+func newNavHarness(t *testing.T, opts ...harnessOption) (*harness, string) {
+	t.Helper()
+	h := newHarness(t, opts...)
+	svc, err := nav.New(h.db, h.clock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.srv = New(Deps{Live: h.live, DB: h.db, Auth: h.auth, AppLog: h.applog, Logger: h.logger, Static: web.FS(), Nav: svc})
+	return h, h.token("admin")
+}
+
+func TestNavigationGraphAndPathfind(t *testing.T) {
+	h, admin := newNavHarness(t)
+	var f store.Floor
+	h.send("POST", "/api/v1/floors", admin, map[string]any{"name": "Ground"}).expect(t, http.StatusCreated).decodePayload(t, &f)
+	base := "/api/v1/floor/" + strconv.FormatUint(f.ID, 10)
+
+	graph := map[string]any{
+		"nodes": []map[string]any{{"key": "a", "x": 0, "y": 0}, {"key": "b", "x": 3, "y": 4}, {"key": "c", "x": 3, "y": 10}},
+		"edges": []map[string]any{{"from": "a", "to": "b"}, {"from": "b", "to": "c"}},
+	}
+	var g struct {
+		Nodes []store.NavNode `json:"nodes"`
+		Edges []store.NavEdge `json:"edges"`
+	}
+	h.send("POST", base+"/graph", admin, graph).expect(t, http.StatusOK).decodePayload(t, &g)
+	if len(g.Nodes) != 3 || len(g.Edges) != 2 {
+		t.Fatalf("graph %+v", g)
+	}
+
+	// Bad input is refused and changes nothing.
+	for name, body := range map[string]any{
+		"negative": map[string]any{"nodes": graph["nodes"], "edges": []map[string]any{{"from": "a", "to": "b", "weight": -1}}},
+		"dangling": map[string]any{"nodes": graph["nodes"], "edges": []map[string]any{{"from": "a", "to": "nowhere"}}},
+		"unknown":  map[string]any{"nodes": []map[string]any{{"key": "a", "colour": "red"}}},
+	} {
+		if r := h.send("POST", base+"/graph", admin, body); r.Code != http.StatusBadRequest {
+			t.Errorf("%s: status %d", name, r.Code)
+		}
+	}
+	h.send("POST", "/api/v1/floor/999/graph", admin, map[string]any{}).expect(t, http.StatusNotFound)
+	var nodes []store.NavNode
+	h.get(base+"/nodes", h.token("user")).expect(t, http.StatusOK).decodePayload(t, &nodes)
+	if len(nodes) != 3 {
+		t.Fatalf("nodes after rejected edits: %+v", nodes)
+	}
+
+	var res nav.PathResult
+	body := map[string]any{"from": map[string]any{"node_id": g.Nodes[0].ID}, "to": map[string]any{"floor_id": f.ID, "x": 3.2, "y": 9}}
+	h.send("POST", "/api/v1/navigation/pathfind", h.token("user"), body).expect(t, http.StatusOK).decodePayload(t, &res)
+	if res.Length != 11 || len(res.Nodes) != 3 || len(res.Legs) != 1 || len(res.Legs[0].Points) != 3 {
+		t.Fatalf("route %+v", res)
+	}
+
+	// Removing the middle node's edge makes c unreachable: a clear 409.
+	h.send("DELETE", "/api/v1/edge/"+strconv.FormatUint(g.Edges[1].ID, 10), admin, nil).expect(t, http.StatusOK)
+	r := h.send("POST", "/api/v1/navigation/pathfind", admin, body).expect(t, http.StatusConflict)
+	var p map[string]any
+	r.decodePayload(t, &p)
+	if p["reason"] != "unreachable" {
+		t.Fatalf("payload %v", p)
+	}
+
+	actions := map[string]bool{}
+	for _, rec := range h.logRecords() {
+		actions[rec.Action] = true
+	}
+	for _, a := range []string{"floor.create", "floor.graph", "edge.delete"} {
+		if !actions[a] {
+			t.Errorf("no %s log record in %v", a, actions)
+		}
+	}
+}
+
+func TestNavigationNodeEdgeRoutes(t *testing.T) {
+	h, admin := newNavHarness(t)
+	var f store.Floor
+	h.send("POST", "/api/v1/floors", admin, map[string]any{"name": "G"}).expect(t, http.StatusCreated).decodePayload(t, &f)
+	base := "/api/v1/floor/" + strconv.FormatUint(f.ID, 10)
+	var a, b store.NavNode
+	h.send("POST", base+"/nodes", admin, map[string]any{"x": 0, "y": 0}).expect(t, http.StatusCreated).decodePayload(t, &a)
+	h.send("POST", base+"/nodes", admin, map[string]any{"x": 0, "y": 2}).expect(t, http.StatusCreated).decodePayload(t, &b)
+	var e store.NavEdge
+	h.send("POST", base+"/edges", admin, map[string]any{"from": a.ID, "to": b.ID}).expect(t, http.StatusCreated).decodePayload(t, &e)
+	if e.Weight != 2 {
+		t.Fatalf("edge %+v", e)
+	}
+	h.send("POST", "/api/v1/edge/"+strconv.FormatUint(e.ID, 10), admin, map[string]any{"from": a.ID, "to": b.ID, "weight": -3}).expect(t, http.StatusBadRequest)
+	h.send("POST", "/api/v1/node/"+strconv.FormatUint(a.ID, 10), admin, map[string]any{"x": 1, "y": 1, "name": "door"}).expect(t, http.StatusOK)
+	h.send("DELETE", "/api/v1/node/"+strconv.FormatUint(a.ID, 10), admin, nil).expect(t, http.StatusOK)
+	var edges []store.NavEdge
+	h.get(base+"/edges", admin).expect(t, http.StatusOK).decodePayload(t, &edges)
+	if len(edges) != 0 {
+		t.Fatalf("edges left after node delete: %+v", edges)
+	}
+	h.send("POST", base, admin, map[string]any{"name": "G2", "level": 2}).expect(t, http.StatusOK)
+	h.send("DELETE", base, admin, nil).expect(t, http.StatusOK)
+	h.get(base, admin).expect(t, http.StatusNotFound)
+	h.get("/api/v1/floor/abc", admin).expect(t, http.StatusBadRequest)
+}

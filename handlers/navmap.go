@@ -1,0 +1,84 @@
+package handlers
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+
+	"beaconhub/appliance/apperr"
+	"beaconhub/store"
+
+	"github.com/julienschmidt/httprouter"
+)
+
+// Floor images. The maps subsystem does not exist yet, so each floor keeps
+// one optional image here; once maps exist the floor's map_id will point
+// at its map and this image will move there.
+
+const maxFloorImage = 5 << 20
+
+// sniffImage trusts the bytes, never the client's Content-Type.
+func sniffImage(data []byte) (string, bool) {
+	switch ct := http.DetectContentType(data); ct {
+	case "image/png", "image/jpeg":
+		return ct, true
+	}
+	head := strings.ToLower(string(data[:min(len(data), 1024)]))
+	head = strings.TrimSpace(strings.TrimPrefix(head, "\ufeff"))
+	if strings.HasPrefix(head, "<svg") || (strings.HasPrefix(head, "<?xml") && strings.Contains(head, "<svg")) {
+		return "image/svg+xml", true
+	}
+	return "", false
+}
+
+func (s *Server) putFloorImage(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
+	if _, err := s.nav(); err != nil {
+		return err
+	}
+	id, err := pathID(p, "id")
+	if err != nil {
+		return err
+	}
+	data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxFloorImage))
+	if err != nil {
+		return err
+	}
+	ct, isImage := sniffImage(data)
+	if !isImage {
+		return apperr.Invalid("the floor image must be PNG, JPEG or SVG")
+	}
+	if err := s.deps.DB.PutFloorImage(id, ct, data); err != nil {
+		if errors.Is(err, store.ErrNotFound) {
+			return apperr.NotFound("floor not found")
+		}
+		return err
+	}
+	s.navRecord(r, "floor.map", "floor", id, "image replaced ("+ct+")")
+	return ok(w, map[string]any{"id": id, "content_type": ct, "size": len(data)})
+}
+
+func (s *Server) floorImage(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
+	if _, err := s.nav(); err != nil {
+		return err
+	}
+	id, err := pathID(p, "id")
+	if err != nil {
+		return err
+	}
+	ct, data, err := s.deps.DB.FloorImage(id)
+	if errors.Is(err, store.ErrNotFound) {
+		return apperr.NotFound("floor %d has no image", id)
+	}
+	if err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", ct)
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	// An SVG may carry script; never let it run in our origin.
+	w.Header().Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; sandbox")
+	http.ServeContent(w, r, "", time.Time{}, bytes.NewReader(data))
+	return nil
+}

@@ -1,0 +1,39 @@
+package handlers
+
+import (
+	"bytes"
+	"net/http"
+	"testing"
+
+	"beaconhub/store"
+)
+
+func TestFloorImage(t *testing.T) {
+	h, admin := newNavHarness(t)
+	var f store.Floor
+	h.send("POST", "/api/v1/floors", admin, map[string]any{"name": "G"}).expect(t, http.StatusCreated).decodePayload(t, &f)
+	up := "/api/v1/floor/" + itoa(f.ID) + "/map"
+	get := "/api/v1/navigation/floor/" + itoa(f.ID) + "/map"
+	h.get(get, admin).expect(t, http.StatusNotFound)
+
+	png := append([]byte("\x89PNG\r\n\x1a\n"), make([]byte, 64)...)
+	h.do(req{method: "POST", path: up, token: admin, body: png}).expect(t, http.StatusOK)
+	r := h.get(get, admin).expect(t, http.StatusOK)
+	if r.Header.Get("Content-Type") != "image/png" || !bytes.Equal([]byte(r.Body), png) {
+		t.Fatalf("served %q, %d bytes", r.Header.Get("Content-Type"), len(r.Body))
+	}
+
+	svg := []byte(`<?xml version="1.0"?><svg xmlns="http://www.w3.org/2000/svg"></svg>`)
+	h.do(req{method: "POST", path: up, token: admin, body: svg}).expect(t, http.StatusOK)
+	r = h.get(get, admin).expect(t, http.StatusOK)
+	if r.Header.Get("Content-Type") != "image/svg+xml" || r.Header.Get("Content-Security-Policy") == "" {
+		t.Fatalf("svg headers %v", r.Header)
+	}
+
+	h.do(req{method: "POST", path: up, token: admin, body: []byte("<html><script>x</script>")}).expect(t, http.StatusBadRequest)
+	h.do(req{method: "POST", path: up, token: admin, body: make([]byte, maxFloorImage+1)}).expect(t, http.StatusRequestEntityTooLarge)
+	h.do(req{method: "POST", path: "/api/v1/floor/999/map", token: admin, body: png}).expect(t, http.StatusNotFound)
+
+	h.send("DELETE", "/api/v1/floor/"+itoa(f.ID), admin, nil).expect(t, http.StatusOK)
+	h.get(get, admin).expect(t, http.StatusNotFound)
+}

@@ -1,0 +1,134 @@
+package handlers
+
+import (
+	"crypto/subtle"
+	"net/http"
+	"strconv"
+
+	"beaconhub/appliance/apperr"
+
+	"github.com/julienschmidt/httprouter"
+)
+
+// MobileKeyHeader carries server_mobile_api_key on the mobile routes, in
+// addition to their Token/Auth guard.
+const MobileKeyHeader = "X-Mobile-Key"
+
+// projectID reads :id; 0 is allowed (floors not assigned to a location).
+func projectID(p httprouter.Params) (uint64, error) {
+	id, err := strconv.ParseUint(p.ByName("id"), 10, 64)
+	if err != nil {
+		return 0, apperr.InvalidField("id", "id must be a non-negative integer")
+	}
+	return id, nil
+}
+
+func (s *Server) navProject(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
+	n, err := s.nav()
+	if err != nil {
+		return err
+	}
+	id, err := projectID(p)
+	if err != nil {
+		return err
+	}
+	proj, sha, err := n.Project(id)
+	if err != nil {
+		return err
+	}
+	etag := `"` + sha + `"`
+	w.Header().Set("ETag", etag)
+	if inm := r.Header.Get("If-None-Match"); inm == etag || inm == sha || inm == "*" {
+		w.WriteHeader(http.StatusNotModified)
+		return nil
+	}
+	return ok(w, map[string]any{"sha": sha, "project": proj})
+}
+
+func (s *Server) navProjectSHA(w http.ResponseWriter, _ *http.Request, p httprouter.Params) error {
+	n, err := s.nav()
+	if err != nil {
+		return err
+	}
+	id, err := projectID(p)
+	if err != nil {
+		return err
+	}
+	_, sha, err := n.Project(id)
+	if err != nil {
+		return err
+	}
+	w.Header().Set("ETag", `"`+sha+`"`)
+	return ok(w, map[string]any{"id": id, "sha": sha})
+}
+
+func (s *Server) mobileKey(w http.ResponseWriter, _ *http.Request, _ httprouter.Params) error {
+	return ok(w, map[string]any{"mobile_api_key": s.deps.Live.Get().MobileAPIKey, "header": MobileKeyHeader})
+}
+
+// checkMobileKey refuses a missing or wrong shared key; an empty key in
+// the configuration refuses everyone rather than admitting everyone.
+func (s *Server) checkMobileKey(r *http.Request) error {
+	want := s.deps.Live.Get().MobileAPIKey
+	got := r.Header.Get(MobileKeyHeader)
+	if want == "" || subtle.ConstantTimeCompare([]byte(got), []byte(want)) != 1 {
+		return apperr.Forbidden("a valid %s header is required", MobileKeyHeader)
+	}
+	return nil
+}
+
+func (s *Server) mobileProject(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
+	if err := s.checkMobileKey(r); err != nil {
+		return err
+	}
+	return s.navProject(w, r, p)
+}
+
+// mobileCatalog lists every project with its hash, so the app fetches
+// only those whose hash it does not have.
+func (s *Server) mobileCatalog(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
+	if err := s.checkMobileKey(r); err != nil {
+		return err
+	}
+	n, err := s.nav()
+	if err != nil {
+		return err
+	}
+	ids, err := n.ProjectIDs()
+	if err != nil {
+		return err
+	}
+	out := []map[string]any{}
+	for _, id := range ids {
+		_, sha, err := n.Project(id)
+		if err != nil {
+			return err
+		}
+		out = append(out, map[string]any{"id": id, "sha": sha})
+	}
+	return ok(w, out)
+}
+
+// mobileSnapshot is every project in one download.
+func (s *Server) mobileSnapshot(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
+	if err := s.checkMobileKey(r); err != nil {
+		return err
+	}
+	n, err := s.nav()
+	if err != nil {
+		return err
+	}
+	ids, err := n.ProjectIDs()
+	if err != nil {
+		return err
+	}
+	out := []map[string]any{}
+	for _, id := range ids {
+		proj, sha, err := n.Project(id)
+		if err != nil {
+			return err
+		}
+		out = append(out, map[string]any{"sha": sha, "project": proj})
+	}
+	return ok(w, out)
+}

@@ -1,0 +1,67 @@
+package handlers
+
+import (
+	"net/http"
+	"strconv"
+	"testing"
+
+	"beaconhub/appliance/config"
+	"beaconhub/store"
+)
+
+func TestNavProjectHashAndMobileKey(t *testing.T) {
+	h, admin := newNavHarness(t, withConfig(func(c *config.Config) { c.MobileAPIKey = "mobile-secret" }))
+	var f store.Floor
+	h.send("POST", "/api/v1/floors", admin, map[string]any{"name": "G", "location_id": 7}).expect(t, http.StatusCreated).decodePayload(t, &f)
+	sha := func() string {
+		var p struct {
+			SHA string `json:"sha"`
+		}
+		h.get("/api/v1/navigation/project/7/sha", admin).expect(t, http.StatusOK).decodePayload(t, &p)
+		return p.SHA
+	}
+	s0 := sha()
+	// Re-saving identical content keeps the hash.
+	h.send("POST", "/api/v1/floor/"+itoa(f.ID), admin, map[string]any{"name": "G", "location_id": 7}).expect(t, http.StatusOK)
+	if s := sha(); s != s0 {
+		t.Fatal("hash changed without a content change")
+	}
+	h.send("POST", "/api/v1/floor/"+itoa(f.ID)+"/nodes", admin, map[string]any{"x": 1, "y": 2}).expect(t, http.StatusCreated)
+	s1 := sha()
+	if s1 == s0 {
+		t.Fatal("hash unchanged after adding a node")
+	}
+	// Another location's floor is not part of project 7.
+	h.send("POST", "/api/v1/floors", admin, map[string]any{"name": "Other", "location_id": 8}).expect(t, http.StatusCreated)
+	if sha() != s1 {
+		t.Fatal("hash changed by another project")
+	}
+
+	r := h.get("/api/v1/navigation/project/7", admin).expect(t, http.StatusOK)
+	etag := r.Header.Get("ETag")
+	if etag != `"`+s1+`"` {
+		t.Fatalf("ETag %q", etag)
+	}
+	nm := h.do(req{method: "GET", path: "/api/v1/navigation/project/7", token: admin, header: map[string]string{"If-None-Match": etag}})
+	if nm.Code != http.StatusNotModified {
+		t.Fatalf("If-None-Match: %d", nm.Code)
+	}
+	h.get("/api/v1/navigation/project/99", admin).expect(t, http.StatusNotFound)
+
+	for _, path := range []string{"/api/v1/navigation/mobile/project/7", "/api/v1/navigation/mobile/catalog", "/api/v1/navigation/mobile/snapshot"} {
+		for _, key := range []string{"", "wrong"} {
+			r := h.do(req{method: "GET", path: path, token: admin, header: map[string]string{MobileKeyHeader: key}})
+			if r.Code != http.StatusForbidden {
+				t.Errorf("%s with key %q: %d", path, key, r.Code)
+			}
+		}
+		h.do(req{method: "GET", path: path, token: admin, header: map[string]string{MobileKeyHeader: "mobile-secret"}}).expect(t, http.StatusOK)
+	}
+	var mk map[string]string
+	h.get("/api/v1/navigation/mobile-key", h.token("user")).expect(t, http.StatusOK).decodePayload(t, &mk)
+	if mk["mobile_api_key"] != "mobile-secret" || mk["header"] != MobileKeyHeader {
+		t.Fatalf("mobile key %v", mk)
+	}
+}
+
+func itoa(v uint64) string { return strconv.FormatUint(v, 10) }

@@ -1,0 +1,311 @@
+package store
+
+import (
+	"fmt"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// Navigation records (issue 10). The buckets are created on first write and
+// read as empty before that, so no migration step is needed.
+var (
+	bNavFloors = []byte("nav_floors") // id -> Floor
+	bNavNodes  = []byte("nav_nodes")  // id -> NavNode
+	bNavEdges  = []byte("nav_edges")  // id -> NavEdge
+)
+
+// Floor is one storey of a building. MapID will link to the maps subsystem
+// once it exists; until then it is stored as given.
+type Floor struct {
+	ID         uint64    `json:"id"`
+	Name       string    `json:"name"`
+	Level      int       `json:"level"`
+	LocationID uint64    `json:"location_id,omitempty"`
+	MapID      uint64    `json:"map_id,omitempty"`
+	CreatedAt  time.Time `json:"created_at"`
+	UpdatedAt  time.Time `json:"updated_at"`
+}
+
+// NavNode is a point of the navigation graph in its floor's map coordinates.
+type NavNode struct {
+	ID        uint64  `json:"id"`
+	FloorID   uint64  `json:"floor_id"`
+	X         float64 `json:"x"`
+	Y         float64 `json:"y"`
+	Name      string  `json:"name,omitempty"`
+	Kind      string  `json:"kind,omitempty"`
+	BeaconUID string  `json:"beacon_uid,omitempty"`
+}
+
+// NavEdge is an undirected weighted edge. FloorID is the floor that owns it
+// (the floor of From); an edge whose ends lie on different floors is a
+// stairs or lift connection.
+type NavEdge struct {
+	ID         uint64  `json:"id"`
+	FloorID    uint64  `json:"floor_id"`
+	From       uint64  `json:"from"`
+	To         uint64  `json:"to"`
+	Weight     float64 `json:"weight"`
+	Kind       string  `json:"kind,omitempty"`
+	Accessible bool    `json:"accessible"`
+}
+
+// NavGraph is every node and edge, for building the in-memory graph.
+type NavGraph struct {
+	Nodes []NavNode
+	Edges []NavEdge
+}
+
+func navList[T any](tx *bolt.Tx, name []byte, keep func(*T) bool) ([]T, error) {
+	out := []T{}
+	b := tx.Bucket(name)
+	if b == nil {
+		return out, nil
+	}
+	err := b.ForEach(func(k, _ []byte) error {
+		var v T
+		if err := getJSON(b, k, &v); err != nil {
+			return err
+		}
+		if keep == nil || keep(&v) {
+			out = append(out, v)
+		}
+		return nil
+	})
+	return out, err
+}
+
+func navBuckets(tx *bolt.Tx) (f, n, e *bolt.Bucket, err error) {
+	if f, err = tx.CreateBucketIfNotExists(bNavFloors); err != nil {
+		return
+	}
+	if n, err = tx.CreateBucketIfNotExists(bNavNodes); err != nil {
+		return
+	}
+	e, err = tx.CreateBucketIfNotExists(bNavEdges)
+	return
+}
+
+// ListFloors returns all floors in id order.
+func (db *DB) ListFloors() ([]Floor, error) {
+	var out []Floor
+	err := db.View(func(tx *bolt.Tx) (err error) {
+		out, err = navList[Floor](tx, bNavFloors, nil)
+		return err
+	})
+	return out, err
+}
+
+// GetFloor returns one floor or ErrNotFound.
+func (db *DB) GetFloor(id uint64) (Floor, error) {
+	var f Floor
+	err := db.View(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bNavFloors)
+		if b == nil {
+			return ErrNotFound
+		}
+		return getJSON(b, itob(id), &f)
+	})
+	return f, err
+}
+
+// PutFloor creates (ID 0) or updates a floor and returns it as stored.
+func (db *DB) PutFloor(f Floor) (Floor, error) {
+	err := db.Update(func(tx *bolt.Tx) error {
+		fb, _, _, err := navBuckets(tx)
+		if err != nil {
+			return err
+		}
+		if f.ID == 0 {
+			seq, err := fb.NextSequence()
+			if err != nil {
+				return err
+			}
+			f.ID = seq
+		} else {
+			var old Floor
+			if err := getJSON(fb, itob(f.ID), &old); err != nil {
+				return err
+			}
+			f.CreatedAt = old.CreatedAt
+		}
+		return putJSON(fb, itob(f.ID), f)
+	})
+	return f, err
+}
+
+// DeleteFloor removes a floor, its nodes and every edge touching them, so
+// no edge on another floor is left dangling.
+func (db *DB) DeleteFloor(id uint64) error {
+	return db.Update(func(tx *bolt.Tx) error {
+		fb, nb, eb, err := navBuckets(tx)
+		if err != nil {
+			return err
+		}
+		if fb.Get(itob(id)) == nil {
+			return ErrNotFound
+		}
+		gone := map[uint64]bool{}
+		nodes, err := navList(tx, bNavNodes, func(n *NavNode) bool { return n.FloorID == id })
+		if err != nil {
+			return err
+		}
+		for _, n := range nodes {
+			gone[n.ID] = true
+			if err := nb.Delete(itob(n.ID)); err != nil {
+				return err
+			}
+		}
+		if err := deleteEdgesWhere(tx, eb, func(e *NavEdge) bool { return e.FloorID == id || gone[e.From] || gone[e.To] }); err != nil {
+			return err
+		}
+		if ib := tx.Bucket(bNavFloorImages); ib != nil {
+			if err := ib.Delete(itob(id)); err != nil {
+				return err
+			}
+		}
+		return fb.Delete(itob(id))
+	})
+}
+
+func deleteEdgesWhere(tx *bolt.Tx, eb *bolt.Bucket, match func(*NavEdge) bool) error {
+	edges, err := navList(tx, bNavEdges, match)
+	if err != nil {
+		return err
+	}
+	for _, e := range edges {
+		if err := eb.Delete(itob(e.ID)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// FloorGraph returns a floor's nodes and the edges touching them.
+func (db *DB) FloorGraph(floor uint64) (NavGraph, error) {
+	var g NavGraph
+	err := db.View(func(tx *bolt.Tx) error {
+		fb := tx.Bucket(bNavFloors)
+		if fb == nil || fb.Get(itob(floor)) == nil {
+			return ErrNotFound
+		}
+		var err error
+		ids := map[uint64]bool{}
+		if g.Nodes, err = navList(tx, bNavNodes, func(n *NavNode) bool { return n.FloorID == floor }); err != nil {
+			return err
+		}
+		for _, n := range g.Nodes {
+			ids[n.ID] = true
+		}
+		g.Edges, err = navList(tx, bNavEdges, func(e *NavEdge) bool { return e.FloorID == floor || ids[e.From] || ids[e.To] })
+		return err
+	})
+	return g, err
+}
+
+// AllNavGraph returns every node and edge.
+func (db *DB) AllNavGraph() (NavGraph, error) {
+	var g NavGraph
+	err := db.View(func(tx *bolt.Tx) (err error) {
+		if g.Nodes, err = navList[NavNode](tx, bNavNodes, nil); err != nil {
+			return err
+		}
+		g.Edges, err = navList[NavEdge](tx, bNavEdges, nil)
+		return err
+	})
+	return g, err
+}
+
+// GraphCheck validates a proposed state of the whole graph inside the
+// write transaction; it sees every node and edge after the change.
+type GraphCheck func(all NavGraph) error
+
+// UpdateNavGraph applies change to the graph in one transaction and commits
+// only if check accepts the result, so a rejected edit leaves nothing
+// behind. change receives the current graph and returns the full new one;
+// nodes and edges with ID 0 are given fresh ids (edges may reference new
+// nodes by negative placeholder ids -1, -2, ... in creation order, stored
+// as their two's complement).
+func (db *DB) UpdateNavGraph(change func(cur NavGraph) (NavGraph, error), check GraphCheck) (NavGraph, error) {
+	var out NavGraph
+	err := db.Update(func(tx *bolt.Tx) error {
+		fb, nb, eb, err := navBuckets(tx)
+		if err != nil {
+			return err
+		}
+		var cur NavGraph
+		if cur.Nodes, err = navList[NavNode](tx, bNavNodes, nil); err != nil {
+			return err
+		}
+		if cur.Edges, err = navList[NavEdge](tx, bNavEdges, nil); err != nil {
+			return err
+		}
+		next, err := change(cur)
+		if err != nil {
+			return err
+		}
+		placeholder := map[uint64]uint64{}
+		for i := range next.Nodes {
+			n := &next.Nodes[i]
+			if fb.Get(itob(n.FloorID)) == nil {
+				return fmt.Errorf("floor %d: %w", n.FloorID, ErrNotFound)
+			}
+			if n.ID == 0 {
+				if n.ID, err = nb.NextSequence(); err != nil {
+					return err
+				}
+				placeholder[uint64(-int64(len(placeholder)+1))] = n.ID
+			}
+		}
+		for i := range next.Edges {
+			e := &next.Edges[i]
+			if id, ok := placeholder[e.From]; ok {
+				e.From = id
+			}
+			if id, ok := placeholder[e.To]; ok {
+				e.To = id
+			}
+			if e.ID == 0 {
+				if e.ID, err = eb.NextSequence(); err != nil {
+					return err
+				}
+			}
+		}
+		if err := check(next); err != nil {
+			return err
+		}
+		if err := clearBucket(nb); err != nil {
+			return err
+		}
+		if err := clearBucket(eb); err != nil {
+			return err
+		}
+		for _, n := range next.Nodes {
+			if err := putJSON(nb, itob(n.ID), n); err != nil {
+				return err
+			}
+		}
+		for _, e := range next.Edges {
+			if err := putJSON(eb, itob(e.ID), e); err != nil {
+				return err
+			}
+		}
+		out = next
+		return nil
+	})
+	return out, err
+}
+
+func clearBucket(b *bolt.Bucket) error {
+	var keys [][]byte
+	if err := b.ForEach(func(k, _ []byte) error { keys = append(keys, append([]byte(nil), k...)); return nil }); err != nil {
+		return err
+	}
+	for _, k := range keys {
+		if err := b.Delete(k); err != nil {
+			return err
+		}
+	}
+	return nil
+}
