@@ -48,10 +48,21 @@ func (a *App) buildIngest() error {
 	if a.recorder != nil {
 		hooks.Recorder = a.recorder // only when it exists: no typed nil in the interface
 	}
-	a.assets.Connect(hooks)
 	if err := a.buildAlerting(); err != nil {
 		return err
 	}
+	// Built after alerting: the condition sets and push cadence it
+	// creates must follow uid renames too.
+	if a.sensorMon != nil {
+		hooks.Followers = append(hooks.Followers, a.sensorMon)
+	}
+	if a.monitor != nil {
+		hooks.Followers = append(hooks.Followers, a.monitor.Conditions())
+	}
+	if a.push != nil {
+		hooks.Followers = append(hooks.Followers, a.push)
+	}
+	a.assets.Connect(hooks)
 	a.onStop(func(context.Context) error { return a.pipeline.Close() })
 
 	creds := func() (string, string) {

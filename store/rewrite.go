@@ -33,6 +33,9 @@ var uidRewriters = []uidRewriter{
 	{RewriterEvents, renameEventsUID, countEventsUID, eachEventsUID},
 	{RewriterButtonAudit, renameAuditUID, countAuditUID, eachAuditUID},
 	{RewriterZoneIntervals, renameZoneIntervals, countZoneIntervals, eachZoneIntervalUID},
+	{RewriterSensorConditions, renameSensorConds, countSensorConds, eachSensorCondUID},
+	{RewriterSensorIntervals, renameSensorIntervals, countSensorIntervals, eachSensorIntervalUID},
+	{RewriterHealthConditions, renameHealthConds, countHealthConds, eachHealthCondUID},
 }
 
 // Rewriter names, as they appear in counts and audit findings.

@@ -290,5 +290,8 @@ func (s *Service) finishRemint(fx *effects, res *RemintResult) {
 		if rec := s.hooks.Recorder; rec != nil {
 			rec.Rename(r.old, r.new)
 		}
+		for _, f := range s.hooks.Followers {
+			f.Rename(r.old, r.new)
+		}
 	}
 }

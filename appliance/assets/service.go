@@ -41,6 +41,13 @@ type IngestHooks struct {
 	Discovery DiscoverySource
 	Writer    Flusher
 	Recorder  Renamer
+	// Followers hold other per-asset state keyed by uid (sensor and
+	// health condition sets, push cadence, the tracking engine). They
+	// follow every rename, merges included: where the new uid already
+	// has state, the survivor's wins. Without them a condition raised
+	// under the old uid would never resolve and would be raised again
+	// under the new one: a doubled alert.
+	Followers []Renamer
 }
 
 // Options configure a Service.
@@ -171,6 +178,9 @@ func (s *Service) sweep(rs []rename) {
 		}
 		if rec := s.hooks.Recorder; rec != nil && r.latest {
 			rec.Rename(r.old, r.new)
+		}
+		for _, f := range s.hooks.Followers {
+			f.Rename(r.old, r.new)
 		}
 		s.log.Info("asset uid changed", "asset_uid", r.new, "old_uid", r.old)
 	}

@@ -193,3 +193,49 @@ func (s *Service) health(h store.HealthRecord) {
 	}
 	s.save()
 }
+
+// Rename moves the cadence state of condition keys ending in oldUID to
+// newUID (remint, merge) and persists it at once, so an alert announced
+// under the old uid is not announced again under the new one and its
+// recovery is still sent.
+func (s *Service) Rename(oldUID, newUID string) {
+	s.mu.Lock()
+	changed := false
+	move := func(key string) (string, bool) {
+		head, ok := strings.CutSuffix(key, ":"+oldUID)
+		if !ok {
+			return "", false
+		}
+		return head + ":" + newUID, true
+	}
+	for k, v := range s.st.Alerted {
+		if nk, ok := move(k); ok {
+			delete(s.st.Alerted, k)
+			s.st.Alerted[nk] = max(v, s.st.Alerted[nk])
+			changed = true
+		}
+	}
+	for k, v := range s.st.Open {
+		if nk, ok := move(k); ok {
+			delete(s.st.Open, k)
+			s.st.Open[nk] = v || s.st.Open[nk]
+			changed = true
+		}
+	}
+	for _, items := range s.st.Active {
+		for subj, it := range items {
+			if nk, ok := move(subj); ok {
+				delete(items, subj)
+				if _, taken := items[nk]; !taken {
+					it.Subject = nk
+					items[nk] = it
+				}
+				changed = true
+			}
+		}
+	}
+	s.mu.Unlock()
+	if changed {
+		s.save()
+	}
+}

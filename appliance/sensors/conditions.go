@@ -2,6 +2,7 @@ package sensors
 
 import (
 	"slices"
+	"strings"
 	"sync"
 
 	"beaconhub/store"
@@ -138,4 +139,26 @@ func (c *Conditions) commit(recs []store.SensorConditionRecord) error {
 	}
 	c.notify(recs)
 	return nil
+}
+
+// Rename moves the active conditions of oldUID to newUID (remint, merge),
+// keeping newUID's own where it has one. The store is renamed by the
+// asset transaction; this is the in-memory copy.
+func (c *Conditions) Rename(oldUID, newUID string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	suffix := ":" + oldUID
+	for key, x := range c.active {
+		head, ok := strings.CutSuffix(key, suffix)
+		if !ok || head != x.Kind {
+			continue
+		}
+		delete(c.active, key)
+		nk := head + ":" + newUID
+		if _, taken := c.active[nk]; taken {
+			continue
+		}
+		x.Key, x.Subject = nk, newUID
+		c.active[nk] = x
+	}
 }

@@ -201,3 +201,22 @@ func (m *Monitor) Observe(b *ingest.Batch, w *ingest.Writes) {
 		m.Conds.notify(recs)
 	}
 }
+
+// Rename moves an asset's condition state to its new uid (remint, merge);
+// the survivor's state wins where both exist.
+func (m *Monitor) Rename(oldUID, newUID string) {
+	m.mu.Lock()
+	if s, ok := m.state[oldUID]; ok {
+		delete(m.state, oldUID)
+		if _, taken := m.state[newUID]; !taken {
+			m.state[newUID] = s
+		}
+	}
+	m.mu.Unlock()
+	m.Conds.Rename(oldUID, newUID)
+	// The beacon snapshot (ranges, names) is keyed by uid too: without a
+	// reload the next reading would find no range and resolve the alert.
+	if err := m.Reload(); err != nil {
+		m.log.Warn("sensor monitor reload after rename failed", "asset_uid", newUID, "err", err)
+	}
+}

@@ -173,3 +173,23 @@ func (c *Conditions) activeWithPrefix(prefix string) []string {
 	}
 	return out
 }
+
+// Rename moves fleet conditions of oldUID to newUID (remint, merge), so
+// the next fleet check sees them as still active instead of resolving
+// the old key and raising the new one; the survivor's condition wins.
+func (c *Conditions) Rename(oldUID, newUID string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for key, x := range c.active {
+		head, ok := strings.CutSuffix(key, ":"+oldUID)
+		if !ok || !strings.HasPrefix(key, fleetPrefix) {
+			continue
+		}
+		delete(c.active, key)
+		nk := head + ":" + newUID
+		if _, taken := c.active[nk]; !taken {
+			x.Key = nk
+			c.active[nk] = x
+		}
+	}
+}

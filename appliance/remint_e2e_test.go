@@ -1,0 +1,112 @@
+package appliance_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"beaconhub/appliance"
+	"beaconhub/appliance/clock"
+	"beaconhub/appliance/push"
+	"beaconhub/appliance/push/ntfytest"
+	"beaconhub/appliance/sensors"
+	"beaconhub/broker/brokertest"
+	"beaconhub/store"
+)
+
+// TestRemintDuringActiveAlertIsNotDoubled: a fridge is out of range, its
+// uid is reminted (it moved to another location), it stays out of range,
+// then comes back. The staff get one alert and one recovery, the recovery
+// under the new uid, and no condition is left behind under the old one.
+func TestRemintDuringActiveAlertIsNotDoubled(t *testing.T) {
+	fake := ntfytest.New()
+	t.Cleanup(fake.Close)
+	home := t.TempDir()
+	data, _ := json.Marshal(map[string]any{"server_features": []string{"service"}, "server_push_server_url": fake.URL,
+		"server_push_ops_enabled": false})
+	if err := os.MkdirAll(filepath.Join(home, "config"), 0o750); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(home, "config", "main.config.json"), data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	clk := clock.NewFake(time.Now())
+	app, err := appliance.New(appliance.Options{Home: home, HTTPListen: "127.0.0.1:0", MQTTListen: "127.0.0.1:0",
+		BcryptCost: 4, Clock: clk, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = app.Shutdown(context.Background()) })
+	db := app.DB()
+	if err := db.CreateBeacon(&store.Beacon{AssetUID: "LEGACY-C30000000A01", MAC: "C30000000A01", Name: "Fridge", Type: "sensor", Active: true,
+		TemperatureRange: &store.Range{Min: 2, Max: 8}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.CreateGateway(&store.Gateway{AssetUID: "GW-A1-1", MAC: "AC233FA0B1C2", Name: "Kitchen"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := app.Registry().Reload(); err != nil {
+		t.Fatal(err)
+	}
+	if err := app.Start(); err != nil {
+		t.Fatal(err)
+	}
+	clk.Advance(sensors.NotSeenEvery)
+	c := app.Live().Get()
+	pub := func(temp string) {
+		brokertest.Pub(t, app.MQTTAddr(), c.MQTTUser, c.MQTTPass, "-q", "1", "-i", "AC233FA0B1C2", "-t", "gw/AC233FA0B1C2/adv1",
+			"-m", `{"reports":[{"mac":"C30000000A01","rssi":-70,"temperature":`+temp+`}]}`)
+		app.Push().Idle()
+	}
+	sensorMsgs := func() []push.Record {
+		var out []push.Record
+		for _, m := range fake.Messages() {
+			if m.Topic != c.ServerID+"-sensors" {
+				continue
+			}
+			rec, err := push.ParseRecord(m.Message)
+			if err != nil {
+				t.Fatalf("record: %v", err)
+			}
+			out = append(out, rec)
+		}
+		return out
+	}
+
+	pub("9.5")
+	if got := sensorMsgs(); len(got) != 1 || got[0].Subject != "range:LEGACY-C30000000A01" {
+		t.Fatalf("first alert: %+v", got)
+	}
+
+	tok := adminToken(t, app)
+	var loc struct {
+		ID uint64 `json:"id"`
+	}
+	adminCall(t, app.HTTPAddr(), tok, "POST", "/api/v1/locations", map[string]any{"name": "Ward", "code": "W1"}, &loc)
+	var b struct {
+		AssetUID string `json:"asset_uid"`
+	}
+	adminCall(t, app.HTTPAddr(), tok, "POST", "/api/v1/beacon/LEGACY-C30000000A01", map[string]any{"location_id": loc.ID}, &b)
+	if b.AssetUID != "SEN-W1-1" {
+		t.Fatalf("reminted as %q", b.AssetUID)
+	}
+
+	pub("9.7") // still out of range: the same condition, not a new one
+	if got := sensorMsgs(); len(got) != 1 {
+		t.Fatalf("after remint, still out of range: %d messages, want 1: %+v", len(got), got)
+	}
+	pub("5.0")
+	got := sensorMsgs()
+	if len(got) != 2 || got[1].Subject != "range:SEN-W1-1" || got[1].Phase != push.PhaseResolved {
+		t.Fatalf("recovery: %+v", got)
+	}
+	active, err := db.ActiveSensorConditions()
+	if err != nil || len(active) != 0 {
+		t.Fatalf("active conditions left: %+v %v", active, err)
+	}
+}
