@@ -13,6 +13,7 @@ package alerting
 
 import (
 	"log/slog"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -69,8 +70,8 @@ type openKey struct {
 // openEvent is the in-memory side of an event whose window is open.
 type openEvent struct {
 	id       uint64
-	anchor   int64 // server receive time of the first report
-	gateways []string
+	anchor   int64        // server receive time of the first report
+	gateways []ingest.MAC // compared raw: motion repeats from every gateway, rendering costs
 	reports  int
 }
 
@@ -132,8 +133,13 @@ func (s *Service) Restore() error {
 		if e.Type == typeMotion {
 			c = classMotion
 		}
-		s.open[openKey{e.AssetUID, c, e.Test}] = &openEvent{id: e.ID, anchor: e.CreatedAt,
-			gateways: append([]string(nil), e.Gateways...), reports: e.Reports}
+		oe := &openEvent{id: e.ID, anchor: e.CreatedAt, reports: e.Reports}
+		for _, g := range e.Gateways {
+			if m, ok := ingest.ParseMAC(g); ok {
+				oe.gateways = append(oe.gateways, m)
+			}
+		}
+		s.open[openKey{e.AssetUID, c, e.Test}] = oe
 		if e.Alertsys == store.AlertsysPending {
 			s.pending = append(s.pending, e)
 		}
@@ -223,26 +229,26 @@ func (s *Service) Observe(b *ingest.Batch, w *ingest.Writes) {
 		if !ok {
 			continue
 		}
-		gw := gwMAC()
 		var press *store.PressReport
 		if c == classPress {
-			press = &store.PressReport{Gateway: gw, GatewayUID: gwUID, RSSI: int(o.RSSI), Press: typ, ReportedAt: o.TS, ReceivedAt: now}
+			press = &store.PressReport{Gateway: gwMAC(), GatewayUID: gwUID, RSSI: int(o.RSSI), Press: typ, ReportedAt: o.TS, ReceivedAt: now}
 		}
 		key := openKey{o.Asset.UID, c, b.IsTest}
 		if oe := s.open[key]; oe != nil && within(now, oe.anchor, window) {
 			oe.reports++
 			s.merged.Add(1)
-			newGW := len(oe.gateways) < store.MaxEventGateways && !contains(oe.gateways, gw)
+			newGW := len(oe.gateways) < store.MaxEventGateways && !slices.Contains(oe.gateways, b.Gateway)
 			if newGW {
-				oe.gateways = append(oe.gateways, gw)
+				oe.gateways = append(oe.gateways, b.Gateway)
 			}
 			// Motion repeats every second or so from every gateway: only a
 			// new gateway is worth a write. Every press report is audited.
 			if newGW || press != nil {
-				w.Ops = append(w.Ops, store.MergeEvent(oe.id, store.EventMerge{Gateway: gw, RSSI: int(o.RSSI), At: now, Reports: oe.reports, Press: press}))
+				w.Ops = append(w.Ops, store.MergeEvent(oe.id, store.EventMerge{Gateway: gwMAC(), RSSI: int(o.RSSI), At: now, Reports: oe.reports, Press: press}))
 			}
 			continue
 		}
+		gw := gwMAC()
 		id := s.nextID
 		s.nextID++
 		e := store.Event{ID: id, Status: status, Type: typ, Test: b.IsTest, AssetUID: o.Asset.UID, AssetID: o.Asset.ID,
@@ -260,7 +266,7 @@ func (s *Service) Observe(b *ingest.Batch, w *ingest.Writes) {
 			s.tests.Add(1)
 		}
 		s.events.Add(1)
-		s.open[key] = &openEvent{id: id, anchor: now, gateways: []string{gw}, reports: 1}
+		s.open[key] = &openEvent{id: id, anchor: now, gateways: []ingest.MAC{b.Gateway}, reports: 1}
 		w.Ops = append(w.Ops, store.InsertEvent(e, gwID, press, s.committed))
 	}
 }
@@ -280,7 +286,11 @@ func within(now, anchor, window int64) bool {
 // sweep forgets closed windows so the map holds only beacons that pressed
 // or moved recently.
 func (s *Service) sweep(now, window int64) {
-	if now-s.lastSweep < 10_000 && now >= s.lastSweep {
+	// Receive times are taken before the lock, so batches arrive a few ms
+	// out of order: a slightly older now is not a reason to sweep (it made
+	// every batch walk the whole map under the lock). Only a real jump
+	// back (clock set back) restarts the schedule.
+	if d := now - s.lastSweep; d < 10_000 && d > -60_000 {
 		return
 	}
 	s.lastSweep = now
@@ -301,11 +311,3 @@ func (s *Service) committed(e store.Event) {
 	}
 }
 
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}

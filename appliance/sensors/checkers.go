@@ -99,8 +99,8 @@ func (m *Monitor) CheckNotSeen() error {
 			continue
 		}
 		late := now-seen > to.Milliseconds()
-		msg := fmt.Sprintf("Not seen for more than %d minutes", int(to.Minutes()))
-		if r, ok := m.Conds.decide(CondNotSeen, uid, late, msg, now); ok {
+		msg := func() string { return fmt.Sprintf("Not seen for more than %d minutes", int(to.Minutes())) }
+		if r, ok := m.set(st, CondNotSeen, uid, late, msg, now); ok {
 			recs = append(recs, r)
 		}
 	}

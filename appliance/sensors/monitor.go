@@ -48,6 +48,44 @@ type assetState struct {
 	humOut, tempOut bool
 	seen            int64
 	interval        uint32 // sData update interval (s), 0 unknown
+	// active mirrors which of the ingest-path conditions (not seen, range,
+	// battery) are active in Conds, so the common case — a report that
+	// changes nothing — costs no lock, key string or map lookup there.
+	// Only the Monitor decides these kinds, under mu, so it stays exact.
+	active uint8
+}
+
+const (
+	bitNotSeen uint8 = 1 << iota
+	bitRange
+	bitBattery
+)
+
+func kindBit(kind string) uint8 {
+	switch kind {
+	case CondNotSeen:
+		return bitNotSeen
+	case CondRange:
+		return bitRange
+	case CondBattery:
+		return bitBattery
+	}
+	return 0
+}
+
+// set decides one ingest-path condition; msg is only built on a
+// transition. Call with mu held.
+func (m *Monitor) set(st *assetState, kind, uid string, on bool, msg func() string, at int64) (store.SensorConditionRecord, bool) {
+	bit := kindBit(kind)
+	if (st.active&bit != 0) == on {
+		return store.SensorConditionRecord{}, false
+	}
+	if on {
+		st.active |= bit
+	} else {
+		st.active &^= bit
+	}
+	return m.Conds.decide(kind, uid, on, msg(), at)
 }
 
 // Monitor evaluates the sensor conditions: range and battery on the ingest
@@ -89,6 +127,9 @@ func NewMonitor(db *store.DB, clk clock.Clock, log *slog.Logger) (*Monitor, erro
 	// "out" on both metrics so that only a reading back in range
 	// resolves it.
 	for _, c := range conds.Active() {
+		if bit := kindBit(c.Kind); bit != 0 {
+			m.st(c.Subject).active |= bit
+		}
 		if c.Kind == CondRange {
 			st := m.st(c.Subject)
 			st.humOut, st.tempOut = true, true
@@ -134,6 +175,8 @@ func (m *Monitor) beacon(uid string) (beaconInfo, bool) {
 	return b, ok
 }
 
+func seenAgain() string { return "seen again" }
+
 func outside(r *store.Range, v float64) bool { return r != nil && (v < r.Min || v > r.Max) }
 
 // Observe implements ingest.Subscriber. Test sends are skipped: a test
@@ -157,10 +200,10 @@ func (m *Monitor) Observe(b *ingest.Batch, w *ingest.Writes) {
 		uid := o.Asset.UID
 		st := m.st(uid)
 		st.seen = max(st.seen, o.TS, b.Received)
-		add(m.Conds.decide(CondNotSeen, uid, false, "seen again", b.Received))
-		info, _ := m.beacon(uid)
+		add(m.set(st, CondNotSeen, uid, false, seenAgain, b.Received))
 		switch b.Kind {
 		case ingest.KindAdv1, ingest.KindSData:
+			info, _ := m.beacon(uid)
 			msg := ""
 			if o.Has&ingest.HasHumidity != 0 {
 				v := round2(o.Humidity)
@@ -181,7 +224,7 @@ func (m *Monitor) Observe(b *ingest.Batch, w *ingest.Writes) {
 				case msg == "":
 					msg = "back in range"
 				}
-				add(m.Conds.decide(CondRange, uid, st.humOut || st.tempOut, msg, o.TS))
+				add(m.set(st, CondRange, uid, st.humOut || st.tempOut, func() string { return msg }, o.TS))
 			}
 			if b.Kind == ingest.KindSData && o.Has&ingest.HasInterval != 0 && o.Interval > 0 && uint32(o.Interval) != st.interval {
 				st.interval = uint32(o.Interval)
@@ -191,7 +234,8 @@ func (m *Monitor) Observe(b *ingest.Batch, w *ingest.Writes) {
 		case ingest.KindAdv8:
 			if o.Has&ingest.HasVBatt != 0 {
 				low := o.VBatt < LowBatteryMV
-				add(m.Conds.decide(CondBattery, uid, low, fmt.Sprintf("battery %d mV", o.VBatt), o.TS))
+				mv := o.VBatt
+				add(m.set(st, CondBattery, uid, low, func() string { return fmt.Sprintf("battery %d mV", mv) }, o.TS))
 			}
 		}
 	}
