@@ -33,6 +33,11 @@ type Config struct {
 	Home      string
 	Out       io.Writer
 	MaxInFlt  int // unused by QoS 1 (one in flight per gateway, as the broker acks after commit)
+	// Child, when set, is the command line that starts the full appliance
+	// in its own process (see ServeChild), so the peak memory reported is
+	// the appliance's alone, not shared with the publishers and the bare
+	// broker.
+	Child []string
 	Seed      int64
 	KeepHome  bool
 	Verbosity int
@@ -276,52 +281,88 @@ func waitStable(f func() int64) {
 }
 
 func runFull(ctx context.Context, cfg Config, qos byte, wl [][]message) (Result, error) {
+	if len(cfg.Child) > 0 {
+		return runFullChild(ctx, cfg, qos, wl)
+	}
+	app, cleanup, err := startFull(cfg, qos)
+	if err != nil {
+		return Result{}, err
+	}
+	defer cleanup()
+	t0 := time.Now()
+	lat, derr := drive(ctx, app.MQTTAddr(), cfg, qos, wl)
+	r, err := collect(app, qos)
+	if err != nil {
+		return Result{}, err
+	}
+	r.Seconds = time.Since(t0).Seconds()
+	r.ReportsPerSec = float64(r.Reports) / r.Seconds
+	r.AckP50, r.AckP99 = pct(lat, 50), pct(lat, 99)
+	return r, derr
+}
+
+// startFull builds, seeds and starts a full appliance in a temporary (or
+// the configured) home.
+func startFull(cfg Config, qos byte) (*appliance.App, func(), error) {
+	var cleanups []func()
+	cleanup := func() {
+		for i := len(cleanups) - 1; i >= 0; i-- {
+			cleanups[i]()
+		}
+	}
 	home := cfg.Home
 	if home == "" {
 		d, err := os.MkdirTemp("", "beaconhub-loadgen-")
 		if err != nil {
-			return Result{}, err
+			return nil, cleanup, err
 		}
 		home = d
 		if !cfg.KeepHome {
-			defer os.RemoveAll(d)
+			cleanups = append(cleanups, func() { os.RemoveAll(d) })
 		}
 	}
 	home = home + "/qos" + strconv.Itoa(int(qos))
 	if err := os.MkdirAll(home, 0o750); err != nil {
-		return Result{}, err
+		cleanup()
+		return nil, func() {}, err
 	}
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
 	app, err := appliance.New(appliance.Options{Home: home, Logger: logger, HTTPListen: "127.0.0.1:0", MQTTListen: "127.0.0.1:0", BcryptCost: 4})
 	if err != nil {
-		return Result{}, err
+		cleanup()
+		return nil, func() {}, err
 	}
-	defer app.Shutdown(context.Background())
-	if err := seed(app.DB(), cfg); err != nil {
-		return Result{}, err
+	cleanups = append(cleanups, func() { _ = app.Shutdown(context.Background()) })
+	err = seed(app.DB(), cfg)
+	if err == nil {
+		err = app.Registry().Reload()
 	}
-	if err := app.Registry().Reload(); err != nil {
-		return Result{}, err
+	if err == nil {
+		err = app.Start()
 	}
-	if err := app.Start(); err != nil {
-		return Result{}, err
+	if err != nil {
+		cleanup()
+		return nil, func() {}, err
 	}
+	return app, cleanup, nil
+}
+
+// collect waits until the pipeline has taken everything the publishers
+// sent and the writer has committed it, then reads the counters. Seconds,
+// rate and ack latencies are the publisher side's to fill in.
+func collect(app *appliance.App, qos byte) (Result, error) {
 	p := app.Pipeline()
-	t0 := time.Now()
-	lat, derr := drive(ctx, app.MQTTAddr(), cfg, qos, wl)
 	waitStable(func() int64 { return p.Stats.Totals().Observed })
 	if err := app.Writer().Flush(); err != nil {
 		return Result{}, err
 	}
-	secs := time.Since(t0).Seconds()
 	tot := p.Stats.Totals()
 	c50, c99, _ := p.CommitLatency()
 	ws := app.Writer().Stats()
 	size, _ := app.DB().Size()
-	return Result{Name: "beaconhub-full", QoS: qos, Reports: tot.Observed, Seconds: secs, ReportsPerSec: float64(tot.Observed) / secs,
-		AckP50: pct(lat, 50), AckP99: pct(lat, 99), CommitP50MS: c50, CommitP99MS: c99, AckTimeouts: tot.AckTimeouts,
+	return Result{Name: "beaconhub-full", QoS: qos, Reports: tot.Observed, CommitP50MS: c50, CommitP99MS: c99, AckTimeouts: tot.AckTimeouts,
 		PeakRSSMB: peakRSSMB(), HistoryReadings: int64(ws.Readings), DBBytes: size,
-		Writer: fmt.Sprintf("%d commits, %.0f readings/commit, last commit %s writing %d KiB", ws.Commits, ws.AvgBatchReadings, ws.LastCommit.Round(time.Millisecond), ws.LastCommitBytes>>10)}, derr
+		Writer: fmt.Sprintf("%d commits, %.0f readings/commit, last commit %s writing %d KiB", ws.Commits, ws.AvgBatchReadings, ws.LastCommit.Round(time.Millisecond), ws.LastCommitBytes>>10)}, nil
 }
 
 // seed registers the generated gateways and beacons; a tenth of the

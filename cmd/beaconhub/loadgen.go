@@ -26,7 +26,9 @@ func cmdLoadgen(args []string, stdout, stderr io.Writer) int {
 	qos := fs.String("qos", "0,1", "QoS levels to run, comma separated")
 	batch := fs.Int("batch", 8, "reports per message")
 	baseline := fs.Bool("baseline", true, "also measure a bare mochi broker whose hook only counts")
-	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
+	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file (implies --own-process=false)")
+	ownProc := fs.Bool("own-process", true, "run the full appliance in a child process, so its peak memory is its own")
+	child := fs.Bool("child", false, "internal: be the appliance side of --own-process")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -58,8 +60,28 @@ func cmdLoadgen(args []string, stdout, stderr io.Writer) int {
 	}
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer cancel()
-	_, err := loadgen.Run(ctx, loadgen.Config{Gateways: *gws, Beacons: *beacons, Duration: *dur, QoS: qs, Batch: *batch,
-		Baseline: *baseline, Out: stdout, Seed: 1})
+	cfg := loadgen.Config{Gateways: *gws, Beacons: *beacons, Duration: *dur, QoS: qs, Batch: *batch,
+		Baseline: *baseline, Out: stdout, Seed: 1}
+	if *child {
+		if len(qs) != 1 {
+			fmt.Fprintln(stderr, "--child takes exactly one --qos")
+			return 2
+		}
+		if err := loadgen.ServeChild(ctx, cfg, qs[0], os.Stdin, stdout); err != nil {
+			fmt.Fprintf(stderr, "loadgen child: %v\n", err)
+			return 1
+		}
+		return 0
+	}
+	if *ownProc && *cpuprofile == "" {
+		exe, err := os.Executable()
+		if err != nil {
+			fmt.Fprintln(stderr, err)
+			return 1
+		}
+		cfg.Child = []string{exe, "loadgen", "--child", "--gateways", strconv.Itoa(*gws), "--beacons", strconv.Itoa(*beacons)}
+	}
+	_, err := loadgen.Run(ctx, cfg)
 	if err != nil {
 		fmt.Fprintf(stderr, "loadgen: %v\n", err)
 		return 1
