@@ -310,4 +310,3 @@ func (s *Service) committed(e store.Event) {
 		fn(e)
 	}
 }
-

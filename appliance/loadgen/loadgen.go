@@ -24,20 +24,20 @@ import (
 
 // Config of a run.
 type Config struct {
-	Gateways  int
-	Beacons   int
-	Duration  time.Duration
-	QoS       []byte
-	Batch     int  // reports per message (8)
-	Baseline  bool // also measure the bare broker
-	Home      string
-	Out       io.Writer
-	MaxInFlt  int // unused by QoS 1 (one in flight per gateway, as the broker acks after commit)
+	Gateways int
+	Beacons  int
+	Duration time.Duration
+	QoS      []byte
+	Batch    int  // reports per message (8)
+	Baseline bool // also measure the bare broker
+	Home     string
+	Out      io.Writer
+	MaxInFlt int // unused by QoS 1 (one in flight per gateway, as the broker acks after commit)
 	// Child, when set, is the command line that starts the full appliance
 	// in its own process (see ServeChild), so the peak memory reported is
 	// the appliance's alone, not shared with the publishers and the bare
 	// broker.
-	Child []string
+	Child     []string
 	Seed      int64
 	KeepHome  bool
 	Verbosity int
