@@ -119,20 +119,26 @@ func deliver(sink Sink, c *counters, log *slog.Logger, clientID, topic string, p
 			log.Error("mqtt sink panicked", "client", clientID, "topic", topic, "panic", r, "stack", string(debug.Stack()))
 			err = fmt.Errorf("sink panic: %v", r)
 		}
-		if err != nil {
-			c.sinkErrors.Add(1)
-			c.setError("sink: " + err.Error())
-			if c.sinkFailing.CompareAndSwap(false, true) {
-				log.Warn("mqtt sink failing; QoS 1 messages are not acknowledged until it recovers",
-					"client", clientID, "topic", topic, "qos", qos, "error", err)
-			} else {
-				log.Debug("mqtt sink error", "client", clientID, "topic", topic, "qos", qos, "error", err)
-			}
-		} else if c.sinkFailing.CompareAndSwap(true, false) {
-			log.Info("mqtt sink recovered")
-		}
+		c.sinkResult(log, clientID, topic, qos, err)
 	}()
 	return sink.HandlePublish(clientID, topic, payload, qos)
+}
+
+// sinkResult counts a sink error and logs the transitions between failing
+// and working (not every failure: a stuck disk would flood the log).
+func (c *counters) sinkResult(log *slog.Logger, clientID, topic string, qos byte, err error) {
+	if err != nil {
+		c.sinkErrors.Add(1)
+		c.setError("sink: " + err.Error())
+		if c.sinkFailing.CompareAndSwap(false, true) {
+			log.Warn("mqtt sink failing; QoS 1 messages are not acknowledged until it recovers",
+				"client", clientID, "topic", topic, "qos", qos, "error", err)
+		} else {
+			log.Debug("mqtt sink error", "client", clientID, "topic", topic, "qos", qos, "error", err)
+		}
+	} else if c.sinkFailing.Load() && c.sinkFailing.CompareAndSwap(true, false) {
+		log.Info("mqtt sink recovered")
+	}
 }
 
 // credentialsMatch compares what a client sent with what is configured.

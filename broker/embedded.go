@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	mqtt "github.com/mochi-mqtt/server/v2"
 	"github.com/mochi-mqtt/server/v2/packets"
@@ -47,6 +48,12 @@ type EmbeddedOptions struct {
 	Observer    ConnObserver // may be nil
 	Logger      *slog.Logger // broker logs go through slog; nil discards
 	MaxClients  int          // 0 = DefaultMaxClients
+	// MaxPending bounds a connection's QoS 1 publishes waiting for their
+	// commit when Sink is an AsyncSink (0 = DefaultMaxPending); AckWait is
+	// how long a publish may wait for a slot before the connection is
+	// closed (0 = 30 s).
+	MaxPending int
+	AckWait    time.Duration
 }
 
 // Embedded is the MQTT broker BeaconHub runs in-process for its gateways.
@@ -71,6 +78,9 @@ type Embedded struct {
 	// that was taken over does not mark the gateway offline.
 	obsMu sync.Mutex
 	live  map[string]*mqtt.Client
+
+	async  AsyncSink // nil when Sink acknowledges synchronously
+	ackers sync.Map  // *mqtt.Client -> *acker, while connected
 }
 
 // NewEmbedded validates opts and prepares (but does not start) the broker.
@@ -90,11 +100,18 @@ func NewEmbedded(opts EmbeddedOptions) (*Embedded, error) {
 	if opts.MaxClients == 0 {
 		opts.MaxClients = DefaultMaxClients
 	}
+	if opts.MaxPending <= 0 {
+		opts.MaxPending = DefaultMaxPending
+	}
+	if opts.AckWait <= 0 {
+		opts.AckWait = 30 * time.Second
+	}
 	e := &Embedded{
 		opts: opts,
 		log:  loggerOrDiscard(opts.Logger).With("component", "mqtt"),
 		live: make(map[string]*mqtt.Client),
 	}
+	e.async, _ = opts.Sink.(AsyncSink)
 
 	caps := mqtt.NewDefaultServerCapabilities()
 	caps.MaximumClients = int64(opts.MaxClients)
@@ -105,6 +122,8 @@ func NewEmbedded(opts EmbeddedOptions) (*Embedded, error) {
 	// clients are told in CONNACK; a 3.1.1 client sending QoS 2 anyway
 	// gets a PUBACK instead of a PUBREC, which the contract rules out.)
 	caps.MaximumQos = 1
+	// MQTT 5 clients learn how many QoS 1 publishes may be in flight.
+	caps.ReceiveMaximum = uint16(min(opts.MaxPending, 65535))
 	// Nothing is ever sent to gateways except acks, which mochi writes
 	// directly. The default queue (8192 pointers = 64 KiB per client) would
 	// cost ~320 MiB at 5000 gateways for nothing.
@@ -316,6 +335,11 @@ func (h *ingestHook) OnPublish(cl *mqtt.Client, pk packets.Packet) (packets.Pack
 	}
 	pk.FixedHeader.Retain = false
 	qos := pk.FixedHeader.Qos
+	if qos == 1 && h.e.async != nil {
+		if v, ok := h.e.ackers.Load(cl); ok {
+			return h.publishAsync(cl, v.(*acker), pk)
+		}
+	}
 	err := deliver(h.e.opts.Sink, &h.e.c, h.e.log, cl.ID, pk.TopicName, pk.Payload, qos)
 	if err == nil || qos == 0 {
 		return pk, nil
@@ -331,6 +355,27 @@ func (h *ingestHook) OnPublish(cl *mqtt.Client, pk packets.Packet) (packets.Pack
 	return pk, packets.ErrRejectPacket
 }
 
+// publishAsync hands a QoS 1 publish to the AsyncSink and tells mochi not
+// to acknowledge it (ErrRejectPacket: no PUBACK, no retain, no forwarding,
+// and nobody may subscribe anyway): the acker writes the PUBACK once the
+// publish is durable. When the connection already has MaxPending
+// publishes waiting and none commits within AckWait, the store is stuck:
+// the connection is closed (a negative PUBACK now would overtake the
+// pending ones, which MQTT forbids) and the gateway resends on reconnect.
+func (h *ingestHook) publishAsync(cl *mqtt.Client, a *acker, pk packets.Packet) (packets.Packet, error) {
+	if !a.acquire(h.e.opts.AckWait) {
+		h.e.c.messages.Add(1)
+		h.e.c.sinkResult(h.e.log, cl.ID, pk.TopicName, 1, errAckWait)
+		if tc, ok := h.e.opts.Sink.(AckTimeoutCounter); ok {
+			tc.AckTimedOut(pk.TopicName)
+		}
+		cl.Stop(fmt.Errorf("sink: %w", errAckWait))
+		return pk, packets.ErrRejectPacket
+	}
+	deliverAsync(h.e.async, &h.e.c, h.e.log, a, cl.ID, pk.TopicName, pk.Payload, pk.PacketID)
+	return pk, packets.ErrRejectPacket
+}
+
 // OnSessionEstablished fires once a client is authenticated and its
 // CONNACK sent; every call is paired with exactly one OnDisconnect (mochi's
 // OnConnect, by contrast, fires before authentication).
@@ -340,6 +385,9 @@ func (h *ingestHook) OnPublish(cl *mqtt.Client, pk packets.Packet) (packets.Pack
 func (h *ingestHook) OnSessionEstablished(cl *mqtt.Client, _ packets.Packet) {
 	h.e.log.Debug("mqtt client connected", "client", cl.ID, "remote", cl.Net.Remote,
 		"protocol", cl.Properties.ProtocolVersion)
+	if h.e.async != nil {
+		h.e.ackers.Store(cl, newAcker(cl, h.e.opts.MaxPending))
+	}
 	h.e.obsMu.Lock()
 	h.e.live[cl.ID] = cl
 	if h.e.opts.Observer != nil {
@@ -355,6 +403,9 @@ func (h *ingestHook) OnDisconnect(cl *mqtt.Client, err error, _ bool) {
 		err = cl.StopCause() // e.g. our own "sink:" stop, or a takeover
 	}
 	h.e.log.Debug("mqtt client disconnected", "client", cl.ID, "remote", cl.Net.Remote, "error", err)
+	if v, ok := h.e.ackers.LoadAndDelete(cl); ok {
+		close(v.(*acker).stop)
+	}
 	h.e.obsMu.Lock()
 	// A connection taken over by a newer one with the same id must not
 	// mark the gateway offline.

@@ -216,15 +216,17 @@ func (p *Pipeline) HandlePublish(clientID, topic string, payload []byte, qos byt
 		return nil
 	}
 	var done chan error
+	var ack func(error)
 	if qos > 0 {
 		done = p.donePool.Get().(chan error)
+		ack = func(err error) { done <- err }
 	}
 	p.closeMu.RLock()
 	if p.closed {
 		p.closeMu.RUnlock()
 		return ErrClosed
 	}
-	p.process(m, now, done)
+	p.process(m, now, ack)
 	p.closeMu.RUnlock()
 	if done == nil {
 		return nil
@@ -243,7 +245,32 @@ func (p *Pipeline) HandlePublish(clientID, topic string, payload []byte, qos byt
 	}
 }
 
-func (p *Pipeline) process(m *Message, recv int64, ack chan error) {
+// HandlePublishAsync is the broker's AsyncSink for QoS 1: it processes the
+// publish in the caller's read loop like HandlePublish, but returns at once
+// and calls ack from the writer's goroutine when the publish's writes (and
+// everything queued before them) are durable, so the broker can keep
+// reading while earlier publishes commit. A malformed message is acked at
+// once: resending it cannot help.
+func (p *Pipeline) HandlePublishAsync(clientID, topic string, payload []byte, ack func(error)) {
+	now := p.clock.Now().UnixMilli()
+	m := p.msgPool.Get().(*Message)
+	defer p.msgPool.Put(m)
+	ok := Decode(topic, payload, now, m)
+	p.Stats.message(m, ok)
+	if !ok {
+		ack(nil)
+		return
+	}
+	p.closeMu.RLock()
+	defer p.closeMu.RUnlock()
+	if p.closed {
+		ack(ErrClosed)
+		return
+	}
+	p.process(m, now, ack)
+}
+
+func (p *Pipeline) process(m *Message, recv int64, ack func(error)) {
 	gwAsset, _ := p.reg.Gateway(m.Gateway)
 	if gwAsset == nil {
 		p.discover.gateway(m.Gateway, m.Kind, recv)
@@ -273,7 +300,7 @@ func (p *Pipeline) process(m *Message, recv int64, ack chan error) {
 	var done func(error)
 	switch {
 	case ack != nil:
-		done = func(err error) { ack <- err }
+		done = ack
 	case p.latency.sample():
 		done = func(error) { p.latency.add(p.clock.Now().UnixMilli() - recv) }
 	}
@@ -321,3 +348,14 @@ func (p *Pipeline) Close() error {
 // CommitLatency returns sampled receive-to-commit latencies (ms) of QoS 0
 // publishes: p50 and p99 over the recent window.
 func (p *Pipeline) CommitLatency() (p50, p99 int64, n int) { return p.latency.percentiles() }
+
+// AckTimedOut counts a QoS 1 publish the broker refused because the
+// connection's earlier publishes did not commit in time (asynchronous
+// acknowledgement), under the gateway its topic names.
+func (p *Pipeline) AckTimedOut(topic string) {
+	if gw, _, r := parseTopic(topic); r == 0 {
+		p.Stats.ackTimeout(gw)
+		return
+	}
+	p.Stats.ackTimeouts.Add(1)
+}

@@ -2,11 +2,13 @@ package loadgen
 
 import (
 	"bufio"
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
 	"net"
+	"sync/atomic"
 	"time"
 )
 
@@ -115,4 +117,83 @@ func (c *conn) readPuback(pid uint16) error {
 func (c *conn) close() {
 	_, _ = c.c.Write([]byte{0xE0, 0}) // DISCONNECT
 	c.c.Close()
+}
+
+// pipelined publishes msgs at QoS 1 keeping up to window in flight until
+// the deadline, then waits for the outstanding PUBACKs. It checks that
+// PUBACKs come in publish order, as MQTT requires, and returns the
+// publish-to-PUBACK latencies.
+func pipelined(ctx context.Context, c *conn, msgs []message, window int, deadline time.Time) ([]time.Duration, error) {
+	slots := make(chan struct{}, window)
+	sent := make([]time.Time, 1<<16)
+	var lat []time.Duration
+	readerDone := make(chan error, 1)
+	var finished atomic.Bool
+	go func() {
+		var want uint16
+		for {
+			pid, err := c.readAnyPuback()
+			if err != nil {
+				if finished.Load() {
+					err = nil // the read deadline that ends a drained run
+				}
+				readerDone <- err
+				return
+			}
+			if want++; want == 0 {
+				want = 1
+			}
+			if pid != want {
+				readerDone <- fmt.Errorf("PUBACK %d arrived while %d was the oldest in flight", pid, want)
+				return
+			}
+			lat = append(lat, time.Since(sent[pid]))
+			<-slots
+		}
+	}()
+	var pid uint16
+	for i := 0; ctx.Err() == nil && !(i%64 == 0 && time.Now().After(deadline)); i++ {
+		m := msgs[i%len(msgs)]
+		select {
+		case slots <- struct{}{}:
+		case err := <-readerDone:
+			return lat, err
+		}
+		if pid++; pid == 0 {
+			pid = 1
+		}
+		m.pk[m.pidAt], m.pk[m.pidAt+1] = byte(pid>>8), byte(pid)
+		sent[pid] = time.Now()
+		if _, err := c.c.Write(m.pk); err != nil {
+			finished.Store(true)
+			_ = c.c.SetReadDeadline(time.Now())
+			<-readerDone
+			return lat, err
+		}
+	}
+	// Holding every slot means every publish was acknowledged.
+	for k := 0; k < window; k++ {
+		select {
+		case slots <- struct{}{}:
+		case err := <-readerDone:
+			return lat, err
+		}
+	}
+	finished.Store(true)
+	_ = c.c.SetReadDeadline(time.Now())
+	err := <-readerDone
+	_ = c.c.SetReadDeadline(time.Time{})
+	return lat, err
+}
+
+// readAnyPuback reads the next PUBACK and returns its packet id.
+func (c *conn) readAnyPuback() (uint16, error) {
+	var hdr [4]byte
+	if _, err := io.ReadFull(c.r, hdr[:]); err != nil {
+		return 0, err
+	}
+	if hdr[0]>>4 != 4 || hdr[1] != 2 {
+		return 0, errors.New("unexpected packet while waiting for PUBACK")
+	}
+	return binary.BigEndian.Uint16(hdr[2:4]), nil
 }

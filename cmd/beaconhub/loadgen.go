@@ -25,6 +25,7 @@ func cmdLoadgen(args []string, stdout, stderr io.Writer) int {
 	dur := fs.Duration("duration", 10*time.Second, "publishing time per scenario")
 	qos := fs.String("qos", "0,1", "QoS levels to run, comma separated")
 	batch := fs.Int("batch", 8, "reports per message")
+	window := fs.Int("inflight", 8, "QoS 1 publishes each gateway keeps in flight (1 = wait for every PUBACK)")
 	baseline := fs.Bool("baseline", true, "also measure a bare mochi broker whose hook only counts")
 	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file (implies --own-process=false)")
 	ownProc := fs.Bool("own-process", true, "run the full appliance in a child process, so its peak memory is its own")
@@ -41,8 +42,8 @@ func cmdLoadgen(args []string, stdout, stderr io.Writer) int {
 		}
 		qs = append(qs, byte(n))
 	}
-	if *gws < 1 || *beacons < 1 || *batch < 1 || *batch > 500 {
-		fmt.Fprintln(stderr, "--gateways and --beacons must be positive, --batch 1..500")
+	if *gws < 1 || *beacons < 1 || *batch < 1 || *batch > 500 || *window < 1 || *window > 1000 {
+		fmt.Fprintln(stderr, "--gateways and --beacons must be positive, --batch 1..500, --inflight 1..1000")
 		return 2
 	}
 	if *cpuprofile != "" {
@@ -61,7 +62,7 @@ func cmdLoadgen(args []string, stdout, stderr io.Writer) int {
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer cancel()
 	cfg := loadgen.Config{Gateways: *gws, Beacons: *beacons, Duration: *dur, QoS: qs, Batch: *batch,
-		Baseline: *baseline, Out: stdout, Seed: 1}
+		Baseline: *baseline, Out: stdout, Seed: 1, Window: *window}
 	if *child {
 		if len(qs) != 1 {
 			fmt.Fprintln(stderr, "--child takes exactly one --qos")
