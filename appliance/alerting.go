@@ -59,6 +59,14 @@ func (a *App) startAlerting() {
 			a.log.Warn("re-sending presses alertsys had not received before the restart", "events", n)
 		}
 	}
+	if a.events != nil {
+		ret := alerting.NewRetention(a.db, a.clock, a.log.With("component", "alerting"), func() (int, int) {
+			c := a.live.Get()
+			return c.EventsRetentionDays, c.EventsWarningRetentionDays
+		})
+		ret.Start()
+		a.onStop(func(context.Context) error { ret.Stop(); return nil })
+	}
 	a.monitor.Start()
 	a.startPush()
 }

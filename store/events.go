@@ -80,7 +80,13 @@ func timeKey(prefix []byte, at int64, id uint64) []byte {
 func uidPrefix(uid string) []byte { return append([]byte(uid), 0) }
 
 func putEventIndexes(tx *bolt.Tx, e *Event) error {
-	if err := tx.Bucket(bEventsByTime).Put(timeKey(nil, e.CreatedAt, e.ID), nil); err != nil {
+	// The value marks warnings so retention can skip kept alerts without
+	// decoding them (entries written before it have no value).
+	var mark []byte
+	if e.Status == EventWarning {
+		mark = markWarning
+	}
+	if err := tx.Bucket(bEventsByTime).Put(timeKey(nil, e.CreatedAt, e.ID), mark); err != nil {
 		return err
 	}
 	if e.AssetUID == "" || strings.IndexByte(e.AssetUID, 0) >= 0 {

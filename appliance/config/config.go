@@ -51,6 +51,10 @@ type Config struct {
 	PerfMemoryThreshold      int `json:"server_perf_memory_threshold"`
 	// SensorsHistoryRetentionDays bounds raw sensor history (issue 6).
 	SensorsHistoryRetentionDays int `json:"server_sensors_history_retention_days"`
+	// EventsRetentionDays bounds every beacon event; warnings (motion,
+	// presence) go after EventsWarningRetentionDays.
+	EventsRetentionDays        int `json:"server_events_retention_days"`
+	EventsWarningRetentionDays int `json:"server_events_warning_retention_days"`
 
 	DebugSnapshotInterval int    `json:"server_debug_snapshot_interval"`
 	DebugLogDir           string `json:"server_debug_log_dir"`

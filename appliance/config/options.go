@@ -242,6 +242,11 @@ var Options = []Option{
 	// Raw sensor history older than this is deleted by the daily compaction
 	// (appliance/sensors/retention.go); ~13 months keeps a year-on-year view.
 	{Key: "server_sensors_history_retention_days", Group: "performance", Kind: KindInt, Default: num(400), UI: true, Validate: intRange(1, 36500)},
+	// Beacon events: motion and presence warnings come every dedup window
+	// from every moving beacon and are only useful for a few weeks; alerts
+	// (presses) are kept like sensor history (appliance/alerting/retention.go).
+	{Key: "server_events_retention_days", Group: "performance", Kind: KindInt, Default: num(400), UI: true, Validate: intRange(1, 36500)},
+	{Key: "server_events_warning_retention_days", Group: "performance", Kind: KindInt, Default: num(30), UI: true, Validate: intRange(1, 36500)},
 
 	{Key: "server_debug_snapshot_interval", Group: "diagnostics", Kind: KindInt, Default: num(300), UI: true, Validate: intRange(10, 86400)},
 	{Key: "server_debug_log_dir", Group: "diagnostics", Default: str("logs/diagnostics"), UI: true, Validate: relPath},

@@ -41,6 +41,8 @@ var badValues = map[string][]any{
 	"server_devices_cache_sync_interval":          {9, 86401},
 	"server_perf_memory_threshold":                {15},
 	"server_sensors_history_retention_days":       {0, 36501},
+	"server_events_retention_days":                {0, 36501},
+	"server_events_warning_retention_days":        {0, 36501},
 	"server_debug_snapshot_interval":              {9},
 	"server_debug_log_dir":                        {""},
 	"server_debug_max_files":                      {0},

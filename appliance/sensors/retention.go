@@ -2,7 +2,6 @@ package sensors
 
 import (
 	"log/slog"
-	"sync"
 	"time"
 
 	"beaconhub/appliance/clock"
@@ -30,10 +29,7 @@ type Retention struct {
 	clk  clock.Clock
 	log  *slog.Logger
 	days func() int
-
-	mu      sync.Mutex
-	timer   clock.Timer
-	stopped bool
+	job  *clock.Job
 }
 
 // NewRetention returns a compactor; days is read at each run, so a changed
@@ -42,37 +38,22 @@ func NewRetention(db *store.DB, clk clock.Clock, log *slog.Logger, days func() i
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Retention{db: db, clk: clk, log: log, days: days}
+	r := &Retention{db: db, clk: clk, log: log, days: days}
+	r.job = clock.NewJob(clk, RetentionBootDelay, RetentionEvery, r.tick)
+	return r
 }
 
 // Start arms the compaction timer.
-func (r *Retention) Start() {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.stopped = false
-	r.timer = r.clk.AfterFunc(RetentionBootDelay, r.tick)
-}
+func (r *Retention) Start() { r.job.Start() }
 
 // Stop cancels it.
-func (r *Retention) Stop() {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.stopped = true
-	if r.timer != nil {
-		r.timer.Stop()
-	}
-}
+func (r *Retention) Stop() { r.job.Stop() }
 
 func (r *Retention) tick() {
 	if n, err := r.Compact(); err != nil {
 		r.log.Warn("sensors: history compaction", "err", err)
 	} else if n > 0 {
 		r.log.Info("sensors: history compaction", "deleted", n)
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if !r.stopped {
-		r.timer = r.clk.AfterFunc(RetentionEvery, r.tick)
 	}
 }
 
