@@ -56,6 +56,9 @@ func (a *App) buildIngest() error {
 	if a.sensorMon != nil {
 		hooks.Followers = append(hooks.Followers, a.sensorMon)
 	}
+	if a.events != nil {
+		hooks.Followers = append(hooks.Followers, a.events)
+	}
 	if a.monitor != nil {
 		hooks.Followers = append(hooks.Followers, a.monitor.Conditions())
 	}

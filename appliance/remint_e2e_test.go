@@ -110,3 +110,41 @@ func TestRemintDuringActiveAlertIsNotDoubled(t *testing.T) {
 		t.Fatalf("active conditions left: %+v %v", active, err)
 	}
 }
+
+// TestPressAcrossRemintIsOneEvent: a panic button pressed while its
+// legacy uid is reminted (the gateways' reports of one press arrive on
+// both sides of the rename) stays one event, under the new uid.
+func TestPressAcrossRemintIsOneEvent(t *testing.T) {
+	app := startApp(t, nil)
+	c := app.Live().Get()
+	tok := adminToken(t, app)
+	var b struct {
+		AssetUID string `json:"asset_uid"`
+	}
+	adminCall(t, app.HTTPAddr(), tok, "POST", "/api/v1/beacons", map[string]any{"mac": "C3000000D004", "name": "Panic 4"}, &b)
+	adminCall(t, app.HTTPAddr(), tok, "POST", "/api/v1/beacon/"+b.AssetUID, map[string]any{"type": "panic"}, &b)
+	if b.AssetUID != "LEGACY-C3000000D004" {
+		t.Fatalf("typed without a home: %q", b.AssetUID)
+	}
+	press := func(rssi string) {
+		brokertest.Pub(t, app.MQTTAddr(), c.MQTTUser, c.MQTTPass, "-q", "1", "-i", "AC233FA0B1C2", "-t", "gw/AC233FA0B1C2/adv4",
+			"-m", `{"reports":[{"mac":"C3000000D004","rssi":`+rssi+`,"beacon_is_pushed":true,"press":"single"}]}`)
+	}
+	press("-60")
+	var loc struct {
+		ID uint64 `json:"id"`
+	}
+	adminCall(t, app.HTTPAddr(), tok, "POST", "/api/v1/locations", map[string]any{"name": "Ward", "code": "W1"}, &loc)
+	adminCall(t, app.HTTPAddr(), tok, "POST", "/api/v1/beacon/"+b.AssetUID, map[string]any{"location_id": loc.ID}, &b)
+	if b.AssetUID == "LEGACY-C3000000D004" {
+		t.Fatal("not reminted")
+	}
+	press("-55")
+	evs, _, err := app.DB().ListEvents(store.EventFilter{}, store.EventCursor{}, 10, 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(evs) != 1 || evs[0].AssetUID != b.AssetUID || evs[0].Reports != 2 {
+		t.Fatalf("events across the remint: %+v", evs)
+	}
+}

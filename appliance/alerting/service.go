@@ -310,3 +310,22 @@ func (s *Service) committed(e store.Event) {
 		fn(e)
 	}
 }
+
+// Rename moves the open dedup windows of oldUID to newUID (remint, merge),
+// so a press whose reports straddle the rename stays one event. Where the
+// new uid has its own open window (a merge), that one is kept.
+func (s *Service) Rename(oldUID, newUID string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for k, oe := range s.open {
+		if k.uid != oldUID {
+			continue
+		}
+		delete(s.open, k)
+		nk := k
+		nk.uid = newUID
+		if _, taken := s.open[nk]; !taken {
+			s.open[nk] = oe
+		}
+	}
+}
