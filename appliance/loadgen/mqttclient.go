@@ -125,13 +125,15 @@ func (c *conn) close() {
 // publish-to-PUBACK latencies.
 func pipelined(ctx context.Context, c *conn, msgs []message, window int, deadline time.Time) ([]time.Duration, error) {
 	slots := make(chan struct{}, window)
-	sent := make([]time.Time, 1<<16)
+	// PUBACKs come in publish order and at most window are in flight, so
+	// send times fit a ring of window entries.
+	sent := make([]time.Time, window)
 	var lat []time.Duration
 	readerDone := make(chan error, 1)
 	var finished atomic.Bool
 	go func() {
 		var want uint16
-		for {
+		for n := 0; ; n++ {
 			pid, err := c.readAnyPuback()
 			if err != nil {
 				if finished.Load() {
@@ -147,11 +149,12 @@ func pipelined(ctx context.Context, c *conn, msgs []message, window int, deadlin
 				readerDone <- fmt.Errorf("PUBACK %d arrived while %d was the oldest in flight", pid, want)
 				return
 			}
-			lat = append(lat, time.Since(sent[pid]))
+			lat = append(lat, time.Since(sent[n%window]))
 			<-slots
 		}
 	}()
 	var pid uint16
+	var n int
 	for i := 0; ctx.Err() == nil && !(i%64 == 0 && time.Now().After(deadline)); i++ {
 		m := msgs[i%len(msgs)]
 		select {
@@ -163,7 +166,8 @@ func pipelined(ctx context.Context, c *conn, msgs []message, window int, deadlin
 			pid = 1
 		}
 		m.pk[m.pidAt], m.pk[m.pidAt+1] = byte(pid>>8), byte(pid)
-		sent[pid] = time.Now()
+		sent[n%window] = time.Now()
+		n++
 		if _, err := c.c.Write(m.pk); err != nil {
 			finished.Store(true)
 			_ = c.c.SetReadDeadline(time.Now())
