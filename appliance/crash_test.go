@@ -110,20 +110,34 @@ func TestKill9KeepsEveryAcknowledgedReading(t *testing.T) {
 				return
 			}
 			defer c.Disconnect(0)
-			for i := 0; i < 5000; i++ {
-				ts := base + int64(i*gateways+g)
-				v := float64(i*gateways+g) / 100
-				payload := fmt.Sprintf(`{"reports":[{"mac":"C30000000A01","rssi":-70,"ts":%d,"temperature":%.2f}]}`, ts, v)
-				tok := c.Publish("gw/"+id+"/adv1", 1, false, payload)
-				if !tok.WaitTimeout(3*time.Second) || tok.Error() != nil {
-					return
+			// Eight publishes in flight per gateway: PUBACKs are written
+			// asynchronously after each commit, which is what must not run
+			// ahead of durability.
+			const window = 8
+			type sent struct {
+				tok paho.Token
+				ts  int64
+				v   float64
+			}
+			for i := 0; i < 5000; i += window {
+				var batch []sent
+				for j := i; j < i+window; j++ {
+					ts := base + int64(j*gateways+g)
+					v := float64(j*gateways+g) / 100
+					payload := fmt.Sprintf(`{"reports":[{"mac":"C30000000A01","rssi":-70,"ts":%d,"temperature":%.2f}]}`, ts, v)
+					batch = append(batch, sent{c.Publish("gw/"+id+"/adv1", 1, false, payload), ts, v})
 				}
-				mu.Lock()
-				acked[ts] = v
-				n := len(acked)
-				mu.Unlock()
-				if n >= 400 {
-					killOnce.Do(func() { _ = srv.cmd.Process.Signal(syscall.SIGKILL) })
+				for _, p := range batch {
+					if !p.tok.WaitTimeout(3*time.Second) || p.tok.Error() != nil {
+						return
+					}
+					mu.Lock()
+					acked[p.ts] = p.v
+					n := len(acked)
+					mu.Unlock()
+					if n >= 400 {
+						killOnce.Do(func() { _ = srv.cmd.Process.Signal(syscall.SIGKILL) })
+					}
 				}
 			}
 		}(g)
