@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"beaconhub/appliance"
+	"beaconhub/appliance/clock"
 	"beaconhub/broker/brokertest"
 	"beaconhub/store"
 )
@@ -22,9 +23,23 @@ import (
 // extra configuration, a registered sensor beacon and gateway.
 func startApp(t *testing.T, extra map[string]any) *appliance.App {
 	t.Helper()
+	return startAppWith(t, appRig{extra: extra})
+}
+
+// appRig says how startAppWith builds the appliance under test.
+type appRig struct {
+	extra  map[string]any      // config keys over {"server_features": ["service"]}
+	clock  clock.Clock         // nil: the real clock
+	fridge func(*store.Beacon) // adjusts the registered sensor SEN-A1-1 (C30000000A01)
+}
+
+// startAppWith starts an appliance on loopback in a temporary home with
+// one sensor beacon and one gateway (GW-A1-1, AC233FA0B1C2) registered.
+func startAppWith(t *testing.T, r appRig) *appliance.App {
+	t.Helper()
 	home := t.TempDir()
 	cfg := map[string]any{"server_features": []string{"service"}}
-	for k, v := range extra {
+	for k, v := range r.extra {
 		cfg[k] = v
 	}
 	data, _ := json.Marshal(cfg)
@@ -35,13 +50,17 @@ func startApp(t *testing.T, extra map[string]any) *appliance.App {
 		t.Fatal(err)
 	}
 	app, err := appliance.New(appliance.Options{Home: home, HTTPListen: "127.0.0.1:0", MQTTListen: "127.0.0.1:0",
-		BcryptCost: 4, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+		BcryptCost: 4, Clock: r.clock, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = app.Shutdown(context.Background()) })
 	db := app.DB()
-	if err := db.CreateBeacon(&store.Beacon{AssetUID: "SEN-A1-1", MAC: "C30000000A01", Name: "Fridge", Type: "sensor", Active: true}); err != nil {
+	fridge := store.Beacon{AssetUID: "SEN-A1-1", MAC: "C30000000A01", Name: "Fridge", Type: "sensor", Active: true}
+	if r.fridge != nil {
+		r.fridge(&fridge)
+	}
+	if err := db.CreateBeacon(&fridge); err != nil {
 		t.Fatal(err)
 	}
 	if err := db.CreateGateway(&store.Gateway{AssetUID: "GW-A1-1", MAC: "AC233FA0B1C2", Name: "Kitchen"}); err != nil {

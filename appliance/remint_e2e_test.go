@@ -1,16 +1,9 @@
 package appliance_test
 
 import (
-	"context"
-	"encoding/json"
-	"io"
-	"log/slog"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
-	"beaconhub/appliance"
 	"beaconhub/appliance/clock"
 	"beaconhub/appliance/push"
 	"beaconhub/appliance/push/ntfytest"
@@ -26,36 +19,14 @@ import (
 func TestRemintDuringActiveAlertIsNotDoubled(t *testing.T) {
 	fake := ntfytest.New()
 	t.Cleanup(fake.Close)
-	home := t.TempDir()
-	data, _ := json.Marshal(map[string]any{"server_features": []string{"service"}, "server_push_server_url": fake.URL,
-		"server_push_ops_enabled": false})
-	if err := os.MkdirAll(filepath.Join(home, "config"), 0o750); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(home, "config", "main.config.json"), data, 0o600); err != nil {
-		t.Fatal(err)
-	}
 	clk := clock.NewFake(time.Now())
-	app, err := appliance.New(appliance.Options{Home: home, HTTPListen: "127.0.0.1:0", MQTTListen: "127.0.0.1:0",
-		BcryptCost: 4, Clock: clk, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = app.Shutdown(context.Background()) })
+	app := startAppWith(t, appRig{clock: clk,
+		extra: map[string]any{"server_push_server_url": fake.URL, "server_push_ops_enabled": false},
+		fridge: func(b *store.Beacon) {
+			b.AssetUID = "LEGACY-C30000000A01"
+			b.TemperatureRange = &store.Range{Min: 2, Max: 8}
+		}})
 	db := app.DB()
-	if err := db.CreateBeacon(&store.Beacon{AssetUID: "LEGACY-C30000000A01", MAC: "C30000000A01", Name: "Fridge", Type: "sensor", Active: true,
-		TemperatureRange: &store.Range{Min: 2, Max: 8}}); err != nil {
-		t.Fatal(err)
-	}
-	if err := db.CreateGateway(&store.Gateway{AssetUID: "GW-A1-1", MAC: "AC233FA0B1C2", Name: "Kitchen"}); err != nil {
-		t.Fatal(err)
-	}
-	if err := app.Registry().Reload(); err != nil {
-		t.Fatal(err)
-	}
-	if err := app.Start(); err != nil {
-		t.Fatal(err)
-	}
 	clk.Advance(sensors.NotSeenEvery)
 	c := app.Live().Get()
 	pub := func(temp string) {

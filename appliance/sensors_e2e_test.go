@@ -1,16 +1,9 @@
 package appliance_test
 
 import (
-	"context"
-	"encoding/json"
-	"io"
-	"log/slog"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
-	"beaconhub/appliance"
 	"beaconhub/appliance/clock"
 	"beaconhub/appliance/sensors"
 	"beaconhub/broker/brokertest"
@@ -21,35 +14,8 @@ import (
 // reading outside the beacon's range published over MQTT opens a range
 // condition, one back in range resolves it.
 func TestSensorRangeConditionEndToEnd(t *testing.T) {
-	home := t.TempDir()
-	data, _ := json.Marshal(map[string]any{"server_features": []string{"service"}})
-	if err := os.MkdirAll(filepath.Join(home, "config"), 0o750); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(home, "config", "main.config.json"), data, 0o600); err != nil {
-		t.Fatal(err)
-	}
 	clk := clock.NewFake(time.Now())
-	app, err := appliance.New(appliance.Options{Home: home, HTTPListen: "127.0.0.1:0", MQTTListen: "127.0.0.1:0",
-		BcryptCost: 4, Clock: clk, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = app.Shutdown(context.Background()) })
-	db := app.DB()
-	if err := db.CreateBeacon(&store.Beacon{AssetUID: "SEN-A1-1", MAC: "C30000000A01", Name: "Fridge", Type: "sensor", Active: true,
-		TemperatureRange: &store.Range{Min: 2, Max: 8}}); err != nil {
-		t.Fatal(err)
-	}
-	if err := db.CreateGateway(&store.Gateway{AssetUID: "GW-A1-1", MAC: "AC233FA0B1C2", Name: "Kitchen"}); err != nil {
-		t.Fatal(err)
-	}
-	if err := app.Registry().Reload(); err != nil {
-		t.Fatal(err)
-	}
-	if err := app.Start(); err != nil {
-		t.Fatal(err)
-	}
+	app := startAppWith(t, appRig{clock: clk, fridge: func(b *store.Beacon) { b.TemperatureRange = &store.Range{Min: 2, Max: 8} }})
 	conds := app.SensorConditions()
 	if conds == nil {
 		t.Fatal("no sensor conditions with feature sensors on")

@@ -206,11 +206,8 @@ func (p *Pipeline) flush(done func(error)) {
 // everything queued before them) are durable, or an error meaning "do not
 // acknowledge".
 func (p *Pipeline) HandlePublish(clientID, topic string, payload []byte, qos byte) error {
-	now := p.clock.Now().UnixMilli()
-	m := p.msgPool.Get().(*Message)
+	m, now, ok := p.decode(topic, payload)
 	defer p.msgPool.Put(m)
-	ok := Decode(topic, payload, now, m)
-	p.Stats.message(m, ok)
 	if !ok {
 		// A malformed message is acknowledged: resending it cannot help.
 		return nil
@@ -252,11 +249,8 @@ func (p *Pipeline) HandlePublish(clientID, topic string, payload []byte, qos byt
 // reading while earlier publishes commit. A malformed message is acked at
 // once: resending it cannot help.
 func (p *Pipeline) HandlePublishAsync(clientID, topic string, payload []byte, ack func(error)) {
-	now := p.clock.Now().UnixMilli()
-	m := p.msgPool.Get().(*Message)
+	m, now, ok := p.decode(topic, payload)
 	defer p.msgPool.Put(m)
-	ok := Decode(topic, payload, now, m)
-	p.Stats.message(m, ok)
 	if !ok {
 		ack(nil)
 		return
@@ -268,6 +262,16 @@ func (p *Pipeline) HandlePublishAsync(clientID, topic string, payload []byte, ac
 		return
 	}
 	p.process(m, now, ack)
+}
+
+// decode takes a pooled message (the caller puts it back), decodes the
+// publish into it at the current time and counts the outcome.
+func (p *Pipeline) decode(topic string, payload []byte) (*Message, int64, bool) {
+	now := p.clock.Now().UnixMilli()
+	m := p.msgPool.Get().(*Message)
+	ok := Decode(topic, payload, now, m)
+	p.Stats.message(m, ok)
+	return m, now, ok
 }
 
 func (p *Pipeline) process(m *Message, recv int64, ack func(error)) {
