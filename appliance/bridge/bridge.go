@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"strconv"
 	"sync"
 	"time"
 
@@ -290,6 +289,3 @@ func (b *Bridge) deliver(round string, values []Value) bool {
 	}
 	return true
 }
-
-// itoa keeps status messages free of fmt.
-func itoa(n int) string { return strconv.Itoa(n) }

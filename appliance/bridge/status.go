@@ -1,6 +1,7 @@
 package bridge
 
 import (
+	"strconv"
 	"time"
 )
 
@@ -87,7 +88,7 @@ func (b *Bridge) Status() Status {
 		st.State, st.Message = "monitor_down", "monitoring server unreachable; retrying with backoff"
 	default:
 		st.OK, st.State = true, "ok"
-		st.Message = "feeding " + itoa(len(s.beacons)) + " beacons and " + itoa(len(s.gateways)) + " gateways"
+		st.Message = "feeding " + strconv.Itoa(len(s.beacons)) + " beacons and " + strconv.Itoa(len(s.gateways)) + " gateways"
 	}
 	return st
 }
