@@ -26,7 +26,8 @@ run: build
 	mkdir -p $(HOME_DIR)
 	./bin/beaconhub serve --home $(HOME_DIR)
 
-# Installs what the tests talk to for real (mosquitto broker and clients)
+# Installs what the tests talk to for real (mosquitto broker and clients; the
+# Zabbix 6.0 server, its frontend and PostgreSQL for the bridge)
 # and the linters. Idempotent; needs root or sudo for apt-get.
 test-deps:
 	./.ci/install-test-peers.sh
@@ -49,3 +50,9 @@ bench:
 
 clean:
 	rm -rf bin
+
+# The bridge against a real Zabbix 6.0 from Debian's packages (docs/bridge.md);
+# CI=true makes a missing peer a failure instead of a skip.
+.PHONY: test-zabbix
+test-zabbix: test-deps
+	CI=true $(GO) test -count=1 -run 'TestBridgeFeedsRealZabbix|TestCrossCheckWithZabbixSender' ./appliance/ ./appliance/bridge/

@@ -10,6 +10,15 @@ need=()
 command -v mosquitto_pub >/dev/null 2>&1 || need+=(mosquitto-clients)
 [ -x /usr/sbin/mosquitto ] || command -v mosquitto >/dev/null 2>&1 || need+=(mosquitto)
 
+# The bridge's end-to-end test talks to a real Zabbix 6.0 server, its
+# frontend API served by php -S, and a throwaway PostgreSQL cluster.
+[ -x /usr/sbin/zabbix_server ] || need+=(zabbix-server-pgsql)
+[ -d /usr/share/zabbix ] || need+=(zabbix-frontend-php)
+command -v php >/dev/null 2>&1 || need+=(php-cli)
+php -m 2>/dev/null | grep -qx pgsql || need+=(php-pgsql)
+ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || need+=(postgresql)
+command -v zabbix_sender >/dev/null 2>&1 || need+=(zabbix-agent)
+
 if [ ${#need[@]} -gt 0 ]; then
   echo "installing test peers: ${need[*]}"
   export DEBIAN_FRONTEND=noninteractive
@@ -21,6 +30,11 @@ if [ ${#need[@]} -gt 0 ]; then
     $SUDO systemctl disable --now mosquitto >/dev/null 2>&1 || true
   fi
   $SUDO pkill -x mosquitto >/dev/null 2>&1 || true
+  # Same for the packaged Zabbix server and agent: the e2e test starts its
+  # own server on a free loopback port with a throwaway database.
+  if command -v systemctl >/dev/null 2>&1; then
+    $SUDO systemctl disable --now zabbix-server zabbix-agent >/dev/null 2>&1 || true
+  fi
 fi
 
 GOBIN="$(go env GOPATH)/bin"

@@ -21,6 +21,7 @@ import (
 	"beaconhub/appliance/applog"
 	"beaconhub/appliance/assets"
 	"beaconhub/appliance/auth"
+	"beaconhub/appliance/bridge"
 	"beaconhub/appliance/clock"
 	"beaconhub/appliance/config"
 	"beaconhub/appliance/diag"
@@ -80,6 +81,9 @@ type App struct {
 
 	// sensorMon evaluates sensor conditions (appliance/sensors.go).
 	sensorMon *sensors.Monitor
+
+	// bridge feeds the monitoring server (appliance/bridge.go).
+	bridge *bridge.Bridge
 
 	httpSrv *http.Server
 	httpLn  net.Listener
@@ -174,6 +178,9 @@ func (a *App) build() error {
 		if err := a.buildNav(); err != nil {
 			return err
 		}
+	}
+	if err := a.buildBridge(); err != nil {
+		return err
 	}
 	a.diag = diag.New(a.live, a.paths, a.clock, a.log, a.opts.Debug)
 	a.onStop(func(context.Context) error { a.diag.Close(); return nil })
@@ -277,6 +284,9 @@ func (a *App) Start() error {
 		if err := a.startIngest(); err != nil {
 			return err
 		}
+	}
+	if a.bridge != nil {
+		a.bridge.Start()
 	}
 	a.log.Info("beaconhub started", "http", ln.Addr().String(), "features", cfg.EnabledFeatures(), "home", a.paths.Home)
 	return nil

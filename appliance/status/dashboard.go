@@ -8,6 +8,7 @@ import (
 
 	"beaconhub/appliance/alerting"
 	"beaconhub/appliance/apperr"
+	"beaconhub/appliance/bridge"
 )
 
 // MQTTSnapshot is the dashboard's MQTT object.
@@ -53,6 +54,8 @@ type Dashboard struct {
 	Issues      []Issue          `json:"issues"`
 	IssuesTotal int              `json:"issues_total"`
 	Rechecked   string           `json:"rechecked,omitempty"`
+	// Bridge is present when feature bridge runs in this process.
+	Bridge *bridge.Status `json:"bridge,omitempty"`
 }
 
 // Recheck targets.
@@ -102,6 +105,7 @@ func (m *Monitor) Dashboard() Dashboard {
 		d.Issues = append(d.Issues, Issue{Key: c.Key, Since: c.Since, Message: c.Message})
 	}
 	d.OK = len(active) == 0
+	m.addBridge(&d)
 	return d
 }
 

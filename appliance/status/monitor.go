@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"beaconhub/appliance/alerting"
+	"beaconhub/appliance/bridge"
 	"beaconhub/appliance/clock"
 	"beaconhub/appliance/config"
 	"beaconhub/broker"
@@ -54,6 +55,8 @@ type Monitor struct {
 	stopped bool
 
 	probeMu map[string]*sync.Mutex // one probe per target at a time
+
+	bridge func() bridge.Status // set by SetBridge (bridge.go)
 }
 
 // NewMonitor builds a monitor and subscribes to alertsys outcomes.

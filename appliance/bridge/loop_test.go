@@ -1,0 +1,322 @@
+package bridge_test
+
+import (
+	"bytes"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"beaconhub/appliance/bridge"
+	"beaconhub/appliance/bridge/zabbixtest"
+	"beaconhub/appliance/clock"
+)
+
+// mainServer stands in for the main server's /lld lists; body can be
+// swapped to stage partial answers and outages.
+type mainServer struct {
+	*httptest.Server
+	mu       sync.Mutex
+	beacons  string
+	gateways string
+	status   int
+	hits     atomic.Int64
+}
+
+func newMainServer(t *testing.T) *mainServer {
+	m := &mainServer{status: http.StatusOK,
+		beacons:  `{"data":[{"{#ASSET_UID}":"SEN-H1-1","{#MAC}":"c30000000a01","{#NAME}":"Fridge"},{"{#ASSET_UID}":"bad uid,x","{#MAC}":"C30000000A09","{#NAME}":"x"}]}`,
+		gateways: `{"data":[{"{#ASSET_UID}":"GW-H1-1","{#MAC}":"AC233FA0B1C2","{#NAME}":"Kitchen"}]}`}
+	m.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		m.hits.Add(1)
+		m.mu.Lock()
+		status, body := m.status, m.beacons
+		if r.URL.Path == "/base/lld/gateways" {
+			body = m.gateways
+		} else if r.URL.Path != "/base/lld/beacons" {
+			status = http.StatusNotFound
+		}
+		m.mu.Unlock()
+		w.WriteHeader(status)
+		_, _ = w.Write([]byte(body))
+	}))
+	t.Cleanup(m.Close)
+	return m
+}
+
+func (m *mainServer) set(status int, beacons string) {
+	m.mu.Lock()
+	m.status, m.beacons = status, beacons
+	m.mu.Unlock()
+}
+
+type rig struct {
+	clk    *clock.Fake
+	b      *bridge.Bridge
+	tr     *zabbixtest.Trapper
+	main   *mainServer
+	logBuf *syncBuffer
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func newRig(t *testing.T, serverURL, monitor string, tweak ...func(*bridge.Options)) *rig {
+	t.Helper()
+	r := &rig{clk: clock.NewFake(time.Unix(1795331000, 0)), logBuf: &syncBuffer{}}
+	if serverURL == "" {
+		r.main = newMainServer(t)
+		serverURL = r.main.URL + "/base"
+	}
+	if monitor == "" {
+		r.tr = zabbixtest.NewTrapper(t)
+		monitor = r.tr.Addr
+	}
+	o := bridge.Options{ServerURL: serverURL, BeaconEndpoint: "lld/beacons", GatewayEndpoint: "/lld/gateways",
+		MonitorAddr: monitor, Host: "TST000", BeaconEvery: 60 * time.Second, GatewayEvery: 120 * time.Second,
+		RefreshEvery: time.Hour, Timeout: 2 * time.Second, MaxBackoff: 30 * time.Second, Clock: r.clk,
+		Logger: slog.New(slog.NewTextHandler(r.logBuf, &slog.HandlerOptions{Level: slog.LevelDebug}))}
+	for _, f := range tweak {
+		f(&o)
+	}
+	b, err := bridge.New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.b = b
+	b.Start()
+	t.Cleanup(b.Stop)
+	return r
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond) // polling a condition, bounded by the deadline
+	}
+}
+
+func (r *rig) value(key string) func() string {
+	return func() string {
+		v, _ := r.tr.Last(key)
+		return v.Value
+	}
+}
+
+func TestBridgeSendsDiscoveryThenValues(t *testing.T) {
+	r := newRig(t, "", "")
+	r.clk.Advance(0)
+	waitFor(t, "discovery", func() bool { return r.value(bridge.KeyGatewayDiscovery)() != "" })
+	if got := r.value(bridge.KeyBeaconDiscovery)(); got != `{"data":[{"{#ASSET_UID}":"SEN-H1-1","{#MAC}":"C30000000A01","{#NAME}":"Fridge"}]}` {
+		t.Fatalf("beacon discovery = %s", got)
+	}
+	if got := r.value(bridge.KeyGatewayDiscovery)(); got != `{"data":[{"{#ASSET_UID}":"GW-H1-1","{#MAC}":"AC233FA0B1C2","{#NAME}":"Kitchen"}]}` {
+		t.Fatalf("gateway discovery = %s", got)
+	}
+	if v, _ := r.tr.Last(bridge.KeyBeaconDiscovery); v.Host != "TST000" || v.Clock != r.clk.Now().Unix() {
+		t.Fatalf("discovery value %+v", v)
+	}
+	if !strings.Contains(r.logBuf.String(), "skipped assets") {
+		t.Error("the unusable uid was not reported")
+	}
+	if r.value(bridge.AssetKey(bridge.KindBeacon, bridge.MetricOnline, "SEN-H1-1"))() != "" {
+		t.Fatal("values sent before the first interval")
+	}
+	r.clk.Advance(60 * time.Second)
+	waitFor(t, "beacon values", func() bool { return r.value(bridge.KeyCacheAge)() != "" })
+	for key, want := range map[string]string{
+		bridge.AssetKey(bridge.KindBeacon, bridge.MetricOnline, "SEN-H1-1"): "1",
+		bridge.AssetKey(bridge.KindBeacon, bridge.MetricMAC, "SEN-H1-1"):    "C30000000A01",
+		bridge.AssetKey(bridge.KindBeacon, bridge.MetricName, "SEN-H1-1"):   "Fridge",
+		bridge.KeyMainUp: "1", bridge.KeyBeacons: "1", bridge.KeyGateways: "1", bridge.KeyCacheAge: "60",
+	} {
+		if got := r.value(key)(); got != want {
+			t.Errorf("%s = %q, want %q", key, got, want)
+		}
+	}
+	if r.value(bridge.AssetKey(bridge.KindGateway, bridge.MetricMAC, "GW-H1-1"))() != "" {
+		t.Fatal("gateway values before their interval")
+	}
+	r.clk.Advance(60 * time.Second)
+	waitFor(t, "gateway values", func() bool {
+		return r.value(bridge.AssetKey(bridge.KindGateway, bridge.MetricMAC, "GW-H1-1"))() == "AC233FA0B1C2"
+	})
+	if st := r.b.Status(); !st.OK || st.State != "ok" || st.Main.Beacons != 1 || st.Monitor.Processed == 0 {
+		t.Fatalf("status %+v", st)
+	}
+}
+
+// A partial answer from the main server keeps the cached lists: the fleet
+// must not vanish from Zabbix because of one truncated response. Per-asset
+// values pause while the main server is not answering; the bridge's own
+// items say so.
+func TestBridgeKeepsCacheOnPartialAnswer(t *testing.T) {
+	r := newRig(t, "", "")
+	r.clk.Advance(0)
+	waitFor(t, "first fetch", func() bool { return r.b.Status().State == "ok" })
+	r.main.set(http.StatusOK, `{"data":[{"{#ASSET_UID}":"SEN-H1-1","{#MA`)
+	r.clk.Advance(time.Hour) // cache refresh
+	waitFor(t, "main_down", func() bool { return r.b.Status().State == "main_down" })
+	st := r.b.Status()
+	if st.Main.Beacons != 1 || st.Main.Failures != 1 || !strings.Contains(st.Main.LastError, "malformed") {
+		t.Fatalf("status %+v", st.Main)
+	}
+	n := len(r.tr.Values())
+	r.clk.Advance(60 * time.Second) // beacon round
+	waitFor(t, "bridge items", func() bool { return len(r.tr.Values()) > n })
+	for _, v := range r.tr.Values()[n:] {
+		if strings.HasPrefix(v.Key, "beaconhub.beacon.") {
+			t.Fatalf("per-asset value sent while the main server is down: %+v", v)
+		}
+	}
+	if got := r.value(bridge.KeyMainUp)(); got != "0" {
+		t.Fatalf("main_up = %s", got)
+	}
+	// Recovery: the backoff retry (1 s after the first failure) succeeds.
+	r.main.set(http.StatusOK, `{"data":[]}`)
+	waitFor(t, "recovery", func() bool {
+		r.clk.Advance(time.Second)
+		return r.b.Status().State == "ok"
+	})
+	if st := r.b.Status(); st.Main.Beacons != 0 {
+		t.Fatalf("cache not replaced: %+v", st.Main)
+	}
+	waitFor(t, "empty discovery", func() bool { return r.value(bridge.KeyBeaconDiscovery)() == `{"data":[]}` })
+}
+
+// Every way Zabbix can fail (refused connection, garbage, hang past the
+// timeout, closed without reply) is retried with a doubling, capped
+// delay, and none of them leaves goroutines behind.
+func TestBridgeMonitorFaultsBackoffNoLeak(t *testing.T) {
+	for _, mode := range []zabbixtest.Mode{zabbixtest.Garbage, zabbixtest.Close, zabbixtest.Hang} {
+		// Value rounds far apart: the retries seen are the discovery's.
+		r := newRig(t, "", "", func(o *bridge.Options) {
+			o.BeaconEvery, o.GatewayEvery = time.Hour, time.Hour
+			o.Timeout = 200 * time.Millisecond // Hang: each try waits this long
+		})
+		r.tr.SetMode(mode)
+		r.clk.Advance(0)
+		waitFor(t, "first failure", func() bool { return r.b.Status().Monitor.Failures == 1 })
+		before := runtime.NumGoroutine()
+		// Retries at +1, +2, +4, +8, +16, +30, +30 ... seconds.
+		for _, step := range []time.Duration{1, 2, 4, 8, 16, 30, 30, 30} {
+			n := r.b.Status().Monitor.Failures
+			r.clk.Advance(step*time.Second - time.Millisecond)
+			if got := r.b.Status().Monitor.Failures; got != n {
+				t.Fatalf("mode %d: retried before %s", mode, step*time.Second)
+			}
+			r.clk.Advance(time.Millisecond)
+			waitFor(t, "retry", func() bool { return r.b.Status().Monitor.Failures > n })
+		}
+		st := r.b.Status()
+		if st.OK || st.State != "monitor_down" || st.Monitor.LastError == "" {
+			t.Fatalf("mode %d: status %+v", mode, st)
+		}
+		waitFor(t, "goroutines to settle", func() bool { return runtime.NumGoroutine() <= before+1 })
+		r.tr.SetMode(zabbixtest.Accept)
+		waitFor(t, "recovery", func() bool {
+			r.clk.Advance(30 * time.Second)
+			return r.b.Status().OK
+		})
+	}
+}
+
+// With nothing listening anywhere, many failed rounds leave the goroutine
+// count where it was.
+func TestBridgeGoroutinesStableUnderFailures(t *testing.T) {
+	ln, _ := net.Listen("tcp", "127.0.0.1:0")
+	dead := ln.Addr().String()
+	_ = ln.Close()
+	r := newRig(t, "http://"+dead+"/", dead)
+	r.clk.Advance(0)
+	waitFor(t, "first failure", func() bool { return r.b.Status().State == "main_down" })
+	r.clk.Advance(60 * time.Second)
+	waitFor(t, "state down", func() bool { return r.b.Status().State == "down" })
+	before := runtime.NumGoroutine()
+	for r.b.Status().Main.Failures < 100 {
+		n := r.b.Status().Main.Failures
+		r.clk.Advance(30 * time.Second)
+		waitFor(t, "another failure", func() bool { return r.b.Status().Main.Failures > n })
+	}
+	waitFor(t, "goroutines to settle", func() bool { return runtime.NumGoroutine() <= before+1 })
+	if c := strings.Count(r.logBuf.String(), "cannot fetch from the main server"); c > 30 {
+		t.Fatalf("%d warnings for one outage", c)
+	}
+}
+
+// Values Zabbix refuses (items it does not know) are logged with the keys
+// of the batch; the exchange itself counts as working.
+func TestBridgeLogsRefusedKeys(t *testing.T) {
+	r := newRig(t, "", "")
+	r.tr.SetMode(zabbixtest.Refuse)
+	r.clk.Advance(0)
+	waitFor(t, "refusal", func() bool { return r.b.Status().Monitor.Refused == 2 })
+	if st := r.b.Status(); !st.Monitor.OK {
+		t.Fatalf("status %+v", st.Monitor)
+	}
+	log := r.logBuf.String()
+	if !strings.Contains(log, "monitoring server refused values") || !strings.Contains(log, "TST000:"+bridge.KeyBeaconDiscovery) {
+		t.Fatalf("log: %s", log)
+	}
+}
+
+// The main server URL may carry credentials; they appear in no status
+// field and no log line.
+func TestBridgeRedactsServerURL(t *testing.T) {
+	ln, _ := net.Listen("tcp", "127.0.0.1:0")
+	dead := ln.Addr().String()
+	_ = ln.Close()
+	r := newRig(t, "http://bridge:s3cret-pw@"+dead+"/", "")
+	r.clk.Advance(0)
+	waitFor(t, "failure", func() bool { return r.b.Status().Main.LastError != "" })
+	st := r.b.Status()
+	for _, s := range []string{st.Main.URL, st.Main.LastError, r.logBuf.String()} {
+		if strings.Contains(s, "s3cret-pw") {
+			t.Fatalf("secret leaked: %s", s)
+		}
+	}
+}
+
+func TestNewRejectsBadOptions(t *testing.T) {
+	good := bridge.Options{ServerURL: "http://127.0.0.1:1/", MonitorAddr: "127.0.0.1:10051", Host: "H",
+		BeaconEvery: time.Second, GatewayEvery: time.Second, RefreshEvery: time.Second}
+	for name, mut := range map[string]func(*bridge.Options){
+		"url":      func(o *bridge.Options) { o.ServerURL = "ftp://x/" },
+		"monitor":  func(o *bridge.Options) { o.MonitorAddr = "nohostport" },
+		"host":     func(o *bridge.Options) { o.Host = "" },
+		"interval": func(o *bridge.Options) { o.RefreshEvery = 0 },
+	} {
+		o := good
+		mut(&o)
+		if _, err := bridge.New(o); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+	if b, err := bridge.New(good); err != nil || b == nil {
+		t.Fatal(err)
+	}
+}
