@@ -207,3 +207,38 @@ func runPub(addr, user, pass string, args ...string) ([]byte, error) {
 	full := append([]string{"-h", host, "-p", port, "-u", user, "-P", pass}, args...)
 	return exec.Command("mosquitto_pub", full...).CombinedOutput()
 }
+
+// TestLLDCarriesLatestValues: the discovery lists the monitoring bridge
+// reads carry each beacon's last sighting and latest readings, and never
+// need credentials.
+func TestLLDCarriesLatestValues(t *testing.T) {
+	app := startApp(t, nil)
+	c := app.Live().Get()
+	brokertest.Pub(t, app.MQTTAddr(), c.MQTTUser, c.MQTTPass, "-q", "1", "-i", "AC233FA0B1C2", "-t", "gw/AC233FA0B1C2/adv1",
+		"-m", `{"reports":[{"mac":"C30000000A01","rssi":-70,"temperature":4.25,"humidity":55.5,"vbatt":2950}]}`)
+	resp, err := http.Get("http://" + app.HTTPAddr() + "/lld/beacons")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var got struct {
+		Data []struct {
+			UID         string   `json:"{#ASSET_UID}"`
+			LastSeen    int64    `json:"last_seen"`
+			Temperature *float64 `json:"temperature"`
+			Humidity    *float64 `json:"humidity"`
+			BatteryMV   *int64   `json:"battery_mv"`
+		} `json:"data"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&got); err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("lld: %d %v", resp.StatusCode, err)
+	}
+	if len(got.Data) != 1 {
+		t.Fatalf("rows %+v", got.Data)
+	}
+	d := got.Data[0]
+	if d.UID != "SEN-A1-1" || d.LastSeen == 0 || d.Temperature == nil || *d.Temperature != 4.25 ||
+		d.Humidity == nil || *d.Humidity != 55.5 || d.BatteryMV == nil || *d.BatteryMV != 2950 {
+		t.Fatalf("row %+v", d)
+	}
+}

@@ -15,7 +15,7 @@ func TestLLDLists(t *testing.T) {
 	h.send("DELETE", "/api/v1/beacon/LEGACY-C30000000A02", h.admin, nil).expect(t, http.StatusOK)
 
 	for path, want := range map[string]string{
-		"/lld/beacons":  `{"data":[{"{#ASSET_UID}":"SEN-H1-1","{#MAC}":"C30000000A01","{#NAME}":"Fridge"}]}`,
+		"/lld/beacons":  `{"data":[{"{#ASSET_UID}":"SEN-H1-1","{#MAC}":"C30000000A01","{#NAME}":"Fridge","type":"sensor"}]}`,
 		"/lld/gateways": `{"data":[{"{#ASSET_UID}":"GW-H1-1","{#MAC}":"AC233FA0B1C2","{#NAME}":"Kitchen"}]}`,
 	} {
 		r := h.get(path, "") // no credentials: the monitoring server has none

@@ -135,28 +135,40 @@ func (s *Service) Assignments(kind, uid string) ([]AssignmentView, error) {
 }
 
 // LLDItem is one entry of a monitoring-server low-level-discovery list.
+// The {#...} keys are the discovery macros; the plain keys are current
+// values the monitoring bridge sends as item values (Zabbix ignores keys
+// that are not macros). Omitted when unknown.
 type LLDItem struct {
-	UID  string `json:"{#ASSET_UID}"`
-	MAC  string `json:"{#MAC}"`
-	Name string `json:"{#NAME}"`
+	UID      string `json:"{#ASSET_UID}"`
+	MAC      string `json:"{#MAC}"`
+	Name     string `json:"{#NAME}"`
+	Type     string `json:"type,omitempty"`      // beacons
+	LastSeen int64  `json:"last_seen,omitempty"` // Unix ms of the last radio sighting
+	// Latest sensor values (beacons; filled by the HTTP layer, which holds
+	// the sensor recorder).
+	Temperature *float64 `json:"temperature,omitempty"`
+	Humidity    *float64 `json:"humidity,omitempty"`
+	BatteryMV   *int64   `json:"battery_mv,omitempty"`
 }
 
 // LLD lists the active assets of kind (beacon or gateway) with their
-// current device.
+// current device and last sighting.
 func (s *Service) LLD(kind string) ([]LLDItem, error) {
 	out := []LLDItem{}
 	err := s.view(func(t *store.AssetTx) error {
 		if kind == store.KindGateway {
 			return t.EachGateway(func(g *store.Gateway) error {
 				if gatewayStatus(g) == store.AssetActive {
-					out = append(out, LLDItem{UID: g.AssetUID, MAC: g.MAC, Name: g.Name})
+					seen := s.lastSeen(t, store.AssetRef{Kind: store.KindGateway, ID: g.ID}, &assetRec{g: g})
+					out = append(out, LLDItem{UID: g.AssetUID, MAC: g.MAC, Name: g.Name, LastSeen: seen})
 				}
 				return nil
 			})
 		}
 		return t.EachBeacon(func(b *store.Beacon) error {
 			if b.Active {
-				out = append(out, LLDItem{UID: b.AssetUID, MAC: b.MAC, Name: b.Name})
+				seen := s.lastSeen(t, store.AssetRef{Kind: store.KindBeacon, ID: b.ID}, &assetRec{b: b})
+				out = append(out, LLDItem{UID: b.AssetUID, MAC: b.MAC, Name: b.Name, Type: b.Type, LastSeen: seen})
 			}
 			return nil
 		})

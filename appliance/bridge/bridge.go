@@ -234,6 +234,31 @@ func (b *Bridge) sendRound(task int) {
 	b.mu.Lock()
 	mainUp, beacons, gateways, cacheAt := b.st.mainUp, b.st.beacons, b.st.gateways, b.st.cacheAt
 	b.mu.Unlock()
+	// Values are read fresh each round (the cache is only what discovery
+	// announced). Whether the main server is up is the refresh's call
+	// (both lists must answer); a failed fetch here takes it down too, and
+	// then no per-asset value is sent.
+	if mainUp {
+		endpoint := b.o.BeaconEndpoint
+		if task == taskGateways {
+			endpoint = b.o.GatewayEndpoint
+		}
+		fresh, _, err := b.src.Fetch(b.ctx, endpoint)
+		if b.ctx.Err() != nil {
+			return
+		}
+		switch {
+		case err != nil:
+			b.mainFailed(err, now)
+			mainUp = false
+			// The refresh retries with backoff and brings it back.
+			b.schedule(taskRefresh, b.backoff(1, b.o.RefreshEvery))
+		case task == taskBeacons:
+			beacons = current(beacons, fresh)
+		default:
+			gateways = current(gateways, fresh)
+		}
+	}
 	var values []Value
 	every, round := b.o.BeaconEvery, "beacons"
 	if task == taskBeacons {

@@ -27,9 +27,13 @@ const (
 
 // Per-asset item keys: beaconhub.<kind>.<metric>[<asset_uid>].
 const (
-	MetricOnline = "online" // 1 while the main server lists the asset as active
-	MetricMAC    = "mac"    // current device MAC (changes on replace-device)
-	MetricName   = "name"
+	MetricOnline      = "online"        // 1 while the main server lists the asset as active
+	MetricMAC         = "mac"           // current device MAC (changes on replace-device)
+	MetricName        = "name"          //
+	MetricLastSeenAge = "last_seen_age" // seconds since the last radio sighting (none before the first)
+	MetricTemperature = "temperature"   // latest °C (sensors)
+	MetricHumidity    = "humidity"      // latest %RH (sensors)
+	MetricBattery     = "battery"       // latest mV (beacons that report vbatt)
 )
 
 // AssetKey is the key of one per-asset item.
@@ -43,9 +47,18 @@ func discoveryValue(assets []Asset) string {
 	if assets == nil {
 		assets = []Asset{}
 	}
+	type macros struct {
+		UID  string `json:"{#ASSET_UID}"`
+		MAC  string `json:"{#MAC}"`
+		Name string `json:"{#NAME}"`
+	}
+	rows := make([]macros, len(assets))
+	for i, a := range assets {
+		rows[i] = macros{a.UID, a.MAC, a.Name}
+	}
 	b, _ := json.Marshal(struct {
-		Data []Asset `json:"data"`
-	}{assets}) // cannot fail: strings only
+		Data []macros `json:"data"`
+	}{rows}) // cannot fail: strings only
 	return string(b)
 }
 
@@ -57,8 +70,40 @@ func assetValues(dst []Value, host, kind string, assets []Asset, now time.Time) 
 			Value{Host: host, Key: AssetKey(kind, MetricMAC, a.UID), Value: a.MAC, Clock: now},
 			Value{Host: host, Key: AssetKey(kind, MetricName, a.UID), Value: a.Name, Clock: now},
 		)
+		if a.LastSeen > 0 {
+			age := max(now.UnixMilli()-a.LastSeen, 0) / 1000
+			dst = append(dst, Value{Host: host, Key: AssetKey(kind, MetricLastSeenAge, a.UID), Value: strconv.FormatInt(age, 10), Clock: now})
+		}
+		if a.Temperature != nil {
+			dst = append(dst, Value{Host: host, Key: AssetKey(kind, MetricTemperature, a.UID), Value: strconv.FormatFloat(*a.Temperature, 'f', -1, 64), Clock: now})
+		}
+		if a.Humidity != nil {
+			dst = append(dst, Value{Host: host, Key: AssetKey(kind, MetricHumidity, a.UID), Value: strconv.FormatFloat(*a.Humidity, 'f', -1, 64), Clock: now})
+		}
+		if a.BatteryMV != nil {
+			dst = append(dst, Value{Host: host, Key: AssetKey(kind, MetricBattery, a.UID), Value: strconv.FormatInt(*a.BatteryMV, 10), Clock: now})
+		}
 	}
 	return dst
+}
+
+// current keeps the discovered assets (the cache: the monitoring server
+// has items for exactly these) with the values of a fresh fetch; an asset
+// the fresh list no longer has keeps its cached row, one it newly has
+// waits for the next discovery.
+func current(discovered, fresh []Asset) []Asset {
+	byUID := make(map[string]*Asset, len(fresh))
+	for i := range fresh {
+		byUID[fresh[i].UID] = &fresh[i]
+	}
+	out := make([]Asset, len(discovered))
+	for i, a := range discovered {
+		if f, ok := byUID[a.UID]; ok {
+			a.LastSeen, a.Temperature, a.Humidity, a.BatteryMV = f.LastSeen, f.Temperature, f.Humidity, f.BatteryMV
+		}
+		out[i] = a
+	}
+	return out
 }
 
 // bridgeValues are the host-level items about the bridge itself.

@@ -2,6 +2,7 @@ package bridge_test
 
 import (
 	"bytes"
+	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
@@ -129,7 +130,7 @@ func (r *rig) value(key string) func() string {
 
 func TestBridgeSendsDiscoveryThenValues(t *testing.T) {
 	r := newRig(t, "", "")
-	r.clk.Advance(0)
+	r.advance(0)
 	waitFor(t, "discovery", func() bool { return r.value(bridge.KeyGatewayDiscovery)() != "" })
 	if got := r.value(bridge.KeyBeaconDiscovery)(); got != `{"data":[{"{#ASSET_UID}":"SEN-H1-1","{#MAC}":"C30000000A01","{#NAME}":"Fridge"}]}` {
 		t.Fatalf("beacon discovery = %s", got)
@@ -146,7 +147,7 @@ func TestBridgeSendsDiscoveryThenValues(t *testing.T) {
 	if r.value(bridge.AssetKey(bridge.KindBeacon, bridge.MetricOnline, "SEN-H1-1"))() != "" {
 		t.Fatal("values sent before the first interval")
 	}
-	r.clk.Advance(60 * time.Second)
+	r.advance(60 * time.Second)
 	waitFor(t, "beacon values", func() bool { return r.value(bridge.KeyCacheAge)() != "" })
 	for key, want := range map[string]string{
 		bridge.AssetKey(bridge.KindBeacon, bridge.MetricOnline, "SEN-H1-1"): "1",
@@ -161,7 +162,7 @@ func TestBridgeSendsDiscoveryThenValues(t *testing.T) {
 	if r.value(bridge.AssetKey(bridge.KindGateway, bridge.MetricMAC, "GW-H1-1"))() != "" {
 		t.Fatal("gateway values before their interval")
 	}
-	r.clk.Advance(60 * time.Second)
+	r.advance(60 * time.Second)
 	waitFor(t, "gateway values", func() bool {
 		return r.value(bridge.AssetKey(bridge.KindGateway, bridge.MetricMAC, "GW-H1-1"))() == "AC233FA0B1C2"
 	})
@@ -176,17 +177,17 @@ func TestBridgeSendsDiscoveryThenValues(t *testing.T) {
 // items say so.
 func TestBridgeKeepsCacheOnPartialAnswer(t *testing.T) {
 	r := newRig(t, "", "")
-	r.clk.Advance(0)
+	r.advance(0)
 	waitFor(t, "first fetch", func() bool { return r.b.Status().State == "ok" })
 	r.main.set(http.StatusOK, `{"data":[{"{#ASSET_UID}":"SEN-H1-1","{#MA`)
-	r.clk.Advance(time.Hour) // cache refresh
+	r.advance(time.Hour) // cache refresh
 	waitFor(t, "main_down", func() bool { return r.b.Status().State == "main_down" })
 	st := r.b.Status()
-	if st.Main.Beacons != 1 || st.Main.Failures != 1 || !strings.Contains(st.Main.LastError, "malformed") {
+	if st.Main.Beacons != 1 || st.Main.Failures < 1 || !strings.Contains(st.Main.LastError, "malformed") {
 		t.Fatalf("status %+v", st.Main)
 	}
 	n := len(r.tr.Values())
-	r.clk.Advance(60 * time.Second) // beacon round
+	r.advance(60 * time.Second) // beacon round
 	waitFor(t, "bridge items", func() bool { return len(r.tr.Values()) > n })
 	for _, v := range r.tr.Values()[n:] {
 		if strings.HasPrefix(v.Key, "beaconhub.beacon.") {
@@ -199,7 +200,7 @@ func TestBridgeKeepsCacheOnPartialAnswer(t *testing.T) {
 	// Recovery: the backoff retry (1 s after the first failure) succeeds.
 	r.main.set(http.StatusOK, `{"data":[]}`)
 	waitFor(t, "recovery", func() bool {
-		r.clk.Advance(time.Second)
+		r.advance(time.Second)
 		return r.b.Status().State == "ok"
 	})
 	if st := r.b.Status(); st.Main.Beacons != 0 {
@@ -219,18 +220,19 @@ func TestBridgeMonitorFaultsBackoffNoLeak(t *testing.T) {
 			o.Timeout = 200 * time.Millisecond // Hang: each try waits this long
 		})
 		r.tr.SetMode(mode)
-		r.clk.Advance(0)
+		r.advance(0)
 		waitFor(t, "first failure", func() bool { return r.b.Status().Monitor.Failures == 1 })
 		before := runtime.NumGoroutine()
 		// Retries at +1, +2, +4, +8, +16, +30, +30 ... seconds.
 		for _, step := range []time.Duration{1, 2, 4, 8, 16, 30, 30, 30} {
 			n := r.b.Status().Monitor.Failures
-			r.clk.Advance(step*time.Second - time.Millisecond)
+			r.advance(step*time.Second - time.Millisecond)
 			if got := r.b.Status().Monitor.Failures; got != n {
 				t.Fatalf("mode %d: retried before %s", mode, step*time.Second)
 			}
-			r.clk.Advance(time.Millisecond)
+			r.advance(time.Millisecond)
 			waitFor(t, "retry", func() bool { return r.b.Status().Monitor.Failures > n })
+			r.settled()
 		}
 		st := r.b.Status()
 		if st.OK || st.State != "monitor_down" || st.Monitor.LastError == "" {
@@ -239,7 +241,7 @@ func TestBridgeMonitorFaultsBackoffNoLeak(t *testing.T) {
 		waitFor(t, "goroutines to settle", func() bool { return runtime.NumGoroutine() <= before+1 })
 		r.tr.SetMode(zabbixtest.Accept)
 		waitFor(t, "recovery", func() bool {
-			r.clk.Advance(30 * time.Second)
+			r.advance(30 * time.Second)
 			return r.b.Status().OK
 		})
 	}
@@ -252,15 +254,16 @@ func TestBridgeGoroutinesStableUnderFailures(t *testing.T) {
 	dead := ln.Addr().String()
 	_ = ln.Close()
 	r := newRig(t, "http://"+dead+"/", dead)
-	r.clk.Advance(0)
+	r.advance(0)
 	waitFor(t, "first failure", func() bool { return r.b.Status().State == "main_down" })
-	r.clk.Advance(60 * time.Second)
+	r.advance(60 * time.Second)
 	waitFor(t, "state down", func() bool { return r.b.Status().State == "down" })
 	before := runtime.NumGoroutine()
 	for r.b.Status().Main.Failures < 100 {
 		n := r.b.Status().Main.Failures
-		r.clk.Advance(30 * time.Second)
+		r.advance(30 * time.Second)
 		waitFor(t, "another failure", func() bool { return r.b.Status().Main.Failures > n })
+		r.settled()
 	}
 	waitFor(t, "goroutines to settle", func() bool { return runtime.NumGoroutine() <= before+1 })
 	if c := strings.Count(r.logBuf.String(), "cannot fetch from the main server"); c > 30 {
@@ -273,7 +276,7 @@ func TestBridgeGoroutinesStableUnderFailures(t *testing.T) {
 func TestBridgeLogsRefusedKeys(t *testing.T) {
 	r := newRig(t, "", "")
 	r.tr.SetMode(zabbixtest.Refuse)
-	r.clk.Advance(0)
+	r.advance(0)
 	waitFor(t, "refusal", func() bool { return r.b.Status().Monitor.Refused == 2 })
 	if st := r.b.Status(); !st.Monitor.OK {
 		t.Fatalf("status %+v", st.Monitor)
@@ -291,7 +294,7 @@ func TestBridgeRedactsServerURL(t *testing.T) {
 	dead := ln.Addr().String()
 	_ = ln.Close()
 	r := newRig(t, "http://bridge:s3cret-pw@"+dead+"/", "")
-	r.clk.Advance(0)
+	r.advance(0)
 	waitFor(t, "failure", func() bool { return r.b.Status().Main.LastError != "" })
 	st := r.b.Status()
 	for _, s := range []string{st.Main.URL, st.Main.LastError, r.logBuf.String()} {
@@ -318,5 +321,55 @@ func TestNewRejectsBadOptions(t *testing.T) {
 	}
 	if b, err := bridge.New(good); err != nil || b == nil {
 		t.Fatal(err)
+	}
+}
+
+// settled waits until the bridge has re-armed all three of its task
+// timers (refresh, beacons, gateways), so advancing the clock next cannot
+// race a task that is still finishing.
+func (r *rig) settled() {
+	deadline := time.Now().Add(10 * time.Second)
+	for r.clk.Pending() < 3 {
+		if time.Now().After(deadline) {
+			panic("bridge never re-armed its timers")
+		}
+		time.Sleep(time.Millisecond) // polling a condition, bounded by the deadline
+	}
+}
+
+// advance moves the fake clock once the bridge is idle with its timers
+// armed.
+func (r *rig) advance(d time.Duration) {
+	r.settled()
+	r.clk.Advance(d)
+}
+
+// Each value round reads the lists afresh: last sighting and latest
+// readings reach Zabbix as item values, discovery keeps carrying the
+// macros only, and an asset not yet discovered gets no values (Zabbix has
+// no item for it until the next discovery).
+func TestBridgeSendsFreshValues(t *testing.T) {
+	r := newRig(t, "", "")
+	r.advance(0)
+	waitFor(t, "discovery", func() bool { return r.value(bridge.KeyGatewayDiscovery)() != "" })
+	seen := r.clk.Now().Add(-30 * time.Second).UnixMilli()
+	r.main.set(http.StatusOK, fmt.Sprintf(`{"data":[{"{#ASSET_UID}":"SEN-H1-1","{#MAC}":"C30000000A01","{#NAME}":"Fridge",`+
+		`"type":"sensor","last_seen":%d,"temperature":4.25,"humidity":55.5,"battery_mv":2950},`+
+		`{"{#ASSET_UID}":"NEW-1","{#MAC}":"C30000000A05","{#NAME}":"New","last_seen":%d}]}`, seen, seen))
+	r.advance(60 * time.Second)
+	waitFor(t, "beacon values", func() bool { return r.value(bridge.KeyCacheAge)() != "" })
+	for key, want := range map[string]string{
+		bridge.AssetKey(bridge.KindBeacon, bridge.MetricLastSeenAge, "SEN-H1-1"): "90",
+		bridge.AssetKey(bridge.KindBeacon, bridge.MetricTemperature, "SEN-H1-1"): "4.25",
+		bridge.AssetKey(bridge.KindBeacon, bridge.MetricHumidity, "SEN-H1-1"):    "55.5",
+		bridge.AssetKey(bridge.KindBeacon, bridge.MetricBattery, "SEN-H1-1"):     "2950",
+		bridge.AssetKey(bridge.KindBeacon, bridge.MetricLastSeenAge, "NEW-1"):    "",
+	} {
+		if got := r.value(key)(); got != want {
+			t.Errorf("%s = %q, want %q", key, got, want)
+		}
+	}
+	if got := r.value(bridge.KeyBeaconDiscovery)(); strings.Contains(got, "temperature") || strings.Contains(got, "NEW-1") {
+		t.Errorf("discovery changed by a value round: %s", got)
 	}
 }

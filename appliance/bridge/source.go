@@ -15,6 +15,13 @@ type Asset struct {
 	UID  string `json:"{#ASSET_UID}"`
 	MAC  string `json:"{#MAC}"`
 	Name string `json:"{#NAME}"`
+	// Current values the main server puts next to the macros (absent:
+	// unknown); sent as item values, never as discovery data.
+	Type        string   `json:"type,omitempty"`
+	LastSeen    int64    `json:"last_seen,omitempty"` // Unix ms
+	Temperature *float64 `json:"temperature,omitempty"`
+	Humidity    *float64 `json:"humidity,omitempty"`
+	BatteryMV   *int64   `json:"battery_mv,omitempty"`
 }
 
 // maxListBody bounds a discovery list: 10,000 assets are about 1 MiB.

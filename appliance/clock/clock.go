@@ -114,3 +114,17 @@ func compact(ts []*fakeTimer) []*fakeTimer {
 	}
 	return out
 }
+
+// Pending returns how many timers are armed: a test waits for a worker to
+// re-arm its timer before advancing, instead of racing it.
+func (c *Fake) Pending() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := 0
+	for _, t := range c.timers {
+		if !t.stopped {
+			n++
+		}
+	}
+	return n
+}
