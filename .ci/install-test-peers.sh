@@ -33,7 +33,7 @@ if [ ${#need[@]} -gt 0 ]; then
   # Same for the packaged Zabbix server and agent: the e2e test starts its
   # own server on a free loopback port with a throwaway database.
   if command -v systemctl >/dev/null 2>&1; then
-    $SUDO systemctl disable --now zabbix-server zabbix-agent >/dev/null 2>&1 || true
+    $SUDO systemctl disable --now zabbix-server zabbix-agent postgresql >/dev/null 2>&1 || true
   fi
 fi
 
