@@ -31,7 +31,9 @@ type InvalidError struct{ Msg string }
 
 func (e *InvalidError) Error() string { return e.Msg }
 
-func invalid(format string, args ...any) error { return &InvalidError{Msg: fmt.Sprintf(format, args...)} }
+func invalid(format string, args ...any) error {
+	return &InvalidError{Msg: fmt.Sprintf(format, args...)}
+}
 
 // ListZones returns every zone (mapID 0) or those of one map, in id order.
 func (db *DB) ListZones(mapID uint64) ([]Zone, error) {
