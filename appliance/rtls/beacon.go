@@ -1,0 +1,156 @@
+package rtls
+
+import (
+	"math"
+	"sync"
+)
+
+// nShards spreads beacon state over independent locks so HTTP reads and
+// the timeout sweep never hold up more than a sliver of the ingest path.
+const nShards = 64
+
+type shard struct {
+	mu sync.Mutex
+	m  map[string]*beacon
+}
+
+// reading is one gateway's view of one beacon.
+type reading struct {
+	mac  [6]byte
+	g    int     // model gateway index, -1 when the model does not know it
+	raw  int8    // last raw dBm
+	ema  float64 // smoothed dBm
+	last int64   // Unix ms of the last sighting
+}
+
+// beacon is the live state of one tracked beacon.
+type beacon struct {
+	uid string
+	gen uint64 // model generation the algorithm state belongs to
+	rds []reading
+
+	heard   int64 // Unix ms of the last sighting
+	decided int64 // Unix ms of the last decision (rate limit)
+
+	zone  int // model zone index, -1 unknown
+	since int64
+	pos   position
+	open  bool // an interval is open in the store
+
+	cand      int // candidate zone waiting out Dwell
+	candSince int64
+
+	// strongest gateway
+	gw, challenger  int // index into rds, -1 none
+	challengerSince int64
+	// adjacency filter
+	belief, scratch []float64
+	stepped         int64
+	// k-NN scratch
+	votes []float64
+}
+
+func newBeacon(uid string) *beacon {
+	return &beacon{uid: uid, zone: -1, cand: -1, gw: -1, challenger: -1}
+}
+
+// reset drops everything that was computed against another model or
+// algorithm; the smoothed readings survive (their gateway indexes are
+// re-resolved).
+func (b *beacon) reset(m *model) {
+	b.gen = m.gen
+	for i := range b.rds {
+		g, ok := m.gwIdx[b.rds[i].mac]
+		if !ok {
+			g = -1
+		}
+		b.rds[i].g = g
+	}
+	b.cand, b.gw, b.challenger = -1, -1, -1
+	b.belief, b.scratch, b.votes = nil, nil, nil
+	b.decided = 0
+	if b.zone >= len(m.zones) {
+		b.zone = -1
+	}
+}
+
+// sight folds one sighting into the gateway's moving average and returns
+// its reading.
+func (b *beacon) sight(m *model, p *Params, mac [6]byte, rssi int8, now int64) *reading {
+	var rd *reading
+	for i := range b.rds {
+		if b.rds[i].mac == mac {
+			rd = &b.rds[i]
+			break
+		}
+	}
+	if rd == nil {
+		g, ok := m.gwIdx[mac]
+		if !ok {
+			g = -1
+		}
+		b.rds = append(b.rds, reading{mac: mac, g: g, ema: float64(rssi), last: now})
+		rd = &b.rds[len(b.rds)-1]
+	} else if now-rd.last >= p.Stale.Milliseconds() {
+		rd.ema = float64(rssi) // after a silence the old average says nothing
+	} else if dt := now - rd.last; dt > 0 {
+		a := 1 - math.Exp(-float64(dt)/float64(p.SmoothTau.Milliseconds()))
+		rd.ema += a * (float64(rssi) - rd.ema)
+	} else {
+		// Same millisecond (two copies of one advertisement): average.
+		rd.ema = (rd.ema + float64(rssi)) / 2
+	}
+	rd.raw = rssi
+	if now > rd.last {
+		rd.last = now
+	}
+	if now > b.heard {
+		b.heard = now
+	}
+	return rd
+}
+
+// live reports whether rd still counts as heard at now.
+func (rd *reading) live(p *Params, now int64) bool {
+	return rd.g >= 0 && now-rd.last < p.Stale.Milliseconds()
+}
+
+// due applies the DecideEvery rate limit (a beacon without a zone is
+// always due, so the first fix is immediate).
+func (b *beacon) due(p *Params, now int64) bool {
+	if b.zone >= 0 && p.DecideEvery > 0 && now-b.decided < p.DecideEvery.Milliseconds() {
+		return false
+	}
+	b.decided = now
+	return true
+}
+
+// confirm applies Dwell: it returns the zone to report given the newest
+// prediction z.
+func (b *beacon) confirm(p *Params, z int, now int64) int {
+	if z == b.zone || b.zone < 0 || z < 0 {
+		b.cand = -1
+		if z < 0 {
+			return b.zone
+		}
+		return z
+	}
+	if z != b.cand {
+		b.cand, b.candSince = z, now
+	}
+	if now-b.candSince >= p.Dwell.Milliseconds() {
+		b.cand = -1
+		return z
+	}
+	return b.zone
+}
+
+// shardOf hashes uid (FNV-1a) without allocating.
+func shardOf(uid string) int {
+	h := uint32(2166136261)
+	for i := 0; i < len(uid); i++ {
+		h ^= uint32(uid[i])
+		h *= 16777619
+	}
+	return int(h % nShards)
+}

@@ -1,0 +1,415 @@
+package rtls
+
+import (
+	"log/slog"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"beaconhub/appliance/clock"
+	"beaconhub/appliance/ingest"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// Writer queues durable work off the ingest path (store.Writer): interval
+// closes for timeouts, Stop and restarts.
+type Writer interface {
+	Do(fn func(tx *bolt.Tx) error, done func(error))
+}
+
+// Options configure an Engine.
+type Options struct {
+	Clock  clock.Clock
+	Logger *slog.Logger
+	// Writer receives interval closes that happen outside a batch; nil
+	// means they are not persisted (tests of pure prediction).
+	Writer Writer
+	// Timeout: a beacon not heard for this long becomes unknown and its
+	// open zone interval is closed. Default 60 s.
+	Timeout time.Duration
+	// Params tune the algorithms; the zero value means DefaultParams.
+	Params Params
+}
+
+// trackableTypes are the beacon types the engine locates (spec
+// "Integration API").
+var trackableTypes = map[string]bool{"watch": true, "panic": true, "navigation": true, "sos": true}
+
+// Trackable reports whether a beacon of type typ is located by the engine.
+func Trackable(typ string) bool { return trackableTypes[typ] }
+
+// run is one Start..Stop period.
+type run struct {
+	name  string
+	alg   algorithm
+	since int64
+}
+
+type listener struct {
+	l     Listener
+	debug func(uid string) bool
+}
+
+// Engine is the tracking engine; it is an ingest.Subscriber.
+type Engine struct {
+	opts  Options
+	p     Params
+	clock clock.Clock
+	log   *slog.Logger
+
+	cfgMu   sync.Mutex // serialises SetSite/SetSamples
+	site    Site
+	samples []Sample
+	nSample atomic.Int64
+	gen     uint64
+	model   atomic.Pointer[model]
+
+	// runMu orders Start/Stop against the state reset they do; the
+	// ingest path only loads run.
+	runMu   sync.Mutex
+	run     atomic.Pointer[run]
+	reports atomic.Uint64
+	shards  [nShards]shard
+
+	lmu       sync.Mutex
+	listeners atomic.Pointer[[]*listener]
+	debugs    atomic.Int32 // listeners with a debug filter
+
+	rec recorder
+
+	sweepMu sync.Mutex
+	sweep   clock.Timer
+	closed  bool
+}
+
+var _ ingest.Subscriber = (*Engine)(nil)
+
+// New builds a stopped engine with an empty site.
+func New(opts Options) *Engine {
+	if opts.Clock == nil {
+		opts.Clock = clock.Real{}
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if opts.Timeout <= 0 {
+		opts.Timeout = 60 * time.Second
+	}
+	e := &Engine{opts: opts, p: opts.Params.withDefaults(), clock: opts.Clock, log: opts.Logger}
+	for i := range e.shards {
+		e.shards[i].m = map[string]*beacon{}
+	}
+	e.rec.m = map[string]*recording{}
+	e.model.Store(buildModel(0, e.p, Site{}, nil))
+	e.listeners.Store(&[]*listener{})
+	e.scheduleSweep()
+	return e
+}
+
+// Params returns the effective parameters.
+func (e *Engine) Params() Params { return e.p }
+
+// Timeout returns the effective not-heard timeout.
+func (e *Engine) Timeout() time.Duration { return e.opts.Timeout }
+
+// SetSite replaces the site; live predictions restart from the smoothed
+// readings against the new zones.
+func (e *Engine) SetSite(s Site) {
+	e.cfgMu.Lock()
+	defer e.cfgMu.Unlock()
+	e.site = s
+	e.rebuild()
+}
+
+// SetSamples replaces the survey samples (k-NN, filter emissions and the
+// learned zones of unplaced gateways).
+func (e *Engine) SetSamples(s []Sample) {
+	e.cfgMu.Lock()
+	defer e.cfgMu.Unlock()
+	e.samples = append([]Sample(nil), s...)
+	e.nSample.Store(int64(len(s)))
+	e.rebuild()
+}
+
+func (e *Engine) rebuild() {
+	e.gen++
+	e.model.Store(buildModel(e.gen, e.p, e.site, e.samples))
+}
+
+// Algorithms lists every algorithm with its parameters and readiness
+// against the current site and samples.
+func (e *Engine) Algorithms() []AlgorithmInfo {
+	m := e.model.Load()
+	out := make([]AlgorithmInfo, 0, len(algorithmNames))
+	for _, n := range algorithmNames {
+		out = append(out, newAlgorithm(n).info(m))
+	}
+	return out
+}
+
+// Start (re)starts tracking with the named algorithm. Live state is reset
+// and open zone intervals are closed, so every interval belongs to one
+// algorithm's run.
+func (e *Engine) Start(name string) error {
+	alg := newAlgorithm(name)
+	if alg == nil {
+		return ErrUnknownAlgorithm
+	}
+	e.runMu.Lock()
+	defer e.runMu.Unlock()
+	now := e.clock.Now().UnixMilli()
+	e.run.Store(nil)
+	e.resetState(now)
+	e.reports.Store(0)
+	e.run.Store(&run{name: name, alg: alg, since: now})
+	return nil
+}
+
+// Stop stops tracking; open zone intervals are closed.
+func (e *Engine) Stop() {
+	e.runMu.Lock()
+	defer e.runMu.Unlock()
+	e.run.Store(nil)
+	e.resetState(e.clock.Now().UnixMilli())
+}
+
+// Current is the running algorithm's name, "" when stopped.
+func (e *Engine) Current() string {
+	if r := e.run.Load(); r != nil {
+		return r.name
+	}
+	return ""
+}
+
+// Status summarises the engine.
+func (e *Engine) Status() Status {
+	st := Status{Reports: e.reports.Load(), Samples: int(e.nSample.Load())}
+	if r := e.run.Load(); r != nil {
+		st.Running, st.Algorithm, st.Since = true, r.name, r.since
+	}
+	for i := range e.shards {
+		sh := &e.shards[i]
+		sh.mu.Lock()
+		st.Beacons += len(sh.m)
+		for _, b := range sh.m {
+			if b.zone >= 0 {
+				st.Located++
+			}
+		}
+		sh.mu.Unlock()
+	}
+	return st
+}
+
+// Location is uid's live prediction; false when not seen since Start.
+func (e *Engine) Location(uid string) (Location, bool) {
+	m := e.model.Load()
+	sh := &e.shards[shardOf(uid)]
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	b, ok := sh.m[uid]
+	if !ok {
+		return Location{}, false
+	}
+	return b.location(m), true
+}
+
+// Locations lists every beacon seen since Start, by asset_uid.
+func (e *Engine) Locations() []Location {
+	m := e.model.Load()
+	var out []Location
+	for i := range e.shards {
+		sh := &e.shards[i]
+		sh.mu.Lock()
+		for _, b := range sh.m {
+			out = append(out, b.location(m))
+		}
+		sh.mu.Unlock()
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].AssetUID < out[j].AssetUID })
+	return out
+}
+
+func (b *beacon) location(m *model) Location {
+	l := Location{AssetUID: b.uid, Updated: b.heard}
+	if b.zone >= 0 && b.zone < len(m.zones) {
+		z := &m.zones[b.zone]
+		l.Zone, l.ZoneName, l.MapID, l.Since = z.ID, z.Name, z.MapID, b.since
+		l.X, l.Y = z.centre()
+		if b.pos.ok {
+			l.X, l.Y, l.HasPos = b.pos.x, b.pos.y, true
+		}
+	}
+	return l
+}
+
+// Listen registers l for track events and, for uids debug accepts, debug
+// events. debug may be nil. Listeners run on the ingest path.
+func (e *Engine) Listen(l Listener, debug func(uid string) bool) (cancel func()) {
+	ln := &listener{l: l, debug: debug}
+	e.lmu.Lock()
+	old := *e.listeners.Load()
+	next := append(append(make([]*listener, 0, len(old)+1), old...), ln)
+	e.listeners.Store(&next)
+	if debug != nil {
+		e.debugs.Add(1)
+	}
+	e.lmu.Unlock()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			e.lmu.Lock()
+			defer e.lmu.Unlock()
+			cur := *e.listeners.Load()
+			next := make([]*listener, 0, len(cur))
+			for _, x := range cur {
+				if x != ln {
+					next = append(next, x)
+				}
+			}
+			e.listeners.Store(&next)
+			if debug != nil {
+				e.debugs.Add(-1)
+			}
+		})
+	}
+}
+
+func (e *Engine) emitTrack(m *model, b *beacon) {
+	ls := *e.listeners.Load()
+	if len(ls) == 0 {
+		return
+	}
+	ev := Event{Location: b.location(m), AssetUID: b.uid}
+	for _, l := range ls {
+		l.l(ev)
+	}
+}
+
+func (e *Engine) emitDebug(b *beacon) {
+	if e.debugs.Load() == 0 {
+		return
+	}
+	var ev *Event
+	for _, l := range *e.listeners.Load() {
+		if l.debug == nil || !l.debug(b.uid) {
+			continue
+		}
+		if ev == nil {
+			ev = &Event{Debug: true, AssetUID: b.uid, RSSI: make([]GatewayRSSI, 0, len(b.rds))}
+			for _, rd := range b.rds {
+				ev.RSSI = append(ev.RSSI, GatewayRSSI{Gateway: ingest.MAC(rd.mac).String(), RSSI: int(rd.raw), Smoothed: rd.ema, At: rd.last})
+			}
+		}
+		l.l(*ev)
+	}
+}
+
+// Observe is the ingest.Subscriber hook: it runs on the publishing
+// client's read loop, never blocks and only queues durable work in w.
+func (e *Engine) Observe(bt *ingest.Batch, w *ingest.Writes) {
+	if e.rec.active.Load() > 0 {
+		e.rec.observe(&e.p, bt)
+	}
+	r := e.run.Load()
+	if r == nil {
+		return
+	}
+	m := e.model.Load()
+	now := bt.Received
+	for i := range bt.Obs {
+		o := &bt.Obs[i]
+		if o.Asset == nil || !trackableTypes[o.Asset.Type] {
+			continue
+		}
+		e.reports.Add(1)
+		sh := &e.shards[shardOf(o.Asset.UID)]
+		sh.mu.Lock()
+		b := sh.m[o.Asset.UID]
+		if b == nil {
+			b = newBeacon(o.Asset.UID)
+			sh.m[b.uid] = b
+		}
+		if b.gen != m.gen {
+			b.reset(m)
+		}
+		rd := b.sight(m, &e.p, bt.Gateway, o.RSSI, now)
+		e.emitDebug(b)
+		z, pos := r.alg.update(m, &e.p, b, rd, now)
+		e.commit(m, b, z, pos, now, &w.Ops)
+		sh.mu.Unlock()
+	}
+}
+
+// commit applies a decision: zone intervals on a zone change, track
+// events on a zone or position change.
+func (e *Engine) commit(m *model, b *beacon, z int, pos position, now int64, ops *[]func(*bolt.Tx) error) {
+	changed := z != b.zone
+	if changed {
+		if b.open {
+			*ops = append(*ops, closeOp(b.uid, now))
+			b.open = false
+		}
+		b.zone, b.since = z, now
+		if z >= 0 {
+			*ops = append(*ops, appendOp(b.uid, &m.zones[z], now))
+			b.open = true
+		}
+	}
+	moved := pos.ok != b.pos.ok || (pos.ok && (pos.x != b.pos.x || pos.y != b.pos.y))
+	b.pos = pos
+	if changed || moved {
+		e.emitTrack(m, b)
+	}
+}
+
+// Rename moves uid's live state to newUID (remint, merge). When newUID has
+// live state too, the more recently heard one wins and the other's open
+// interval is closed.
+func (e *Engine) Rename(oldUID, newUID string) {
+	if oldUID == newUID {
+		return
+	}
+	e.rec.rename(oldUID, newUID)
+	i, j := shardOf(oldUID), shardOf(newUID)
+	a, c := &e.shards[min(i, j)], &e.shards[max(i, j)]
+	a.mu.Lock()
+	if a != c {
+		c.mu.Lock()
+	}
+	so, sn := &e.shards[i], &e.shards[j]
+	var ops []func(*bolt.Tx) error
+	now := e.clock.Now().UnixMilli()
+	if b, ok := so.m[oldUID]; ok {
+		delete(so.m, oldUID)
+		if cur, ok := sn.m[newUID]; ok && cur.heard >= b.heard {
+			if b.open {
+				ops = append(ops, closeOp(newUID, now))
+			}
+		} else {
+			if ok && cur.open {
+				ops = append(ops, closeOp(newUID, now))
+			}
+			b.uid = newUID
+			sn.m[newUID] = b
+		}
+	}
+	if a != c {
+		c.mu.Unlock()
+	}
+	a.mu.Unlock()
+	e.queue(ops)
+}
+
+// Close stops the engine and its timeout sweep.
+func (e *Engine) Close() {
+	e.Stop()
+	e.sweepMu.Lock()
+	e.closed = true
+	if e.sweep != nil {
+		e.sweep.Stop()
+	}
+	e.sweepMu.Unlock()
+}
