@@ -1,0 +1,227 @@
+package handlers
+
+import (
+	"encoding/json"
+	"log/slog"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"beaconhub/appliance/auth"
+	"beaconhub/appliance/rtls"
+
+	"github.com/gorilla/websocket"
+)
+
+// wsHub fans engine events out to WebSocket clients. The engine calls
+// onEvent on the ingest path, so it only encodes the frame once (a
+// PreparedMessage, framed once for every subscriber) and offers it to
+// each subscriber's bounded queue without blocking; a client whose queue
+// is full is dropped.
+type wsHub struct {
+	srv  *Server
+	t    Tracker
+	opts WSOptions
+	log  *slog.Logger
+
+	mu      sync.RWMutex
+	chans   map[string]map[*wsClient]struct{} // channel -> subscribers
+	debug   map[string]int                    // asset_uid -> debug subscribers
+	clients map[*wsClient]struct{}
+	closed  bool
+	cancel  func()
+	wg      sync.WaitGroup
+
+	frames  atomic.Uint64 // frames queued to clients
+	dropped atomic.Uint64 // clients dropped for a full queue
+}
+
+const (
+	chanTrack = "track-"
+	chanDebug = "track-debug-"
+)
+
+func newWSHub(s *Server, t Tracker, o WSOptions) *wsHub {
+	h := &wsHub{srv: s, t: t, opts: o.withDefaults(), log: s.log,
+		chans: map[string]map[*wsClient]struct{}{}, debug: map[string]int{}, clients: map[*wsClient]struct{}{}}
+	h.cancel = t.Listen(h.onEvent, h.wantsDebug)
+	return h
+}
+
+// trackFrame is what a track or track-debug subscriber receives.
+type trackFrame struct {
+	Type     string `json:"type"` // "track" or "track-debug"
+	Channel  string `json:"channel"`
+	Data     any    `json:"data"`
+	Snapshot bool   `json:"snapshot,omitempty"`
+}
+
+type debugData struct {
+	AssetUID string             `json:"asset_uid"`
+	RSSI     []rtls.GatewayRSSI `json:"rssi"`
+}
+
+// onEvent is the engine Listener: non-blocking by construction.
+func (h *wsHub) onEvent(ev rtls.Event) {
+	uid := ev.AssetUID
+	if uid == "" {
+		uid = ev.Location.AssetUID
+	}
+	ch := chanTrack + uid
+	if ev.Debug {
+		ch = chanDebug + uid
+	}
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	subs := h.chans[ch]
+	if len(subs) == 0 {
+		return
+	}
+	f := trackFrame{Type: "track", Channel: ch, Data: ev.Location}
+	if ev.Debug {
+		f.Type, f.Data = "track-debug", debugData{AssetUID: uid, RSSI: ev.RSSI}
+	}
+	pm, err := prepare(f)
+	if err != nil {
+		h.log.Error("websocket frame", "asset_uid", uid, "err", err)
+		return
+	}
+	for c := range subs {
+		c.offer(pm)
+	}
+}
+
+func prepare(v any) (*websocket.PreparedMessage, error) {
+	data, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	return websocket.NewPreparedMessage(websocket.TextMessage, data)
+}
+
+// wantsDebug is the engine's debug filter: raw RSSI is produced only for
+// beacons someone watches.
+func (h *wsHub) wantsDebug(uid string) bool {
+	h.mu.RLock()
+	n := h.debug[uid]
+	h.mu.RUnlock()
+	return n > 0
+}
+
+// serve runs a connected client until it or the hub goes away.
+func (h *wsHub) serve(conn *websocket.Conn, claims *auth.Claims, sc scope) {
+	c := &wsClient{hub: h, conn: conn, send: make(chan *websocket.PreparedMessage, h.opts.SendBuffer),
+		done: make(chan struct{}), subs: map[string]bool{}, claims: claims, scope: sc}
+	h.mu.Lock()
+	if h.closed {
+		h.mu.Unlock()
+		_ = conn.Close()
+		return
+	}
+	h.clients[c] = struct{}{}
+	h.wg.Add(2)
+	h.mu.Unlock()
+	go c.writer()
+	go c.reader()
+}
+
+// add subscribes c to ch; it reports false when c already has the limit.
+func (h *wsHub) add(c *wsClient, ch, uid string, debug bool) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if c.subs[ch] {
+		return true
+	}
+	if len(c.subs) >= h.opts.MaxSubs {
+		return false
+	}
+	c.subs[ch] = true
+	m := h.chans[ch]
+	if m == nil {
+		m = map[*wsClient]struct{}{}
+		h.chans[ch] = m
+	}
+	m[c] = struct{}{}
+	if debug {
+		h.debug[uid]++
+	}
+	return true
+}
+
+func (h *wsHub) removeSub(c *wsClient, ch string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.unsubLocked(c, ch)
+}
+
+func (h *wsHub) unsubLocked(c *wsClient, ch string) {
+	if !c.subs[ch] {
+		return
+	}
+	delete(c.subs, ch)
+	if m := h.chans[ch]; m != nil {
+		delete(m, c)
+		if len(m) == 0 {
+			delete(h.chans, ch)
+		}
+	}
+	if uid, ok := strings.CutPrefix(ch, chanDebug); ok {
+		if h.debug[uid]--; h.debug[uid] <= 0 {
+			delete(h.debug, uid)
+		}
+	}
+}
+
+// remove forgets a client whose goroutines are ending.
+func (h *wsHub) remove(c *wsClient) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for ch := range c.subs {
+		h.unsubLocked(c, ch)
+	}
+	delete(h.clients, c)
+}
+
+func (h *wsHub) clientCount() int {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	return len(h.clients)
+}
+
+func (h *wsHub) isClosed() bool {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	return h.closed
+}
+
+// close stops listening to the engine, says goodbye (1001) to every
+// client and waits for their goroutines (each bounded by WriteWait).
+func (h *wsHub) close() {
+	h.mu.Lock()
+	if h.closed {
+		h.mu.Unlock()
+		return
+	}
+	h.closed = true
+	for c := range h.clients {
+		c.shut(websocket.CloseGoingAway, "server shutting down")
+	}
+	h.mu.Unlock()
+	h.cancel()
+	done := make(chan struct{})
+	go func() { h.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(2 * h.opts.WriteWait):
+		h.log.Warn("websocket clients did not finish closing in time")
+	}
+}
+
+// Close stops the WebSocket hub: call it after the HTTP server has shut
+// down (hijacked connections are not the server's to close).
+func (s *Server) Close() {
+	if s.hub != nil {
+		s.hub.close()
+	}
+}
