@@ -101,7 +101,11 @@ func (f *fakeTracker) StopRecording(uid string) []rtls.Sample {
 	return []rtls.Sample{{Zone: zone, RSSI: map[[6]byte]float64{gw: -61.5}}, {Zone: zone, RSSI: map[[6]byte]float64{gw: -63}}}
 }
 
-func (f *fakeTracker) LastSeen(uid string) int64 { f.mu.Lock(); defer f.mu.Unlock(); return f.lastSeen[uid] }
+func (f *fakeTracker) LastSeen(uid string) int64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.lastSeen[uid]
+}
 
 func (f *fakeTracker) Reload() error { f.mu.Lock(); f.reloads++; f.mu.Unlock(); return nil }
 
@@ -141,4 +145,3 @@ func newRTLSHarness(t *testing.T, ws WSOptions) *rtlsHarness {
 	t.Cleanup(ah.srv.Close)
 	return &rtlsHarness{assetHarness: ah, fake: fake}
 }
-
