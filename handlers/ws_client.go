@@ -45,7 +45,12 @@ func (c *wsClient) offer(pm *websocket.PreparedMessage) {
 		c.hub.frames.Add(1)
 	default:
 		c.hub.dropped.Add(1)
-		c.shut(websocket.ClosePolicyViolation, "too slow: send buffer full")
+		// A client this far behind would not read a close frame either:
+		// cut the TCP connection now so both goroutines end at once
+		// instead of after a write deadline (closing a socket does not
+		// block the ingest path).
+		c.shut(websocket.CloseAbnormalClosure, "")
+		_ = c.conn.NetConn().Close()
 	}
 }
 
@@ -89,7 +94,9 @@ func (c *wsClient) writer() {
 		case <-c.done:
 			text, _ := c.closeText.Load().(string)
 			if code := int(c.closeCode.Load()); code != websocket.CloseAbnormalClosure {
-				_ = c.conn.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(code, text), time.Now().Add(o.WriteWait))
+				// Short: a peer that does not take a close frame at once
+				// is not worth holding the goroutines for.
+				_ = c.conn.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(code, text), time.Now().Add(min(o.WriteWait, time.Second)))
 			}
 			return
 		}
