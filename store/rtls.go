@@ -1,7 +1,6 @@
 package store
 
 import (
-	"encoding/json"
 	"errors"
 	"time"
 
@@ -100,52 +99,4 @@ func (db *DB) RTLSAlgorithm() (string, error) {
 		return "", nil
 	}
 	return string(v), err
-}
-
-// CloseOpenZoneIntervals sets the leave time of every interval still open
-// (left so by a previous run that stopped without closing them): the
-// engine's live state did not survive, so those stays ended no later than
-// the last time that beacon was heard. leave gives that time per uid; an
-// interval entered after it is closed at its own entry. It returns how
-// many it closed.
-func (db *DB) CloseOpenZoneIntervals(leave func(uid string) int64) (int, error) {
-	n := 0
-	err := db.Update(func(tx *bolt.Tx) error {
-		b := tx.Bucket(bZoneIntervals)
-		if b == nil {
-			return nil
-		}
-		type upd struct {
-			k []byte
-			v []byte
-		}
-		var ups []upd
-		err := b.ForEach(func(k, v []byte) error {
-			var iv ZoneInterval
-			if err := json.Unmarshal(v, &iv); err != nil {
-				return err
-			}
-			if iv.Leave != 0 || len(k) < 9 {
-				return nil
-			}
-			iv.Leave = max(leave(string(k[:len(k)-9])), iv.Enter)
-			data, err := json.Marshal(iv)
-			if err != nil {
-				return err
-			}
-			ups = append(ups, upd{clone(k), data})
-			return nil
-		})
-		if err != nil {
-			return err
-		}
-		for _, u := range ups {
-			if err := b.Put(u.k, u.v); err != nil {
-				return err
-			}
-		}
-		n = len(ups)
-		return nil
-	})
-	return n, err
 }
