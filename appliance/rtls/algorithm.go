@@ -47,7 +47,7 @@ func (m *model) lacks(needPositions, needZones, needSamples, needEmission bool) 
 	if needZones && !anyOf(len(m.gwZone), func(i int) bool { return m.gwZone[i] >= 0 }) {
 		return "no gateway placed in a zone (or learned from samples)"
 	}
-	if needEmission && !anyOf(len(m.hasEm), func(i int) bool { return m.hasEm[i] }) {
+	if needEmission && len(m.samples) == 0 && !anyOf(len(m.hasEm), func(i int) bool { return m.hasEm[i] }) {
 		return "needs survey samples or placed gateways"
 	}
 	return ""

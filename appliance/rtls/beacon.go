@@ -44,8 +44,9 @@ type beacon struct {
 	gw, challenger  int // index into rds, -1 none
 	challengerSince int64
 	// adjacency filter
-	belief, scratch []float64
-	stepped         int64
+	prior, belief, scratch []float64
+	stepped                int64
+	weight                 float64 // evidence weight of the current update
 	// k-NN scratch
 	votes []float64
 }
@@ -67,7 +68,7 @@ func (b *beacon) reset(m *model) {
 		b.rds[i].g = g
 	}
 	b.cand, b.gw, b.challenger = -1, -1, -1
-	b.belief, b.scratch, b.votes = nil, nil, nil
+	b.prior, b.belief, b.scratch, b.votes = nil, nil, nil, nil
 	b.decided = 0
 	if b.zone >= len(m.zones) {
 		b.zone = -1
@@ -115,10 +116,21 @@ func (rd *reading) live(p *Params, now int64) bool {
 	return rd.g >= 0 && now-rd.last < p.Stale.Milliseconds()
 }
 
-// due applies the DecideEvery rate limit (a beacon without a zone is
-// always due, so the first fix is immediate).
+// fresh reports whether rd's last raw reading is within SampleWindow: the
+// filter takes its evidence from raw readings of one survey window, not
+// from the moving average, because it does its own smoothing over time
+// and overlapping averages would count the same reading many times.
+func (rd *reading) fresh(p *Params, now int64) bool {
+	return rd.g >= 0 && now-rd.last < p.SampleWindow.Milliseconds()
+}
+
+// due applies the DecideEvery rate limit. A beacon without a zone is
+// always due, so the first fix is immediate; so is a sighting in the same
+// millisecond as the last decision, because sightings stamped alike are
+// one scan (several gateways' copies of one advertisement) and should
+// decide together rather than leave all but the first to the next round.
 func (b *beacon) due(p *Params, now int64) bool {
-	if b.zone >= 0 && p.DecideEvery > 0 && now-b.decided < p.DecideEvery.Milliseconds() {
+	if b.zone >= 0 && p.DecideEvery > 0 && now != b.decided && now-b.decided < p.DecideEvery.Milliseconds() {
 		return false
 	}
 	b.decided = now

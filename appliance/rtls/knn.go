@@ -21,6 +21,21 @@ func (knn) update(m *model, p *Params, b *beacon, _ *reading, now int64) (int, p
 	if len(m.samples) == 0 || !b.due(p, now) {
 		return b.zone, b.pos
 	}
+	if len(b.votes) != len(m.zones) {
+		b.votes = make([]float64, len(m.zones))
+	}
+	best, ok := vote(m, p, b, now, false, b.votes)
+	if !ok {
+		return b.zone, b.pos
+	}
+	return b.confirm(p, best, now), position{}
+}
+
+// vote runs the k-NN vote of b's readings into votes (one entry per
+// zone) and returns the winning zone; false when nothing was heard. With
+// raw, the vector is the raw readings of the last SampleWindow (the
+// filter's evidence), otherwise the live smoothed readings.
+func vote(m *model, p *Params, b *beacon, now int64, raw bool, votes []float64) (int, bool) {
 	var topD [maxK]float64
 	var topZ [maxK]int
 	n := 0
@@ -30,12 +45,18 @@ func (knn) update(m *model, p *Params, b *beacon, _ *reading, now int64) (int, p
 		d := s.base
 		for j := range b.rds {
 			rd := &b.rds[j]
-			if !rd.live(p, now) {
+			var x float64
+			switch {
+			case raw && rd.fresh(p, now):
+				x = float64(rd.raw)
+			case !raw && rd.live(p, now):
+				x = rd.ema
+			default:
 				continue
 			}
 			heard = true
 			v := float64(s.v[rd.g])
-			d += (v-rd.ema)*(v-rd.ema) - (v-p.Floor)*(v-p.Floor)
+			d += (v-x)*(v-x) - (v-p.Floor)*(v-p.Floor)
 		}
 		// insertion into the sorted top-K
 		if n < p.K {
@@ -51,21 +72,18 @@ func (knn) update(m *model, p *Params, b *beacon, _ *reading, now int64) (int, p
 		topD[k], topZ[k] = d, s.zone
 	}
 	if !heard {
-		return b.zone, b.pos
+		return -1, false
 	}
-	if len(b.votes) != len(m.zones) {
-		b.votes = make([]float64, len(m.zones))
-	}
-	for i := range b.votes {
-		b.votes[i] = 0
+	for i := range votes {
+		votes[i] = 0
 	}
 	best := -1
 	for i := 0; i < n; i++ {
 		z := topZ[i]
-		b.votes[z] += 1 / (1 + math.Sqrt(math.Max(topD[i], 0)))
-		if best < 0 || b.votes[z] > b.votes[best] {
+		votes[z] += 1 / (1 + math.Sqrt(math.Max(topD[i], 0)))
+		if best < 0 || votes[z] > votes[best] {
 			best = z
 		}
 	}
-	return b.confirm(p, best, now), position{}
+	return best, true
 }

@@ -26,6 +26,7 @@ type model struct {
 	gwZone   []int // zone the gateway stands in (placed) or is loudest in (learned); -1
 
 	samples []sampleVec
+	logN    []float64 // per zone: log(number of samples), -Inf without
 	// emission tables for the adjacency filter, [g*nz+z]
 	em    []emission
 	hasEm []bool // per gateway: any emission information at all
@@ -43,8 +44,8 @@ type sampleVec struct {
 	base float64   // sum over gateways of (v-Floor)^2
 }
 
-// emission is the per-(gateway, zone) reading model of the filter: a
-// Gaussian around Mu with the log of the detection probability added.
+// emission is the per-(gateway, zone) reading model of the filter for
+// placed gateways: a Gaussian log density.
 type emission struct {
 	mu, inv2s2, logK float64 // log density = logK - (r-mu)^2 * inv2s2
 }
@@ -143,6 +144,14 @@ func buildModel(gen uint64, p Params, site Site, samples []Sample) *model {
 		}
 	}
 	m.buildSamples(samples)
+	m.logN = make([]float64, len(m.zones))
+	cnt := make([]float64, len(m.zones))
+	for _, s := range m.samples {
+		cnt[s.zone]++
+	}
+	for z, c := range cnt {
+		m.logN[z] = math.Log(c)
+	}
 	m.learnGatewayZones()
 	m.buildEmissions()
 	return m
@@ -220,32 +229,57 @@ func (m *model) buildSamples(samples []Sample) {
 }
 
 // learnGatewayZones gives every unplaced gateway the zone in which the
-// survey heard it loudest on average, and a position at that zone's
-// centre, so strongest-gateway and centroid work on sites whose gateways
-// were never placed on the map.
+// survey most often heard it loudest of all gateways (ties: the higher
+// mean RSSI there), and a position at that zone's centre, so
+// strongest-gateway and centroid work on sites whose gateways were never
+// placed on the map.
 func (m *model) learnGatewayZones() {
 	nz, ng := len(m.zones), len(m.gwMAC)
 	if len(m.samples) == 0 || nz == 0 {
 		return
 	}
+	wins := make([]float64, ng*nz)
 	sum := make([]float64, ng*nz)
 	cnt := make([]float64, ng*nz)
 	for _, s := range m.samples {
+		top := -1
 		for g, v := range s.v {
 			if float64(v) > m.p.Floor {
 				sum[g*nz+s.zone] += float64(v)
 				cnt[g*nz+s.zone]++
+				if top < 0 || v > s.v[top] {
+					top = g
+				}
 			}
+		}
+		if top >= 0 {
+			wins[top*nz+s.zone]++
 		}
 	}
 	for g := 0; g < ng; g++ {
 		if m.gwPlaced[g] {
 			continue
 		}
-		best, bv := -1, math.Inf(-1)
+		best := -1
+		score := func(z int) (float64, float64) {
+			i := g*nz + z
+			if cnt[i] == 0 {
+				return wins[i], math.Inf(-1)
+			}
+			return wins[i], sum[i] / cnt[i]
+		}
 		for z := 0; z < nz; z++ {
-			if c := cnt[g*nz+z]; c > 0 && sum[g*nz+z]/c > bv {
-				best, bv = z, sum[g*nz+z]/c
+			if cnt[g*nz+z] == 0 {
+				continue
+			}
+			if best < 0 {
+				best = z
+				continue
+			}
+			w, mean := score(z)
+			bw, bmean := score(best)
+			if w > bw || (w == bw && mean > bmean) {
+				best = z
 			}
 		}
 		if best >= 0 {
@@ -256,68 +290,30 @@ func (m *model) learnGatewayZones() {
 	}
 }
 
-// buildEmissions fills the filter's reading model. With survey samples a
-// zone's model of a gateway is the mean and spread of that gateway's
-// sample RSSI there, times the share of samples that heard it; without
-// samples a placed gateway predicts the log-distance RSSI at the zone
-// centre. Gateways with neither carry no information.
+// buildEmissions fills the filter's reading model for placed gateways
+// (used when there are no survey samples): a reading of gateway g in zone
+// z is expected at the log-distance RSSI of the zone centre, with spread
+// Sigma. With samples the filter uses the fingerprint likelihood instead
+// (filter.go).
 func (m *model) buildEmissions() {
 	nz, ng := len(m.zones), len(m.gwMAC)
 	m.em = make([]emission, ng*nz)
 	m.hasEm = make([]bool, ng)
 	p := m.p
-	perZone := make([]float64, nz)
-	for _, s := range m.samples {
-		perZone[s.zone]++
-	}
-	weakest := 0.0
-	for _, s := range m.samples {
-		for _, v := range s.v {
-			if float64(v) > p.Floor && float64(v) < weakest {
-				weakest = float64(v)
-			}
-		}
-	}
 	for g := 0; g < ng; g++ {
-		var n, sum, sq []float64
-		if len(m.samples) > 0 {
-			n, sum, sq = make([]float64, nz), make([]float64, nz), make([]float64, nz)
-			for _, s := range m.samples {
-				if v := float64(s.v[g]); v > p.Floor {
-					n[s.zone]++
-					sum[s.zone] += v
-					sq[s.zone] += v * v
-				}
-			}
+		if !m.gwPlaced[g] {
+			continue
 		}
 		for z := 0; z < nz; z++ {
-			var mu, sigma, pdet float64
-			switch {
-			case n != nil && perZone[z] > 0:
-				pdet = (n[z] + 1) / (perZone[z] + 2) // Laplace: never certain either way
-				if n[z] > 0 {
-					mu = sum[z] / n[z]
-					sigma = p.SigmaDefault
-					if n[z] >= 3 {
-						sigma = math.Sqrt(math.Max(sq[z]/n[z]-mu*mu, 0))
-					}
-				} else {
-					mu, sigma = weakest, p.SigmaDefault
-				}
-				sigma = math.Max(sigma, p.SigmaFloor)
-			case m.gwPlaced[g] && m.gwPos[g].mapID == m.zones[z].MapID:
-				cx, cy := m.zones[z].centre()
-				d := math.Hypot(cx-m.gwPos[g].x, cy-m.gwPos[g].y) / m.pixelsPerMeter(m.zones[z].MapID)
-				mu, sigma, pdet = p.rssiAt(d), p.SigmaDefault, 1
-			case n != nil:
-				// A zone nobody surveyed: a broad prior, so it is neither
-				// favoured nor ruled out by this gateway.
-				mu, sigma, pdet = p.UnsurveyedMean, p.UnsurveyedSigma, 0.5
-			default:
+			if m.gwPos[g].mapID != m.zones[z].MapID {
+				// another floor: expect it barely heard
+				m.em[g*nz+z] = emission{mu: p.Floor, inv2s2: 1 / (2 * p.Sigma * p.Sigma), logK: -math.Log(p.Sigma)}
 				continue
 			}
-			m.hasEm[g] = true
-			m.em[g*nz+z] = emission{mu: mu, inv2s2: 1 / (2 * sigma * sigma), logK: math.Log(pdet) - math.Log(sigma)}
+			cx, cy := m.zones[z].centre()
+			d := math.Hypot(cx-m.gwPos[g].x, cy-m.gwPos[g].y) / m.pixelsPerMeter(m.zones[z].MapID)
+			m.em[g*nz+z] = emission{mu: p.rssiAt(d), inv2s2: 1 / (2 * p.Sigma * p.Sigma), logK: -math.Log(p.Sigma)}
 		}
+		m.hasEm[g] = true
 	}
 }

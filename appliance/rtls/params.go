@@ -22,8 +22,8 @@ type Params struct {
 	// k-NN per beacon (0: decide on every sighting). The filter folds in
 	// every sighting regardless.
 	DecideEvery time.Duration
-	// Dwell is how long a new zone must keep winning before centroid,
-	// k-NN and the filter report it.
+	// Dwell is how long a new zone must keep winning before centroid and
+	// k-NN report it.
 	Dwell time.Duration
 	// Margin (dB) and MarginDwell: strongest-gateway hysteresis.
 	Margin      float64
@@ -37,18 +37,16 @@ type Params struct {
 	// MeanStay is the expected time a beacon stays in one zone; the
 	// filter moves probability mass to neighbours at rate 1/MeanStay.
 	MeanStay time.Duration
-	// Evidence scales each sighting's log-likelihood in the filter:
-	// readings of one beacon are correlated, so a full weight would make
-	// the filter overconfident.
+	// Evidence scales the filter's log-likelihood per SampleWindow of
+	// readings (1: take the k-NN vote shares at face value; below 1
+	// trusts them less).
 	Evidence float64
 	// SwitchProb is the posterior the filter's best zone needs before the
 	// reported zone moves (one hop) towards it.
 	SwitchProb float64
-	// SigmaFloor and SigmaDefault (dB) bound the spread of the filter's
-	// per-zone reading model; unsurveyed zones get a broad
-	// N(UnsurveyedMean, UnsurveyedSigma).
-	SigmaFloor, SigmaDefault        float64
-	UnsurveyedMean, UnsurveyedSigma float64
+	// Sigma (dB) is the spread of a reading around the log-distance
+	// model's expectation (the filter without survey samples).
+	Sigma float64
 	// SampleWindow is the window Record averages into one survey sample.
 	SampleWindow time.Duration
 }
@@ -56,24 +54,21 @@ type Params struct {
 // DefaultParams are documented in docs/rtls.md.
 func DefaultParams() Params {
 	return Params{
-		SmoothTau:       2 * time.Second,
-		Stale:           6 * time.Second,
-		Floor:           -100,
-		DecideEvery:     time.Second,
-		Dwell:           2 * time.Second,
-		Margin:          6,
-		MarginDwell:     3 * time.Second,
-		TxPower:         -59,
-		PathLoss:        2.5,
-		K:               5,
-		MeanStay:        30 * time.Second,
-		Evidence:        0.5,
-		SwitchProb:      0.6,
-		SigmaFloor:      4,
-		SigmaDefault:    6,
-		UnsurveyedMean:  -75,
-		UnsurveyedSigma: 15,
-		SampleWindow:    2 * time.Second,
+		SmoothTau:    2 * time.Second,
+		Stale:        6 * time.Second,
+		Floor:        -100,
+		DecideEvery:  time.Second,
+		Dwell:        2 * time.Second,
+		Margin:       6,
+		MarginDwell:  3 * time.Second,
+		TxPower:      -59,
+		PathLoss:     2.5,
+		K:            5,
+		MeanStay:     30 * time.Second,
+		Evidence:     0.5,
+		SwitchProb:   0.6,
+		Sigma:        6,
+		SampleWindow: 2 * time.Second,
 	}
 }
 
@@ -109,10 +104,7 @@ func (p Params) withDefaults() Params {
 	setF(&p.PathLoss, d.PathLoss)
 	setF(&p.Evidence, d.Evidence)
 	setF(&p.SwitchProb, d.SwitchProb)
-	setF(&p.SigmaFloor, d.SigmaFloor)
-	setF(&p.SigmaDefault, d.SigmaDefault)
-	setF(&p.UnsurveyedMean, d.UnsurveyedMean)
-	setF(&p.UnsurveyedSigma, d.UnsurveyedSigma)
+	setF(&p.Sigma, d.Sigma)
 	if p.K <= 0 {
 		p.K = d.K
 	}

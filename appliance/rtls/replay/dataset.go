@@ -50,7 +50,7 @@ type siteFile struct {
 		Height float64 `json:"height"`
 	} `json:"map"`
 	Zones []struct {
-		Name           string  `json:"name"`
+		Name           string `json:"name"`
 		X1, Y1, X2, Y2 float64
 	} `json:"zones"`
 	Adjacency [][]string `json:"adjacency"`
