@@ -34,6 +34,9 @@ type beacon struct {
 
 	zone  int // model zone index, -1 unknown
 	since int64
+	// fixed is when the zone was last set from unknown: sightings in that
+	// same millisecond are the same scan and may still revise it freely.
+	fixed int64
 	pos   position
 	open  bool // an interval is open in the store
 
@@ -140,7 +143,7 @@ func (b *beacon) due(p *Params, now int64) bool {
 // confirm applies Dwell: it returns the zone to report given the newest
 // prediction z.
 func (b *beacon) confirm(p *Params, z int, now int64) int {
-	if z == b.zone || b.zone < 0 || z < 0 {
+	if z == b.zone || b.zone < 0 || z < 0 || b.firstScan(now) {
 		b.cand = -1
 		if z < 0 {
 			return b.zone
@@ -156,6 +159,9 @@ func (b *beacon) confirm(p *Params, z int, now int64) int {
 	}
 	return b.zone
 }
+
+// firstScan reports whether now is the instant of the first fix.
+func (b *beacon) firstScan(now int64) bool { return b.zone >= 0 && b.fixed == now }
 
 // shardOf hashes uid (FNV-1a) without allocating.
 func shardOf(uid string) int {

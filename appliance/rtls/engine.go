@@ -352,6 +352,9 @@ func (e *Engine) commit(m *model, b *beacon, z int, pos position, now int64, ops
 			*ops = append(*ops, closeOp(b.uid, now))
 			b.open = false
 		}
+		if b.zone < 0 {
+			b.fixed = now
+		}
 		b.zone, b.since = z, now
 		if z >= 0 {
 			*ops = append(*ops, appendOp(b.uid, &m.zones[z], now))

@@ -88,7 +88,7 @@ func (filter) update(m *model, p *Params, b *beacon, _ *reading, now int64) (int
 			best = z
 		}
 	}
-	if b.zone < 0 {
+	if b.zone < 0 || b.firstScan(now) {
 		return best, position{}
 	}
 	target := b.zone

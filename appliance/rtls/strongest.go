@@ -29,7 +29,7 @@ func (strongest) update(m *model, p *Params, b *beacon, _ *reading, now int64) (
 		return b.zone, b.pos
 	}
 	switch {
-	case !usable(b.gw):
+	case !usable(b.gw) || b.firstScan(now):
 		b.gw, b.challenger = best, -1
 	case best == b.gw || b.rds[best].ema < b.rds[b.gw].ema+p.Margin:
 		b.challenger = -1
