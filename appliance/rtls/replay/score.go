@@ -72,12 +72,13 @@ func (s *scorer) add(ev event, pred uint64) {
 		s.beacons[row.Beacon] = f
 	}
 	warm := ev.v-f.first >= s.warmup
+	warmPrev := f.last-f.first >= s.warmup
 	want := s.ds.ZoneID[row.Zone]
 	changed := row.Zone != f.trueZone
 	if changed {
 		f.waiting = warm
 		f.changedAt = ev.v
-	} else if warm {
+	} else if warmPrev {
 		s.res.StableS += float64(min(ev.v-f.last, s.maxGap)) / 1000
 		if pred != f.pred && pred != 0 && f.pred != 0 && !(f.waiting && pred == want) {
 			s.res.Flips++
