@@ -15,12 +15,12 @@ import (
 
 // wsClient is one connection: a reader goroutine (auth, subscribe,
 // unsubscribe, pongs) and a writer goroutine (queued frames, pings), the
-// two joined by done. Only the reader touches subs outside the hub lock's
-// write side, and claims/scope after the auth message.
+// two joined by done. subs is guarded by the hub's lock; claims and scope
+// are set and read by the reader only.
 type wsClient struct {
 	hub  *wsHub
 	conn *websocket.Conn
-	send chan *websocket.PreparedMessage
+	send chan outFrame
 	done chan struct{}
 	once sync.Once
 	// closeCode and closeText are the close frame the writer sends.
@@ -34,14 +34,14 @@ type wsClient struct {
 
 // offer queues a frame without ever blocking; a full queue drops the
 // client, since a reader that slow would only fall further behind.
-func (c *wsClient) offer(pm *websocket.PreparedMessage) {
+func (c *wsClient) offer(f outFrame) {
 	select {
 	case <-c.done:
 		return
 	default:
 	}
 	select {
-	case c.send <- pm:
+	case c.send <- f:
 		c.hub.frames.Add(1)
 	default:
 		c.hub.dropped.Add(1)
@@ -64,10 +64,7 @@ func (c *wsClient) shut(code int, text string) {
 }
 
 func (c *wsClient) reply(m serverMsg) {
-	pm, err := websocket.NewPreparedMessage(websocket.TextMessage, marshalMsg(m))
-	if err == nil {
-		c.offer(pm)
-	}
+	c.offer(outFrame{raw: marshalMsg(m)})
 }
 
 func (c *wsClient) writer() {
@@ -80,9 +77,15 @@ func (c *wsClient) writer() {
 	}()
 	for {
 		select {
-		case pm := <-c.send:
+		case f := <-c.send:
 			_ = c.conn.SetWriteDeadline(time.Now().Add(o.WriteWait))
-			if err := c.conn.WritePreparedMessage(pm); err != nil {
+			var err error
+			if f.pm != nil {
+				err = c.conn.WritePreparedMessage(f.pm)
+			} else {
+				err = c.conn.WriteMessage(websocket.TextMessage, f.raw)
+			}
+			if err != nil {
 				c.shut(websocket.CloseAbnormalClosure, "")
 				return
 			}
@@ -218,8 +221,8 @@ func (c *wsClient) subscribe(ch string) {
 	c.reply(serverMsg{Type: "subscribed", Channel: ch})
 	if !debug {
 		if loc, seen := c.hub.t.Location(uid); seen {
-			if pm, err := prepare(trackFrame{Type: "track", Channel: ch, Data: loc, Snapshot: true}); err == nil {
-				c.offer(pm)
+			if f, err := encodeFrame(trackFrame{Type: "track", Channel: ch, Data: loc, Snapshot: true}, 1); err == nil {
+				c.offer(f)
 			}
 		}
 	}

@@ -15,10 +15,12 @@ import (
 )
 
 // wsHub fans engine events out to WebSocket clients. The engine calls
-// onEvent on the ingest path, so it only encodes the frame once (a
-// PreparedMessage, framed once for every subscriber) and offers it to
-// each subscriber's bounded queue without blocking; a client whose queue
-// is full is dropped.
+// onEvent on the ingest path, so that only checks for subscribers and
+// hands the event to the hub's dispatcher through a bounded queue, never
+// blocking (one channel send, whatever the number of subscribers). The
+// dispatcher encodes the frame once (for several subscribers a
+// PreparedMessage, framed once for all of them) and offers it to each subscriber's bounded queue; a
+// client whose queue is full is dropped.
 type wsHub struct {
 	srv  *Server
 	t    Tracker
@@ -33,9 +35,18 @@ type wsHub struct {
 	cancel  func()
 	wg      sync.WaitGroup
 
+	in   chan rtls.Event // ingest -> dispatcher
+	quit chan struct{}
+	done chan struct{} // dispatcher ended
+
 	frames  atomic.Uint64 // frames queued to clients
 	dropped atomic.Uint64 // clients dropped for a full queue
+	lost    atomic.Uint64 // events dropped because the dispatcher lagged
 }
+
+// hubQueue bounds the events waiting for the dispatcher: a few seconds of
+// zone changes of a large site; more means the hub cannot keep up at all.
+const hubQueue = 1 << 15
 
 const (
 	chanTrack = "track-"
@@ -44,7 +55,9 @@ const (
 
 func newWSHub(s *Server, t Tracker, o WSOptions) *wsHub {
 	h := &wsHub{srv: s, t: t, opts: o.withDefaults(), log: s.log,
-		chans: map[string]map[*wsClient]struct{}{}, debug: map[string]int{}, clients: map[*wsClient]struct{}{}}
+		chans: map[string]map[*wsClient]struct{}{}, debug: map[string]int{}, clients: map[*wsClient]struct{}{},
+		in: make(chan rtls.Event, hubQueue), quit: make(chan struct{}), done: make(chan struct{})}
+	go h.dispatch()
 	h.cancel = t.Listen(h.onEvent, h.wantsDebug)
 	return h
 }
@@ -62,16 +75,49 @@ type debugData struct {
 	RSSI     []rtls.GatewayRSSI `json:"rssi"`
 }
 
-// onEvent is the engine Listener: non-blocking by construction.
-func (h *wsHub) onEvent(ev rtls.Event) {
-	uid := ev.AssetUID
+func channelOf(ev *rtls.Event) (ch, uid string) {
+	uid = ev.AssetUID
 	if uid == "" {
 		uid = ev.Location.AssetUID
 	}
-	ch := chanTrack + uid
 	if ev.Debug {
-		ch = chanDebug + uid
+		return chanDebug + uid, uid
 	}
+	return chanTrack + uid, uid
+}
+
+// onEvent is the engine Listener: non-blocking by construction. Events
+// nobody subscribed to stop here, before any copy or encoding.
+func (h *wsHub) onEvent(ev rtls.Event) {
+	ch, _ := channelOf(&ev)
+	h.mu.RLock()
+	n := len(h.chans[ch])
+	h.mu.RUnlock()
+	if n == 0 {
+		return
+	}
+	select {
+	case h.in <- ev:
+	default:
+		h.lost.Add(1)
+	}
+}
+
+// dispatch encodes queued events and offers them to their subscribers.
+func (h *wsHub) dispatch() {
+	defer close(h.done)
+	for {
+		select {
+		case ev := <-h.in:
+			h.fanout(&ev)
+		case <-h.quit:
+			return
+		}
+	}
+}
+
+func (h *wsHub) fanout(ev *rtls.Event) {
+	ch, uid := channelOf(ev)
 	h.mu.RLock()
 	defer h.mu.RUnlock()
 	subs := h.chans[ch]
@@ -82,22 +128,32 @@ func (h *wsHub) onEvent(ev rtls.Event) {
 	if ev.Debug {
 		f.Type, f.Data = "track-debug", debugData{AssetUID: uid, RSSI: ev.RSSI}
 	}
-	pm, err := prepare(f)
+	out, err := encodeFrame(f, len(subs))
 	if err != nil {
 		h.log.Error("websocket frame", "asset_uid", uid, "err", err)
 		return
 	}
 	for c := range subs {
-		c.offer(pm)
+		c.offer(out)
 	}
 }
 
-func prepare(v any) (*websocket.PreparedMessage, error) {
+// outFrame is one queued text frame: raw bytes for a single recipient, or
+// a PreparedMessage when several share it (gorilla frames it once per
+// connection type instead of once per connection; building one costs a
+// few KiB, which a single recipient does not repay).
+type outFrame struct {
+	pm  *websocket.PreparedMessage
+	raw []byte
+}
+
+func encodeFrame(v any, recipients int) (outFrame, error) {
 	data, err := json.Marshal(v)
-	if err != nil {
-		return nil, err
+	if err != nil || recipients <= 1 {
+		return outFrame{raw: data}, err
 	}
-	return websocket.NewPreparedMessage(websocket.TextMessage, data)
+	pm, err := websocket.NewPreparedMessage(websocket.TextMessage, data)
+	return outFrame{pm: pm}, err
 }
 
 // wantsDebug is the engine's debug filter: raw RSSI is produced only for
@@ -109,21 +165,23 @@ func (h *wsHub) wantsDebug(uid string) bool {
 	return n > 0
 }
 
-// serve runs a connected client until it or the hub goes away.
-func (h *wsHub) serve(conn *websocket.Conn, claims *auth.Claims, sc scope) {
-	c := &wsClient{hub: h, conn: conn, send: make(chan *websocket.PreparedMessage, h.opts.SendBuffer),
+// serve runs a connected client until it or the hub goes away; it
+// returns the client (nil when the hub is closed).
+func (h *wsHub) serve(conn *websocket.Conn, claims *auth.Claims, sc scope) *wsClient {
+	c := &wsClient{hub: h, conn: conn, send: make(chan outFrame, h.opts.SendBuffer),
 		done: make(chan struct{}), subs: map[string]bool{}, claims: claims, scope: sc}
 	h.mu.Lock()
 	if h.closed {
 		h.mu.Unlock()
 		_ = conn.Close()
-		return
+		return nil
 	}
 	h.clients[c] = struct{}{}
 	h.wg.Add(2)
 	h.mu.Unlock()
 	go c.writer()
 	go c.reader()
+	return c
 }
 
 // add subscribes c to ch; it reports false when c already has the limit.
@@ -209,6 +267,8 @@ func (h *wsHub) close() {
 	}
 	h.mu.Unlock()
 	h.cancel()
+	close(h.quit)
+	<-h.done
 	done := make(chan struct{})
 	go func() { h.wg.Wait(); close(done) }()
 	select {
