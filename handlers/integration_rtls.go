@@ -5,6 +5,7 @@ import (
 
 	"beaconhub/appliance/apperr"
 	"beaconhub/appliance/assets"
+	"beaconhub/appliance/rtls"
 
 	"github.com/julienschmidt/httprouter"
 )
@@ -101,7 +102,7 @@ func (s *Server) integrationBeacons(w http.ResponseWriter, r *http.Request, _ ht
 		return err
 	}
 	typ := r.URL.Query().Get("type")
-	if typ != "" && !trackableTypes[typ] {
+	if typ != "" && !rtls.Trackable(typ) {
 		return apperr.InvalidField("type", "type must be one of watch, panic, navigation, sos")
 	}
 	bs, err := s.trackableBeacons(r)

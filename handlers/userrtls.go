@@ -6,6 +6,7 @@ import (
 	"beaconhub/appliance/apperr"
 	"beaconhub/appliance/assets"
 	"beaconhub/appliance/auth"
+	"beaconhub/appliance/rtls"
 	"beaconhub/store"
 
 	"github.com/julienschmidt/httprouter"
@@ -14,13 +15,10 @@ import (
 // Simple-user location (spec "Simple-user location"): read-only, 400 when
 // feature rtls is off, and limited to the caller's location scope.
 
-// trackableTypes are the beacon types the tracking surfaces list (spec
+// isTrackable: an active beacon of a type the engine locates (spec
 // "Integration API": watch, panic, navigation, sos).
-var trackableTypes = map[string]bool{"watch": true, "panic": true, "navigation": true, "sos": true}
-
-// isTrackable: an active beacon of a trackable type.
 func isTrackable(b *assets.BeaconView) bool {
-	return b.Active && b.Status == store.AssetActive && trackableTypes[b.Type]
+	return b.Active && b.Status == store.AssetActive && rtls.Trackable(b.Type)
 }
 
 // scope says which home locations the caller may see. Admins and api
