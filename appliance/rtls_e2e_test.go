@@ -176,12 +176,58 @@ func TestRTLSEndToEndWebSocketAfterMQTT(t *testing.T) {
 	if loc.Zone == nil || loc.Zone.ID != z.ID || loc.LastSeen == nil {
 		t.Fatalf("integration location %+v", loc)
 	}
+	// Without credentials nothing is served; a user gets no debug channel
+	// but does get the track channel.
+	if _, resp, err := websocket.DefaultDialer.Dial("ws://"+app.HTTPAddr()+"/ws", http.Header{"Authorization": {"Bearer nope"}}); err == nil || resp.StatusCode != http.StatusForbidden {
+		t.Fatalf("bad token dial: %v", err)
+	}
+	if _, err := app.Auth().CreateUser("nurse@example.org", "nurse-password-1", "user", false); err != nil {
+		t.Fatal(err)
+	}
+	userTok := login(t, app, "nurse@example.org", "nurse-password-1")
+	uws, _, err := websocket.DefaultDialer.Dial("ws://"+app.HTTPAddr()+"/ws", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer uws.Close()
+	_ = uws.SetReadDeadline(time.Now().Add(10 * time.Second))
+	for _, m := range []map[string]any{{"type": "auth", "token": userTok}, {"type": "subscribe", "channel": "track-debug-WCH-A1-1"},
+		{"type": "subscribe", "channel": "track-WCH-A1-1"}} {
+		if err := uws.WriteJSON(m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, want := range []string{"ready", "error", "subscribed", "track"} {
+		var f map[string]any
+		if err := uws.ReadJSON(&f); err != nil || f["type"] != want {
+			t.Fatalf("user feed: got %v (%v), want %s", f, err, want)
+		}
+	}
 	// Shutting down says goodbye to the client.
 	if err := app.Shutdown(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	for range frames { // drains until the reader sees the close
 	}
+}
+
+func login(t *testing.T, app *appliance.App, email, password string) string {
+	t.Helper()
+	body, _ := json.Marshal(map[string]string{"email": email, "password": password})
+	resp, err := http.Post("http://"+app.HTTPAddr()+"/api/v1/login", "application/json", bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var env struct {
+		Payload struct {
+			Token string `json:"token"`
+		} `json:"payload"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&env); err != nil || env.Payload.Token == "" {
+		t.Fatalf("login %s: %v %d", email, err, resp.StatusCode)
+	}
+	return env.Payload.Token
 }
 
 // firstTrack returns a track frame already received, or nil.
