@@ -85,13 +85,21 @@ func (s *Server) trackingStop(w http.ResponseWriter, r *http.Request, _ httprout
 	return ok(w, t.Status())
 }
 
-// trackingStatus: GET /api/v1/tracking/status.
+// trackingStatus: GET /api/v1/tracking/status: the engine's status and
+// the live feed's counters.
 func (s *Server) trackingStatus(w http.ResponseWriter, _ *http.Request, _ httprouter.Params) error {
 	t, err := s.tracker()
 	if err != nil {
 		return err
 	}
-	return ok(w, t.Status())
+	out := struct {
+		rtls.Status
+		WebSocket *wsStats `json:"websocket,omitempty"`
+	}{Status: t.Status()}
+	if s.hub != nil {
+		out.WebSocket = s.hub.stats()
+	}
+	return ok(w, out)
 }
 
 // trackingAlgorithms: GET /api/v1/tracking/algorithms.

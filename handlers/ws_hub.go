@@ -241,6 +241,21 @@ func (h *wsHub) remove(c *wsClient) {
 	delete(h.clients, c)
 }
 
+// wsStats are the live feed's counters (in GET /api/v1/tracking/status).
+type wsStats struct {
+	Clients  int    `json:"clients"`
+	Channels int    `json:"channels"`
+	Frames   uint64 `json:"frames"`          // frames queued to clients since start
+	Dropped  uint64 `json:"dropped_clients"` // clients cut for a full queue
+	Lost     uint64 `json:"lost_events"`     // events dropped because the dispatcher lagged
+}
+
+func (h *wsHub) stats() *wsStats {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	return &wsStats{Clients: len(h.clients), Channels: len(h.chans), Frames: h.frames.Load(), Dropped: h.dropped.Load(), Lost: h.lost.Load()}
+}
+
 func (h *wsHub) clientCount() int {
 	h.mu.RLock()
 	defer h.mu.RUnlock()

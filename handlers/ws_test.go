@@ -265,6 +265,13 @@ func TestWSSlowClientIsDropped(t *testing.T) {
 		t.Fatalf("an emit took %v: the fan-out blocked", slowest)
 	}
 	waitFor(t, "slow client gone", func() bool { return r2.srv.hub.clientCount() == 0 })
+	var st struct {
+		WebSocket wsStats `json:"websocket"`
+	}
+	r2.get("/api/v1/tracking/status", r2.admin).expect(t, http.StatusOK).decodePayload(t, &st)
+	if st.WebSocket.Dropped != 1 || st.WebSocket.Clients != 0 || st.WebSocket.Frames == 0 {
+		t.Fatalf("feed counters %+v", st.WebSocket)
+	}
 }
 
 func TestWSHubClosesWithServer(t *testing.T) {
