@@ -31,32 +31,51 @@ func (knn) update(m *model, p *Params, b *beacon, _ *reading, now int64) (int, p
 	return b.confirm(p, best, now), position{}
 }
 
+// maxHeard bounds the gateways one decision compares (the loudest are
+// not preferred: readings beyond it are simply ignored, and 64 gateways
+// hearing one beacon at once is far beyond any real site).
+const maxHeard = 64
+
 // vote runs the k-NN vote of b's readings into votes (one entry per
 // zone) and returns the winning zone; false when nothing was heard. With
 // raw, the vector is the raw readings of the last SampleWindow (the
 // filter's evidence), otherwise the live smoothed readings.
 func vote(m *model, p *Params, b *beacon, now int64, raw bool, votes []float64) (int, bool) {
+	// The heard gateways, gathered once. For a sample value v and a
+	// reading x, (v-x)^2 - (v-F)^2 = 2(F-x)v + (x^2 - F^2): linear in v,
+	// so each sample costs one multiply-add per heard gateway.
+	var gs [maxHeard]int32
+	var as [maxHeard]float64
+	nh, c := 0, 0.0
+	for j := range b.rds {
+		rd := &b.rds[j]
+		var x float64
+		switch {
+		case raw && rd.fresh(p, now):
+			x = float64(rd.raw)
+		case !raw && rd.live(p, now):
+			x = rd.ema
+		default:
+			continue
+		}
+		if nh == maxHeard {
+			break
+		}
+		gs[nh], as[nh] = int32(rd.g), 2*(p.Floor-x)
+		c += x*x - p.Floor*p.Floor
+		nh++
+	}
+	if nh == 0 {
+		return -1, false
+	}
 	var topD [maxK]float64
 	var topZ [maxK]int
 	n := 0
-	heard := false
 	for i := range m.samples {
 		s := &m.samples[i]
-		d := s.base
-		for j := range b.rds {
-			rd := &b.rds[j]
-			var x float64
-			switch {
-			case raw && rd.fresh(p, now):
-				x = float64(rd.raw)
-			case !raw && rd.live(p, now):
-				x = rd.ema
-			default:
-				continue
-			}
-			heard = true
-			v := float64(s.v[rd.g])
-			d += (v-x)*(v-x) - (v-p.Floor)*(v-p.Floor)
+		d := s.base + c
+		for k := 0; k < nh; k++ {
+			d += as[k] * float64(s.v[gs[k]])
 		}
 		// insertion into the sorted top-K
 		if n < p.K {
@@ -70,9 +89,6 @@ func vote(m *model, p *Params, b *beacon, now int64, raw bool, votes []float64) 
 			k--
 		}
 		topD[k], topZ[k] = d, s.zone
-	}
-	if !heard {
-		return -1, false
 	}
 	for i := range votes {
 		votes[i] = 0
