@@ -3,7 +3,9 @@ package appliance
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
+	"time"
 
 	"beaconhub/appliance/assets"
 	"beaconhub/appliance/config"
@@ -22,7 +24,16 @@ type rtlsControl struct {
 	*rtls.Engine
 	app *App
 	mu  sync.Mutex // one Reload at a time, so the newest edit wins
+	// gateways is the registry's gateways (id=MAC) the site was built
+	// from; watchGateways reloads when it changes.
+	gateways string
 }
+
+// gatewayRecheck is how often the registry's gateways are compared with
+// the site's: a gateway created, deleted or given a new device changes
+// the MACs the engine knows, and those edits go through the registry, not
+// through the map endpoints that reload the site themselves.
+const gatewayRecheck = 15 * time.Second
 
 // Start starts the engine and records the choice, so a restart resumes it.
 func (c *rtlsControl) Start(name string) error {
@@ -48,7 +59,7 @@ func (c *rtlsControl) LastSeen(uid string) int64 { return c.app.pipeline.LastSee
 func (c *rtlsControl) Reload() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	site, err := buildSite(c.app.db, c.app.assets)
+	site, sig, err := buildSite(c.app.db, c.app.assets)
 	if err != nil {
 		return fmt.Errorf("rtls site: %w", err)
 	}
@@ -68,23 +79,54 @@ func (c *rtlsControl) Reload() error {
 	}
 	c.Engine.SetSite(site)
 	c.Engine.SetSamples(samples)
+	c.gateways = sig
 	return nil
+}
+
+// watchGateways reloads the site when the registry's gateways changed
+// since the last reload, then schedules itself again.
+func (c *rtlsControl) watchGateways() {
+	c.app.clock.AfterFunc(gatewayRecheck, func() {
+		if c.app.stopping.Load() {
+			return
+		}
+		gws, err := c.app.assets.Gateways()
+		if err == nil {
+			c.mu.Lock()
+			stale := gatewaySignature(gws) != c.gateways
+			c.mu.Unlock()
+			if stale {
+				err = c.Reload()
+			}
+		}
+		if err != nil {
+			c.app.log.Error("rtls: gateway recheck failed", "err", err)
+		}
+		c.watchGateways()
+	})
+}
+
+func gatewaySignature(gws []assets.GatewayView) string {
+	var b strings.Builder
+	for _, g := range gws {
+		fmt.Fprintf(&b, "%d=%s;", g.ID, g.MAC)
+	}
+	return b.String()
 }
 
 // buildSite reads maps, zones and every registered gateway (placed or
 // not: the engine can learn an unplaced gateway's zone from samples).
-func buildSite(db *store.DB, reg *assets.Service) (rtls.Site, error) {
-	var site rtls.Site
+func buildSite(db *store.DB, reg *assets.Service) (site rtls.Site, gatewaySig string, err error) {
 	maps, err := db.ListMaps()
 	if err != nil {
-		return site, err
+		return site, "", err
 	}
 	for _, m := range maps {
 		site.Maps = append(site.Maps, rtls.Map{ID: m.ID, Name: m.Name, Width: m.Width, Height: m.Height, PixelsPerMeter: m.PixelsPerMeter})
 	}
 	zones, err := db.ListZones(0)
 	if err != nil {
-		return site, err
+		return site, "", err
 	}
 	for _, z := range zones {
 		site.Zones = append(site.Zones, rtls.Zone{ID: z.ID, MapID: z.MapID, Name: z.Name, X1: z.X1, Y1: z.Y1, X2: z.X2, Y2: z.Y2,
@@ -92,7 +134,7 @@ func buildSite(db *store.DB, reg *assets.Service) (rtls.Site, error) {
 	}
 	placed, err := db.GatewayPlacements(0)
 	if err != nil {
-		return site, err
+		return site, "", err
 	}
 	at := make(map[uint64]store.GatewayPlacement, len(placed))
 	for _, p := range placed {
@@ -100,7 +142,7 @@ func buildSite(db *store.DB, reg *assets.Service) (rtls.Site, error) {
 	}
 	gws, err := reg.Gateways()
 	if err != nil {
-		return site, err
+		return site, "", err
 	}
 	for _, g := range gws {
 		mac, ok := ingest.ParseMAC(g.MAC)
@@ -113,7 +155,7 @@ func buildSite(db *store.DB, reg *assets.Service) (rtls.Site, error) {
 		}
 		site.Gateways = append(site.Gateways, sg)
 	}
-	return site, nil
+	return site, gatewaySignature(gws), nil
 }
 
 // buildRTLS starts the tracking engine when feature rtls is on: it closes
@@ -147,6 +189,7 @@ func (a *App) buildRTLS() error {
 	// engine's last interval closes reach the writer while it still runs.
 	a.onStop(func(context.Context) error { eng.Close(); return nil })
 	a.renameAlso(eng)
+	c.watchGateways()
 	a.rtls = c
 	return nil
 }
