@@ -30,6 +30,7 @@ type wsHub struct {
 	mu      sync.RWMutex
 	chans   map[string]map[*wsClient]struct{} // channel -> subscribers
 	debug   map[string]int                    // asset_uid -> debug subscribers
+	debugN  atomic.Int64                      // sum of debug, read without the lock
 	clients map[*wsClient]struct{}
 	closed  bool
 	cancel  func()
@@ -159,6 +160,9 @@ func encodeFrame(v any, recipients int) (outFrame, error) {
 // wantsDebug is the engine's debug filter: raw RSSI is produced only for
 // beacons someone watches.
 func (h *wsHub) wantsDebug(uid string) bool {
+	if h.debugN.Load() == 0 {
+		return false // the usual case, asked on every sighting
+	}
 	h.mu.RLock()
 	n := h.debug[uid]
 	h.mu.RUnlock()
@@ -203,6 +207,7 @@ func (h *wsHub) add(c *wsClient, ch, uid string, debug bool) bool {
 	m[c] = struct{}{}
 	if debug {
 		h.debug[uid]++
+		h.debugN.Add(1)
 	}
 	return true
 }
@@ -225,6 +230,7 @@ func (h *wsHub) unsubLocked(c *wsClient, ch string) {
 		}
 	}
 	if uid, ok := strings.CutPrefix(ch, chanDebug); ok {
+		h.debugN.Add(-1)
 		if h.debug[uid]--; h.debug[uid] <= 0 {
 			delete(h.debug, uid)
 		}
