@@ -32,8 +32,9 @@ type beacon struct {
 	heard   int64 // Unix ms of the last sighting
 	decided int64 // Unix ms of the last decision (rate limit)
 
-	zone  int // model zone index, -1 unknown
-	since int64
+	zone   int    // model zone index, -1 unknown
+	zoneID uint64 // the same zone by id, which survives a model swap
+	since  int64
 	// fixed is when the zone was last set from unknown: sightings in that
 	// same millisecond are the same scan and may still revise it freely.
 	fixed int64
@@ -73,7 +74,12 @@ func (b *beacon) reset(m *model) {
 	b.cand, b.gw, b.challenger = -1, -1, -1
 	b.prior, b.belief, b.scratch, b.votes = nil, nil, nil, nil
 	b.decided = 0
-	if b.zone >= len(m.zones) {
+	// Zone indexes are per model: find the zone again by id. A zone that
+	// no longer exists becomes unknown; its interval (still open) is
+	// closed by the next decision or the timeout.
+	if z, ok := m.zoneIdx[b.zoneID]; ok && b.zoneID != 0 {
+		b.zone = z
+	} else {
 		b.zone = -1
 	}
 }

@@ -234,8 +234,9 @@ func (e *Engine) Locations() []Location {
 
 func (b *beacon) location(m *model) Location {
 	l := Location{AssetUID: b.uid, Updated: b.heard}
-	if b.zone >= 0 && b.zone < len(m.zones) {
-		z := &m.zones[b.zone]
+	// by id: b may not have been reset onto a newer model yet
+	if zi, ok := m.zoneIdx[b.zoneID]; ok && b.zoneID != 0 {
+		z := &m.zones[zi]
 		l.Zone, l.ZoneName, l.MapID, l.Since = z.ID, z.Name, z.MapID, b.since
 		l.X, l.Y = z.centre()
 		if b.pos.ok {
@@ -350,7 +351,9 @@ func (e *Engine) Observe(bt *ingest.Batch, w *ingest.Writes) {
 // commit applies a decision: zone intervals on a zone change, track
 // events on a zone or position change.
 func (e *Engine) commit(m *model, b *beacon, z int, pos position, now int64, ops *[]func(*bolt.Tx) error) {
-	changed := z != b.zone
+	// A beacon whose zone vanished with a site edit is unknown but may
+	// still hold an open interval.
+	changed := z != b.zone || (z < 0 && b.open)
 	if changed {
 		if b.open {
 			*ops = append(*ops, closeOp(b.uid, now))
@@ -359,8 +362,9 @@ func (e *Engine) commit(m *model, b *beacon, z int, pos position, now int64, ops
 		if b.zone < 0 {
 			b.fixed = now
 		}
-		b.zone, b.since = z, now
+		b.zone, b.since, b.zoneID = z, now, 0
 		if z >= 0 {
+			b.zoneID = m.zones[z].ID
 			*ops = append(*ops, appendOp(b.uid, &m.zones[z], now))
 			b.open = true
 		}

@@ -279,3 +279,35 @@ func TestStartUnknownAlgorithm(t *testing.T) {
 		}
 	}
 }
+
+func TestSiteEditKeepsZonesByID(t *testing.T) {
+	r := newRig(t)
+	if err := r.e.Start(rtls.AlgStrongest); err != nil {
+		t.Fatal(err)
+	}
+	r.stay(gwB, gwA, "C30000000001", 2)
+	a, _ := assets.ParseMAC(gwA)
+	b, _ := assets.ParseMAC(gwB)
+	gws := []rtls.Gateway{{MAC: a, MapID: 1, X: 50, Y: 50, Placed: true}, {MAC: b, MapID: 1, X: 150, Y: 50, Placed: true}}
+	// The same zones listed in another order: the beacon stays in Ward.
+	r.e.SetSite(rtls.Site{Maps: []rtls.Map{{ID: 1}}, Gateways: gws, Zones: []rtls.Zone{
+		{ID: 2, MapID: 1, Name: "Ward", X1: 100, Y1: 0, X2: 200, Y2: 100, Adjacent: []uint64{1}},
+		{ID: 1, MapID: 1, Name: "Hall", X1: 0, Y1: 0, X2: 100, Y2: 100, Adjacent: []uint64{2}},
+	}})
+	if l, _ := r.e.Location("WAT-1"); l.Zone != 2 || l.ZoneName != "Ward" {
+		t.Fatalf("after reordering %+v", l)
+	}
+	// Ward deleted: unknown at once; the next sighting closes its interval
+	// and opens one in the nearest remaining zone.
+	r.e.SetSite(rtls.Site{Maps: []rtls.Map{{ID: 1}}, Gateways: gws, Zones: []rtls.Zone{
+		{ID: 1, MapID: 1, Name: "Hall", X1: 0, Y1: 0, X2: 100, Y2: 100},
+	}})
+	if l, _ := r.e.Location("WAT-1"); l.Zone != 0 {
+		t.Fatalf("deleted zone still reported: %+v", l)
+	}
+	r.stay(gwB, gwA, "C30000000001", 1)
+	ivs := r.intervals("WAT-1")
+	if len(ivs) != 2 || ivs[1].ZoneID != 2 || ivs[1].Leave == 0 || ivs[0].ZoneID != 1 || ivs[0].Leave != 0 {
+		t.Fatalf("intervals %+v", ivs)
+	}
+}

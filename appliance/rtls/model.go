@@ -50,11 +50,6 @@ type emission struct {
 	mu, inv2s2, logK float64 // log density = logK - (r-mu)^2 * inv2s2
 }
 
-func (z *Zone) contains(mapID uint64, x, y float64) bool {
-	return z.MapID == mapID && x >= math.Min(z.X1, z.X2) && x <= math.Max(z.X1, z.X2) &&
-		y >= math.Min(z.Y1, z.Y2) && y <= math.Max(z.Y1, z.Y2)
-}
-
 func (z *Zone) centre() (float64, float64) { return (z.X1 + z.X2) / 2, (z.Y1 + z.Y2) / 2 }
 
 // dist2 is the squared distance from (x,y) to the rectangle (0 inside).
