@@ -18,6 +18,15 @@ type paramRoute struct {
 }
 
 func (s *Server) addParamRoute(rt Route, h httprouter.Handle) {
+	n := 0
+	for _, o := range s.routes {
+		if o.Method == rt.Method && o.Path == rt.Path {
+			n++
+		}
+	}
+	if n > 1 {
+		panic("route table lists " + rt.Method + " " + rt.Path + " twice")
+	}
 	s.params = append(s.params, paramRoute{method: rt.Method, segs: strings.Split(rt.Path, "/"), h: h})
 }
 
