@@ -2,7 +2,6 @@ package rtls
 
 import (
 	"log/slog"
-	"sort"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -45,11 +44,6 @@ type run struct {
 	name  string
 	alg   algorithm
 	since int64
-}
-
-type listener struct {
-	l     Listener
-	debug func(uid string) bool
 }
 
 // Engine is the tracking engine; it is an ingest.Subscriber.
@@ -181,131 +175,6 @@ func (e *Engine) Current() string {
 		return r.name
 	}
 	return ""
-}
-
-// Status summarises the engine.
-func (e *Engine) Status() Status {
-	st := Status{Reports: e.reports.Load(), Samples: int(e.nSample.Load())}
-	if r := e.run.Load(); r != nil {
-		st.Running, st.Algorithm, st.Since = true, r.name, r.since
-	}
-	for i := range e.shards {
-		sh := &e.shards[i]
-		sh.mu.Lock()
-		st.Beacons += len(sh.m)
-		for _, b := range sh.m {
-			if b.zone >= 0 {
-				st.Located++
-			}
-		}
-		sh.mu.Unlock()
-	}
-	return st
-}
-
-// Location is uid's live prediction; false when not seen since Start.
-func (e *Engine) Location(uid string) (Location, bool) {
-	m := e.model.Load()
-	sh := &e.shards[shardOf(uid)]
-	sh.mu.Lock()
-	defer sh.mu.Unlock()
-	b, ok := sh.m[uid]
-	if !ok {
-		return Location{}, false
-	}
-	return b.location(m), true
-}
-
-// Locations lists every beacon seen since Start, by asset_uid.
-func (e *Engine) Locations() []Location {
-	m := e.model.Load()
-	var out []Location
-	for i := range e.shards {
-		sh := &e.shards[i]
-		sh.mu.Lock()
-		for _, b := range sh.m {
-			out = append(out, b.location(m))
-		}
-		sh.mu.Unlock()
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].AssetUID < out[j].AssetUID })
-	return out
-}
-
-func (b *beacon) location(m *model) Location {
-	l := Location{AssetUID: b.uid, Updated: b.heard}
-	// by id: b may not have been reset onto a newer model yet
-	if zi, ok := m.zoneIdx[b.zoneID]; ok && b.zoneID != 0 {
-		z := &m.zones[zi]
-		l.Zone, l.ZoneName, l.MapID, l.Since = z.ID, z.Name, z.MapID, b.since
-		l.X, l.Y = z.centre()
-		if b.pos.ok {
-			l.X, l.Y, l.HasPos = b.pos.x, b.pos.y, true
-		}
-	}
-	return l
-}
-
-// Listen registers l for track events and, for uids debug accepts, debug
-// events. debug may be nil. Listeners run on the ingest path.
-func (e *Engine) Listen(l Listener, debug func(uid string) bool) (cancel func()) {
-	ln := &listener{l: l, debug: debug}
-	e.lmu.Lock()
-	old := *e.listeners.Load()
-	next := append(append(make([]*listener, 0, len(old)+1), old...), ln)
-	e.listeners.Store(&next)
-	if debug != nil {
-		e.debugs.Add(1)
-	}
-	e.lmu.Unlock()
-	var once sync.Once
-	return func() {
-		once.Do(func() {
-			e.lmu.Lock()
-			defer e.lmu.Unlock()
-			cur := *e.listeners.Load()
-			next := make([]*listener, 0, len(cur))
-			for _, x := range cur {
-				if x != ln {
-					next = append(next, x)
-				}
-			}
-			e.listeners.Store(&next)
-			if debug != nil {
-				e.debugs.Add(-1)
-			}
-		})
-	}
-}
-
-func (e *Engine) emitTrack(m *model, b *beacon) {
-	ls := *e.listeners.Load()
-	if len(ls) == 0 {
-		return
-	}
-	ev := Event{Location: b.location(m), AssetUID: b.uid}
-	for _, l := range ls {
-		l.l(ev)
-	}
-}
-
-func (e *Engine) emitDebug(b *beacon) {
-	if e.debugs.Load() == 0 {
-		return
-	}
-	var ev *Event
-	for _, l := range *e.listeners.Load() {
-		if l.debug == nil || !l.debug(b.uid) {
-			continue
-		}
-		if ev == nil {
-			ev = &Event{Debug: true, AssetUID: b.uid, RSSI: make([]GatewayRSSI, 0, len(b.rds))}
-			for _, rd := range b.rds {
-				ev.RSSI = append(ev.RSSI, GatewayRSSI{Gateway: ingest.MAC(rd.mac).String(), RSSI: int(rd.raw), Smoothed: rd.ema, At: rd.last})
-			}
-		}
-		l.l(*ev)
-	}
 }
 
 // Observe is the ingest.Subscriber hook: it runs on the publishing
