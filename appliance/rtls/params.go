@@ -38,8 +38,9 @@ type Params struct {
 	// filter moves probability mass to neighbours at rate 1/MeanStay.
 	MeanStay time.Duration
 	// Evidence scales the filter's log-likelihood per SampleWindow of
-	// readings (1: take the k-NN vote shares at face value; below 1
-	// trusts them less).
+	// readings. Successive windows are not independent (the same survey
+	// samples, overlapping readings, a beacon standing still), so a full
+	// weight would make the filter overconfident and quick to flip.
 	Evidence float64
 	// SwitchProb is the posterior the filter's best zone needs before the
 	// reported zone moves (one hop) towards it.
