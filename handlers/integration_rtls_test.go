@@ -101,6 +101,18 @@ func TestIntegrationRTLSShapes(t *testing.T) {
 	}
 	// Users are not integration clients.
 	h.get("/api/v1/integration/zones", h.token("user")).expect(t, http.StatusForbidden)
+
+	// The tracking canvas shows the located beacon (not the unknown one).
+	var ov struct {
+		Zones   []store.Zone     `json:"zones"`
+		Beacons []map[string]any `json:"beacons"`
+	}
+	h.get("/api/v1/maps/"+itoa(f.m.ID)+"/overview", h.token("user")).expect(t, http.StatusOK).decodePayload(t, &ov)
+	wantCanvas := map[string]any{"asset_uid": f.watch, "name": "Nurse 1", "type": "watch", "zone_id": float64(f.ward.ID),
+		"position": map[string]any{"x": 150.0, "y": 40.0}, "since": 1000.0, "updated": 2000.0}
+	if len(ov.Zones) != 2 || len(ov.Beacons) != 1 || !sameJSON(ov.Beacons[0], wantCanvas) {
+		t.Fatalf("canvas %+v", ov)
+	}
 }
 
 func sameJSON(a, b any) bool {
