@@ -7,28 +7,28 @@ import (
 	bolt "go.etcd.io/bbolt"
 )
 
-// CloseNewestZoneInterval closes uid's newest interval if it is still open
-// (a writer op; idempotent). The tracking engine closes this way instead of
-// by ordinal because the ordinal is only assigned inside the transaction
-// that appends the interval.
-func CloseNewestZoneInterval(tx *bolt.Tx, uid string, leave int64) error {
-	n := btoi(tx.Bucket(bZoneIntervalSeq).Get([]byte(uid)))
-	if n == 0 {
-		return nil
-	}
+// CloseZoneIntervalEntered closes uid's open interval that began at enter
+// (a writer op; idempotent). The tracking engine closes this way instead
+// of by ordinal because the ordinal is only assigned inside the
+// transaction that appends the interval, and a merge renumbers ordinals.
+// The search runs newest first, so the usual case reads one record.
+func CloseZoneIntervalEntered(tx *bolt.Tx, uid string, enter, leave int64) error {
 	b := tx.Bucket(bZoneIntervals)
-	var iv ZoneInterval
-	if err := getJSON(b, zoneKey(uid, n), &iv); err != nil {
-		return err
+	for n := btoi(tx.Bucket(bZoneIntervalSeq).Get([]byte(uid))); n >= 1; n-- {
+		var iv ZoneInterval
+		if err := getJSON(b, zoneKey(uid, n), &iv); err != nil {
+			return err
+		}
+		if iv.Enter < enter {
+			return nil // older than the one sought: it is not there
+		}
+		if iv.Enter != enter || iv.Leave != 0 {
+			continue
+		}
+		iv.Leave = max(leave, iv.Enter)
+		return putJSON(b, zoneKey(uid, n), &iv)
 	}
-	if iv.Leave != 0 {
-		return nil
-	}
-	if leave < iv.Enter {
-		leave = iv.Enter
-	}
-	iv.Leave = leave
-	return putJSON(b, zoneKey(uid, n), &iv)
+	return nil
 }
 
 // CloseOpenZoneIntervals closes every open interval at leave (clamped to

@@ -225,7 +225,7 @@ func (e *Engine) commit(m *model, b *beacon, z int, pos position, now int64, ops
 	changed := z != b.zone || (z < 0 && b.open)
 	if changed {
 		if b.open {
-			*ops = append(*ops, closeOp(b.uid, now))
+			*ops = append(*ops, closeOp(b.uid, b.since, now))
 			b.open = false
 		}
 		if b.zone < 0 {
@@ -266,11 +266,11 @@ func (e *Engine) Rename(oldUID, newUID string) {
 		delete(so.m, oldUID)
 		if cur, ok := sn.m[newUID]; ok && cur.heard >= b.heard {
 			if b.open {
-				ops = append(ops, closeOp(newUID, now))
+				ops = append(ops, closeOp(newUID, b.since, now))
 			}
 		} else {
 			if ok && cur.open {
-				ops = append(ops, closeOp(newUID, now))
+				ops = append(ops, closeOp(newUID, cur.since, now))
 			}
 			b.uid = newUID
 			sn.m[newUID] = b

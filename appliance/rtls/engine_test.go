@@ -167,7 +167,7 @@ func TestCloseOpenIntervalsAtStart(t *testing.T) {
 				return err
 			}
 		}
-		return store.CloseNewestZoneInterval(tx, "WAT-2", 1500)
+		return store.CloseZoneIntervalEntered(tx, "WAT-2", 1000, 1500)
 	}, func(err error) { done <- err })
 	if err := <-done; err != nil {
 		t.Fatal(err)

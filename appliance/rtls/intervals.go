@@ -9,10 +9,9 @@ import (
 )
 
 // Zone intervals are written as writer ops. The engine does not remember
-// the ordinal AppendZoneInterval assigns inside the transaction: a close
-// finds the beacon's newest interval instead, which is the one the engine
-// opened because every op for a beacon is queued in order on the one
-// group-commit writer (and a remint or merge renumbers ordinals anyway).
+// the ordinal AppendZoneInterval assigns inside the transaction (and a
+// merge renumbers ordinals anyway): a close names the interval by its
+// enter time, which the engine knows (the beacon's since).
 
 func appendOp(uid string, z *Zone, enter int64) func(*bolt.Tx) error {
 	iv := store.ZoneInterval{ZoneID: z.ID, Zone: z.Name, MapID: z.MapID, Enter: enter}
@@ -22,8 +21,8 @@ func appendOp(uid string, z *Zone, enter int64) func(*bolt.Tx) error {
 	}
 }
 
-func closeOp(uid string, leave int64) func(*bolt.Tx) error {
-	return func(tx *bolt.Tx) error { return store.CloseNewestZoneInterval(tx, uid, leave) }
+func closeOp(uid string, enter, leave int64) func(*bolt.Tx) error {
+	return func(tx *bolt.Tx) error { return store.CloseZoneIntervalEntered(tx, uid, enter, leave) }
 }
 
 // CloseOpenIntervals closes every interval left open (at leave, Unix ms);
@@ -56,7 +55,7 @@ func (e *Engine) resetState(now int64) {
 		sh.mu.Lock()
 		for uid, b := range sh.m {
 			if b.open {
-				ops = append(ops, closeOp(uid, now))
+				ops = append(ops, closeOp(uid, b.since, now))
 			}
 		}
 		sh.m = map[string]*beacon{}
