@@ -81,9 +81,14 @@ type App struct {
 
 	// sensorMon evaluates sensor conditions (appliance/sensors.go).
 	sensorMon *sensors.Monitor
+	// hooks connect the registry to the running pipeline and to everything
+	// that follows uid renames (appliance/mqtt.go, rtls.go).
+	hooks assets.IngestHooks
 
 	// bridge feeds the monitoring server (appliance/bridge.go).
 	bridge *bridge.Bridge
+	// rtls is the tracking engine and its wiring (appliance/rtls.go).
+	rtls *rtlsControl
 
 	httpSrv *http.Server
 	httpLn  net.Listener
@@ -174,6 +179,9 @@ func (a *App) build() error {
 				return err
 			}
 		}
+		if err := a.buildRTLS(); err != nil {
+			return err
+		}
 		a.buildEink()
 		if err := a.buildNav(); err != nil {
 			return err
@@ -250,7 +258,14 @@ func (a *App) Handler() http.Handler {
 	if a.monitor != nil {
 		d.Monitor = a.monitor
 	}
-	return handlers.New(d)
+	if a.rtls != nil {
+		d.RTLS = a.rtls
+	}
+	srv := handlers.New(d)
+	// The WebSocket hub outlives http.Server.Shutdown (hijacked
+	// connections are not the server's); close it with the subsystems.
+	a.onStop(func(context.Context) error { srv.Close(); return nil })
+	return srv
 }
 
 // Start binds the listeners and starts the enabled subsystems.

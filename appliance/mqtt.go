@@ -65,6 +65,7 @@ func (a *App) buildIngest() error {
 	if a.push != nil {
 		hooks.Followers = append(hooks.Followers, a.push)
 	}
+	a.hooks = hooks
 	a.assets.Connect(hooks)
 	a.onStop(func(context.Context) error { return a.pipeline.Close() })
 

@@ -47,6 +47,12 @@ type Deps struct {
 	// Nav is indoor navigation (floors, graph, pathfinding); nil where no
 	// database is kept.
 	Nav *nav.Service
+	// RTLS is the tracking engine behind the tracking, user-location,
+	// integration-location and WebSocket routes; nil when feature rtls is
+	// off (tracking.go).
+	RTLS Tracker
+	// WS tunes the WebSocket feed; zero fields take defaults (ws.go).
+	WS WSOptions
 }
 
 // StatusSource provides cached status snapshots (MQTT and later others).
@@ -67,6 +73,11 @@ type Server struct {
 	// parameter at the same position (e.g. /api/v1/assets/remint/plan beside
 	// /api/v1/assets/:asset_uid); they are matched by exact path first.
 	exact map[string]httprouter.Handle
+	// params holds parameter routes httprouter cannot place beside
+	// another parameter route (paramroutes.go).
+	params []paramRoute
+	// hub is the WebSocket feed (ws_hub.go); nil without the engine.
+	hub *wsHub
 }
 
 // New builds the router from the route table.
@@ -97,6 +108,9 @@ func New(d Deps) *Server {
 	for _, rt := range ordered {
 		s.mount(rt)
 	}
+	if d.RTLS != nil {
+		s.hub = newWSHub(s, d.RTLS, d.WS)
+	}
 	return s
 }
 
@@ -107,7 +121,11 @@ func (s *Server) mount(rt Route) {
 	defer func() {
 		if v := recover(); v != nil {
 			if hasParam(rt.Path) {
-				panic(v) // two parameter routes conflict: a table bug
+				// httprouter cannot hold both /tracking/start/:alg and
+				// /tracking/:id; the later one is matched by segments
+				// (paramroutes.go).
+				s.addParamRoute(rt, h)
+				return
 			}
 			s.exact[rt.Method+" "+rt.Path] = h
 		}
@@ -125,6 +143,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			h(w, r, nil)
 			return
 		}
+	}
+	if s.serveParamRoute(w, r) {
+		return
 	}
 	s.router.ServeHTTP(w, r)
 }

@@ -22,6 +22,7 @@ commands:
   audit [--home DIR]               post-upgrade audit: list records still keyed by a MAC (exit 1 if any)
   loadgen [--gateways N] [--beacons N] [--duration D] [--qos 0,1]
                                    ingest benchmark on loopback (full appliance vs bare broker)
+  rtls-eval [--alg a,b] DATASET_DIR  score the tracking algorithms on a labelled RSSI recording
 
 --home defaults to $BEACONHUB_HOME, else the current directory.
 `
@@ -56,6 +57,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return cmdLoadgen(args[1:], stdout, stderr)
 	case "audit":
 		return cmdAudit(args[1:], stdout, stderr)
+	case "rtls-eval":
+		return cmdRTLSEval(args[1:], stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return 0

@@ -1,0 +1,210 @@
+package appliance
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"beaconhub/appliance/assets"
+	"beaconhub/appliance/config"
+	"beaconhub/appliance/ingest"
+	"beaconhub/appliance/rtls"
+	"beaconhub/store"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// rtlsControl is the tracking engine as the HTTP layer uses it
+// (handlers.Tracker): the engine, plus what only the composition root can
+// do: persist the chosen algorithm, rebuild the site from the store, and
+// read the persisted last sighting.
+type rtlsControl struct {
+	*rtls.Engine
+	app *App
+	mu  sync.Mutex // one Reload at a time, so the newest edit wins
+	// gateways is the registry's gateways (id=MAC) the site was built
+	// from; watchGateways reloads when it changes.
+	gateways string
+}
+
+// gatewayRecheck is how often the registry's gateways are compared with
+// the site's: a gateway created, deleted or given a new device changes
+// the MACs the engine knows, and those edits go through the registry, not
+// through the map endpoints that reload the site themselves.
+const gatewayRecheck = 15 * time.Second
+
+// Start starts the engine and records the choice, so a restart resumes it.
+func (c *rtlsControl) Start(name string) error {
+	if err := c.Engine.Start(name); err != nil {
+		return err
+	}
+	return c.app.db.SetRTLSAlgorithm(name)
+}
+
+// Stop stops the engine and records that it is stopped.
+func (c *rtlsControl) Stop() {
+	c.Engine.Stop()
+	if err := c.app.db.SetRTLSAlgorithm(""); err != nil {
+		c.app.log.Error("rtls: recording the stop failed", "err", err)
+	}
+}
+
+// LastSeen is the pipeline's last-seen time (restored from the store at
+// start, so it is the persisted last radio sighting).
+func (c *rtlsControl) LastSeen(uid string) int64 { return c.app.pipeline.LastSeen().Asset(uid) }
+
+// Reload hands the engine the site and samples as the store has them.
+func (c *rtlsControl) Reload() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	site, sig, err := buildSite(c.app.db, c.app.assets)
+	if err != nil {
+		return fmt.Errorf("rtls site: %w", err)
+	}
+	ss, err := c.app.db.ListSamples(0)
+	if err != nil {
+		return fmt.Errorf("rtls samples: %w", err)
+	}
+	samples := make([]rtls.Sample, 0, len(ss))
+	for _, s := range ss {
+		sm := rtls.Sample{Zone: s.Zone, RSSI: make(map[[6]byte]float64, len(s.RSSI))}
+		for mac, v := range s.RSSI {
+			if m, ok := ingest.ParseMAC(mac); ok {
+				sm.RSSI[m] = v
+			}
+		}
+		samples = append(samples, sm)
+	}
+	c.Engine.SetSite(site)
+	c.Engine.SetSamples(samples)
+	c.gateways = sig
+	return nil
+}
+
+// watchGateways reloads the site when the registry's gateways changed
+// since the last reload, then schedules itself again.
+func (c *rtlsControl) watchGateways() {
+	c.app.clock.AfterFunc(gatewayRecheck, func() {
+		if c.app.stopping.Load() {
+			return
+		}
+		gws, err := c.app.assets.Gateways()
+		if err == nil {
+			c.mu.Lock()
+			stale := gatewaySignature(gws) != c.gateways
+			c.mu.Unlock()
+			if stale {
+				err = c.Reload()
+			}
+		}
+		if err != nil {
+			c.app.log.Error("rtls: gateway recheck failed", "err", err)
+		}
+		c.watchGateways()
+	})
+}
+
+func gatewaySignature(gws []assets.GatewayView) string {
+	var b strings.Builder
+	for _, g := range gws {
+		fmt.Fprintf(&b, "%d=%s;", g.ID, g.MAC)
+	}
+	return b.String()
+}
+
+// buildSite reads maps, zones and every registered gateway (placed or
+// not: the engine can learn an unplaced gateway's zone from samples).
+func buildSite(db *store.DB, reg *assets.Service) (site rtls.Site, gatewaySig string, err error) {
+	maps, err := db.ListMaps()
+	if err != nil {
+		return site, "", err
+	}
+	for _, m := range maps {
+		site.Maps = append(site.Maps, rtls.Map{ID: m.ID, Name: m.Name, Width: m.Width, Height: m.Height, PixelsPerMeter: m.PixelsPerMeter})
+	}
+	zones, err := db.ListZones(0)
+	if err != nil {
+		return site, "", err
+	}
+	for _, z := range zones {
+		site.Zones = append(site.Zones, rtls.Zone{ID: z.ID, MapID: z.MapID, Name: z.Name, X1: z.X1, Y1: z.Y1, X2: z.X2, Y2: z.Y2,
+			Adjacent: append([]uint64(nil), z.Adjacent...)})
+	}
+	placed, err := db.GatewayPlacements(0)
+	if err != nil {
+		return site, "", err
+	}
+	at := make(map[uint64]store.GatewayPlacement, len(placed))
+	for _, p := range placed {
+		at[p.GatewayID] = p
+	}
+	gws, err := reg.Gateways()
+	if err != nil {
+		return site, "", err
+	}
+	for _, g := range gws {
+		mac, ok := ingest.ParseMAC(g.MAC)
+		if !ok {
+			continue
+		}
+		sg := rtls.Gateway{MAC: mac}
+		if p, ok := at[g.ID]; ok {
+			sg.MapID, sg.X, sg.Y, sg.Placed = p.MapID, p.X, p.Y, true
+		}
+		site.Gateways = append(site.Gateways, sg)
+	}
+	return site, gatewaySignature(gws), nil
+}
+
+// buildRTLS starts the tracking engine when feature rtls is on: it closes
+// intervals a previous run left open (the engine starts with no live
+// state), loads the site and samples, subscribes the engine to ingest and
+// resumes the algorithm the admin chose last.
+func (a *App) buildRTLS() error {
+	if a.pipeline == nil || !a.live.Get().Has(config.FeatureRTLS) {
+		return nil
+	}
+	eng := rtls.New(rtls.Options{Clock: a.clock, Logger: a.log, Writer: a.writer})
+	c := &rtlsControl{Engine: eng, app: a}
+	now := a.clock.Now().UnixMilli()
+	if err := a.db.Update(func(tx *bolt.Tx) error { return rtls.CloseOpenIntervals(tx, now) }); err != nil {
+		return fmt.Errorf("close open zone intervals: %w", err)
+	}
+	if err := c.Reload(); err != nil {
+		return err
+	}
+	alg, err := a.db.RTLSAlgorithm()
+	if err != nil {
+		return fmt.Errorf("rtls algorithm: %w", err)
+	}
+	if alg != "" {
+		if err := eng.Start(alg); err != nil {
+			a.log.Warn("rtls: the recorded algorithm is unknown; tracking stays stopped", "algorithm", alg, "err", err)
+		}
+	}
+	a.pipeline.AddSubscriber(eng)
+	// Registered after the pipeline's stop, so it runs before it: the
+	// engine's last interval closes reach the writer while it still runs.
+	a.onStop(func(context.Context) error { eng.Close(); return nil })
+	a.renameAlso(eng)
+	c.watchGateways()
+	a.rtls = c
+	return nil
+}
+
+// renameAlso makes remint and merge move the engine's live state along
+// with the other followers of uid renames.
+func (a *App) renameAlso(r assets.Renamer) {
+	a.hooks.Followers = append(a.hooks.Followers, r)
+	a.assets.Connect(a.hooks)
+}
+
+// RTLS returns the tracking engine (nil without feature rtls).
+func (a *App) RTLS() *rtls.Engine {
+	if a.rtls == nil {
+		return nil
+	}
+	return a.rtls.Engine
+}

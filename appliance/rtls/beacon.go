@@ -1,0 +1,180 @@
+package rtls
+
+import (
+	"math"
+	"sync"
+)
+
+// nShards spreads beacon state over independent locks so HTTP reads and
+// the timeout sweep never hold up more than a sliver of the ingest path.
+const nShards = 64
+
+type shard struct {
+	mu sync.Mutex
+	m  map[string]*beacon
+}
+
+// reading is one gateway's view of one beacon.
+type reading struct {
+	mac  [6]byte
+	g    int     // model gateway index, -1 when the model does not know it
+	raw  int8    // last raw dBm
+	ema  float64 // smoothed dBm
+	last int64   // Unix ms of the last sighting
+}
+
+// beacon is the live state of one tracked beacon.
+type beacon struct {
+	uid string
+	gen uint64 // model generation the algorithm state belongs to
+	rds []reading
+
+	heard   int64 // Unix ms of the last sighting
+	decided int64 // Unix ms of the last decision (rate limit)
+
+	zone   int    // model zone index, -1 unknown
+	zoneID uint64 // the same zone by id, which survives a model swap
+	since  int64
+	// fixed is when the zone was last set from unknown: sightings in that
+	// same millisecond are the same scan and may still revise it freely.
+	fixed int64
+	pos   position
+	open  bool // an interval is open in the store
+
+	cand      int // candidate zone waiting out Dwell
+	candSince int64
+
+	// strongest gateway
+	gw, challenger  int // index into rds, -1 none
+	challengerSince int64
+	// adjacency filter
+	prior, belief, scratch []float64
+	stepped                int64
+	weight                 float64 // evidence weight of the current update
+	// k-NN scratch
+	votes []float64
+}
+
+func newBeacon(uid string) *beacon {
+	return &beacon{uid: uid, zone: -1, cand: -1, gw: -1, challenger: -1}
+}
+
+// reset drops everything that was computed against another model or
+// algorithm; the smoothed readings survive (their gateway indexes are
+// re-resolved).
+func (b *beacon) reset(m *model) {
+	b.gen = m.gen
+	for i := range b.rds {
+		g, ok := m.gwIdx[b.rds[i].mac]
+		if !ok {
+			g = -1
+		}
+		b.rds[i].g = g
+	}
+	b.cand, b.gw, b.challenger = -1, -1, -1
+	b.prior, b.belief, b.scratch, b.votes = nil, nil, nil, nil
+	b.decided = 0
+	// Zone indexes are per model: find the zone again by id. A zone that
+	// no longer exists becomes unknown; its interval (still open) is
+	// closed by the next decision or the timeout.
+	if z, ok := m.zoneIdx[b.zoneID]; ok && b.zoneID != 0 {
+		b.zone = z
+	} else {
+		b.zone = -1
+	}
+}
+
+// sight folds one sighting into the gateway's moving average and returns
+// its reading.
+func (b *beacon) sight(m *model, p *Params, mac [6]byte, rssi int8, now int64) *reading {
+	var rd *reading
+	for i := range b.rds {
+		if b.rds[i].mac == mac {
+			rd = &b.rds[i]
+			break
+		}
+	}
+	if rd == nil {
+		g, ok := m.gwIdx[mac]
+		if !ok {
+			g = -1
+		}
+		b.rds = append(b.rds, reading{mac: mac, g: g, ema: float64(rssi), last: now})
+		rd = &b.rds[len(b.rds)-1]
+	} else if now-rd.last >= p.Stale.Milliseconds() {
+		rd.ema = float64(rssi) // after a silence the old average says nothing
+	} else if dt := now - rd.last; dt > 0 {
+		a := 1 - math.Exp(-float64(dt)/float64(p.SmoothTau.Milliseconds()))
+		rd.ema += a * (float64(rssi) - rd.ema)
+	} else {
+		// Same millisecond (two copies of one advertisement): average.
+		rd.ema = (rd.ema + float64(rssi)) / 2
+	}
+	rd.raw = rssi
+	if now > rd.last {
+		rd.last = now
+	}
+	if now > b.heard {
+		b.heard = now
+	}
+	return rd
+}
+
+// live reports whether rd still counts as heard at now.
+func (rd *reading) live(p *Params, now int64) bool {
+	return rd.g >= 0 && now-rd.last < p.Stale.Milliseconds()
+}
+
+// fresh reports whether rd's last raw reading is within SampleWindow: the
+// filter takes its evidence from raw readings of one survey window, not
+// from the moving average, because it does its own smoothing over time
+// and overlapping averages would count the same reading many times.
+func (rd *reading) fresh(p *Params, now int64) bool {
+	return rd.g >= 0 && now-rd.last < p.SampleWindow.Milliseconds()
+}
+
+// due applies the DecideEvery rate limit. A beacon without a zone is
+// always due, so the first fix is immediate; so is a sighting in the same
+// millisecond as the last decision, because sightings stamped alike are
+// one scan (several gateways' copies of one advertisement) and should
+// decide together rather than leave all but the first to the next round.
+func (b *beacon) due(p *Params, now int64) bool {
+	if b.zone >= 0 && p.DecideEvery > 0 && now != b.decided && now-b.decided < p.DecideEvery.Milliseconds() {
+		return false
+	}
+	b.decided = now
+	return true
+}
+
+// confirm applies Dwell: it returns the zone to report given the newest
+// prediction z.
+func (b *beacon) confirm(p *Params, z int, now int64) int {
+	if z == b.zone || b.zone < 0 || z < 0 || b.firstScan(now) {
+		b.cand = -1
+		if z < 0 {
+			return b.zone
+		}
+		return z
+	}
+	if z != b.cand {
+		b.cand, b.candSince = z, now
+	}
+	if now-b.candSince >= p.Dwell.Milliseconds() {
+		b.cand = -1
+		return z
+	}
+	return b.zone
+}
+
+// firstScan reports whether now is the instant of the first fix.
+func (b *beacon) firstScan(now int64) bool { return b.zone >= 0 && b.fixed == now }
+
+// shardOf hashes uid (FNV-1a) without allocating.
+func shardOf(uid string) int {
+	h := uint32(2166136261)
+	for i := 0; i < len(uid); i++ {
+		h ^= uint32(uid[i])
+		h *= 16777619
+	}
+	return int(h % nShards)
+}

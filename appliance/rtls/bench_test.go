@@ -1,0 +1,258 @@
+package rtls_test
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"runtime"
+	"slices"
+	"testing"
+	"time"
+
+	"beaconhub/appliance/assets"
+	"beaconhub/appliance/clock"
+	"beaconhub/appliance/ingest"
+	"beaconhub/appliance/rtls"
+	"beaconhub/store"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// Engine cost per report at scale: 10,000 trackable beacons, each heard
+// by its 20 nearest of 200 gateways (a 10 x 10 grid of 10 m zones, two
+// gateways per zone), once a second. Every sub-benchmark runs the same
+// publishes through the real ingest pipeline (decode, MAC resolution,
+// last-seen); "baseline" has no subscriber, the others have the engine
+// running one algorithm. Figures per report: ns, allocations, and the p99
+// time of one publish from arrival to every zone decision in it.
+
+const (
+	benchBeacons  = 10000
+	benchGateways = 200
+	benchHeard    = 20
+	benchPerMsg   = 100 // reports per publish
+	benchGrid     = 10
+)
+
+type benchReg struct {
+	beacons  map[[6]byte]*assets.Asset
+	gateways map[[6]byte]*assets.Asset
+}
+
+func (r *benchReg) Beacon(m [6]byte) (*assets.Asset, bool)  { a, ok := r.beacons[m]; return a, ok }
+func (r *benchReg) Gateway(m [6]byte) (*assets.Asset, bool) { a, ok := r.gateways[m]; return a, ok }
+func (r *benchReg) SeenCell(string) *assets.Seen            { return &assets.Seen{} }
+func (r *benchReg) SeenIfAny(string) (*assets.Seen, bool)   { return nil, false }
+func (r *benchReg) RangeSeen(func(string, *assets.Seen))    {}
+func (r *benchReg) RenameSeen(string, string)               {}
+
+// nullWriter completes every write at once: the benchmark measures CPU on
+// the ingest path, not the disk.
+type nullWriter struct{}
+
+func (nullWriter) AppendReadings(_ []store.Reading, done func(error)) {
+	if done != nil {
+		done(nil)
+	}
+}
+func (nullWriter) Do(_ func(*bolt.Tx) error, done func(error)) {
+	if done != nil {
+		done(nil)
+	}
+}
+
+type publish struct {
+	client, topic string
+	payload       []byte
+}
+
+type benchWorld struct {
+	site    rtls.Site
+	samples []rtls.Sample
+	reg     *benchReg
+	rounds  [2][]publish // two noise draws, alternated
+	reports int          // per round
+}
+
+func buildWorld() *benchWorld {
+	rng := rand.New(rand.NewPCG(42, 7))
+	w := &benchWorld{reg: &benchReg{beacons: map[[6]byte]*assets.Asset{}, gateways: map[[6]byte]*assets.Asset{}}}
+	w.site.Maps = []rtls.Map{{ID: 1, Width: 1000, Height: 1000, PixelsPerMeter: 10}}
+	id := func(c, r int) uint64 { return uint64(1 + r*benchGrid + c) }
+	for r := 0; r < benchGrid; r++ {
+		for c := 0; c < benchGrid; c++ {
+			z := rtls.Zone{ID: id(c, r), MapID: 1, Name: fmt.Sprintf("Z%d", id(c, r)), X1: float64(100 * c), Y1: float64(100 * r), X2: float64(100*c + 100), Y2: float64(100*r + 100)}
+			if c > 0 {
+				z.Adjacent = append(z.Adjacent, id(c-1, r))
+			}
+			if r > 0 {
+				z.Adjacent = append(z.Adjacent, id(c, r-1))
+			}
+			w.site.Zones = append(w.site.Zones, z)
+		}
+	}
+	type pt struct{ x, y float64 }
+	gws := make([]pt, benchGateways)
+	gwMACs := make([][6]byte, benchGateways)
+	for i := range gws {
+		gws[i] = pt{rng.Float64() * 1000, rng.Float64() * 1000}
+		gwMACs[i] = [6]byte{0xAC, 0x23, 0x3F, 0xB0, byte(i >> 8), byte(i)}
+		w.reg.gateways[gwMACs[i]] = &assets.Asset{UID: fmt.Sprintf("GW-%d", i), Type: "gateway", Kind: "gateway"}
+		w.site.Gateways = append(w.site.Gateways, rtls.Gateway{MAC: gwMACs[i], MapID: 1, X: gws[i].x, Y: gws[i].y, Placed: true})
+	}
+	rssi := func(g pt, x, y, noise float64) int {
+		d := math.Max(math.Hypot(g.x-x, g.y-y)/10, 0.5)
+		return int(math.Max(-127, math.Min(0, math.Round(-59-25*math.Log10(d)+noise))))
+	}
+	// three survey samples per zone
+	for _, z := range w.site.Zones {
+		for k := 0; k < 3; k++ {
+			x, y := z.X1+rng.Float64()*100, z.Y1+rng.Float64()*100
+			s := rtls.Sample{Zone: z.ID, RSSI: map[[6]byte]float64{}}
+			for i, g := range gws {
+				if r := rssi(g, x, y, rng.NormFloat64()*3); r > -95 {
+					s.RSSI[gwMACs[i]] = float64(r)
+				}
+			}
+			w.samples = append(w.samples, s)
+		}
+	}
+	// beacons and who hears them
+	type heard struct {
+		mac  string
+		x, y float64
+	}
+	perGW := make([][]heard, benchGateways)
+	for b := 0; b < benchBeacons; b++ {
+		mac := [6]byte{0xC3, 0, 0, 0, byte(b >> 8), byte(b)}
+		w.reg.beacons[mac] = &assets.Asset{UID: fmt.Sprintf("WAT-%05d", b), Type: "watch", Kind: "beacon", Seen: &assets.Seen{}}
+		x, y := rng.Float64()*1000, rng.Float64()*1000
+		idx := make([]int, benchGateways)
+		for i := range idx {
+			idx[i] = i
+		}
+		slices.SortFunc(idx, func(a, c int) int {
+			return int(math.Hypot(gws[a].x-x, gws[a].y-y) - math.Hypot(gws[c].x-x, gws[c].y-y))
+		})
+		for _, g := range idx[:benchHeard] {
+			perGW[g] = append(perGW[g], heard{ingest.MAC(mac).String(), x, y})
+		}
+	}
+	for round := range w.rounds {
+		for g, hs := range perGW {
+			client := ingest.MAC(gwMACs[g]).String()
+			for start := 0; start < len(hs); start += benchPerMsg {
+				buf := []byte(`{"reports":[`)
+				for i, h := range hs[start:min(start+benchPerMsg, len(hs))] {
+					if i > 0 {
+						buf = append(buf, ',')
+					}
+					buf = fmt.Appendf(buf, `{"mac":%q,"rssi":%d,"beacon_is_pushed":false}`, h.mac, rssi(gws[g], h.x, h.y, rng.NormFloat64()*3))
+				}
+				buf = append(buf, "]}"...)
+				w.rounds[round] = append(w.rounds[round], publish{client, "gw/" + client + "/adv4", buf})
+			}
+		}
+	}
+	w.reports = benchBeacons * benchHeard
+	return w
+}
+
+var world *benchWorld
+
+// BenchmarkEngine runs, for each algorithm, two pipelines over the same
+// publishes: the bare pipeline (baseline) and the pipeline with the
+// engine subscribed. They alternate in chunks of 50 publishes so both see
+// the same load on the shared box; the figures are per report, and
+// "ratio" is (pipeline + engine) / pipeline.
+func BenchmarkEngine(b *testing.B) {
+	if world == nil {
+		world = buildWorld()
+	}
+	for _, alg := range []string{rtls.AlgStrongest, rtls.AlgCentroid, rtls.AlgKNN, rtls.AlgFilter} {
+		b.Run(alg, func(b *testing.B) { benchAlg(b, world, alg) })
+	}
+}
+
+// benchRun is one pipeline replaying the world's rounds on its own clock.
+type benchRun struct {
+	p       *ingest.Pipeline
+	e       *rtls.Engine
+	clk     *clock.Fake
+	pubs    int
+	step    time.Duration
+	w       *benchWorld
+	dur     time.Duration
+	mallocs uint64
+	lat     []time.Duration
+}
+
+func newBenchRun(b *testing.B, w *benchWorld, alg string) *benchRun {
+	r := &benchRun{w: w, clk: clock.NewFake(time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)), pubs: len(w.rounds[0])}
+	// One round per second, its publishes spread evenly over the second
+	// as the gateways' would be.
+	r.step = time.Second / time.Duration(r.pubs)
+	r.p = ingest.New(ingest.Options{Registry: w.reg, Writer: nullWriter{}, Clock: r.clk})
+	if alg != "" {
+		r.e = rtls.New(rtls.Options{Clock: r.clk})
+		r.e.SetSite(w.site)
+		r.e.SetSamples(w.samples)
+		if err := r.e.Start(alg); err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(r.e.Close)
+		r.p.AddSubscriber(r.e)
+	}
+	for i := 0; i < 2*r.pubs; i++ { // warm: every beacon located, state allocated
+		r.play(b, i)
+	}
+	return r
+}
+
+func (r *benchRun) play(b *testing.B, i int) {
+	pb := &r.w.rounds[(i/r.pubs)%2][i%r.pubs]
+	if err := r.p.HandlePublish(pb.client, pb.topic, pb.payload, 0); err != nil {
+		b.Fatal(err)
+	}
+	r.clk.Advance(r.step)
+}
+
+// chunk plays publishes [from, from+n) timing each one.
+func (r *benchRun) chunk(b *testing.B, from, n int) {
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	m0 := ms.Mallocs
+	start := time.Now()
+	for i := from; i < from+n; i++ {
+		t := time.Now()
+		r.play(b, 2*r.pubs+i)
+		r.lat = append(r.lat, time.Since(t))
+	}
+	r.dur += time.Since(start)
+	runtime.ReadMemStats(&ms)
+	r.mallocs += ms.Mallocs - m0
+}
+
+func benchAlg(b *testing.B, w *benchWorld, alg string) {
+	base, eng := newBenchRun(b, w, ""), newBenchRun(b, w, alg)
+	b.ResetTimer()
+	const chunk = 50
+	for i := 0; i < b.N; i += chunk {
+		n := min(chunk, b.N-i)
+		base.chunk(b, i, n)
+		eng.chunk(b, i, n)
+	}
+	b.StopTimer()
+	reports := float64(b.N) * float64(w.reports) / float64(base.pubs)
+	p99 := func(l []time.Duration) float64 {
+		slices.Sort(l)
+		return float64(l[len(l)*99/100].Microseconds())
+	}
+	b.ReportMetric(float64(base.dur.Nanoseconds())/reports, "base-ns/report")
+	b.ReportMetric(float64(eng.dur.Nanoseconds())/reports, "ns/report")
+	b.ReportMetric(float64(eng.dur)/float64(base.dur), "ratio")
+	b.ReportMetric(float64(base.mallocs)/reports, "base-allocs/report")
+	b.ReportMetric(float64(eng.mallocs)/reports, "allocs/report")
+	b.ReportMetric(p99(base.lat), "base-p99-µs/publish")
+	b.ReportMetric(p99(eng.lat), "p99-µs/publish")
+}

@@ -1,0 +1,295 @@
+package rtls
+
+import (
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"beaconhub/appliance/clock"
+	"beaconhub/appliance/ingest"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// Writer queues durable work off the ingest path (store.Writer): interval
+// closes for timeouts, Stop and restarts.
+type Writer interface {
+	Do(fn func(tx *bolt.Tx) error, done func(error))
+}
+
+// Options configure an Engine.
+type Options struct {
+	Clock  clock.Clock
+	Logger *slog.Logger
+	// Writer receives interval closes that happen outside a batch; nil
+	// means they are not persisted (tests of pure prediction).
+	Writer Writer
+	// Timeout: a beacon not heard for this long becomes unknown and its
+	// open zone interval is closed. Default 60 s.
+	Timeout time.Duration
+	// Params tune the algorithms; the zero value means DefaultParams.
+	Params Params
+}
+
+// trackableTypes are the beacon types the engine locates (spec
+// "Integration API").
+var trackableTypes = map[string]bool{"watch": true, "panic": true, "navigation": true, "sos": true}
+
+// Trackable reports whether a beacon of type typ is located by the engine.
+func Trackable(typ string) bool { return trackableTypes[typ] }
+
+// run is one Start..Stop period.
+type run struct {
+	name  string
+	alg   algorithm
+	since int64
+}
+
+// Engine is the tracking engine; it is an ingest.Subscriber.
+type Engine struct {
+	opts  Options
+	p     Params
+	clock clock.Clock
+	log   *slog.Logger
+
+	cfgMu   sync.Mutex // serialises SetSite/SetSamples
+	site    Site
+	samples []Sample
+	nSample atomic.Int64
+	gen     uint64
+	model   atomic.Pointer[model]
+
+	// runMu orders Start/Stop against the state reset they do; the
+	// ingest path only loads run.
+	runMu   sync.Mutex
+	run     atomic.Pointer[run]
+	reports atomic.Uint64
+	shards  [nShards]shard
+
+	lmu       sync.Mutex
+	listeners atomic.Pointer[[]*listener]
+	debugs    atomic.Int32 // listeners with a debug filter
+
+	rec recorder
+
+	sweepMu sync.Mutex
+	sweep   clock.Timer
+	closed  bool
+}
+
+var _ ingest.Subscriber = (*Engine)(nil)
+
+// New builds a stopped engine with an empty site.
+func New(opts Options) *Engine {
+	if opts.Clock == nil {
+		opts.Clock = clock.Real{}
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if opts.Timeout <= 0 {
+		opts.Timeout = 60 * time.Second
+	}
+	e := &Engine{opts: opts, p: opts.Params.withDefaults(), clock: opts.Clock, log: opts.Logger}
+	for i := range e.shards {
+		e.shards[i].m = map[string]*beacon{}
+	}
+	e.rec.m = map[string]*recording{}
+	e.model.Store(buildModel(0, e.p, Site{}, nil))
+	e.listeners.Store(&[]*listener{})
+	e.scheduleSweep()
+	return e
+}
+
+// Params returns the effective parameters.
+func (e *Engine) Params() Params { return e.p }
+
+// Timeout returns the effective not-heard timeout.
+func (e *Engine) Timeout() time.Duration { return e.opts.Timeout }
+
+// SetSite replaces the site; live predictions restart from the smoothed
+// readings against the new zones.
+func (e *Engine) SetSite(s Site) {
+	e.cfgMu.Lock()
+	defer e.cfgMu.Unlock()
+	e.site = s
+	e.rebuild()
+}
+
+// SetSamples replaces the survey samples (k-NN, filter emissions and the
+// learned zones of unplaced gateways).
+func (e *Engine) SetSamples(s []Sample) {
+	e.cfgMu.Lock()
+	defer e.cfgMu.Unlock()
+	e.samples = append([]Sample(nil), s...)
+	e.nSample.Store(int64(len(s)))
+	e.rebuild()
+}
+
+func (e *Engine) rebuild() {
+	e.gen++
+	e.model.Store(buildModel(e.gen, e.p, e.site, e.samples))
+}
+
+// Algorithms lists every algorithm with its parameters and readiness
+// against the current site and samples.
+func (e *Engine) Algorithms() []AlgorithmInfo {
+	m := e.model.Load()
+	out := make([]AlgorithmInfo, 0, len(algorithmNames))
+	for _, n := range algorithmNames {
+		out = append(out, newAlgorithm(n).info(m))
+	}
+	return out
+}
+
+// Start (re)starts tracking with the named algorithm. Live state is reset
+// and open zone intervals are closed, so every interval belongs to one
+// algorithm's run.
+func (e *Engine) Start(name string) error {
+	alg := newAlgorithm(name)
+	if alg == nil {
+		return ErrUnknownAlgorithm
+	}
+	e.runMu.Lock()
+	defer e.runMu.Unlock()
+	now := e.clock.Now().UnixMilli()
+	e.run.Store(nil)
+	e.resetState(now)
+	e.reports.Store(0)
+	e.run.Store(&run{name: name, alg: alg, since: now})
+	return nil
+}
+
+// Stop stops tracking; open zone intervals are closed.
+func (e *Engine) Stop() {
+	e.runMu.Lock()
+	defer e.runMu.Unlock()
+	e.run.Store(nil)
+	e.resetState(e.clock.Now().UnixMilli())
+}
+
+// Current is the running algorithm's name, "" when stopped.
+func (e *Engine) Current() string {
+	if r := e.run.Load(); r != nil {
+		return r.name
+	}
+	return ""
+}
+
+// Observe is the ingest.Subscriber hook: it runs on the publishing
+// client's read loop, never blocks and only queues durable work in w.
+func (e *Engine) Observe(bt *ingest.Batch, w *ingest.Writes) {
+	if e.rec.active.Load() > 0 {
+		e.rec.observe(&e.p, bt)
+	}
+	r := e.run.Load()
+	if r == nil {
+		return
+	}
+	m := e.model.Load()
+	now := bt.Received
+	n := 0
+	for i := range bt.Obs {
+		o := &bt.Obs[i]
+		if o.Asset == nil || !trackableTypes[o.Asset.Type] {
+			continue
+		}
+		n++
+		sh := &e.shards[shardOf(o.Asset.UID)]
+		sh.mu.Lock()
+		b := sh.m[o.Asset.UID]
+		if b == nil {
+			b = newBeacon(o.Asset.UID)
+			sh.m[b.uid] = b
+		}
+		if b.gen != m.gen {
+			b.reset(m)
+		}
+		rd := b.sight(m, &e.p, bt.Gateway, o.RSSI, now)
+		e.emitDebug(b)
+		z, pos := r.alg.update(m, &e.p, b, rd, now)
+		e.commit(m, b, z, pos, now, &w.Ops)
+		sh.mu.Unlock()
+	}
+	// One atomic add per batch: a shared counter bumped per report
+	// bounces its cache line between the cores' read loops.
+	e.reports.Add(uint64(n))
+}
+
+// commit applies a decision: zone intervals on a zone change, track
+// events on a zone or position change.
+func (e *Engine) commit(m *model, b *beacon, z int, pos position, now int64, ops *[]func(*bolt.Tx) error) {
+	// A beacon whose zone vanished with a site edit is unknown but may
+	// still hold an open interval.
+	changed := z != b.zone || (z < 0 && b.open)
+	if changed {
+		if b.open {
+			*ops = append(*ops, closeOp(b.uid, b.since, now))
+			b.open = false
+		}
+		if b.zone < 0 {
+			b.fixed = now
+		}
+		b.zone, b.since, b.zoneID = z, now, 0
+		if z >= 0 {
+			b.zoneID = m.zones[z].ID
+			*ops = append(*ops, appendOp(b.uid, &m.zones[z], now))
+			b.open = true
+		}
+	}
+	moved := pos.ok != b.pos.ok || (pos.ok && (pos.x != b.pos.x || pos.y != b.pos.y))
+	b.pos = pos
+	if changed || moved {
+		e.emitTrack(m, b)
+	}
+}
+
+// Rename moves uid's live state to newUID (remint, merge). When newUID has
+// live state too, the more recently heard one wins and the other's open
+// interval is closed.
+func (e *Engine) Rename(oldUID, newUID string) {
+	if oldUID == newUID {
+		return
+	}
+	e.rec.rename(oldUID, newUID)
+	i, j := shardOf(oldUID), shardOf(newUID)
+	a, c := &e.shards[min(i, j)], &e.shards[max(i, j)]
+	a.mu.Lock()
+	if a != c {
+		c.mu.Lock()
+	}
+	so, sn := &e.shards[i], &e.shards[j]
+	var ops []func(*bolt.Tx) error
+	now := e.clock.Now().UnixMilli()
+	if b, ok := so.m[oldUID]; ok {
+		delete(so.m, oldUID)
+		if cur, ok := sn.m[newUID]; ok && cur.heard >= b.heard {
+			if b.open {
+				ops = append(ops, closeOp(newUID, b.since, now))
+			}
+		} else {
+			if ok && cur.open {
+				ops = append(ops, closeOp(newUID, cur.since, now))
+			}
+			b.uid = newUID
+			sn.m[newUID] = b
+		}
+	}
+	if a != c {
+		c.mu.Unlock()
+	}
+	a.mu.Unlock()
+	e.queue(ops)
+}
+
+// Close stops the engine and its timeout sweep.
+func (e *Engine) Close() {
+	e.Stop()
+	e.sweepMu.Lock()
+	e.closed = true
+	if e.sweep != nil {
+		e.sweep.Stop()
+	}
+	e.sweepMu.Unlock()
+}

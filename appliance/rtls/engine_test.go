@@ -1,0 +1,313 @@
+package rtls_test
+
+import (
+	"fmt"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"beaconhub/appliance/assets"
+	"beaconhub/appliance/clock"
+	"beaconhub/appliance/ingest"
+	"beaconhub/appliance/rtls"
+	"beaconhub/store"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+var t0 = time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+
+// rig is the real data path: bbolt in a temp dir, the group-commit
+// writer, the registry, the ingest pipeline and the engine subscribed.
+type rig struct {
+	t   *testing.T
+	db  *store.DB
+	w   *store.Writer
+	reg *assets.Registry
+	p   *ingest.Pipeline
+	e   *rtls.Engine
+	clk *clock.Fake
+}
+
+const (
+	gwA = "AC233FA00001" // placed in zone 1
+	gwB = "AC233FA00002" // placed in zone 2
+)
+
+func newRig(t *testing.T) *rig {
+	t.Helper()
+	db, err := store.Open(filepath.Join(t.TempDir(), "t.db"), store.OpenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &rig{t: t, db: db, clk: clock.NewFake(t0)}
+	r.w = store.NewWriter(db, store.WriterOptions{})
+	for i, mac := range []string{"C30000000001", "C30000000002"} {
+		if err := db.CreateBeacon(&store.Beacon{AssetUID: fmt.Sprintf("WAT-%d", i+1), MAC: mac, Name: "w", Type: "watch", Active: true}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, mac := range []string{gwA, gwB} {
+		if err := db.CreateGateway(&store.Gateway{AssetUID: "GW-" + mac, MAC: mac, Name: "gw"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if r.reg, err = assets.NewRegistry(db); err != nil {
+		t.Fatal(err)
+	}
+	r.e = rtls.New(rtls.Options{Clock: r.clk, Writer: r.w, Timeout: time.Minute})
+	a, _ := assets.ParseMAC(gwA)
+	b, _ := assets.ParseMAC(gwB)
+	r.e.SetSite(rtls.Site{
+		Maps: []rtls.Map{{ID: 1, Width: 200, Height: 100, PixelsPerMeter: 10}},
+		Zones: []rtls.Zone{
+			{ID: 1, MapID: 1, Name: "Hall", X1: 0, Y1: 0, X2: 100, Y2: 100, Adjacent: []uint64{2}},
+			{ID: 2, MapID: 1, Name: "Ward", X1: 100, Y1: 0, X2: 200, Y2: 100, Adjacent: []uint64{1}},
+		},
+		Gateways: []rtls.Gateway{{MAC: a, MapID: 1, X: 50, Y: 50, Placed: true}, {MAC: b, MapID: 1, X: 150, Y: 50, Placed: true}},
+	})
+	r.p = ingest.New(ingest.Options{Registry: r.reg, Writer: r.w, Clock: r.clk, AckWait: 5 * time.Second})
+	r.p.AddSubscriber(r.e)
+	t.Cleanup(func() {
+		_ = r.p.Close()
+		r.e.Close()
+		_ = r.w.Close()
+		_ = db.Close()
+	})
+	return r
+}
+
+// hear publishes one QoS 1 report (so it returns once durable).
+func (r *rig) hear(gw, beacon string, rssi int) {
+	r.t.Helper()
+	payload := fmt.Appendf(nil, `{"reports":[{"mac":%q,"rssi":%d,"beacon_is_pushed":false}]}`, beacon, rssi)
+	if err := r.p.HandlePublish(gw, "gw/"+gw+"/adv4", payload, 1); err != nil {
+		r.t.Fatal(err)
+	}
+}
+
+// stay makes beacon heard loudest by gw for secs seconds.
+func (r *rig) stay(gw, other, beacon string, secs int) {
+	for i := 0; i < secs; i++ {
+		r.hear(gw, beacon, -55)
+		r.hear(other, beacon, -85)
+		r.clk.Advance(time.Second)
+	}
+}
+
+func (r *rig) intervals(uid string) []store.ZoneInterval {
+	r.t.Helper()
+	if err := r.w.Flush(); err != nil {
+		r.t.Fatal(err)
+	}
+	ivs, _, err := r.db.ZoneIntervals(uid, store.ZoneCursor{}, 100)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	return ivs
+}
+
+func TestZoneIntervalsWrittenAndClosed(t *testing.T) {
+	r := newRig(t)
+	if err := r.e.Start(rtls.AlgStrongest); err != nil {
+		t.Fatal(err)
+	}
+	enter := r.clk.Now().UnixMilli()
+	r.stay(gwA, gwB, "C30000000001", 3)
+	moved := r.clk.Now().UnixMilli()
+	r.stay(gwB, gwA, "C30000000001", 6)
+	l, ok := r.e.Location("WAT-1")
+	if !ok || l.Zone != 2 || l.ZoneName != "Ward" {
+		t.Fatalf("location %+v", l)
+	}
+	ivs := r.intervals("WAT-1") // newest first
+	if len(ivs) != 2 || ivs[1].ZoneID != 1 || ivs[1].Enter != enter || ivs[1].Leave == 0 ||
+		ivs[0].ZoneID != 2 || ivs[0].Leave != 0 || ivs[0].Enter != ivs[1].Leave || ivs[0].Enter < moved+3000 {
+		t.Fatalf("intervals %+v (moved at %d)", ivs, moved)
+	}
+
+	// Not heard for the timeout: unknown, interval closed at the last sighting.
+	last := r.clk.Now().Add(-time.Second).UnixMilli()
+	var events []rtls.Event
+	cancel := r.e.Listen(func(ev rtls.Event) { events = append(events, ev) }, nil)
+	defer cancel()
+	r.clk.Advance(59 * time.Second)
+	if l, _ := r.e.Location("WAT-1"); l.Zone != 2 {
+		t.Fatalf("unknown before the timeout: %+v", l)
+	}
+	r.clk.Advance(16 * time.Second) // timeout plus one sweep period
+	if l, ok := r.e.Location("WAT-1"); !ok || l.Zone != 0 {
+		t.Fatalf("after the timeout %+v ok=%v, want zone 0", l, ok)
+	}
+	if len(events) != 1 || events[0].Location.Zone != 0 || events[0].AssetUID != "WAT-1" {
+		t.Fatalf("events %+v", events)
+	}
+	ivs = r.intervals("WAT-1")
+	if ivs[0].Leave != last {
+		t.Fatalf("closed at %d, want the last sighting %d", ivs[0].Leave, last)
+	}
+	// Heard again: a new interval.
+	r.stay(gwA, gwB, "C30000000001", 1)
+	if ivs = r.intervals("WAT-1"); len(ivs) != 3 || ivs[0].ZoneID != 1 || ivs[0].Leave != 0 {
+		t.Fatalf("intervals after return %+v", ivs)
+	}
+	// Stop closes it; a restart at boot closes anything left open.
+	r.e.Stop()
+	if ivs = r.intervals("WAT-1"); ivs[0].Leave == 0 {
+		t.Fatalf("Stop left %+v open", ivs[0])
+	}
+}
+
+func TestCloseOpenIntervalsAtStart(t *testing.T) {
+	r := newRig(t)
+	done := make(chan error, 1)
+	r.w.Do(func(tx *bolt.Tx) error {
+		for _, uid := range []string{"WAT-1", "WAT-2"} {
+			if err := store.AppendZoneInterval(tx, uid, &store.ZoneInterval{ZoneID: 1, Zone: "Hall", Enter: 1000}); err != nil {
+				return err
+			}
+		}
+		return store.CloseZoneIntervalEntered(tx, "WAT-2", 1000, 1500)
+	}, func(err error) { done <- err })
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	r.w.Do(func(tx *bolt.Tx) error { return rtls.CloseOpenIntervals(tx, 5000) }, func(err error) { done <- err })
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if iv := r.intervals("WAT-1"); iv[0].Leave != 5000 {
+		t.Fatalf("WAT-1 %+v", iv)
+	}
+	if iv := r.intervals("WAT-2"); iv[0].Leave != 1500 {
+		t.Fatalf("a closed interval was changed: %+v", iv)
+	}
+}
+
+func TestRenameKeepsLiveState(t *testing.T) {
+	r := newRig(t)
+	if err := r.e.Start(rtls.AlgStrongest); err != nil {
+		t.Fatal(err)
+	}
+	r.stay(gwB, gwA, "C30000000001", 2)
+	r.e.Rename("WAT-1", "WAT-9")
+	if _, ok := r.e.Location("WAT-1"); ok {
+		t.Fatal("old uid still located")
+	}
+	if l, ok := r.e.Location("WAT-9"); !ok || l.Zone != 2 || l.AssetUID != "WAT-9" {
+		t.Fatalf("renamed location %+v ok=%v", l, ok)
+	}
+	// Merge into a uid with live state: the more recently heard one wins.
+	r.clk.Advance(time.Second)
+	r.stay(gwA, gwB, "C30000000002", 1)
+	r.e.Rename("WAT-9", "WAT-2")
+	if l, _ := r.e.Location("WAT-2"); l.Zone != 1 {
+		t.Fatalf("merge kept %+v, want the fresher zone 1", l)
+	}
+	if got := len(r.e.Locations()); got != 1 {
+		t.Fatalf("%d locations after the merge", got)
+	}
+}
+
+func TestDebugEventsOnlyForFilteredUIDs(t *testing.T) {
+	r := newRig(t)
+	if err := r.e.Start(rtls.AlgStrongest); err != nil {
+		t.Fatal(err)
+	}
+	var debug, track []rtls.Event
+	cancel := r.e.Listen(func(ev rtls.Event) {
+		if ev.Debug {
+			debug = append(debug, ev)
+		} else {
+			track = append(track, ev)
+		}
+	}, func(uid string) bool { return uid == "WAT-2" })
+	r.hear(gwA, "C30000000001", -60)
+	r.hear(gwA, "C30000000002", -61)
+	r.hear(gwB, "C30000000002", -70)
+	if len(debug) != 2 || debug[1].AssetUID != "WAT-2" || len(debug[1].RSSI) != 2 {
+		t.Fatalf("debug events %+v", debug)
+	}
+	g := debug[1].RSSI[1]
+	if g.Gateway != gwB || g.RSSI != -70 || g.Smoothed != -70 || g.At != r.clk.Now().UnixMilli() {
+		t.Fatalf("debug reading %+v", g)
+	}
+	if len(track) != 2 {
+		t.Fatalf("track events %+v", track)
+	}
+	cancel()
+	r.hear(gwA, "C30000000002", -61)
+	if len(debug) != 2 {
+		t.Fatal("event after cancel")
+	}
+}
+
+func TestRecordSurveySamples(t *testing.T) {
+	r := newRig(t)
+	r.e.Record("WAT-1", 2) // works while tracking is stopped
+	for i := 0; i < 4; i++ {
+		r.hear(gwA, "C30000000001", -60-i)
+		r.hear(gwB, "C30000000001", -80)
+		r.clk.Advance(time.Second)
+	}
+	got := r.e.StopRecording("WAT-1")
+	a, _ := assets.ParseMAC(gwA)
+	// Two 2-second windows: readings at 0,1 s and 2,3 s.
+	if len(got) != 2 || got[0].Zone != 2 || got[0].RSSI[a] != -60.5 || got[1].RSSI[a] != -62.5 {
+		t.Fatalf("samples %+v", got)
+	}
+	if r.e.StopRecording("WAT-1") != nil {
+		t.Fatal("second stop returned samples")
+	}
+	r.e.SetSamples(got)
+	if st := r.e.Status(); st.Samples != 2 || st.Running {
+		t.Fatalf("status %+v", st)
+	}
+}
+
+func TestStartUnknownAlgorithm(t *testing.T) {
+	r := newRig(t)
+	if err := r.e.Start("nope"); err != rtls.ErrUnknownAlgorithm {
+		t.Fatalf("err %v", err)
+	}
+	if r.e.Current() != "" {
+		t.Fatal("running after a failed start")
+	}
+	for _, a := range r.e.Algorithms() {
+		if err := r.e.Start(a.Name); err != nil || r.e.Current() != a.Name {
+			t.Fatalf("start %s: %v", a.Name, err)
+		}
+	}
+}
+
+func TestSiteEditKeepsZonesByID(t *testing.T) {
+	r := newRig(t)
+	if err := r.e.Start(rtls.AlgStrongest); err != nil {
+		t.Fatal(err)
+	}
+	r.stay(gwB, gwA, "C30000000001", 2)
+	a, _ := assets.ParseMAC(gwA)
+	b, _ := assets.ParseMAC(gwB)
+	gws := []rtls.Gateway{{MAC: a, MapID: 1, X: 50, Y: 50, Placed: true}, {MAC: b, MapID: 1, X: 150, Y: 50, Placed: true}}
+	// The same zones listed in another order: the beacon stays in Ward.
+	r.e.SetSite(rtls.Site{Maps: []rtls.Map{{ID: 1}}, Gateways: gws, Zones: []rtls.Zone{
+		{ID: 2, MapID: 1, Name: "Ward", X1: 100, Y1: 0, X2: 200, Y2: 100, Adjacent: []uint64{1}},
+		{ID: 1, MapID: 1, Name: "Hall", X1: 0, Y1: 0, X2: 100, Y2: 100, Adjacent: []uint64{2}},
+	}})
+	if l, _ := r.e.Location("WAT-1"); l.Zone != 2 || l.ZoneName != "Ward" {
+		t.Fatalf("after reordering %+v", l)
+	}
+	// Ward deleted: unknown at once; the next sighting closes its interval
+	// and opens one in the nearest remaining zone.
+	r.e.SetSite(rtls.Site{Maps: []rtls.Map{{ID: 1}}, Gateways: gws, Zones: []rtls.Zone{
+		{ID: 1, MapID: 1, Name: "Hall", X1: 0, Y1: 0, X2: 100, Y2: 100},
+	}})
+	if l, _ := r.e.Location("WAT-1"); l.Zone != 0 {
+		t.Fatalf("deleted zone still reported: %+v", l)
+	}
+	r.stay(gwB, gwA, "C30000000001", 1)
+	ivs := r.intervals("WAT-1")
+	if len(ivs) != 2 || ivs[1].ZoneID != 2 || ivs[1].Leave == 0 || ivs[0].ZoneID != 1 || ivs[0].Leave != 0 {
+		t.Fatalf("intervals %+v", ivs)
+	}
+}

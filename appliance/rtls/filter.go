@@ -1,0 +1,166 @@
+package rtls
+
+import "math"
+
+// filter is a discrete Bayes filter (an HMM run forward) over the zones.
+//
+// Prediction: in dt a beacon leaves its zone with probability
+// 1-exp(-dt/MeanStay), spread evenly over the zone's graph neighbours, so
+// probability mass only ever flows along the zone graph.
+//
+// Update: the likelihood of the beacon's raw readings of the last
+// SampleWindow in each zone. With survey samples it is the zone's
+// (smoothed) share of the k-NN vote; without samples, placed gateways
+// predict the log-distance RSSI at each zone centre (Gaussian, Sigma). The log-likelihood is scaled by
+// Evidence x min(1, dt/SampleWindow), so the filter gains the same
+// confidence per second however often it decides; sightings in the same
+// millisecond as the last update refine that update instead of counting
+// again.
+//
+// Report: the first fix is the most probable zone; after that the
+// reported zone moves one hop along the graph towards the most probable
+// zone whenever that zone's posterior reaches SwitchProb. The reported
+// zone therefore never jumps between non-adjacent zones (the one
+// exception: zones with no path between them at all). There is no extra
+// Dwell: the posterior already integrates evidence over time, and a
+// second delay on top cost accuracy without a principled reason.
+type filter struct{}
+
+func (filter) info(m *model) AlgorithmInfo {
+	return infoOf(AlgFilter, "adjacency-constrained Bayes filter (HMM) over zones, likelihood from survey fingerprints or the log-distance model",
+		commonParams(&m.p, map[string]any{"mean_stay_ms": m.p.MeanStay.Milliseconds(), "evidence": m.p.Evidence,
+			"switch_prob": m.p.SwitchProb, "sigma_db": m.p.Sigma,
+			"floor_dbm": m.p.Floor, "sample_window_ms": m.p.SampleWindow.Milliseconds(), "decide_every_ms": m.p.DecideEvery.Milliseconds()}),
+		m.lacks(false, false, false, true))
+}
+
+// stepMS bounds one prediction step so a long gap is integrated in
+// several steps (mass can then travel several hops, as it would).
+const stepMS = 1000
+
+func (filter) update(m *model, p *Params, b *beacon, _ *reading, now int64) (int, position) {
+	nz := len(m.zones)
+	if nz == 0 {
+		return -1, position{}
+	}
+	first := len(b.belief) != nz
+	if first {
+		b.belief, b.prior = make([]float64, nz), make([]float64, nz)
+		b.scratch, b.votes = make([]float64, nz), make([]float64, nz)
+		for i := range b.prior {
+			b.prior[i] = 1 / float64(nz)
+		}
+		copy(b.belief, b.prior)
+		b.stepped, b.weight = now, p.Evidence
+	}
+	if !b.due(p, now) {
+		return b.zone, b.pos
+	}
+	if dt := now - b.stepped; dt > 0 {
+		copy(b.prior, b.belief)
+		for steps := 0; dt > 0 && steps < 60; steps++ {
+			s := min(dt, stepMS)
+			predict(m, b, 1-math.Exp(-float64(s)/float64(p.MeanStay.Milliseconds())))
+			dt -= s
+		}
+		b.weight = p.Evidence * math.Min(1, float64(now-b.stepped)/float64(p.SampleWindow.Milliseconds()))
+		b.stepped = now
+	}
+	ll := b.scratch
+	if !likelihood(m, p, b, now, ll) {
+		copy(b.belief, b.prior)
+		return b.zone, b.pos
+	}
+	top := math.Inf(-1)
+	for _, v := range ll {
+		top = math.Max(top, v)
+	}
+	var sum float64
+	for z := range b.belief {
+		b.belief[z] = b.prior[z] * math.Exp(b.weight*(ll[z]-top))
+		sum += b.belief[z]
+	}
+	best := 0
+	for z := range b.belief {
+		// the floor keeps every zone recoverable after long certainty
+		b.belief[z] = math.Max(b.belief[z]/sum, 1e-9)
+		if b.belief[z] > b.belief[best] {
+			best = z
+		}
+	}
+	if b.zone < 0 || b.firstScan(now) {
+		return best, position{}
+	}
+	target := b.zone
+	if best != b.zone && b.belief[best] >= p.SwitchProb {
+		target = int(m.nextHop[b.zone*nz+best])
+		if target < 0 {
+			target = best // unreachable: no graph path exists to walk
+		}
+	}
+	return target, position{}
+}
+
+// likelihood writes each zone's log-likelihood of the beacon's live
+// readings into ll; false when no reading carries information.
+func likelihood(m *model, p *Params, b *beacon, now int64, ll []float64) bool {
+	for z := range ll {
+		ll[z] = 0
+	}
+	if len(m.samples) > 0 {
+		return knnLikelihood(m, p, b, now, ll)
+	}
+	nz, any := len(m.zones), false
+	for i := range b.rds {
+		rd := &b.rds[i]
+		if !rd.fresh(p, now) || !m.hasEm[rd.g] {
+			continue
+		}
+		any = true
+		em := m.em[rd.g*nz : (rd.g+1)*nz]
+		for z := range em {
+			d := float64(rd.raw) - em[z].mu
+			ll[z] += em[z].logK - d*d*em[z].inv2s2
+		}
+	}
+	return any
+}
+
+// knnLikelihood: the zone's share of the k-NN vote over the raw
+// readings of the last SampleWindow, Laplace-smoothed with 1/(K x zones)
+// so a zone outside the K nearest is unlikely but not impossible.
+func knnLikelihood(m *model, p *Params, b *beacon, now int64, ll []float64) bool {
+	if _, ok := vote(m, p, b, now, true, b.votes); !ok {
+		return false
+	}
+	var sum float64
+	for _, v := range b.votes {
+		sum += v
+	}
+	alpha := 1 / float64(p.K*len(ll))
+	for z, v := range b.votes {
+		ll[z] = math.Log(v/sum + alpha)
+	}
+	return true
+}
+
+// predict moves share pm of each zone's mass evenly to its neighbours.
+func predict(m *model, b *beacon, pm float64) {
+	out := b.scratch
+	for z := range out {
+		out[z] = 0
+	}
+	for z, v := range b.prior {
+		nb := m.adj[z]
+		if len(nb) == 0 {
+			out[z] += v
+			continue
+		}
+		out[z] += v * (1 - pm)
+		share := v * pm / float64(len(nb))
+		for _, u := range nb {
+			out[u] += share
+		}
+	}
+	copy(b.prior, out)
+}

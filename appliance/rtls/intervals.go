@@ -1,0 +1,110 @@
+package rtls
+
+import (
+	"time"
+
+	"beaconhub/store"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// Zone intervals are written as writer ops. The engine does not remember
+// the ordinal AppendZoneInterval assigns inside the transaction (and a
+// merge renumbers ordinals anyway): a close names the interval by its
+// enter time, which the engine knows (the beacon's since).
+
+func appendOp(uid string, z *Zone, enter int64) func(*bolt.Tx) error {
+	iv := store.ZoneInterval{ZoneID: z.ID, Zone: z.Name, MapID: z.MapID, Enter: enter}
+	return func(tx *bolt.Tx) error {
+		v := iv // the op may run again after a rollback: never reuse an ordinal
+		return store.AppendZoneInterval(tx, uid, &v)
+	}
+}
+
+func closeOp(uid string, enter, leave int64) func(*bolt.Tx) error {
+	return func(tx *bolt.Tx) error { return store.CloseZoneIntervalEntered(tx, uid, enter, leave) }
+}
+
+// CloseOpenIntervals closes every interval left open (at leave, Unix ms);
+// the wiring runs it once at start, since the engine starts with no live
+// state and would otherwise leave them open for ever.
+func CloseOpenIntervals(tx *bolt.Tx, leave int64) error {
+	_, err := store.CloseOpenZoneIntervals(tx, leave)
+	return err
+}
+
+// queue hands ops made outside a batch to the writer.
+func (e *Engine) queue(ops []func(*bolt.Tx) error) {
+	if e.opts.Writer == nil {
+		return
+	}
+	for _, op := range ops {
+		e.opts.Writer.Do(op, func(err error) {
+			if err != nil {
+				e.log.Error("rtls: zone interval write failed", "err", err)
+			}
+		})
+	}
+}
+
+// resetState drops all live state (Start, Stop), closing open intervals.
+func (e *Engine) resetState(now int64) {
+	var ops []func(*bolt.Tx) error
+	for i := range e.shards {
+		sh := &e.shards[i]
+		sh.mu.Lock()
+		for uid, b := range sh.m {
+			if b.open {
+				ops = append(ops, closeOp(uid, b.since, now))
+			}
+		}
+		sh.m = map[string]*beacon{}
+		sh.mu.Unlock()
+	}
+	e.queue(ops)
+}
+
+// sweepEvery is how often beacons are checked for the timeout: a quarter
+// of it, so a beacon turns unknown at most 25% late.
+func (e *Engine) sweepEvery() time.Duration {
+	return max(e.opts.Timeout/4, 100*time.Millisecond)
+}
+
+func (e *Engine) scheduleSweep() {
+	e.sweepMu.Lock()
+	defer e.sweepMu.Unlock()
+	if e.closed {
+		return
+	}
+	e.sweep = e.clock.AfterFunc(e.sweepEvery(), func() {
+		e.expire(e.clock.Now().UnixMilli())
+		e.scheduleSweep()
+	})
+}
+
+// expire turns beacons not heard for Timeout unknown, closing their
+// intervals; their smoothed readings and filter state are dropped too.
+func (e *Engine) expire(now int64) {
+	if e.run.Load() == nil {
+		return
+	}
+	m := e.model.Load()
+	limit := e.opts.Timeout.Milliseconds()
+	var ops []func(*bolt.Tx) error
+	for i := range e.shards {
+		sh := &e.shards[i]
+		sh.mu.Lock()
+		for _, b := range sh.m {
+			if now-b.heard < limit || (b.zone < 0 && len(b.rds) == 0) {
+				continue
+			}
+			b.rds = b.rds[:0]
+			b.reset(m)
+			// The interval ends when the beacon was last heard, not when
+			// the sweep noticed.
+			e.commit(m, b, -1, position{}, b.heard, &ops)
+		}
+		sh.mu.Unlock()
+	}
+	e.queue(ops)
+}

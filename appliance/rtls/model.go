@@ -1,0 +1,314 @@
+package rtls
+
+import (
+	"math"
+	"sort"
+)
+
+// model is the compiled, immutable view of the site plus the survey
+// samples that every algorithm reads. SetSite and SetSamples build a new
+// one and swap it atomically, so the ingest path never locks to read it;
+// beacon state built against an older model is reset when it notices the
+// generation changed.
+type model struct {
+	gen     uint64
+	p       Params
+	zones   []Zone
+	zoneIdx map[uint64]int
+	adj     [][]int // neighbours, without self
+	nextHop []int32 // zone i -> first hop on a shortest path to j, at i*n+j; -1 unreachable
+	maps    map[uint64]Map
+
+	gwIdx    map[[6]byte]int
+	gwMAC    [][6]byte
+	gwPos    []position // placed position, else centre of the learned zone
+	gwPlaced []bool
+	gwZone   []int // zone the gateway stands in (placed) or is loudest in (learned); -1
+
+	samples []sampleVec
+	logN    []float64 // per zone: log(number of samples), -Inf without
+	// emission tables for the adjacency filter, [g*nz+z]
+	em    []emission
+	hasEm []bool // per gateway: any emission information at all
+}
+
+type position struct {
+	mapID uint64
+	x, y  float64
+	ok    bool
+}
+
+type sampleVec struct {
+	zone int
+	v    []float32 // per model gateway, Floor when not heard
+	base float64   // sum over gateways of (v-Floor)^2
+}
+
+// emission is the per-(gateway, zone) reading model of the filter for
+// placed gateways: a Gaussian log density.
+type emission struct {
+	mu, inv2s2, logK float64 // log density = logK - (r-mu)^2 * inv2s2
+}
+
+func (z *Zone) centre() (float64, float64) { return (z.X1 + z.X2) / 2, (z.Y1 + z.Y2) / 2 }
+
+// dist2 is the squared distance from (x,y) to the rectangle (0 inside).
+func (z *Zone) dist2(x, y float64) float64 {
+	dx := math.Max(math.Max(math.Min(z.X1, z.X2)-x, 0), x-math.Max(z.X1, z.X2))
+	dy := math.Max(math.Max(math.Min(z.Y1, z.Y2)-y, 0), y-math.Max(z.Y1, z.Y2))
+	return dx*dx + dy*dy
+}
+
+// zoneAt is the zone containing the point, else the nearest zone on the
+// same map, else -1.
+func (m *model) zoneAt(mapID uint64, x, y float64) int {
+	best, bd := -1, math.Inf(1)
+	for i := range m.zones {
+		z := &m.zones[i]
+		if z.MapID != mapID {
+			continue
+		}
+		if d := z.dist2(x, y); d < bd {
+			best, bd = i, d
+		}
+	}
+	return best
+}
+
+func (m *model) pixelsPerMeter(mapID uint64) float64 {
+	if mp, ok := m.maps[mapID]; ok && mp.PixelsPerMeter > 0 {
+		return mp.PixelsPerMeter
+	}
+	return 10
+}
+
+func buildModel(gen uint64, p Params, site Site, samples []Sample) *model {
+	m := &model{gen: gen, p: p, zoneIdx: map[uint64]int{}, maps: map[uint64]Map{}, gwIdx: map[[6]byte]int{}}
+	for _, mp := range site.Maps {
+		m.maps[mp.ID] = mp
+	}
+	for _, z := range site.Zones {
+		if _, dup := m.zoneIdx[z.ID]; dup || z.ID == 0 {
+			continue
+		}
+		m.zoneIdx[z.ID] = len(m.zones)
+		m.zones = append(m.zones, z)
+	}
+	nz := len(m.zones)
+	m.adj = make([][]int, nz)
+	for i, z := range m.zones {
+		for _, id := range z.Adjacent {
+			j, ok := m.zoneIdx[id]
+			if !ok || j == i {
+				continue
+			}
+			m.adj[i] = appendUnique(m.adj[i], j)
+			m.adj[j] = appendUnique(m.adj[j], i) // adjacency is symmetric even if one side omits it
+		}
+	}
+	for i := range m.adj {
+		sort.Ints(m.adj[i])
+	}
+	m.buildNextHop()
+
+	addGW := func(mac [6]byte) int {
+		if i, ok := m.gwIdx[mac]; ok {
+			return i
+		}
+		m.gwIdx[mac] = len(m.gwMAC)
+		m.gwMAC = append(m.gwMAC, mac)
+		m.gwPos = append(m.gwPos, position{})
+		m.gwPlaced = append(m.gwPlaced, false)
+		m.gwZone = append(m.gwZone, -1)
+		return len(m.gwMAC) - 1
+	}
+	for _, g := range site.Gateways {
+		i := addGW(g.MAC)
+		if g.Placed {
+			m.gwPos[i] = position{mapID: g.MapID, x: g.X, y: g.Y, ok: true}
+			m.gwPlaced[i] = true
+			m.gwZone[i] = m.zoneAt(g.MapID, g.X, g.Y)
+		}
+	}
+	for _, s := range samples {
+		if _, ok := m.zoneIdx[s.Zone]; !ok {
+			continue
+		}
+		for mac := range s.RSSI {
+			addGW(mac)
+		}
+	}
+	m.buildSamples(samples)
+	m.logN = make([]float64, len(m.zones))
+	cnt := make([]float64, len(m.zones))
+	for _, s := range m.samples {
+		cnt[s.zone]++
+	}
+	for z, c := range cnt {
+		m.logN[z] = math.Log(c)
+	}
+	m.learnGatewayZones()
+	m.buildEmissions()
+	return m
+}
+
+func appendUnique(s []int, v int) []int {
+	for _, x := range s {
+		if x == v {
+			return s
+		}
+	}
+	return append(s, v)
+}
+
+// buildNextHop runs one BFS per zone so the filter can walk its reported
+// zone along the graph one hop at a time.
+func (m *model) buildNextHop() {
+	n := len(m.zones)
+	m.nextHop = make([]int32, n*n)
+	for i := range m.nextHop {
+		m.nextHop[i] = -1
+	}
+	queue := make([]int, 0, n)
+	first := make([]int32, n)
+	for src := 0; src < n; src++ {
+		for i := range first {
+			first[i] = -2
+		}
+		first[src] = int32(src)
+		queue = append(queue[:0], src)
+		for len(queue) > 0 {
+			u := queue[0]
+			queue = queue[1:]
+			for _, v := range m.adj[u] {
+				if first[v] != -2 {
+					continue
+				}
+				if u == src {
+					first[v] = int32(v)
+				} else {
+					first[v] = first[u]
+				}
+				queue = append(queue, v)
+			}
+		}
+		for j := 0; j < n; j++ {
+			if first[j] >= 0 {
+				m.nextHop[src*n+j] = first[j]
+			}
+		}
+	}
+}
+
+func (m *model) buildSamples(samples []Sample) {
+	ng := len(m.gwMAC)
+	floor := m.p.Floor
+	for _, s := range samples {
+		zi, ok := m.zoneIdx[s.Zone]
+		if !ok || len(s.RSSI) == 0 {
+			continue
+		}
+		sv := sampleVec{zone: zi, v: make([]float32, ng)}
+		for g := range sv.v {
+			sv.v[g] = float32(floor)
+		}
+		for mac, r := range s.RSSI {
+			sv.v[m.gwIdx[mac]] = float32(math.Max(r, floor))
+		}
+		for _, x := range sv.v {
+			d := float64(x) - floor
+			sv.base += d * d
+		}
+		m.samples = append(m.samples, sv)
+	}
+}
+
+// learnGatewayZones gives every unplaced gateway the zone in which the
+// survey most often heard it loudest of all gateways (ties: the higher
+// mean RSSI there), and a position at that zone's centre, so
+// strongest-gateway and centroid work on sites whose gateways were never
+// placed on the map.
+func (m *model) learnGatewayZones() {
+	nz, ng := len(m.zones), len(m.gwMAC)
+	if len(m.samples) == 0 || nz == 0 {
+		return
+	}
+	wins := make([]float64, ng*nz)
+	sum := make([]float64, ng*nz)
+	cnt := make([]float64, ng*nz)
+	for _, s := range m.samples {
+		top := -1
+		for g, v := range s.v {
+			if float64(v) > m.p.Floor {
+				sum[g*nz+s.zone] += float64(v)
+				cnt[g*nz+s.zone]++
+				if top < 0 || v > s.v[top] {
+					top = g
+				}
+			}
+		}
+		if top >= 0 {
+			wins[top*nz+s.zone]++
+		}
+	}
+	for g := 0; g < ng; g++ {
+		if m.gwPlaced[g] {
+			continue
+		}
+		best := -1
+		score := func(z int) (float64, float64) {
+			i := g*nz + z
+			if cnt[i] == 0 {
+				return wins[i], math.Inf(-1)
+			}
+			return wins[i], sum[i] / cnt[i]
+		}
+		for z := 0; z < nz; z++ {
+			if cnt[g*nz+z] == 0 {
+				continue
+			}
+			if best < 0 {
+				best = z
+				continue
+			}
+			w, mean := score(z)
+			bw, bmean := score(best)
+			if w > bw || (w == bw && mean > bmean) {
+				best = z
+			}
+		}
+		if best >= 0 {
+			m.gwZone[g] = best
+			x, y := m.zones[best].centre()
+			m.gwPos[g] = position{mapID: m.zones[best].MapID, x: x, y: y, ok: true}
+		}
+	}
+}
+
+// buildEmissions fills the filter's reading model for placed gateways
+// (used when there are no survey samples): a reading of gateway g in zone
+// z is expected at the log-distance RSSI of the zone centre, with spread
+// Sigma. With samples the filter uses the fingerprint likelihood instead
+// (filter.go).
+func (m *model) buildEmissions() {
+	nz, ng := len(m.zones), len(m.gwMAC)
+	m.em = make([]emission, ng*nz)
+	m.hasEm = make([]bool, ng)
+	p := m.p
+	for g := 0; g < ng; g++ {
+		if !m.gwPlaced[g] {
+			continue
+		}
+		for z := 0; z < nz; z++ {
+			if m.gwPos[g].mapID != m.zones[z].MapID {
+				// another floor: expect it barely heard
+				m.em[g*nz+z] = emission{mu: p.Floor, inv2s2: 1 / (2 * p.Sigma * p.Sigma), logK: -math.Log(p.Sigma)}
+				continue
+			}
+			cx, cy := m.zones[z].centre()
+			d := math.Hypot(cx-m.gwPos[g].x, cy-m.gwPos[g].y) / m.pixelsPerMeter(m.zones[z].MapID)
+			m.em[g*nz+z] = emission{mu: p.rssiAt(d), inv2s2: 1 / (2 * p.Sigma * p.Sigma), logK: -math.Log(p.Sigma)}
+		}
+		m.hasEm[g] = true
+	}
+}

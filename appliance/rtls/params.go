@@ -1,0 +1,128 @@
+package rtls
+
+import (
+	"math"
+	"time"
+)
+
+// Params are the tuning knobs shared by the algorithms. Defaults (see
+// DefaultParams and docs/rtls.md) come from BLE radio physics and
+// walking speed, not from any one recording.
+type Params struct {
+	// SmoothTau is the time constant of the per-gateway exponential moving
+	// average of a beacon's RSSI: a reading dt after the previous one gets
+	// weight 1-exp(-dt/SmoothTau).
+	SmoothTau time.Duration
+	// Stale is how long a gateway's smoothed reading counts after it last
+	// heard the beacon; older readings are "not heard".
+	Stale time.Duration
+	// Floor (dBm) stands for "not heard" in fingerprint distances.
+	Floor float64
+	// DecideEvery rate-limits the decisions of strongest, centroid and
+	// k-NN per beacon (0: decide on every sighting). The filter folds in
+	// every sighting regardless.
+	DecideEvery time.Duration
+	// Dwell is how long a new zone must keep winning before centroid and
+	// k-NN report it.
+	Dwell time.Duration
+	// Margin (dB) and MarginDwell: strongest-gateway hysteresis.
+	Margin      float64
+	MarginDwell time.Duration
+	// TxPower (dBm at 1 m) and PathLoss (exponent n) of the log-distance
+	// model RSSI = TxPower - 10 n log10(d).
+	TxPower  float64
+	PathLoss float64
+	// K nearest survey samples vote in k-NN, weighted 1/distance.
+	K int
+	// MeanStay is the expected time a beacon stays in one zone; the
+	// filter moves probability mass to neighbours at rate 1/MeanStay.
+	MeanStay time.Duration
+	// Evidence scales the filter's log-likelihood per SampleWindow of
+	// readings. Successive windows are not independent (the same survey
+	// samples, overlapping readings, a beacon standing still), so a full
+	// weight would make the filter overconfident and quick to flip.
+	Evidence float64
+	// SwitchProb is the posterior the filter's best zone needs before the
+	// reported zone moves (one hop) towards it.
+	SwitchProb float64
+	// Sigma (dB) is the spread of a reading around the log-distance
+	// model's expectation (the filter without survey samples).
+	Sigma float64
+	// SampleWindow is the window Record averages into one survey sample.
+	SampleWindow time.Duration
+}
+
+// DefaultParams are documented in docs/rtls.md.
+func DefaultParams() Params {
+	return Params{
+		SmoothTau:    2 * time.Second,
+		Stale:        6 * time.Second,
+		Floor:        -100,
+		DecideEvery:  time.Second,
+		Dwell:        2 * time.Second,
+		Margin:       6,
+		MarginDwell:  3 * time.Second,
+		TxPower:      -59,
+		PathLoss:     2.5,
+		K:            5,
+		MeanStay:     30 * time.Second,
+		Evidence:     0.5,
+		SwitchProb:   0.6,
+		Sigma:        6,
+		SampleWindow: 2 * time.Second,
+	}
+}
+
+// withDefaults fills zero fields (DecideEvery 0 is meaningful, so it is
+// only defaulted together with everything else).
+func (p Params) withDefaults() Params {
+	d := DefaultParams()
+	if p == (Params{}) {
+		return d
+	}
+	setD := func(v *time.Duration, def time.Duration) {
+		if *v <= 0 {
+			*v = def
+		}
+	}
+	setF := func(v *float64, def float64) {
+		if *v == 0 {
+			*v = def
+		}
+	}
+	setD(&p.SmoothTau, d.SmoothTau)
+	setD(&p.Stale, d.Stale)
+	setD(&p.Dwell, d.Dwell)
+	setD(&p.MarginDwell, d.MarginDwell)
+	setD(&p.MeanStay, d.MeanStay)
+	setD(&p.SampleWindow, d.SampleWindow)
+	if p.DecideEvery < 0 {
+		p.DecideEvery = 0
+	}
+	setF(&p.Floor, d.Floor)
+	setF(&p.Margin, d.Margin)
+	setF(&p.TxPower, d.TxPower)
+	setF(&p.PathLoss, d.PathLoss)
+	setF(&p.Evidence, d.Evidence)
+	setF(&p.SwitchProb, d.SwitchProb)
+	setF(&p.Sigma, d.Sigma)
+	if p.K <= 0 {
+		p.K = d.K
+	}
+	if p.K > maxK {
+		p.K = maxK
+	}
+	return p
+}
+
+const maxK = 16
+
+// rssiAt is the log-distance model's expected RSSI at d metres.
+func (p *Params) rssiAt(d float64) float64 {
+	return p.TxPower - 10*p.PathLoss*math.Log10(math.Max(d, 0.5))
+}
+
+// distance inverts rssiAt (metres).
+func (p *Params) distance(rssi float64) float64 {
+	return math.Max(math.Pow(10, (p.TxPower-rssi)/(10*p.PathLoss)), 0.5)
+}

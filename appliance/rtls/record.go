@@ -1,0 +1,102 @@
+package rtls
+
+import (
+	"sync"
+	"sync/atomic"
+
+	"beaconhub/appliance/ingest"
+)
+
+// recorder collects survey samples: while uid is being recorded in a
+// zone, its sightings are averaged per gateway over SampleWindow and each
+// window becomes one Sample. It works whether or not tracking runs and for
+// any registered beacon (a survey tag need not be a trackable type).
+type recorder struct {
+	active atomic.Int32 // len(m), so Observe skips the lock when idle
+	mu     sync.Mutex
+	m      map[string]*recording
+}
+
+type recording struct {
+	zone    uint64
+	start   int64 // window start, Unix ms; 0 before the first sighting
+	sum     map[[6]byte]float64
+	n       map[[6]byte]int
+	samples []Sample
+}
+
+// Record starts (or restarts in another zone) recording survey samples of
+// uid standing in zone.
+func (e *Engine) Record(uid string, zone uint64) {
+	e.rec.mu.Lock()
+	defer e.rec.mu.Unlock()
+	r := e.rec.m[uid]
+	if r == nil {
+		r = &recording{}
+		e.rec.m[uid] = r
+		e.rec.active.Store(int32(len(e.rec.m)))
+	}
+	r.flush()
+	r.zone, r.start = zone, 0
+}
+
+// StopRecording ends uid's recording and returns its samples (the last,
+// partial window included when it heard anything).
+func (e *Engine) StopRecording(uid string) []Sample {
+	e.rec.mu.Lock()
+	defer e.rec.mu.Unlock()
+	r := e.rec.m[uid]
+	if r == nil {
+		return nil
+	}
+	delete(e.rec.m, uid)
+	e.rec.active.Store(int32(len(e.rec.m)))
+	r.flush()
+	return r.samples
+}
+
+// flush turns the current window into a sample.
+func (r *recording) flush() {
+	if len(r.n) > 0 {
+		s := Sample{Zone: r.zone, RSSI: make(map[[6]byte]float64, len(r.n))}
+		for g, n := range r.n {
+			s.RSSI[g] = r.sum[g] / float64(n)
+		}
+		r.samples = append(r.samples, s)
+	}
+	r.sum, r.n = map[[6]byte]float64{}, map[[6]byte]int{}
+	r.start = 0
+}
+
+func (rc *recorder) observe(p *Params, bt *ingest.Batch) {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	for i := range bt.Obs {
+		o := &bt.Obs[i]
+		if o.Asset == nil {
+			continue
+		}
+		r := rc.m[o.Asset.UID]
+		if r == nil {
+			continue
+		}
+		now := bt.Received
+		if r.start != 0 && now-r.start >= p.SampleWindow.Milliseconds() {
+			r.flush()
+		}
+		if r.start == 0 {
+			r.start = now
+		}
+		r.sum[bt.Gateway] += float64(o.RSSI)
+		r.n[bt.Gateway]++
+	}
+}
+
+func (rc *recorder) rename(oldUID, newUID string) {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	if r, ok := rc.m[oldUID]; ok {
+		delete(rc.m, oldUID)
+		rc.m[newUID] = r
+	}
+}

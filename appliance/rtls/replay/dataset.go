@@ -1,0 +1,180 @@
+// Package replay implements the RSSI replay format
+// (/work/shared/contracts/rssi-replay.md): it loads a labelled recording,
+// builds the site it describes, trains the engine on train.csv through
+// survey recording, replays test.csv through the real ingest pipeline and
+// engine in virtual time, and scores every algorithm. `beaconhub
+// rtls-eval` is a thin command over it.
+package replay
+
+import (
+	"encoding/csv"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+
+	"beaconhub/appliance/rtls"
+)
+
+// Row is one sighting of the recording.
+type Row struct {
+	T       int64 // Unix ms
+	Gateway string
+	Beacon  string
+	RSSI    int
+	Zone    string
+	Pos     string // true position as recorded ("x,y"), scan grouping only
+}
+
+// Dataset is a loaded recording.
+type Dataset struct {
+	Site     rtls.Site
+	ZoneID   map[string]uint64
+	ZoneName map[uint64]string
+	Gateway  map[string][6]byte // gateway id -> synthetic MAC
+	Beacons  map[string][6]byte // beacon id -> synthetic MAC
+	Train    []Row
+	Test     []Row
+	// Skipped counts rows whose RSSI lies outside the gateway contract's
+	// -127..0 dBm: the real pipeline would drop them, so they are not
+	// replayed or scored.
+	Skipped int
+}
+
+type siteFile struct {
+	Map struct {
+		Width  float64 `json:"width"`
+		Height float64 `json:"height"`
+	} `json:"map"`
+	Zones []struct {
+		Name           string `json:"name"`
+		X1, Y1, X2, Y2 float64
+	} `json:"zones"`
+	Adjacency [][]string `json:"adjacency"`
+	Gateways  []struct {
+		ID string   `json:"id"`
+		X  *float64 `json:"x"`
+		Y  *float64 `json:"y"`
+	} `json:"gateways"`
+}
+
+// mapID is the one map a replay site has.
+const mapID = 1
+
+// Load reads DIR/site.json, DIR/train.csv and DIR/test.csv.
+func Load(dir string) (*Dataset, error) {
+	raw, err := os.ReadFile(filepath.Join(dir, "site.json"))
+	if err != nil {
+		return nil, err
+	}
+	var sf siteFile
+	if err := json.Unmarshal(raw, &sf); err != nil {
+		return nil, fmt.Errorf("site.json: %w", err)
+	}
+	ds := &Dataset{ZoneID: map[string]uint64{}, ZoneName: map[uint64]string{}, Gateway: map[string][6]byte{}, Beacons: map[string][6]byte{}}
+	ds.Site.Maps = []rtls.Map{{ID: mapID, Name: "replay", Width: sf.Map.Width, Height: sf.Map.Height}}
+	for i, z := range sf.Zones {
+		if z.Name == "" {
+			return nil, fmt.Errorf("site.json: zone %d has no name", i)
+		}
+		if _, dup := ds.ZoneID[z.Name]; dup {
+			return nil, fmt.Errorf("site.json: zone %q twice", z.Name)
+		}
+		id := uint64(i + 1)
+		ds.ZoneID[z.Name], ds.ZoneName[id] = id, z.Name
+		ds.Site.Zones = append(ds.Site.Zones, rtls.Zone{ID: id, MapID: mapID, Name: z.Name, X1: z.X1, Y1: z.Y1, X2: z.X2, Y2: z.Y2})
+	}
+	for _, pair := range sf.Adjacency {
+		if len(pair) != 2 {
+			return nil, errors.New("site.json: adjacency entries are pairs")
+		}
+		a, okA := ds.ZoneID[pair[0]]
+		b, okB := ds.ZoneID[pair[1]]
+		if !okA || !okB {
+			return nil, fmt.Errorf("site.json: adjacency names an unknown zone in %v", pair)
+		}
+		ds.Site.Zones[a-1].Adjacent = append(ds.Site.Zones[a-1].Adjacent, b)
+		ds.Site.Zones[b-1].Adjacent = append(ds.Site.Zones[b-1].Adjacent, a)
+	}
+	for i, g := range sf.Gateways {
+		mac := [6]byte{0xAC, 0x23, 0, 0, byte(i >> 8), byte(i)}
+		ds.Gateway[g.ID] = mac
+		gw := rtls.Gateway{MAC: mac, MapID: mapID}
+		if g.X != nil && g.Y != nil {
+			gw.X, gw.Y, gw.Placed = *g.X, *g.Y, true
+		}
+		ds.Site.Gateways = append(ds.Site.Gateways, gw)
+	}
+	if ds.Train, err = ds.readCSV(filepath.Join(dir, "train.csv")); err != nil {
+		return nil, err
+	}
+	if ds.Test, err = ds.readCSV(filepath.Join(dir, "test.csv")); err != nil {
+		return nil, err
+	}
+	return ds, nil
+}
+
+func (ds *Dataset) readCSV(path string) ([]Row, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	r := csv.NewReader(f)
+	r.FieldsPerRecord = -1
+	head, err := r.Read()
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", filepath.Base(path), err)
+	}
+	col := map[string]int{}
+	for i, h := range head {
+		col[h] = i
+	}
+	for _, need := range []string{"t_ms", "gateway", "beacon", "rssi", "zone"} {
+		if _, ok := col[need]; !ok {
+			return nil, fmt.Errorf("%s: no %q column", filepath.Base(path), need)
+		}
+	}
+	get := func(rec []string, name string) string {
+		if i, ok := col[name]; ok && i < len(rec) {
+			return rec[i]
+		}
+		return ""
+	}
+	var rows []Row
+	for line := 2; ; line++ {
+		rec, err := r.Read()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", filepath.Base(path), err)
+		}
+		t, err1 := strconv.ParseInt(get(rec, "t_ms"), 10, 64)
+		rssi, err2 := strconv.Atoi(get(rec, "rssi"))
+		if err1 != nil || err2 != nil {
+			return nil, fmt.Errorf("%s:%d: bad t_ms or rssi", filepath.Base(path), line)
+		}
+		if rssi < -127 || rssi > 0 {
+			ds.Skipped++
+			continue
+		}
+		row := Row{T: t, Gateway: get(rec, "gateway"), Beacon: get(rec, "beacon"), RSSI: rssi, Zone: get(rec, "zone"),
+			Pos: get(rec, "x") + "," + get(rec, "y")}
+		if _, ok := ds.ZoneID[row.Zone]; !ok {
+			return nil, fmt.Errorf("%s:%d: unknown zone %q", filepath.Base(path), line, row.Zone)
+		}
+		if _, ok := ds.Gateway[row.Gateway]; !ok {
+			return nil, fmt.Errorf("%s:%d: unknown gateway %q", filepath.Base(path), line, row.Gateway)
+		}
+		if _, ok := ds.Beacons[row.Beacon]; !ok {
+			n := len(ds.Beacons)
+			ds.Beacons[row.Beacon] = [6]byte{0xC3, 0, 0, 0, byte(n >> 8), byte(n)}
+		}
+		rows = append(rows, row)
+	}
+	return rows, nil
+}

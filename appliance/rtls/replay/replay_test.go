@@ -1,0 +1,178 @@
+package replay
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// writeDataset writes a tiny recording: three 10 m zones in a row, a
+// gateway in the middle of each (positions given or null), and a beacon
+// that stands 20 s in each zone in turn, scanned once a second with
+// +-3 dB noise. train and test use different noise.
+func writeDataset(t testing.TB, placed bool) string {
+	dir := t.TempDir()
+	gws := []string{`{"id":"G1","x":50,"y":50}`, `{"id":"G2","x":150,"y":50}`, `{"id":"G3","x":250,"y":50}`}
+	if !placed {
+		for i := range gws {
+			gws[i] = fmt.Sprintf(`{"id":"G%d","x":null,"y":null}`, i+1)
+		}
+	}
+	site := `{"map":{"width":300,"height":100},
+	 "zones":[{"name":"Z1","x1":0,"y1":0,"x2":100,"y2":100},{"name":"Z2","x1":100,"y1":0,"x2":200,"y2":100},{"name":"Z3","x1":200,"y1":0,"x2":300,"y2":100}],
+	 "adjacency":[["Z1","Z2"],["Z2","Z3"]],
+	 "gateways":[` + strings.Join(gws, ",") + `]}`
+	if err := os.WriteFile(filepath.Join(dir, "site.json"), []byte(site), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	walk := func(name string, seed uint64, start int64) {
+		rng := rand.New(rand.NewPCG(seed, 1))
+		var b strings.Builder
+		b.WriteString("t_ms,gateway,beacon,rssi,zone,x,y\n")
+		ts := start
+		for z := 0; z < 3; z++ {
+			x := float64(50 + 100*z)
+			for s := 0; s < 20; s++ {
+				for g := 0; g < 3; g++ {
+					d := math.Max(math.Abs(float64(50+100*g)-x)/10, 0.5)
+					rssi := -59 - 25*math.Log10(d) + (rng.Float64()*2-1)*3
+					fmt.Fprintf(&b, "%d,G%d,TAG,%d,Z%d,%.0f,50\n", ts, g+1, int(math.Round(rssi)), z+1, x)
+				}
+				ts += 1000
+			}
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(b.String()), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	walk("train.csv", 1, 1_700_000_000_000)
+	walk("test.csv", 2, 1_700_000_100_000)
+	return dir
+}
+
+func TestRunOnSyntheticWalk(t *testing.T) {
+	for _, placed := range []bool{true, false} {
+		ds, err := Load(writeDataset(t, placed))
+		if err != nil {
+			t.Fatal(err)
+		}
+		rs, err := Run(ds, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(rs) != 4 {
+			t.Fatalf("%d results", len(rs))
+		}
+		for _, r := range rs {
+			if !r.Ready {
+				t.Fatalf("placed=%v %s not ready: %s", placed, r.Algorithm, r.Reason)
+			}
+			// 180 sightings, the first 5 s (15) unscored; two true changes.
+			if r.Scored != 165 || r.Changes != 2 {
+				t.Fatalf("placed=%v %s scored %d, changes %d", placed, r.Algorithm, r.Scored, r.Changes)
+			}
+			// The filter trades about 4 s of lag per change (MeanStay 30 s)
+			// for stability; the others lag by their Dwell.
+			if r.Accuracy() < 0.8 || r.Corrected != 2 || r.CorrectS > 6 || r.Flips > 0 {
+				t.Fatalf("placed=%v %+v", placed, r)
+			}
+		}
+	}
+}
+
+func TestTimelineSpreadsCoarseTimestamps(t *testing.T) {
+	rows := []Row{
+		{T: 0, Gateway: "G1", Beacon: "B", Zone: "Z1", Pos: "1,1"},
+		{T: 0, Gateway: "G2", Beacon: "B", Zone: "Z1", Pos: "1,1"}, // same scan
+		{T: 0, Gateway: "G1", Beacon: "B", Zone: "Z1", Pos: "1,1"}, // G1 again: next scan
+		{T: 0, Gateway: "G1", Beacon: "B", Zone: "Z2", Pos: "2,2"}, // moved: next scan
+		{T: 2000, Gateway: "G1", Beacon: "B", Zone: "Z2", Pos: "2,2"},
+		{T: 4000, Gateway: "G1", Beacon: "B", Zone: "Z2", Pos: "2,2"},
+		{T: 90_000_000, Gateway: "G1", Beacon: "B", Zone: "Z2", Pos: "2,2"}, // a day later
+	}
+	evs := timeline(rows, time.Minute)
+	want := []int64{0, 0, 2000, 4000, 6000, 8000, 8000 + 60000 + 15000 + 2000}
+	for i, ev := range evs {
+		if ev.v != want[i] {
+			t.Fatalf("event %d at %d, want %d (all %v)", i, ev.v, want[i], evs)
+		}
+	}
+}
+
+func TestScorer(t *testing.T) {
+	ds := &Dataset{ZoneID: map[string]uint64{"A": 1, "B": 2, "C": 3}}
+	sc := newScorer(ds, 5*time.Second, time.Minute)
+	seq := []struct {
+		v    int64
+		zone string
+		pred uint64
+	}{
+		{0, "A", 1}, {1000, "A", 2}, // warm-up: not scored, flip not counted
+		{5000, "A", 1}, {6000, "A", 3}, {7000, "A", 1}, // two flips
+		{8000, "B", 1}, {9000, "B", 3}, {10000, "B", 2}, // change caught after 2 s (3 is a flip)
+		{11000, "B", 2},
+	}
+	for _, s := range seq {
+		sc.add(event{v: s.v, row: &Row{Beacon: "X", Zone: s.zone}}, s.pred)
+	}
+	var r Result
+	sc.fill(&r)
+	if r.Scored != 7 || r.Correct != 4 || r.Changes != 1 || r.Corrected != 1 || r.CorrectS != 2 || r.Flips != 3 {
+		t.Fatalf("%+v", r)
+	}
+	if r.StableS != 5 { // 5-6, 6-7, 8-9, 9-10, 10-11 (the run after the change counts)
+		t.Fatalf("stable %v s", r.StableS)
+	}
+}
+
+func TestRunOnUCIDataset(t *testing.T) {
+	dir := "/work/shared/datasets/uci-ble-rssi"
+	if _, err := os.Stat(dir); err != nil {
+		t.Skip("dataset not present")
+	}
+	ds, err := Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs, err := Run(ds, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rs {
+		if !r.Ready || r.Scored < 600 || r.Changes < 40 {
+			t.Fatalf("%+v", r)
+		}
+	}
+	var b strings.Builder
+	Format(&b, rs)
+	t.Log("\n" + b.String())
+}
+
+func TestLoadRejectsBadInput(t *testing.T) {
+	dir := writeDataset(t, true)
+	bad := map[string]string{
+		"test.csv":  "t_ms,gateway,beacon,rssi,zone\n1,G9,B,-60,Z1\n",
+		"train.csv": "t_ms,gateway,beacon,rssi,zone\n1,G1,B,-60,Z9\n",
+		"site.json": `{"zones":[{"name":"Z1"}],"adjacency":[["Z1","Z2"]]}`,
+	}
+	for name, body := range bad {
+		d := t.TempDir()
+		for _, f := range []string{"site.json", "train.csv", "test.csv"} {
+			b, _ := os.ReadFile(filepath.Join(dir, f))
+			if f == name {
+				b = []byte(body)
+			}
+			if err := os.WriteFile(filepath.Join(d, f), b, 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := Load(d); err == nil {
+			t.Fatalf("bad %s accepted", name)
+		}
+	}
+}

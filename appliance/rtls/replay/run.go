@@ -1,0 +1,192 @@
+package replay
+
+import (
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"time"
+
+	"beaconhub/appliance/assets"
+	"beaconhub/appliance/clock"
+	"beaconhub/appliance/ingest"
+	"beaconhub/appliance/rtls"
+	"beaconhub/store"
+)
+
+// Options configure a run.
+type Options struct {
+	Algorithms []string    // default: all the engine has
+	Params     rtls.Params // zero: rtls.DefaultParams
+	Timeout    time.Duration
+	Warmup     time.Duration // not scored after a beacon's first sighting; default 5 s
+	Logger     *slog.Logger
+}
+
+// rig is the real appliance data path over a throw-away store.
+type rig struct {
+	db    *store.DB
+	w     *store.Writer
+	p     *ingest.Pipeline
+	eng   *rtls.Engine
+	clk   *clock.Fake
+	base  time.Time
+	topic map[string]string // gateway id -> topic
+	gwID  map[string]string // gateway id -> client id
+	mac   map[string]string // beacon id -> MAC text
+}
+
+func newRig(ds *Dataset, dir string, opts Options) (*rig, error) {
+	db, err := store.Open(filepath.Join(dir, "replay.db"), store.OpenOptions{})
+	if err != nil {
+		return nil, err
+	}
+	r := &rig{db: db, topic: map[string]string{}, gwID: map[string]string{}, mac: map[string]string{}}
+	for id, mac := range ds.Gateway {
+		m := ingest.MAC(mac).String()
+		if err := db.CreateGateway(&store.Gateway{AssetUID: "GW-" + id, MAC: m, Name: id}); err != nil {
+			db.Close()
+			return nil, err
+		}
+		r.topic[id], r.gwID[id] = "gw/"+m+"/adv4", m
+	}
+	for id, mac := range ds.Beacons {
+		m := ingest.MAC(mac).String()
+		if err := db.CreateBeacon(&store.Beacon{AssetUID: uidOf(id), MAC: m, Name: id, Type: "watch", Active: true}); err != nil {
+			db.Close()
+			return nil, err
+		}
+		r.mac[id] = m
+	}
+	reg, err := assets.NewRegistry(db)
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
+	r.base = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	r.clk = clock.NewFake(r.base)
+	r.w = store.NewWriter(db, store.WriterOptions{})
+	r.eng = rtls.New(rtls.Options{Clock: r.clk, Logger: opts.Logger, Writer: r.w, Timeout: opts.Timeout, Params: opts.Params})
+	r.eng.SetSite(ds.Site)
+	r.p = ingest.New(ingest.Options{Registry: reg, Writer: r.w, Clock: r.clk, Logger: opts.Logger})
+	r.p.AddSubscriber(r.eng)
+	r.p.Start()
+	return r, nil
+}
+
+func uidOf(beacon string) string { return "WAT-" + beacon }
+
+func (r *rig) close() {
+	_ = r.p.Close()
+	r.eng.Close()
+	_ = r.w.Close()
+	_ = r.db.Close()
+}
+
+// play publishes rows at their virtual times, starting at the current
+// clock. before runs ahead of each publish, after once it has been
+// processed (a QoS 0 publish is processed inside HandlePublish).
+func (r *rig) play(evs []event, before func(ev event), after func(ev event, now int64)) error {
+	start := r.clk.Now()
+	for _, ev := range evs {
+		if d := start.Add(time.Duration(ev.v) * time.Millisecond).Sub(r.clk.Now()); d > 0 {
+			r.clk.Advance(d)
+		}
+		if before != nil {
+			before(ev)
+		}
+		row := ev.row
+		payload := fmt.Appendf(nil, `{"reports":[{"mac":%q,"rssi":%d,"beacon_is_pushed":false}]}`, r.mac[row.Beacon], row.RSSI)
+		if err := r.p.HandlePublish(r.gwID[row.Gateway], r.topic[row.Gateway], payload, 0); err != nil {
+			return err
+		}
+		if after != nil {
+			after(ev, r.clk.Now().UnixMilli())
+		}
+	}
+	return nil
+}
+
+// train replays train.csv while the engine records survey samples of each
+// beacon in its true zone (a zone change starts a window in the new
+// zone), then loads the samples. It returns how many there are.
+func (r *rig) train(ds *Dataset, timeout time.Duration) (int, error) {
+	zone := map[string]string{}
+	err := r.play(timeline(ds.Train, timeout), func(ev event) {
+		if zone[ev.row.Beacon] != ev.row.Zone {
+			zone[ev.row.Beacon] = ev.row.Zone
+			r.eng.Record(uidOf(ev.row.Beacon), ds.ZoneID[ev.row.Zone])
+		}
+	}, nil)
+	if err != nil {
+		return 0, err
+	}
+	var samples []rtls.Sample
+	for b := range zone {
+		samples = append(samples, r.eng.StopRecording(uidOf(b))...)
+	}
+	r.eng.SetSamples(samples)
+	return len(samples), nil
+}
+
+// Run trains on ds.Train and scores each algorithm on ds.Test.
+func Run(ds *Dataset, opts Options) ([]Result, error) {
+	if opts.Timeout <= 0 {
+		opts.Timeout = 60 * time.Second
+	}
+	if opts.Warmup <= 0 {
+		opts.Warmup = 5 * time.Second
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	dir, err := os.MkdirTemp("", "rtls-eval-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	r, err := newRig(ds, dir, opts)
+	if err != nil {
+		return nil, err
+	}
+	defer r.close()
+	if _, err := r.train(ds, opts.Timeout); err != nil {
+		return nil, err
+	}
+	names := opts.Algorithms
+	infos := map[string]rtls.AlgorithmInfo{}
+	for _, a := range r.eng.Algorithms() {
+		infos[a.Name] = a
+		if len(opts.Algorithms) == 0 {
+			names = append(names, a.Name)
+		}
+	}
+	test := timeline(ds.Test, opts.Timeout)
+	var out []Result
+	for _, name := range names {
+		info, ok := infos[name]
+		if !ok {
+			return nil, fmt.Errorf("%w: %q", rtls.ErrUnknownAlgorithm, name)
+		}
+		res := Result{Algorithm: name, Ready: info.Ready, Reason: info.Reason}
+		if info.Ready {
+			// A silence longer than the timeout between runs, so nothing
+			// of the previous run leaks in.
+			r.clk.Advance(2 * opts.Timeout)
+			if err := r.eng.Start(name); err != nil {
+				return nil, err
+			}
+			sc := newScorer(ds, opts.Warmup, opts.Timeout)
+			if err := r.play(test, nil, func(ev event, now int64) {
+				loc, _ := r.eng.Location(uidOf(ev.row.Beacon))
+				sc.add(ev, loc.Zone)
+			}); err != nil {
+				return nil, err
+			}
+			sc.fill(&res)
+			r.eng.Stop()
+		}
+		out = append(out, res)
+	}
+	return out, nil
+}

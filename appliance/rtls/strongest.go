@@ -1,0 +1,45 @@
+package rtls
+
+// strongest reports the zone of the gateway that hears the beacon loudest
+// (smoothed). Hysteresis: a challenger replaces the incumbent gateway only
+// after beating it by Margin dB for MarginDwell; an incumbent that stopped
+// hearing the beacon is replaced at once.
+type strongest struct{}
+
+func (strongest) info(m *model) AlgorithmInfo {
+	return infoOf(AlgStrongest, "zone of the loudest gateway, with hysteresis (margin and dwell)",
+		commonParams(&m.p, map[string]any{"margin_db": m.p.Margin, "dwell_ms": m.p.MarginDwell.Milliseconds(), "decide_every_ms": m.p.DecideEvery.Milliseconds()}),
+		m.lacks(false, true, false, false))
+}
+
+func (strongest) update(m *model, p *Params, b *beacon, _ *reading, now int64) (int, position) {
+	if !b.due(p, now) {
+		return b.zone, b.pos
+	}
+	usable := func(i int) bool {
+		return i >= 0 && i < len(b.rds) && b.rds[i].live(p, now) && m.gwZone[b.rds[i].g] >= 0
+	}
+	best := -1
+	for i := range b.rds {
+		if usable(i) && (best < 0 || b.rds[i].ema > b.rds[best].ema) {
+			best = i
+		}
+	}
+	if best < 0 {
+		return b.zone, b.pos
+	}
+	switch {
+	case !usable(b.gw) || b.firstScan(now):
+		b.gw, b.challenger = best, -1
+	case best == b.gw || b.rds[best].ema < b.rds[b.gw].ema+p.Margin:
+		b.challenger = -1
+	default:
+		if b.challenger != best {
+			b.challenger, b.challengerSince = best, now
+		}
+		if now-b.challengerSince >= p.MarginDwell.Milliseconds() {
+			b.gw, b.challenger = best, -1
+		}
+	}
+	return m.gwZone[b.rds[b.gw].g], position{}
+}

@@ -1,0 +1,285 @@
+package appliance_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"image"
+	"image/png"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	"beaconhub/appliance"
+	"beaconhub/appliance/clock"
+	"beaconhub/broker/brokertest"
+	"beaconhub/store"
+
+	"github.com/gorilla/websocket"
+)
+
+// rtlsApp starts the whole appliance (features service, so rtls) in home
+// on a fake clock, with a watch beacon and one gateway registered.
+func rtlsApp(t *testing.T, home string, clk *clock.Fake) *appliance.App {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Join(home, "config"), 0o750); err != nil {
+		t.Fatal(err)
+	}
+	cfg := `{"server_features":["service"]}`
+	if err := os.WriteFile(filepath.Join(home, "config", "main.config.json"), []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	app, err := appliance.New(appliance.Options{Home: home, HTTPListen: "127.0.0.1:0", MQTTListen: "127.0.0.1:0",
+		BcryptCost: 4, Clock: clk, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	db := app.DB()
+	if _, err := db.GetUserByEmail("ops@example.org"); err != nil {
+		if err := db.CreateBeacon(&store.Beacon{AssetUID: "WCH-A1-1", MAC: "C30000000B01", Name: "Nurse", Type: "watch", Active: true}); err != nil {
+			t.Fatal(err)
+		}
+		if err := db.CreateGateway(&store.Gateway{AssetUID: "GW-A1-1", MAC: "AC233FA0B1C2", Name: "Hall"}); err != nil {
+			t.Fatal(err)
+		}
+		if err := app.Registry().Reload(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := app.Start(); err != nil {
+		t.Fatal(err)
+	}
+	return app
+}
+
+type client struct {
+	t     *testing.T
+	base  string
+	token string
+}
+
+func (c *client) call(method, path string, body []byte, ctype string, out any) int {
+	c.t.Helper()
+	req, _ := http.NewRequest(method, c.base+path, bytes.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+c.token)
+	if ctype != "" {
+		req.Header.Set("Content-Type", ctype)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var env struct {
+		Payload json.RawMessage `json:"payload"`
+	}
+	data, _ := io.ReadAll(resp.Body)
+	if out != nil {
+		if err := json.Unmarshal(data, &env); err != nil {
+			c.t.Fatalf("%s %s: %s", method, path, data)
+		}
+		_ = json.Unmarshal(env.Payload, out)
+	}
+	return resp.StatusCode
+}
+
+func (c *client) must(method, path string, body any, out any) {
+	c.t.Helper()
+	data, _ := json.Marshal(body)
+	if body == nil {
+		data = nil
+	}
+	if code := c.call(method, path, data, "application/json", out); code/100 != 2 {
+		c.t.Fatalf("%s %s: %d", method, path, code)
+	}
+}
+
+// A real WebSocket client over TCP receives track- frames after real
+// MQTT publishes to the embedded broker, through ingest and the engine.
+func TestRTLSEndToEndWebSocketAfterMQTT(t *testing.T) {
+	clk := clock.NewFake(time.Now().Truncate(time.Second))
+	app := rtlsApp(t, t.TempDir(), clk)
+	t.Cleanup(func() { _ = app.Shutdown(context.Background()) })
+	c := &client{t: t, base: "http://" + app.HTTPAddr(), token: adminToken(t, app)}
+
+	var img bytes.Buffer
+	_ = png.Encode(&img, image.NewGray(image.Rect(0, 0, 100, 50)))
+	var up struct {
+		ImageID uint64 `json:"image_id"`
+	}
+	if code := c.call("POST", "/api/v1/maps/upload", img.Bytes(), "image/png", &up); code != http.StatusCreated {
+		t.Fatalf("upload %d", code)
+	}
+	var m struct {
+		ID uint64 `json:"id"`
+	}
+	c.must("POST", "/api/v1/maps", map[string]any{"name": "Ground", "image_id": up.ImageID, "pixels_per_meter": 10}, &m)
+	var z struct {
+		ID uint64 `json:"id"`
+	}
+	mapPath := "/api/v1/maps/" + itoa(m.ID)
+	c.must("POST", mapPath+"/zones", map[string]any{"name": "Hall", "x1": 0, "y1": 0, "x2": 100, "y2": 50}, &z)
+	c.must("POST", mapPath+"/gateways", map[string]any{"gateway": "GW-A1-1", "x": 50, "y": 25}, nil)
+	c.must("GET", "/api/v1/tracking/start/strongest", nil, nil)
+
+	ws, _, err := websocket.DefaultDialer.Dial("ws://"+app.HTTPAddr()+"/ws", http.Header{"Authorization": {"Bearer " + c.token}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ws.Close()
+	frames := make(chan map[string]any, 64)
+	go func() {
+		defer close(frames)
+		for {
+			var f map[string]any
+			if err := ws.ReadJSON(&f); err != nil {
+				return
+			}
+			frames <- f
+		}
+	}()
+	if err := ws.WriteJSON(map[string]any{"type": "subscribe", "channel": "track-WCH-A1-1"}); err != nil {
+		t.Fatal(err)
+	}
+	cfg := app.Live().Get()
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		// QoS 1: the PUBACK comes after the pipeline (and so the engine)
+		// handled the report; virtual time then moves on one second.
+		brokertest.Pub(t, app.MQTTAddr(), cfg.MQTTUser, cfg.MQTTPass, "-q", "1", "-i", "AC233FA0B1C2", "-t", "gw/AC233FA0B1C2/adv1",
+			"-m", `{"reports":[{"mac":"C3:00:00:00:0B:01","rssi":-58}]}`)
+		clk.Advance(time.Second)
+		if f := firstTrack(frames); f != nil {
+			d := f["data"].(map[string]any)
+			if f["channel"] != "track-WCH-A1-1" || d["zone_id"] != float64(z.ID) || d["zone"] != "Hall" {
+				t.Fatalf("frame %v", f)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no track frame after MQTT publishes")
+		}
+	}
+	// The integration view agrees.
+	var loc struct {
+		Zone *struct {
+			ID uint64 `json:"id"`
+		} `json:"zone"`
+		LastSeen *int64 `json:"last_seen"`
+	}
+	c.must("GET", "/api/v1/integration/beacons/WCH-A1-1/location", nil, &loc)
+	if loc.Zone == nil || loc.Zone.ID != z.ID || loc.LastSeen == nil {
+		t.Fatalf("integration location %+v", loc)
+	}
+	// Without credentials nothing is served; a user gets no debug channel
+	// but does get the track channel.
+	if _, resp, err := websocket.DefaultDialer.Dial("ws://"+app.HTTPAddr()+"/ws", http.Header{"Authorization": {"Bearer nope"}}); err == nil || resp.StatusCode != http.StatusForbidden {
+		t.Fatalf("bad token dial: %v", err)
+	}
+	if _, err := app.Auth().CreateUser("nurse@example.org", "nurse-password-1", "user", false); err != nil {
+		t.Fatal(err)
+	}
+	userTok := login(t, app, "nurse@example.org", "nurse-password-1")
+	uws, _, err := websocket.DefaultDialer.Dial("ws://"+app.HTTPAddr()+"/ws", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer uws.Close()
+	_ = uws.SetReadDeadline(time.Now().Add(10 * time.Second))
+	for _, m := range []map[string]any{{"type": "auth", "token": userTok}, {"type": "subscribe", "channel": "track-debug-WCH-A1-1"},
+		{"type": "subscribe", "channel": "track-WCH-A1-1"}} {
+		if err := uws.WriteJSON(m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, want := range []string{"ready", "error", "subscribed", "track"} {
+		var f map[string]any
+		if err := uws.ReadJSON(&f); err != nil || f["type"] != want {
+			t.Fatalf("user feed: got %v (%v), want %s", f, err, want)
+		}
+	}
+	// Shutting down says goodbye to the client.
+	if err := app.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	for range frames { // drains until the reader sees the close
+	}
+}
+
+func login(t *testing.T, app *appliance.App, email, password string) string {
+	t.Helper()
+	body, _ := json.Marshal(map[string]string{"email": email, "password": password})
+	resp, err := http.Post("http://"+app.HTTPAddr()+"/api/v1/login", "application/json", bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var env struct {
+		Payload struct {
+			Token string `json:"token"`
+		} `json:"payload"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&env); err != nil || env.Payload.Token == "" {
+		t.Fatalf("login %s: %v %d", email, err, resp.StatusCode)
+	}
+	return env.Payload.Token
+}
+
+// firstTrack returns a track frame already received, or nil.
+func firstTrack(frames <-chan map[string]any) map[string]any {
+	for {
+		select {
+		case f, ok := <-frames:
+			if !ok {
+				return nil
+			}
+			if f["type"] == "track" {
+				return f
+			}
+		default:
+			return nil
+		}
+	}
+}
+
+// The algorithm an admin chose is running again after a restart; a stop
+// is remembered too.
+func TestRTLSAlgorithmSurvivesRestart(t *testing.T) {
+	home := t.TempDir()
+	clk := clock.NewFake(time.Now().Truncate(time.Second))
+	app := rtlsApp(t, home, clk)
+	c := &client{t: t, base: "http://" + app.HTTPAddr(), token: adminToken(t, app)}
+	c.must("GET", "/api/v1/tracking/start/hmm", nil, nil)
+	if err := app.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	app = rtlsApp(t, home, clk)
+	t.Cleanup(func() { _ = app.Shutdown(context.Background()) })
+	if got := app.RTLS().Current(); got != "hmm" {
+		t.Fatalf("after restart the engine runs %q", got)
+	}
+	c.base = "http://" + app.HTTPAddr()
+	var cur struct {
+		Algorithm *string `json:"algorithm"`
+	}
+	c.must("GET", "/api/v1/tracking/algorithms/current", nil, &cur)
+	if cur.Algorithm == nil || *cur.Algorithm != "hmm" {
+		t.Fatalf("current %+v", cur)
+	}
+	c.must("GET", "/api/v1/tracking/stop", nil, nil)
+	if err := app.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	app = rtlsApp(t, home, clk)
+	t.Cleanup(func() { _ = app.Shutdown(context.Background()) })
+	if got := app.RTLS().Current(); got != "" {
+		t.Fatalf("a stopped engine restarted with %q", got)
+	}
+}
+
+func itoa(v uint64) string { return strconv.FormatUint(v, 10) }

@@ -1,0 +1,53 @@
+package appliance
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"beaconhub/appliance/assets"
+	"beaconhub/appliance/clock"
+)
+
+// A gateway added through the registry (not through the map endpoints)
+// reaches the engine's site at the next recheck.
+func TestRTLSSiteFollowsGatewayRegistry(t *testing.T) {
+	home := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(home, "config"), 0o750); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(home, "config", "main.config.json"), []byte(`{"server_features":["rtls"]}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	clk := clock.NewFake(time.Now().Truncate(time.Second))
+	a, err := New(Options{Home: home, HTTPListen: "127.0.0.1:0", MQTTListen: "127.0.0.1:0", BcryptCost: 4, Clock: clk,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = a.Shutdown(context.Background()) })
+	if a.rtls == nil {
+		t.Fatal("feature rtls built no engine")
+	}
+	mac, name := "AC233FA0B1C9", "Stairs"
+	if _, err := a.assets.CreateGateway(assets.GatewayInput{MAC: &mac, Name: &name}); err != nil {
+		t.Fatal(err)
+	}
+	sig := func() string { a.rtls.mu.Lock(); defer a.rtls.mu.Unlock(); return a.rtls.gateways }
+	if strings.Contains(sig(), mac) {
+		t.Fatal("site reloaded before the recheck")
+	}
+	clk.Advance(gatewayRecheck)
+	deadline := time.Now().Add(5 * time.Second)
+	for !strings.Contains(sig(), mac) {
+		if time.Now().After(deadline) {
+			t.Fatalf("site never picked up the new gateway: %q", sig())
+		}
+		time.Sleep(5 * time.Millisecond) // polling a condition, bounded by the deadline
+	}
+}

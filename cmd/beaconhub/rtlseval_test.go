@@ -1,0 +1,47 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestRTLSEvalCommand(t *testing.T) {
+	dir := t.TempDir()
+	site := `{"map":{"width":200,"height":100},
+	 "zones":[{"name":"A","x1":0,"y1":0,"x2":100,"y2":100},{"name":"B","x1":100,"y1":0,"x2":200,"y2":100}],
+	 "adjacency":[["A","B"]],
+	 "gateways":[{"id":"G1","x":null,"y":null},{"id":"G2","x":null,"y":null}]}`
+	var csv strings.Builder
+	csv.WriteString("t_ms,gateway,beacon,rssi,zone,x,y\n")
+	for s := 0; s < 40; s++ {
+		zone, near, far := "A", "G1", "G2"
+		if s >= 20 {
+			zone, near, far = "B", "G2", "G1"
+		}
+		fmt.Fprintf(&csv, "%d,%s,T,%d,%s,,\n%d,%s,T,%d,%s,,\n", 1000*s, near, -60-s%3, zone, 1000*s, far, -85+s%3, zone)
+	}
+	for name, body := range map[string]string{"site.json": site, "train.csv": csv.String(), "test.csv": csv.String()} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var out, errb bytes.Buffer
+	if code := run([]string{"rtls-eval", "--alg", "knn,strongest", dir}, &out, &errb); code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	for _, want := range []string{"2 zones, 2 gateways", "| knn | 9", "| strongest | ", "(1/1)"} {
+		if !strings.Contains(out.String(), want) {
+			t.Fatalf("output lacks %q:\n%s", want, out.String())
+		}
+	}
+	if code := run([]string{"rtls-eval", "--alg", "nope", dir}, &out, &errb); code != 1 {
+		t.Fatalf("unknown algorithm exit %d", code)
+	}
+	if code := run([]string{"rtls-eval"}, &out, &errb); code != 2 {
+		t.Fatalf("no dir exit %d", code)
+	}
+}

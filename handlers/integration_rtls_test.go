@@ -1,0 +1,314 @@
+package handlers
+
+import (
+	"encoding/json"
+	"net/http"
+	"testing"
+
+	"beaconhub/appliance/rtls"
+	"beaconhub/store"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// site builds a map with two zones and three beacons (a watch, a panic
+// button, a sensor) under a coded root location.
+type siteFixture struct {
+	m              store.Map
+	hall, ward     store.Zone
+	watch, panicB  string
+	sensor, annex  string
+	root, annexLoc uint64
+}
+
+func (h *rtlsHarness) site() siteFixture {
+	h.t.Helper()
+	var f siteFixture
+	f.root = h.location("Hospital", "H1", 0)
+	f.annexLoc = h.location("Annex", "AX", f.root)
+	f.m = h.newMap("Ground", 200, 100)
+	f.hall = h.newZone(f.m.ID, "Hall", 0, 0, 100, 100)
+	f.ward = h.newZone(f.m.ID, "Ward", 100, 0, 200, 100)
+	h.post("/api/v1/zone/"+itoa(f.hall.ID)+"/adjacency", map[string]any{"adjacent": []uint64{f.ward.ID}}, http.StatusOK)
+	f.watch = h.beacon(map[string]any{"mac": "C30000000B01", "name": "Nurse 1", "type": "watch", "location_id": f.root}).AssetUID
+	f.panicB = h.beacon(map[string]any{"mac": "C30000000B02", "name": "Button", "type": "panic", "location_id": f.root}).AssetUID
+	f.sensor = h.beacon(map[string]any{"mac": "C30000000B03", "name": "Fridge", "type": "sensor", "location_id": f.root}).AssetUID
+	f.annex = h.beacon(map[string]any{"mac": "C30000000B04", "name": "Porter", "type": "watch", "location_id": f.annexLoc}).AssetUID
+	return f
+}
+
+// The integration shapes are fixed (docs/api.md); decode them into raw
+// maps so a renamed or missing key fails, not just a wrong value.
+func TestIntegrationRTLSShapes(t *testing.T) {
+	h := newRTLSHarness(t, WSOptions{})
+	f := h.site()
+	api := h.token("api")
+	h.fake.set(rtls.Location{AssetUID: f.watch, Zone: f.ward.ID, ZoneName: "Ward", MapID: f.m.ID, X: 150, Y: 40, HasPos: true, Since: 1000, Updated: 2000})
+	h.fake.set(rtls.Location{AssetUID: f.panicB}) // seen, but unknown now
+	h.fake.lastSeen[f.watch] = 2000
+
+	var bl struct {
+		Beacons []map[string]any `json:"beacons"`
+	}
+	h.get("/api/v1/integration/beacons", api).expect(t, http.StatusOK).decodePayload(t, &bl)
+	if len(bl.Beacons) != 3 {
+		t.Fatalf("trackable beacons %v", bl.Beacons)
+	}
+	want := map[string]any{"asset_uid": f.watch, "mac": "C30000000B01", "name": "Nurse 1", "type": "watch", "location_id": float64(f.root)}
+	if !sameJSON(bl.Beacons[0], want) {
+		t.Fatalf("beacon %v, want %v", bl.Beacons[0], want)
+	}
+	h.get("/api/v1/integration/beacons?type=panic", api).expect(t, http.StatusOK).decodePayload(t, &bl)
+	if len(bl.Beacons) != 1 || bl.Beacons[0]["asset_uid"] != f.panicB {
+		t.Fatalf("type=panic %v", bl.Beacons)
+	}
+	h.get("/api/v1/integration/beacons?type=sensor", api).expect(t, http.StatusBadRequest)
+	h.get("/api/v1/integration/beacons?type=bogus", h.admin).expect(t, http.StatusBadRequest)
+
+	var one map[string]any
+	h.get("/api/v1/integration/beacons/"+f.watch+"/location", api).expect(t, http.StatusOK).decodePayload(t, &one)
+	wantLoc := map[string]any{"asset_uid": f.watch, "name": "Nurse 1", "type": "watch",
+		"zone": map[string]any{"id": float64(f.ward.ID), "name": "Ward"}, "map": map[string]any{"id": float64(f.m.ID), "name": "Ground"},
+		"position": map[string]any{"x": 150.0, "y": 40.0}, "since": 1000.0, "updated": 2000.0, "last_seen": 2000.0}
+	if !sameJSON(one, wantLoc) {
+		t.Fatalf("location %v\nwant %v", one, wantLoc)
+	}
+	h.get("/api/v1/integration/beacons/"+f.panicB+"/location", api).expect(t, http.StatusOK).decodePayload(t, &one)
+	wantUnknown := map[string]any{"asset_uid": f.panicB, "name": "Button", "type": "panic", "zone": nil, "map": nil,
+		"position": nil, "since": nil, "updated": nil, "last_seen": nil}
+	if !sameJSON(one, wantUnknown) {
+		t.Fatalf("unknown location %v", one)
+	}
+	h.get("/api/v1/integration/beacons/"+f.sensor+"/location", api).expect(t, http.StatusNotFound)
+	h.get("/api/v1/integration/beacons/WCH-NOPE-1/location", api).expect(t, http.StatusNotFound)
+
+	var locs struct {
+		Locations []map[string]any `json:"locations"`
+	}
+	h.get("/api/v1/integration/beacons/locations", api).expect(t, http.StatusOK).decodePayload(t, &locs)
+	if len(locs.Locations) != 3 || !sameJSON(locs.Locations[0], wantLoc) {
+		t.Fatalf("locations %v", locs.Locations)
+	}
+
+	var zl struct {
+		Zones []map[string]any `json:"zones"`
+	}
+	h.get("/api/v1/integration/zones", api).expect(t, http.StatusOK).decodePayload(t, &zl)
+	wantZone := map[string]any{"id": float64(f.hall.ID), "name": "Hall", "map_id": float64(f.m.ID), "map_name": "Ground",
+		"x1": 0.0, "y1": 0.0, "x2": 100.0, "y2": 100.0, "adjacent": []any{float64(f.ward.ID)}}
+	if len(zl.Zones) != 2 || !sameJSON(zl.Zones[0], wantZone) {
+		t.Fatalf("zones %v", zl.Zones)
+	}
+	// Users are not integration clients.
+	h.get("/api/v1/integration/zones", h.token("user")).expect(t, http.StatusForbidden)
+
+	// The tracking canvas shows the located beacon (not the unknown one).
+	var ov struct {
+		Zones   []store.Zone     `json:"zones"`
+		Beacons []map[string]any `json:"beacons"`
+	}
+	h.get("/api/v1/maps/"+itoa(f.m.ID)+"/overview", h.token("user")).expect(t, http.StatusOK).decodePayload(t, &ov)
+	wantCanvas := map[string]any{"asset_uid": f.watch, "name": "Nurse 1", "type": "watch", "zone_id": float64(f.ward.ID),
+		"position": map[string]any{"x": 150.0, "y": 40.0}, "since": 1000.0, "updated": 2000.0}
+	if len(ov.Zones) != 2 || len(ov.Beacons) != 1 || !sameJSON(ov.Beacons[0], wantCanvas) {
+		t.Fatalf("canvas %+v", ov)
+	}
+}
+
+func sameJSON(a, b any) bool {
+	x, _ := json.Marshal(a)
+	y, _ := json.Marshal(b)
+	return string(x) == string(y)
+}
+
+// Without feature rtls every RTLS read answers 400, for every role that
+// passes the guard.
+func TestRTLSOffAnswers400(t *testing.T) {
+	h := newAssetHarness(t)
+	for _, c := range []struct{ path, role string }{
+		{"/api/v1/user/rtls/trackable-beacons", "user"},
+		{"/api/v1/user/rtls/beacons/WCH-H1-1/zone-intervals", "user"},
+		{"/api/v1/integration/beacons", "api"},
+		{"/api/v1/integration/beacons/locations", "api"},
+		{"/api/v1/integration/beacons/WCH-H1-1/location", "api"},
+		{"/api/v1/integration/zones", "admin"},
+		{"/api/v1/tracking/status", "user"},
+		{"/api/v1/tracking/WCH-H1-1", "user"},
+		{"/ws", "user"},
+	} {
+		r := h.get(c.path, h.token(c.role))
+		if r.Code != http.StatusBadRequest || r.Message != msgRTLSOff {
+			t.Errorf("%s as %s: %d %q", c.path, c.role, r.Code, r.Message)
+		}
+	}
+}
+
+func TestUserRTLSScopeAndIntervals(t *testing.T) {
+	h := newRTLSHarness(t, WSOptions{})
+	f := h.site()
+	user := h.token("user")
+	var tb struct {
+		Beacons []map[string]any `json:"beacons"`
+	}
+	h.get("/api/v1/user/rtls/trackable-beacons", user).expect(t, http.StatusOK).decodePayload(t, &tb)
+	if len(tb.Beacons) != 3 {
+		t.Fatalf("unscoped user sees %d beacons", len(tb.Beacons))
+	}
+	// Bind the user to the annex: only the porter stays visible.
+	if _, err := h.db.UpdateUser(h.users["user"].ID, func(u *store.User) error { u.LocationID = f.annexLoc; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	h.get("/api/v1/user/rtls/trackable-beacons", user).expect(t, http.StatusOK).decodePayload(t, &tb)
+	if len(tb.Beacons) != 1 || tb.Beacons[0]["asset_uid"] != f.annex {
+		t.Fatalf("annex user sees %v", tb.Beacons)
+	}
+	h.get("/api/v1/user/rtls/beacons/"+f.watch+"/zone-intervals", user).expect(t, http.StatusNotFound)
+	h.get("/api/v1/tracking/"+f.watch, user).expect(t, http.StatusNotFound)
+	h.get("/api/v1/tracking/"+f.annex, user).expect(t, http.StatusOK)
+	// Admins may ask about any asset, trackable or not.
+	h.get("/api/v1/tracking/"+f.sensor, h.admin).expect(t, http.StatusOK)
+	h.get("/api/v1/tracking/"+f.sensor, h.token("maintenance")).expect(t, http.StatusNotFound)
+	h.get("/api/v1/tracking/NOPE-1", h.admin).expect(t, http.StatusNotFound)
+
+	// Pagination: 45 intervals, pages of 20, with 7 new ones arriving
+	// between the pages: the walk sees each of the first 45 exactly once.
+	appendZI := func(from, n int) {
+		if err := h.db.Update(func(tx *bolt.Tx) error {
+			for i := from; i < from+n; i++ {
+				if err := store.AppendZoneInterval(tx, f.annex, &store.ZoneInterval{ZoneID: f.hall.ID, Zone: "Hall", Enter: int64(i) * 1000}); err != nil {
+					return err
+				}
+			}
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	appendZI(1, 45)
+	type page struct {
+		Intervals  []store.ZoneInterval `json:"intervals"`
+		NextCursor *string              `json:"next_cursor"`
+	}
+	var p page
+	base := "/api/v1/user/rtls/beacons/" + f.annex + "/zone-intervals"
+	h.get(base, user).expect(t, http.StatusOK).decodePayload(t, &p)
+	if len(p.Intervals) != 30 || p.NextCursor == nil {
+		t.Fatalf("default page: %d, next %v", len(p.Intervals), p.NextCursor)
+	}
+	seen := map[uint64]int{}
+	url := base + "?limit=20"
+	for pages := 0; ; pages++ {
+		h.get(url, user).expect(t, http.StatusOK).decodePayload(t, &p)
+		for _, iv := range p.Intervals {
+			seen[iv.Ordinal]++
+		}
+		if pages == 0 {
+			appendZI(46, 7)
+		}
+		if p.NextCursor == nil {
+			break
+		}
+		url = base + "?limit=20&cursor=" + *p.NextCursor
+	}
+	for ord := uint64(1); ord <= 45; ord++ {
+		if seen[ord] != 1 {
+			t.Fatalf("interval %d seen %d times (%v)", ord, seen[ord], seen)
+		}
+	}
+	if len(seen) != 45 {
+		t.Fatalf("walk saw %d intervals, want the 45 that existed when it began", len(seen))
+	}
+	for _, q := range []string{"?limit=0", "?limit=201", "?limit=x", "?cursor=-1", "?cursor=abc"} {
+		h.get(base+q, user).expect(t, http.StatusBadRequest)
+	}
+	h.get(base+"?limit=200", user).expect(t, http.StatusOK)
+}
+
+func TestTrackingEndpoints(t *testing.T) {
+	h := newRTLSHarness(t, WSOptions{})
+	user := h.token("user")
+	h.get("/api/v1/tracking/start/strongest", user).expect(t, http.StatusForbidden)
+	h.get("/api/v1/tracking/start/nope", h.admin).expect(t, http.StatusBadRequest)
+	var st rtls.Status
+	h.get("/api/v1/tracking/start/strongest", h.admin).expect(t, http.StatusOK).decodePayload(t, &st)
+	if !st.Running || st.Algorithm != "strongest" {
+		t.Fatalf("status %+v", st)
+	}
+	var cur struct {
+		Algorithm *string `json:"algorithm"`
+		Running   bool    `json:"running"`
+	}
+	h.get("/api/v1/tracking/algorithms/current", user).expect(t, http.StatusOK).decodePayload(t, &cur)
+	if cur.Algorithm == nil || *cur.Algorithm != "strongest" || !cur.Running {
+		t.Fatalf("current %+v", cur)
+	}
+	var algs struct {
+		Algorithms []rtls.AlgorithmInfo `json:"algorithms"`
+	}
+	h.get("/api/v1/tracking/algorithms", user).expect(t, http.StatusOK).decodePayload(t, &algs)
+	if len(algs.Algorithms) != 1 || algs.Algorithms[0].Name != "strongest" {
+		t.Fatalf("algorithms %+v", algs)
+	}
+	h.get("/api/v1/tracking/stop", h.admin).expect(t, http.StatusOK)
+	h.get("/api/v1/tracking/algorithms/current", user).expect(t, http.StatusOK).decodePayload(t, &cur)
+	if cur.Algorithm != nil || cur.Running {
+		t.Fatalf("after stop %+v", cur)
+	}
+	h.get("/api/v1/tracking/status", user).expect(t, http.StatusOK)
+}
+
+func TestSurveySamples(t *testing.T) {
+	h := newRTLSHarness(t, WSOptions{})
+	f := h.site()
+	h.send("POST", "/api/v1/tracking/survey/start", h.admin, map[string]any{"asset_uid": f.watch, "zone_id": 999}).expect(t, http.StatusBadRequest)
+	h.send("POST", "/api/v1/tracking/survey/start", h.admin, map[string]any{"asset_uid": "NOPE", "zone_id": f.hall.ID}).expect(t, http.StatusBadRequest)
+	h.send("POST", "/api/v1/tracking/survey/start", h.token("user"), map[string]any{"asset_uid": f.watch, "zone_id": f.hall.ID}).expect(t, http.StatusForbidden)
+	h.post("/api/v1/tracking/survey/start", map[string]any{"asset_uid": f.watch, "zone_id": f.hall.ID}, http.StatusOK)
+	before := h.fake.reloads
+	var stopped struct {
+		Stored  int                  `json:"stored"`
+		Samples []store.SurveySample `json:"samples"`
+	}
+	h.post("/api/v1/tracking/survey/stop", map[string]any{"asset_uid": f.watch}, http.StatusOK).decodePayload(t, &stopped)
+	if stopped.Stored != 2 || stopped.Samples[0].RSSI["AC233F000001"] != -61.5 || stopped.Samples[0].Zone != f.hall.ID {
+		t.Fatalf("stopped %+v", stopped)
+	}
+	if h.fake.reloads == before {
+		t.Fatal("samples not handed to the engine")
+	}
+	var list struct {
+		Samples []store.SurveySample `json:"samples"`
+	}
+	h.adminGet("/api/v1/tracking/samples?zone_id="+itoa(f.hall.ID), http.StatusOK).decodePayload(t, &list)
+	if len(list.Samples) != 2 {
+		t.Fatalf("samples %+v", list)
+	}
+	h.send("DELETE", "/api/v1/tracking/sample/"+itoa(list.Samples[0].ID), h.admin, nil).expect(t, http.StatusOK)
+	h.send("DELETE", "/api/v1/tracking/sample/"+itoa(list.Samples[0].ID), h.admin, nil).expect(t, http.StatusNotFound)
+	h.adminGet("/api/v1/tracking/samples", http.StatusOK).decodePayload(t, &list)
+	if len(list.Samples) != 1 {
+		t.Fatalf("after delete %+v", list)
+	}
+}
+
+// The guard matrix again, with the engine present, so the RTLS handlers
+// themselves run for every role.
+func TestGuardMatrixWithRTLS(t *testing.T) {
+	h := newRTLSHarness(t, WSOptions{})
+	tokens := map[string]string{roleNone: ""}
+	for _, role := range harnessRoles {
+		tokens[role] = h.token(role)
+	}
+	for _, rt := range h.srv.Routes() {
+		rules := admits[rt.Guard]
+		path := concretePath(rt.Path)
+		for _, role := range matrixRoles {
+			r := h.do(req{method: rt.Method, path: path, token: tokens[role], body: bodyFor(rt.Method)})
+			if r.Code == http.StatusNotFound && r.Message == "no such endpoint" || r.Code == http.StatusMethodNotAllowed {
+				t.Errorf("%s %s as %s: not reachable", rt.Method, path, role)
+			} else if rules[role] == r.isGuardRefusal() {
+				t.Errorf("%s %s as %s: %d %q", rt.Method, path, role, r.Code, r.Message)
+			}
+		}
+	}
+}

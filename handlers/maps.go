@@ -1,0 +1,283 @@
+package handlers
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"math"
+	"mime"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"beaconhub/appliance/apperr"
+	"beaconhub/appliance/applog"
+	"beaconhub/store"
+
+	"github.com/julienschmidt/httprouter"
+)
+
+// Maps (spec "Maps"): floor plans for zones, gateway placement and the
+// tracking canvas. An image is uploaded first (POST /maps/upload answers
+// its image_id and pixel size) and a map then names it. The bytes decide
+// the type (sniffImage, shared with floor images), never the file name or
+// the client's Content-Type.
+
+// maxMapImage bounds an uploaded map image (same as a floor image).
+const maxMapImage = maxFloorImage
+
+const maxMapName = 100
+
+// mapInput is the body of POST /api/v1/maps and POST /api/v1/map/:id.
+// Width and height override what the image says (needed only for an SVG
+// without width/height or viewBox).
+type mapInput struct {
+	Name           string   `json:"name"`
+	LocationID     uint64   `json:"location_id"`
+	PixelsPerMeter float64  `json:"pixels_per_meter"`
+	ImageID        uint64   `json:"image_id"`
+	Width          *float64 `json:"width"`
+	Height         *float64 `json:"height"`
+}
+
+// readUpload returns the uploaded bytes: the first file part of a
+// multipart/form-data body (what a browser form sends), else the raw body.
+func readUpload(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+	body := http.MaxBytesReader(w, r.Body, maxMapImage+64<<10)
+	mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	if mt != "multipart/form-data" {
+		return io.ReadAll(body)
+	}
+	r.Body = body
+	mr, err := r.MultipartReader()
+	if err != nil {
+		return nil, apperr.Invalid("malformed multipart body")
+	}
+	for {
+		part, err := mr.NextPart()
+		if errors.Is(err, io.EOF) {
+			return nil, apperr.Invalid("the multipart body has no file part")
+		}
+		if err != nil {
+			var mbe *http.MaxBytesError
+			if errors.As(err, &mbe) {
+				return nil, err
+			}
+			return nil, apperr.Invalid("malformed multipart body")
+		}
+		if part.FileName() == "" {
+			continue
+		}
+		data, err := io.ReadAll(io.LimitReader(part, maxMapImage+1))
+		if err != nil {
+			return nil, err
+		}
+		return data, nil
+	}
+}
+
+// uploadMap: POST /api/v1/maps/upload (admin).
+func (s *Server) uploadMap(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
+	data, err := readUpload(w, r)
+	if err != nil {
+		return err
+	}
+	if len(data) > maxMapImage {
+		return apperr.TooLarge("a map image may be at most %d bytes", maxMapImage)
+	}
+	ct, isImage := sniffImage(data)
+	if !isImage {
+		return apperr.Invalid("the map image must be PNG, JPEG or SVG")
+	}
+	wd, ht, err := imageSize(ct, data)
+	if err != nil {
+		return err
+	}
+	id, err := s.deps.DB.PutMapImage(ct, data)
+	if err != nil {
+		return err
+	}
+	return created(w, map[string]any{"image_id": id, "content_type": ct, "size": len(data), "width": wd, "height": ht})
+}
+
+func (s *Server) listMaps(w http.ResponseWriter, _ *http.Request, _ httprouter.Params) error {
+	maps, err := s.deps.DB.ListMaps()
+	if err != nil {
+		return err
+	}
+	return ok(w, map[string]any{"maps": maps})
+}
+
+func (s *Server) getMap(w http.ResponseWriter, _ *http.Request, p httprouter.Params) error {
+	m, err := s.mapByParam(p)
+	if err != nil {
+		return err
+	}
+	return ok(w, m)
+}
+
+func (s *Server) mapByParam(p httprouter.Params) (store.Map, error) {
+	id, err := pathID(p, "id")
+	if err != nil {
+		return store.Map{}, err
+	}
+	m, err := s.deps.DB.GetMap(id)
+	if errors.Is(err, store.ErrNotFound) {
+		return m, apperr.NotFound("map %d not found", id)
+	}
+	return m, err
+}
+
+// createMap: POST /api/v1/maps (admin); saveMap: POST /api/v1/map/:id.
+func (s *Server) createMap(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
+	return s.saveMap(w, r, p)
+}
+
+func (s *Server) saveMap(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
+	var m store.Map
+	if p.ByName("id") != "" {
+		old, err := s.mapByParam(p)
+		if err != nil {
+			return err
+		}
+		m = old
+	}
+	var in mapInput
+	if err := decode(w, r, &in); err != nil {
+		return err
+	}
+	in.Name = strings.TrimSpace(in.Name)
+	switch {
+	case in.Name == "" || len(in.Name) > maxMapName:
+		return apperr.InvalidField("name", "name must be 1 to %d characters", maxMapName)
+	case in.PixelsPerMeter < 0 || in.PixelsPerMeter > 10000 || math.IsNaN(in.PixelsPerMeter):
+		return apperr.InvalidField("pixels_per_meter", "pixels_per_meter must be between 0 (unknown) and 10000")
+	case in.ImageID == 0:
+		return apperr.InvalidField("image_id", "image_id is required: upload the image with POST /api/v1/maps/upload")
+	}
+	img, err := s.deps.DB.GetMapImage(in.ImageID)
+	if errors.Is(err, store.ErrNotFound) {
+		return apperr.InvalidField("image_id", "image %d does not exist", in.ImageID)
+	}
+	if err != nil {
+		return err
+	}
+	if in.LocationID != 0 {
+		if err := s.checkLocation(in.LocationID); err != nil {
+			return err
+		}
+	}
+	wd, ht, err := imageSize(img.ContentType, img.Data)
+	if err != nil {
+		return err
+	}
+	for _, o := range []struct {
+		v    *float64
+		dst  *float64
+		name string
+	}{{in.Width, &wd, "width"}, {in.Height, &ht, "height"}} {
+		if o.v != nil {
+			if *o.v <= 0 || *o.v > 100000 {
+				return apperr.InvalidField(o.name, "%s must be between 1 and 100000 pixels", o.name)
+			}
+			*o.dst = *o.v
+		}
+	}
+	if wd <= 0 || ht <= 0 {
+		return apperr.InvalidField("width", "the image does not state its size; give width and height in pixels")
+	}
+	m.Name, m.LocationID, m.PixelsPerMeter, m.ImageID = in.Name, in.LocationID, in.PixelsPerMeter, in.ImageID
+	m.ContentType, m.Width, m.Height = img.ContentType, wd, ht
+	isNew := m.ID == 0
+	m, err = s.deps.DB.PutMap(m, time.Now())
+	if err != nil {
+		return err
+	}
+	s.deps.AppLog.Record(applog.Normal, "map.save", "map "+strconv.FormatUint(m.ID, 10), actor(r), "map "+m.Name+" saved")
+	if err := s.reloadSite(); err != nil {
+		return err
+	}
+	if isNew {
+		return created(w, m)
+	}
+	return ok(w, m)
+}
+
+func (s *Server) checkLocation(id uint64) error {
+	reg, err := s.registry()
+	if err != nil {
+		return err
+	}
+	locs, err := reg.Locations()
+	if err != nil {
+		return err
+	}
+	for _, l := range locs {
+		if l.ID == id {
+			return nil
+		}
+	}
+	return apperr.InvalidField("location_id", "location %d does not exist", id)
+}
+
+// deleteMap: DELETE /api/v1/map/:id (admin). It cascades to the map's
+// zones (and the adjacencies and survey samples that name them) and its
+// gateway placements.
+func (s *Server) deleteMap(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
+	m, err := s.mapByParam(p)
+	if err != nil {
+		return err
+	}
+	zones, err := s.deps.DB.ListZones(m.ID)
+	if err != nil {
+		return err
+	}
+	if err := s.deps.DB.DeleteMap(m.ID); err != nil {
+		return err
+	}
+	s.deps.AppLog.Record(applog.Normal, "map.delete", "map "+strconv.FormatUint(m.ID, 10), actor(r),
+		"map "+m.Name+" deleted with "+strconv.Itoa(len(zones))+" zones")
+	if err := s.reloadSite(); err != nil {
+		return err
+	}
+	return ok(w, map[string]any{"id": m.ID, "deleted_zones": len(zones)})
+}
+
+// mapImage: GET /api/v1/maps/image?id=<map id> (or ?image_id= for an
+// upload not yet attached to a map). An SVG is served under a CSP that
+// forbids scripts and sandboxes the document, with nosniff, so it cannot
+// run in our origin.
+func (s *Server) mapImage(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
+	q := r.URL.Query()
+	var imageID uint64
+	switch {
+	case q.Get("id") != "":
+		m, err := s.mapByParam(httprouter.Params{{Key: "id", Value: q.Get("id")}})
+		if err != nil {
+			return err
+		}
+		imageID = m.ImageID
+	case q.Get("image_id") != "":
+		id, err := pathID(httprouter.Params{{Key: "image_id", Value: q.Get("image_id")}}, "image_id")
+		if err != nil {
+			return err
+		}
+		imageID = id
+	default:
+		return apperr.InvalidField("id", "query id (a map id) is required")
+	}
+	img, err := s.deps.DB.GetMapImage(imageID)
+	if errors.Is(err, store.ErrNotFound) {
+		return apperr.NotFound("image not found")
+	}
+	if err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", img.ContentType)
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.Header().Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; sandbox")
+	w.Header().Set("Cache-Control", "private, max-age=300")
+	http.ServeContent(w, r, "", time.Time{}, bytes.NewReader(img.Data))
+	return nil
+}

@@ -1,0 +1,243 @@
+package handlers
+
+import (
+	"bytes"
+	"image"
+	"image/color"
+	"image/png"
+	"mime/multipart"
+	"net/http"
+	"strings"
+	"testing"
+
+	"beaconhub/store"
+)
+
+// pngOf encodes a real w x h PNG.
+func pngOf(t *testing.T, w, h int) []byte {
+	t.Helper()
+	img := image.NewGray(image.Rect(0, 0, w, h))
+	img.Set(1, 1, color.White)
+	var b bytes.Buffer
+	if err := png.Encode(&b, img); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
+}
+
+type uploaded struct {
+	ImageID     uint64  `json:"image_id"`
+	ContentType string  `json:"content_type"`
+	Width       float64 `json:"width"`
+	Height      float64 `json:"height"`
+}
+
+// upload sends data as a browser form would, under the given file name.
+func (h *rtlsHarness) upload(name string, data []byte) *response {
+	h.t.Helper()
+	var body bytes.Buffer
+	mw := multipart.NewWriter(&body)
+	fw, err := mw.CreateFormFile("file", name)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	_, _ = fw.Write(data)
+	_ = mw.Close()
+	return h.do(req{method: "POST", path: "/api/v1/maps/upload", token: h.admin, body: body.Bytes(),
+		header: map[string]string{"Content-Type": mw.FormDataContentType()}})
+}
+
+// newMap uploads a PNG of w x h and creates a map from it.
+func (h *rtlsHarness) newMap(name string, w, ht int) store.Map {
+	h.t.Helper()
+	var up uploaded
+	h.upload("plan.png", pngOf(h.t, w, ht)).expect(h.t, http.StatusCreated).decodePayload(h.t, &up)
+	var m store.Map
+	h.post("/api/v1/maps", map[string]any{"name": name, "pixels_per_meter": 20, "image_id": up.ImageID}, http.StatusCreated).decodePayload(h.t, &m)
+	return m
+}
+
+func (h *rtlsHarness) newZone(mapID uint64, name string, x1, y1, x2, y2 float64) store.Zone {
+	h.t.Helper()
+	var z store.Zone
+	h.post("/api/v1/maps/"+itoa(mapID)+"/zones", map[string]any{"name": name, "x1": x1, "y1": y1, "x2": x2, "y2": y2},
+		http.StatusCreated).decodePayload(h.t, &z)
+	return z
+}
+
+// The bytes decide the type, never the name: a PNG named .svg is a PNG,
+// HTML named .png is refused, and an SVG is served so it cannot script.
+func TestMapUploadSniffsContent(t *testing.T) {
+	h := newRTLSHarness(t, WSOptions{})
+	var up uploaded
+	h.upload("plan.svg", pngOf(t, 40, 30)).expect(t, http.StatusCreated).decodePayload(t, &up)
+	if up.ContentType != "image/png" || up.Width != 40 || up.Height != 30 {
+		t.Fatalf("PNG named .svg: %+v", up)
+	}
+	h.upload("plan.png", []byte("<html><script>alert(1)</script></html>")).expect(t, http.StatusBadRequest)
+	// Magic bytes alone are not an image.
+	h.upload("plan.png", append([]byte("\x89PNG\r\n\x1a\n"), make([]byte, 40)...)).expect(t, http.StatusBadRequest)
+	h.upload("big.png", make([]byte, maxMapImage+1)).expect(t, http.StatusRequestEntityTooLarge)
+	h.upload("x.svg", []byte(`<?xml version="1.0"?><!DOCTYPE svg [<!ENTITY a "b">]><svg width="10" height="10"/>`)).expect(t, http.StatusBadRequest)
+
+	// A raw body works too; an SVG gives its size from the viewBox.
+	svg := `<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 800 600"><script>alert(1)</script></svg>`
+	h.do(req{method: "POST", path: "/api/v1/maps/upload", token: h.admin, body: svg}).expect(t, http.StatusCreated).decodePayload(t, &up)
+	if up.ContentType != "image/svg+xml" || up.Width != 800 || up.Height != 600 {
+		t.Fatalf("svg: %+v", up)
+	}
+	var m store.Map
+	h.post("/api/v1/maps", map[string]any{"name": "Ground", "image_id": up.ImageID}, http.StatusCreated).decodePayload(t, &m)
+	r := h.get("/api/v1/maps/image?id="+itoa(m.ID), h.token("user")).expect(t, http.StatusOK)
+	if r.Header.Get("Content-Type") != "image/svg+xml" || r.Header.Get("X-Content-Type-Options") != "nosniff" ||
+		!strings.Contains(r.Header.Get("Content-Security-Policy"), "sandbox") || !strings.Contains(r.Body, "<svg") {
+		t.Fatalf("svg served with %v", r.Header)
+	}
+	h.upload("plan.png", pngOf(t, 4, 4)).expect(t, http.StatusCreated)
+	h.do(req{method: "POST", path: "/api/v1/maps/upload", token: h.token("user"), body: svg}).expect(t, http.StatusForbidden)
+}
+
+func TestMapsCRUD(t *testing.T) {
+	h := newRTLSHarness(t, WSOptions{})
+	m := h.newMap("Ground", 200, 100)
+	if m.Width != 200 || m.Height != 100 || m.PixelsPerMeter != 20 {
+		t.Fatalf("map %+v", m)
+	}
+	for name, body := range map[string]map[string]any{
+		"no name":      {"image_id": m.ImageID},
+		"no image":     {"name": "x"},
+		"bad image":    {"name": "x", "image_id": 999},
+		"negative ppm": {"name": "x", "image_id": m.ImageID, "pixels_per_meter": -1},
+		"bad location": {"name": "x", "image_id": m.ImageID, "location_id": 999},
+		"unknown key":  {"name": "x", "image_id": m.ImageID, "colour": "red"},
+	} {
+		if r := h.send("POST", "/api/v1/maps", h.admin, body); r.Code != http.StatusBadRequest {
+			t.Errorf("%s: %d %s", name, r.Code, r.Body)
+		}
+	}
+	h.post("/api/v1/map/"+itoa(m.ID), map[string]any{"name": "Ground floor", "image_id": m.ImageID, "pixels_per_meter": 25}, http.StatusOK)
+	var got store.Map
+	h.get("/api/v1/map/"+itoa(m.ID), h.token("user")).expect(t, http.StatusOK).decodePayload(t, &got)
+	if got.Name != "Ground floor" || got.PixelsPerMeter != 25 {
+		t.Fatalf("updated %+v", got)
+	}
+	h.get("/api/v1/map/999", h.admin).expect(t, http.StatusNotFound)
+	h.send("DELETE", "/api/v1/map/999", h.admin, nil).expect(t, http.StatusNotFound)
+	h.get("/api/v1/maps/image?id=999", h.admin).expect(t, http.StatusNotFound)
+	h.get("/api/v1/maps/image", h.admin).expect(t, http.StatusBadRequest)
+
+	z := h.newZone(m.ID, "Hall", 0, 0, 50, 50)
+	var del struct {
+		DeletedZones int `json:"deleted_zones"`
+	}
+	h.send("DELETE", "/api/v1/map/"+itoa(m.ID), h.admin, nil).expect(t, http.StatusOK).decodePayload(t, &del)
+	if del.DeletedZones != 1 {
+		t.Fatalf("cascade %+v", del)
+	}
+	h.get("/api/v1/zone/"+itoa(z.ID), h.admin).expect(t, http.StatusNotFound)
+	if h.fake.reloads == 0 {
+		t.Fatal("the engine was never told about the edits")
+	}
+}
+
+func TestZoneValidation(t *testing.T) {
+	h := newRTLSHarness(t, WSOptions{})
+	m := h.newMap("Ground", 200, 100)
+	other := h.newMap("First", 200, 100)
+	a := h.newZone(m.ID, "A", 0, 0, 50, 50)
+	b := h.newZone(m.ID, "B", 50, 0, 100, 50)
+	up := h.newZone(other.ID, "Up", 0, 0, 10, 10)
+	path := "/api/v1/maps/" + itoa(m.ID) + "/zones"
+	cases := map[string]struct {
+		body map[string]any
+		want string
+	}{
+		"no name":        {map[string]any{"x1": 0, "y1": 0, "x2": 1, "y2": 1}, "name"},
+		"missing corner": {map[string]any{"name": "z", "x1": 0, "y1": 0, "x2": 1}, "y2"},
+		"inverted":       {map[string]any{"name": "z", "x1": 10, "y1": 0, "x2": 5, "y2": 5}, "x1 < x2"},
+		"negative":       {map[string]any{"name": "z", "x1": -1, "y1": 0, "x2": 5, "y2": 5}, "x1"},
+		"outside map":    {map[string]any{"name": "z", "x1": 0, "y1": 0, "x2": 201, "y2": 5}, "inside its map"},
+		"extra field":    {map[string]any{"name": "z", "x1": 0, "y1": 0, "x2": 1, "y2": 1, "z": 3}, "unknown field"},
+	}
+	for name, c := range cases {
+		r := h.send("POST", path, h.admin, c.body)
+		if r.Code != http.StatusBadRequest || !strings.Contains(r.Message, c.want) {
+			t.Errorf("%s: %d %s (want 400 mentioning %q)", name, r.Code, r.Body, c.want)
+		}
+	}
+	h.send("POST", "/api/v1/maps/999/zones", h.admin, map[string]any{"name": "z", "x1": 0, "y1": 0, "x2": 1, "y2": 1}).expect(t, http.StatusNotFound)
+	h.send("POST", "/api/v1/zone/999", h.admin, map[string]any{"name": "z", "x1": 0, "y1": 0, "x2": 1, "y2": 1}).expect(t, http.StatusNotFound)
+
+	adjPath := "/api/v1/zone/" + itoa(a.ID) + "/adjacency"
+	for name, c := range map[string]struct {
+		body map[string]any
+		want string
+	}{
+		"self":      {map[string]any{"adjacent": []uint64{a.ID}}, "itself"},
+		"unknown":   {map[string]any{"adjacent": []uint64{999}}, "does not exist"},
+		"cross-map": {map[string]any{"adjacent": []uint64{up.ID}}, "allow_cross_map"},
+		"missing":   {map[string]any{}, "adjacent is required"},
+	} {
+		r := h.send("POST", adjPath, h.admin, c.body)
+		if r.Code != http.StatusBadRequest || !strings.Contains(r.Message, c.want) {
+			t.Errorf("adjacency %s: %d %s", name, r.Code, r.Body)
+		}
+	}
+	h.post(adjPath, map[string]any{"adjacent": []uint64{b.ID, up.ID}, "allow_cross_map": true}, http.StatusOK)
+	var gotB, gotUp store.Zone
+	h.get("/api/v1/zone/"+itoa(b.ID), h.admin).expect(t, http.StatusOK).decodePayload(t, &gotB)
+	h.get("/api/v1/zone/"+itoa(up.ID), h.admin).expect(t, http.StatusOK).decodePayload(t, &gotUp)
+	if len(gotB.Adjacent) != 1 || gotB.Adjacent[0] != a.ID || len(gotUp.Adjacent) != 1 || gotUp.Adjacent[0] != a.ID {
+		t.Fatalf("not symmetric: b=%v up=%v", gotB.Adjacent, gotUp.Adjacent)
+	}
+	// Moving a zone keeps its edges; deleting it removes them from b.
+	h.post("/api/v1/zone/"+itoa(a.ID), map[string]any{"name": "A2", "x1": 1, "y1": 1, "x2": 40, "y2": 40}, http.StatusOK)
+	h.send("DELETE", "/api/v1/zone/"+itoa(a.ID), h.admin, nil).expect(t, http.StatusOK)
+	h.get("/api/v1/zone/"+itoa(b.ID), h.admin).expect(t, http.StatusOK).decodePayload(t, &gotB)
+	if len(gotB.Adjacent) != 0 {
+		t.Fatalf("edge to a deleted zone kept: %v", gotB.Adjacent)
+	}
+	var list struct {
+		Zones []store.Zone `json:"zones"`
+	}
+	h.get("/api/v1/maps/"+itoa(m.ID)+"/zones", h.token("user")).expect(t, http.StatusOK).decodePayload(t, &list)
+	if len(list.Zones) != 1 || list.Zones[0].ID != b.ID {
+		t.Fatalf("zones %+v", list.Zones)
+	}
+}
+
+func TestGatewayPlacement(t *testing.T) {
+	h := newRTLSHarness(t, WSOptions{})
+	m := h.newMap("Ground", 200, 100)
+	h.post("/api/v1/gateways", map[string]any{"mac": "AC233FA0B1C2", "name": "Kitchen"}, http.StatusCreated)
+	gw := "LEGACY-AC233FA0B1C2"
+	path := "/api/v1/maps/" + itoa(m.ID) + "/gateways"
+	h.send("POST", path, h.admin, map[string]any{"gateway": "GW-NOPE", "x": 1, "y": 1}).expect(t, http.StatusBadRequest)
+	h.send("POST", path, h.admin, map[string]any{"gateway": gw, "x": 201, "y": 1}).expect(t, http.StatusBadRequest)
+	h.send("POST", path, h.admin, map[string]any{"gateway": gw, "x": 10}).expect(t, http.StatusBadRequest)
+	h.send("POST", "/api/v1/maps/999/gateways", h.admin, map[string]any{"gateway": gw, "x": 1, "y": 1}).expect(t, http.StatusNotFound)
+	h.post(path, map[string]any{"gateway": gw, "x": 10, "y": 20}, http.StatusOK)
+	var got struct {
+		Gateways []placedGateway `json:"gateways"`
+	}
+	h.get(path, h.token("user")).expect(t, http.StatusOK).decodePayload(t, &got)
+	if len(got.Gateways) != 1 || got.Gateways[0].AssetUID != gw || got.Gateways[0].MAC != "AC233FA0B1C2" || got.Gateways[0].X != 10 {
+		t.Fatalf("placed %+v", got)
+	}
+	var ov struct {
+		Maps []struct {
+			ID       uint64 `json:"id"`
+			Gateways int    `json:"gateways"`
+		} `json:"maps"`
+	}
+	h.get("/api/v1/maps/overview", h.token("user")).expect(t, http.StatusOK).decodePayload(t, &ov)
+	if len(ov.Maps) != 1 || ov.Maps[0].Gateways != 1 {
+		t.Fatalf("overview %+v", ov)
+	}
+	h.send("DELETE", path+"/"+gw, h.admin, nil).expect(t, http.StatusOK)
+	h.send("DELETE", path+"/"+gw, h.admin, nil).expect(t, http.StatusNotFound)
+	h.get(path, h.admin).expect(t, http.StatusOK).decodePayload(t, &got)
+	if len(got.Gateways) != 0 {
+		t.Fatalf("still placed %+v", got)
+	}
+}

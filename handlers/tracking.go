@@ -1,0 +1,158 @@
+package handlers
+
+import (
+	"errors"
+	"net/http"
+
+	"beaconhub/appliance/apperr"
+	"beaconhub/appliance/applog"
+	"beaconhub/appliance/auth"
+	"beaconhub/appliance/rtls"
+
+	"github.com/julienschmidt/httprouter"
+)
+
+// Tracker is the tracking engine as the HTTP layer uses it: the engine's
+// own methods (appliance/rtls/contract.go) plus Reload, which the
+// composition root implements by rebuilding the engine's site and samples
+// from the store. Start records the chosen algorithm so that a restart
+// resumes it.
+type Tracker interface {
+	Algorithms() []rtls.AlgorithmInfo
+	Start(name string) error
+	Stop()
+	Status() rtls.Status
+	Current() string
+	Location(uid string) (rtls.Location, bool)
+	Locations() []rtls.Location
+	Listen(l rtls.Listener, debug func(uid string) bool) (cancel func())
+	Record(uid string, zone uint64)
+	StopRecording(uid string) []rtls.Sample
+	// LastSeen is the persisted time the beacon was last heard (Unix ms,
+	// 0 = never), kept by ingest independently of the engine.
+	LastSeen(uid string) int64
+	// Reload hands the engine the site (maps, zones, placed gateways) and
+	// the survey samples as they are now in the store.
+	Reload() error
+}
+
+const msgRTLSOff = "real-time location is not enabled (feature rtls)"
+
+// tracker returns the engine, or 400 when feature rtls is off (the spec's
+// answer for the simple-user location routes, used for every RTLS route).
+func (s *Server) tracker() (Tracker, error) {
+	if s.deps.RTLS == nil {
+		return nil, apperr.Invalid(msgRTLSOff)
+	}
+	return s.deps.RTLS, nil
+}
+
+// reloadSite tells a running engine that maps, zones, placements or
+// samples changed. The edit is already committed; a failed reload is
+// logged and answered as an error so the admin knows the engine lags.
+func (s *Server) reloadSite() error {
+	if s.deps.RTLS == nil {
+		return nil
+	}
+	return s.deps.RTLS.Reload()
+}
+
+// trackingStart: GET /api/v1/tracking/start/:alg (admin).
+func (s *Server) trackingStart(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
+	t, err := s.tracker()
+	if err != nil {
+		return err
+	}
+	alg := p.ByName("alg")
+	if err := t.Start(alg); err != nil {
+		if errors.Is(err, rtls.ErrUnknownAlgorithm) {
+			return apperr.InvalidField("alg", "unknown algorithm %q; see GET /api/v1/tracking/algorithms", alg)
+		}
+		return err
+	}
+	s.deps.AppLog.Record(applog.Normal, "tracking.start", "tracking", actor(r), "tracking started with "+alg)
+	return ok(w, t.Status())
+}
+
+// trackingStop: GET /api/v1/tracking/stop (admin).
+func (s *Server) trackingStop(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
+	t, err := s.tracker()
+	if err != nil {
+		return err
+	}
+	t.Stop()
+	s.deps.AppLog.Record(applog.Normal, "tracking.stop", "tracking", actor(r), "tracking stopped")
+	return ok(w, t.Status())
+}
+
+// trackingStatus: GET /api/v1/tracking/status: the engine's status and
+// the live feed's counters.
+func (s *Server) trackingStatus(w http.ResponseWriter, _ *http.Request, _ httprouter.Params) error {
+	t, err := s.tracker()
+	if err != nil {
+		return err
+	}
+	out := struct {
+		rtls.Status
+		WebSocket *wsStats `json:"websocket,omitempty"`
+	}{Status: t.Status()}
+	if s.hub != nil {
+		out.WebSocket = s.hub.stats()
+	}
+	return ok(w, out)
+}
+
+// trackingAlgorithms: GET /api/v1/tracking/algorithms.
+func (s *Server) trackingAlgorithms(w http.ResponseWriter, _ *http.Request, _ httprouter.Params) error {
+	t, err := s.tracker()
+	if err != nil {
+		return err
+	}
+	return ok(w, map[string]any{"algorithms": t.Algorithms(), "current": nullIfEmpty(t.Current())})
+}
+
+// trackingCurrent: GET /api/v1/tracking/algorithms/current.
+func (s *Server) trackingCurrent(w http.ResponseWriter, _ *http.Request, _ httprouter.Params) error {
+	t, err := s.tracker()
+	if err != nil {
+		return err
+	}
+	return ok(w, map[string]any{"algorithm": nullIfEmpty(t.Current()), "running": t.Current() != ""})
+}
+
+// trackingAsset: GET /api/v1/tracking/:id. Non-admins see only active
+// trackable beacons inside their location scope; admins any asset_uid
+// the registry knows.
+func (s *Server) trackingAsset(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
+	t, err := s.tracker()
+	if err != nil {
+		return err
+	}
+	uid := p.ByName("id")
+	if c := claimsFrom(r); c == nil || c.Role != auth.RoleAdmin {
+		if _, err := s.visibleTrackable(r, uid); err != nil {
+			return err
+		}
+	} else {
+		reg, err := s.registry()
+		if err != nil {
+			return err
+		}
+		if _, _, err := reg.AssetByUID(uid); err != nil {
+			return apperr.NotFound("asset %s not found", uid)
+		}
+	}
+	loc, seen := t.Location(uid)
+	out := map[string]any{"asset_uid": uid, "located": seen && loc.Zone != 0, "location": nil}
+	if seen {
+		out["location"] = loc
+	}
+	return ok(w, out)
+}
+
+func nullIfEmpty(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}

@@ -1,0 +1,142 @@
+package handlers
+
+import (
+	"encoding/hex"
+	"errors"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"beaconhub/appliance/apperr"
+	"beaconhub/appliance/applog"
+	"beaconhub/appliance/rtls"
+	"beaconhub/store"
+
+	"github.com/julienschmidt/httprouter"
+)
+
+// Survey (training) for the k-NN fingerprint algorithm: an admin stands a
+// beacon in a zone, starts recording, stops after a while; the engine cuts
+// what it heard into samples, which are stored and handed back to the
+// engine (SetSamples through Reload), now and on every start.
+//
+//	POST   /api/v1/tracking/survey/start  {asset_uid, zone_id}
+//	POST   /api/v1/tracking/survey/stop   {asset_uid} -> stored samples
+//	GET    /api/v1/tracking/samples[?zone_id=]
+//	DELETE /api/v1/tracking/sample/:id
+
+type surveyInput struct {
+	AssetUID string `json:"asset_uid"`
+	ZoneID   uint64 `json:"zone_id"`
+}
+
+func (s *Server) surveyStart(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
+	t, err := s.tracker()
+	if err != nil {
+		return err
+	}
+	var in surveyInput
+	if err := decode(w, r, &in); err != nil {
+		return err
+	}
+	reg, err := s.registry()
+	if err != nil {
+		return err
+	}
+	if _, err := reg.Beacon(in.AssetUID); err != nil {
+		return apperr.InvalidField("asset_uid", "beacon %q is not registered", in.AssetUID)
+	}
+	if _, err := s.deps.DB.GetZone(in.ZoneID); err != nil {
+		if errors.Is(err, store.ErrNotFound) {
+			return apperr.InvalidField("zone_id", "zone %d does not exist", in.ZoneID)
+		}
+		return err
+	}
+	t.Record(in.AssetUID, in.ZoneID)
+	s.deps.AppLog.Record(applog.Normal, "tracking.survey", "beacon "+in.AssetUID, actor(r),
+		"survey of zone "+strconv.FormatUint(in.ZoneID, 10)+" started")
+	return ok(w, map[string]any{"asset_uid": in.AssetUID, "zone_id": in.ZoneID, "recording": true})
+}
+
+func (s *Server) surveyStop(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
+	t, err := s.tracker()
+	if err != nil {
+		return err
+	}
+	var in struct {
+		AssetUID string `json:"asset_uid"`
+	}
+	if err := decode(w, r, &in); err != nil {
+		return err
+	}
+	if in.AssetUID == "" {
+		return apperr.InvalidField("asset_uid", "asset_uid is required")
+	}
+	got := t.StopRecording(in.AssetUID)
+	ss := make([]store.SurveySample, 0, len(got))
+	for _, sm := range got {
+		ss = append(ss, sampleToStore(in.AssetUID, sm))
+	}
+	ss, err = s.deps.DB.AddSamples(ss, time.Now())
+	if errors.Is(err, store.ErrNotFound) {
+		return apperr.Conflict("the surveyed zone was deleted while recording; nothing stored")
+	}
+	if err != nil {
+		return err
+	}
+	s.deps.AppLog.Record(applog.Normal, "tracking.survey", "beacon "+in.AssetUID, actor(r),
+		"survey stopped, "+strconv.Itoa(len(ss))+" samples stored")
+	if err := s.reloadSite(); err != nil {
+		return err
+	}
+	return ok(w, map[string]any{"asset_uid": in.AssetUID, "stored": len(ss), "samples": ss})
+}
+
+func sampleToStore(uid string, sm rtls.Sample) store.SurveySample {
+	out := store.SurveySample{Zone: sm.Zone, AssetUID: uid, RSSI: make(map[string]float64, len(sm.RSSI))}
+	for mac, v := range sm.RSSI {
+		out.RSSI[strings.ToUpper(hex.EncodeToString(mac[:]))] = v
+	}
+	return out
+}
+
+func (s *Server) listSamples(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
+	if _, err := s.tracker(); err != nil {
+		return err
+	}
+	var zone uint64
+	if v := r.URL.Query().Get("zone_id"); v != "" {
+		z, err := strconv.ParseUint(v, 10, 64)
+		if err != nil || z == 0 {
+			return apperr.InvalidField("zone_id", "zone_id must be a positive integer")
+		}
+		zone = z
+	}
+	ss, err := s.deps.DB.ListSamples(zone)
+	if err != nil {
+		return err
+	}
+	return ok(w, map[string]any{"samples": ss})
+}
+
+func (s *Server) deleteSample(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
+	if _, err := s.tracker(); err != nil {
+		return err
+	}
+	id, err := pathID(p, "id")
+	if err != nil {
+		return err
+	}
+	if err := s.deps.DB.DeleteSample(id); err != nil {
+		if errors.Is(err, store.ErrNotFound) {
+			return apperr.NotFound("sample %d not found", id)
+		}
+		return err
+	}
+	s.deps.AppLog.Record(applog.Normal, "tracking.sample", "sample "+strconv.FormatUint(id, 10), actor(r), "survey sample deleted")
+	if err := s.reloadSite(); err != nil {
+		return err
+	}
+	return ok(w, map[string]any{"id": id})
+}

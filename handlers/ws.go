@@ -1,0 +1,173 @@
+package handlers
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"strings"
+	"time"
+
+	"beaconhub/appliance/apperr"
+	"beaconhub/appliance/auth"
+
+	"github.com/gorilla/websocket"
+	"github.com/julienschmidt/httprouter"
+)
+
+// The live feed at /ws (docs/websocket.md). A client authenticates with a
+// JWT in one of three ways, checked in this order:
+//
+//  1. an `Authorization: Bearer <jwt>` header on the upgrade request;
+//  2. a `Sec-WebSocket-Protocol` entry `bearer.<jwt>` next to
+//     `beaconhub.v1` (browsers cannot set headers on a WebSocket); the
+//     server selects `beaconhub.v1` and never echoes the token;
+//  3. a first message `{"type":"auth","token":"<jwt>"}` within AuthWait.
+//
+// Credentials that are present but invalid refuse the upgrade with 403; a
+// connection that does not authenticate in time is closed with 1008.
+
+// Subprotocol is the protocol name a browser client offers.
+const Subprotocol = "beaconhub.v1"
+
+const bearerProtocolPrefix = "bearer."
+
+// WSOptions tune the WebSocket feed; zero fields take the defaults.
+type WSOptions struct {
+	PingInterval time.Duration // server ping period (default 25s)
+	PongWait     time.Duration // read deadline, extended by each pong or message (default 60s)
+	WriteWait    time.Duration // deadline of one frame write (default 10s)
+	AuthWait     time.Duration // time for the first-message auth (default 10s)
+	SendBuffer   int           // frames queued per client before it is dropped (default 256)
+	MaxSubs      int           // channels per client (default 1000)
+}
+
+func (o WSOptions) withDefaults() WSOptions {
+	def := func(d *time.Duration, v time.Duration) {
+		if *d <= 0 {
+			*d = v
+		}
+	}
+	def(&o.PingInterval, 25*time.Second)
+	def(&o.PongWait, 60*time.Second)
+	def(&o.WriteWait, 10*time.Second)
+	def(&o.AuthWait, 10*time.Second)
+	if o.SendBuffer <= 0 {
+		o.SendBuffer = 256
+	}
+	if o.MaxSubs <= 0 {
+		o.MaxSubs = 1000
+	}
+	return o
+}
+
+// maxWSMessage bounds a client frame (subscribe requests are tiny; an auth
+// message carries a JWT).
+const maxWSMessage = 8 << 10
+
+// ws: GET /ws. The route's guard is None because authentication happens
+// here, in any of the three ways above.
+func (s *Server) ws(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
+	if _, err := s.tracker(); err != nil {
+		return err
+	}
+	if s.hub == nil || s.hub.isClosed() {
+		return apperr.Unavailable("the server is shutting down")
+	}
+	if !websocket.IsWebSocketUpgrade(r) {
+		return apperr.Invalid("this endpoint speaks WebSocket only")
+	}
+	tok, offered := bearer(r), false
+	for _, p := range websocket.Subprotocols(r) {
+		if strings.HasPrefix(p, bearerProtocolPrefix) && tok == "" {
+			tok = strings.TrimPrefix(p, bearerProtocolPrefix)
+		}
+		offered = offered || p == Subprotocol
+	}
+	var claims *auth.Claims
+	if tok != "" {
+		c, err := s.wsVerify(tok)
+		if err != nil {
+			return err
+		}
+		claims = c
+	}
+	up := websocket.Upgrader{
+		ReadBufferSize:  1024,
+		WriteBufferSize: 4096,
+		// A JWT is never ambient (no cookie), so a foreign page cannot
+		// ride a user's session: any origin may connect.
+		CheckOrigin: func(*http.Request) bool { return true },
+		Error: func(w http.ResponseWriter, _ *http.Request, status int, reason error) {
+			writeJSONError(w, status, "websocket handshake failed")
+		},
+	}
+	var hdr http.Header
+	if offered {
+		hdr = http.Header{"Sec-WebSocket-Protocol": {Subprotocol}}
+	}
+	conn, err := up.Upgrade(w, r, hdr)
+	if err != nil {
+		return nil // the upgrader has answered
+	}
+	sc := scope{}
+	if claims != nil {
+		if sc, err = s.scopeFor(claims); err != nil {
+			s.log.Error("websocket scope", "err", err)
+			_ = conn.Close()
+			return nil
+		}
+	}
+	s.hub.serve(conn, claims, sc)
+	return nil
+}
+
+// wsVerify checks a token for the feed: any role but api, and not an
+// account that must change its password first.
+func (s *Server) wsVerify(tok string) (*auth.Claims, error) {
+	if s.deps.Auth == nil {
+		return nil, apperr.Forbidden(msgAuthRequired)
+	}
+	c, err := s.deps.Auth.Verify(tok)
+	if err != nil {
+		return nil, apperr.Forbidden(msgAuthRequired)
+	}
+	if c.MustChangePassword {
+		return nil, apperr.Forbidden(msgMustChange)
+	}
+	if c.Role == auth.RoleAPI {
+		return nil, apperr.Forbidden("the live feed is not available to api accounts")
+	}
+	return c, nil
+}
+
+// scopeFor is scopeOf for claims that did not come through a guard.
+func (s *Server) scopeFor(c *auth.Claims) (scope, error) {
+	r, _ := http.NewRequest(http.MethodGet, "/ws", nil)
+	return s.scopeOf(r.WithContext(contextWithClaims(r, c)))
+}
+
+func contextWithClaims(r *http.Request, c *auth.Claims) context.Context {
+	return context.WithValue(r.Context(), claimsKey{}, c)
+}
+
+// clientMsg is any frame a client sends.
+type clientMsg struct {
+	Type    string `json:"type"`
+	Channel string `json:"channel,omitempty"`
+	Token   string `json:"token,omitempty"`
+}
+
+// serverMsg is a control frame the server sends (track frames are
+// prepared by the hub).
+type serverMsg struct {
+	Type    string `json:"type"`
+	Channel string `json:"channel,omitempty"`
+	Message string `json:"message,omitempty"`
+	Role    string `json:"role,omitempty"`
+	Data    any    `json:"data,omitempty"`
+}
+
+func marshalMsg(m serverMsg) []byte {
+	b, _ := json.Marshal(m) // serverMsg always marshals
+	return b
+}

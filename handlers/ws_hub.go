@@ -1,0 +1,308 @@
+package handlers
+
+import (
+	"encoding/json"
+	"log/slog"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"beaconhub/appliance/auth"
+	"beaconhub/appliance/rtls"
+
+	"github.com/gorilla/websocket"
+)
+
+// wsHub fans engine events out to WebSocket clients. The engine calls
+// onEvent on the ingest path, so that only checks for subscribers and
+// hands the event to the hub's dispatcher through a bounded queue, never
+// blocking (one channel send, whatever the number of subscribers). The
+// dispatcher encodes the frame once (for several subscribers a
+// PreparedMessage, framed once for all of them) and offers it to each subscriber's bounded queue; a
+// client whose queue is full is dropped.
+type wsHub struct {
+	srv  *Server
+	t    Tracker
+	opts WSOptions
+	log  *slog.Logger
+
+	mu      sync.RWMutex
+	chans   map[string]map[*wsClient]struct{} // channel -> subscribers
+	debug   map[string]int                    // asset_uid -> debug subscribers
+	debugN  atomic.Int64                      // sum of debug, read without the lock
+	clients map[*wsClient]struct{}
+	closed  bool
+	cancel  func()
+	wg      sync.WaitGroup
+
+	in   chan rtls.Event // ingest -> dispatcher
+	quit chan struct{}
+	done chan struct{} // dispatcher ended
+
+	frames  atomic.Uint64 // frames queued to clients
+	dropped atomic.Uint64 // clients dropped for a full queue
+	lost    atomic.Uint64 // events dropped because the dispatcher lagged
+}
+
+// hubQueue bounds the events waiting for the dispatcher: a few seconds of
+// zone changes of a large site; more means the hub cannot keep up at all.
+const hubQueue = 1 << 15
+
+const (
+	chanTrack = "track-"
+	chanDebug = "track-debug-"
+)
+
+func newWSHub(s *Server, t Tracker, o WSOptions) *wsHub {
+	h := &wsHub{srv: s, t: t, opts: o.withDefaults(), log: s.log,
+		chans: map[string]map[*wsClient]struct{}{}, debug: map[string]int{}, clients: map[*wsClient]struct{}{},
+		in: make(chan rtls.Event, hubQueue), quit: make(chan struct{}), done: make(chan struct{})}
+	go h.dispatch()
+	h.cancel = t.Listen(h.onEvent, h.wantsDebug)
+	return h
+}
+
+// trackFrame is what a track or track-debug subscriber receives.
+type trackFrame struct {
+	Type     string `json:"type"` // "track" or "track-debug"
+	Channel  string `json:"channel"`
+	Data     any    `json:"data"`
+	Snapshot bool   `json:"snapshot,omitempty"`
+}
+
+type debugData struct {
+	AssetUID string             `json:"asset_uid"`
+	RSSI     []rtls.GatewayRSSI `json:"rssi"`
+}
+
+func channelOf(ev *rtls.Event) (ch, uid string) {
+	uid = ev.AssetUID
+	if uid == "" {
+		uid = ev.Location.AssetUID
+	}
+	if ev.Debug {
+		return chanDebug + uid, uid
+	}
+	return chanTrack + uid, uid
+}
+
+// onEvent is the engine Listener: non-blocking by construction. Events
+// nobody subscribed to stop here, before any copy or encoding.
+func (h *wsHub) onEvent(ev rtls.Event) {
+	ch, _ := channelOf(&ev)
+	h.mu.RLock()
+	n := len(h.chans[ch])
+	h.mu.RUnlock()
+	if n == 0 {
+		return
+	}
+	select {
+	case h.in <- ev:
+	default:
+		h.lost.Add(1)
+	}
+}
+
+// dispatch encodes queued events and offers them to their subscribers.
+func (h *wsHub) dispatch() {
+	defer close(h.done)
+	for {
+		select {
+		case ev := <-h.in:
+			h.fanout(&ev)
+		case <-h.quit:
+			return
+		}
+	}
+}
+
+func (h *wsHub) fanout(ev *rtls.Event) {
+	ch, uid := channelOf(ev)
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	subs := h.chans[ch]
+	if len(subs) == 0 {
+		return
+	}
+	f := trackFrame{Type: "track", Channel: ch, Data: ev.Location}
+	if ev.Debug {
+		f.Type, f.Data = "track-debug", debugData{AssetUID: uid, RSSI: ev.RSSI}
+	}
+	out, err := encodeFrame(f, len(subs))
+	if err != nil {
+		h.log.Error("websocket frame", "asset_uid", uid, "err", err)
+		return
+	}
+	for c := range subs {
+		c.offer(out)
+	}
+}
+
+// outFrame is one queued text frame: raw bytes for a single recipient, or
+// a PreparedMessage when several share it (gorilla frames it once per
+// connection type instead of once per connection; building one costs a
+// few KiB, which a single recipient does not repay).
+type outFrame struct {
+	pm  *websocket.PreparedMessage
+	raw []byte
+}
+
+func encodeFrame(v any, recipients int) (outFrame, error) {
+	data, err := json.Marshal(v)
+	if err != nil || recipients <= 1 {
+		return outFrame{raw: data}, err
+	}
+	pm, err := websocket.NewPreparedMessage(websocket.TextMessage, data)
+	return outFrame{pm: pm}, err
+}
+
+// wantsDebug is the engine's debug filter: raw RSSI is produced only for
+// beacons someone watches.
+func (h *wsHub) wantsDebug(uid string) bool {
+	if h.debugN.Load() == 0 {
+		return false // the usual case, asked on every sighting
+	}
+	h.mu.RLock()
+	n := h.debug[uid]
+	h.mu.RUnlock()
+	return n > 0
+}
+
+// serve runs a connected client until it or the hub goes away; it
+// returns the client (nil when the hub is closed).
+func (h *wsHub) serve(conn *websocket.Conn, claims *auth.Claims, sc scope) *wsClient {
+	c := &wsClient{hub: h, conn: conn, send: make(chan outFrame, h.opts.SendBuffer),
+		done: make(chan struct{}), subs: map[string]bool{}, claims: claims, scope: sc}
+	h.mu.Lock()
+	if h.closed {
+		h.mu.Unlock()
+		_ = conn.Close()
+		return nil
+	}
+	h.clients[c] = struct{}{}
+	h.wg.Add(2)
+	h.mu.Unlock()
+	go c.writer()
+	go c.reader()
+	return c
+}
+
+// add subscribes c to ch; it reports false when c already has the limit.
+func (h *wsHub) add(c *wsClient, ch, uid string, debug bool) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if c.subs[ch] {
+		return true
+	}
+	if len(c.subs) >= h.opts.MaxSubs {
+		return false
+	}
+	c.subs[ch] = true
+	m := h.chans[ch]
+	if m == nil {
+		m = map[*wsClient]struct{}{}
+		h.chans[ch] = m
+	}
+	m[c] = struct{}{}
+	if debug {
+		h.debug[uid]++
+		h.debugN.Add(1)
+	}
+	return true
+}
+
+func (h *wsHub) removeSub(c *wsClient, ch string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.unsubLocked(c, ch)
+}
+
+func (h *wsHub) unsubLocked(c *wsClient, ch string) {
+	if !c.subs[ch] {
+		return
+	}
+	delete(c.subs, ch)
+	if m := h.chans[ch]; m != nil {
+		delete(m, c)
+		if len(m) == 0 {
+			delete(h.chans, ch)
+		}
+	}
+	if uid, ok := strings.CutPrefix(ch, chanDebug); ok {
+		h.debugN.Add(-1)
+		if h.debug[uid]--; h.debug[uid] <= 0 {
+			delete(h.debug, uid)
+		}
+	}
+}
+
+// remove forgets a client whose goroutines are ending.
+func (h *wsHub) remove(c *wsClient) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for ch := range c.subs {
+		h.unsubLocked(c, ch)
+	}
+	delete(h.clients, c)
+}
+
+// wsStats are the live feed's counters (in GET /api/v1/tracking/status).
+type wsStats struct {
+	Clients  int    `json:"clients"`
+	Channels int    `json:"channels"`
+	Frames   uint64 `json:"frames"`          // frames queued to clients since start
+	Dropped  uint64 `json:"dropped_clients"` // clients cut for a full queue
+	Lost     uint64 `json:"lost_events"`     // events dropped because the dispatcher lagged
+}
+
+func (h *wsHub) stats() *wsStats {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	return &wsStats{Clients: len(h.clients), Channels: len(h.chans), Frames: h.frames.Load(), Dropped: h.dropped.Load(), Lost: h.lost.Load()}
+}
+
+func (h *wsHub) clientCount() int {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	return len(h.clients)
+}
+
+func (h *wsHub) isClosed() bool {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	return h.closed
+}
+
+// close stops listening to the engine, says goodbye (1001) to every
+// client and waits for their goroutines (each bounded by WriteWait).
+func (h *wsHub) close() {
+	h.mu.Lock()
+	if h.closed {
+		h.mu.Unlock()
+		return
+	}
+	h.closed = true
+	for c := range h.clients {
+		c.shut(websocket.CloseGoingAway, "server shutting down")
+	}
+	h.mu.Unlock()
+	h.cancel()
+	close(h.quit)
+	<-h.done
+	done := make(chan struct{})
+	go func() { h.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(2 * h.opts.WriteWait):
+		h.log.Warn("websocket clients did not finish closing in time")
+	}
+}
+
+// Close stops the WebSocket hub: call it after the HTTP server has shut
+// down (hijacked connections are not the server's to close).
+func (s *Server) Close() {
+	if s.hub != nil {
+		s.hub.close()
+	}
+}

@@ -1,0 +1,292 @@
+package handlers
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"beaconhub/appliance/rtls"
+
+	"github.com/gorilla/websocket"
+)
+
+// wsRig is a real HTTP server on 127.0.0.1 with the fake engine behind it.
+type wsRig struct {
+	*rtlsHarness
+	f   siteFixture
+	url string
+}
+
+func newWSRig(t *testing.T, o WSOptions) *wsRig {
+	t.Helper()
+	h := newRTLSHarness(t, o)
+	f := h.site()
+	ts := httptest.NewServer(h.srv)
+	t.Cleanup(ts.Close)
+	return &wsRig{rtlsHarness: h, f: f, url: "ws" + strings.TrimPrefix(ts.URL, "http") + "/ws"}
+}
+
+func (r *wsRig) dial(hdr http.Header, protos ...string) (*websocket.Conn, *http.Response, error) {
+	d := websocket.Dialer{HandshakeTimeout: 5 * time.Second, Subprotocols: protos}
+	return d.Dial(r.url, hdr)
+}
+
+func bearerHeader(tok string) http.Header { return http.Header{"Authorization": {"Bearer " + tok}} }
+
+// next reads frames until one of type typ arrives (bounded by a deadline).
+func next(t *testing.T, c *websocket.Conn, typ string) map[string]any {
+	t.Helper()
+	_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	for {
+		_, data, err := c.ReadMessage()
+		if err != nil {
+			t.Fatalf("waiting for %s: %v", typ, err)
+		}
+		var m map[string]any
+		if err := json.Unmarshal(data, &m); err != nil {
+			t.Fatal(err)
+		}
+		if m["type"] == typ {
+			return m
+		}
+	}
+}
+
+func send(t *testing.T, c *websocket.Conn, v any) {
+	t.Helper()
+	if err := c.WriteJSON(v); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// closeCode reads until the connection ends and returns its close code.
+func closeCode(t *testing.T, c *websocket.Conn, within time.Duration) int {
+	t.Helper()
+	_ = c.SetReadDeadline(time.Now().Add(within))
+	for {
+		if _, _, err := c.ReadMessage(); err != nil {
+			var ce *websocket.CloseError
+			if errors.As(err, &ce) {
+				return ce.Code
+			}
+			return -1
+		}
+	}
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond) // polling a condition, bounded by the deadline
+	}
+}
+
+func TestWSAuthentication(t *testing.T) {
+	r := newWSRig(t, WSOptions{AuthWait: 300 * time.Millisecond})
+	user := r.token("user")
+
+	// 1. Header.
+	c, _, err := r.dial(bearerHeader(user))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := next(t, c, "ready"); m["role"] != "user" {
+		t.Fatalf("ready %v", m)
+	}
+	c.Close()
+
+	// 2. Subprotocol: the server selects beaconhub.v1 and never echoes the token.
+	c, resp, err := r.dial(nil, Subprotocol, "bearer."+user)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := resp.Header.Get("Sec-WebSocket-Protocol"); got != Subprotocol {
+		t.Fatalf("selected protocol %q", got)
+	}
+	next(t, c, "ready")
+	c.Close()
+
+	// 3. First message.
+	c, _, err = r.dial(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	send(t, c, map[string]any{"type": "auth", "token": user})
+	next(t, c, "ready")
+	c.Close()
+
+	// Refusals: a bad header or subprotocol token refuses the upgrade.
+	for name, dial := range map[string]func() (*websocket.Conn, *http.Response, error){
+		"bad header":      func() (*websocket.Conn, *http.Response, error) { return r.dial(bearerHeader("nope")) },
+		"bad subprotocol": func() (*websocket.Conn, *http.Response, error) { return r.dial(nil, Subprotocol, "bearer.nope") },
+		"api account":     func() (*websocket.Conn, *http.Response, error) { return r.dial(bearerHeader(r.token("api"))) },
+	} {
+		if c, resp, err := dial(); err == nil || resp == nil || resp.StatusCode != http.StatusForbidden {
+			if c != nil {
+				c.Close()
+			}
+			t.Errorf("%s: err %v, resp %v", name, err, resp)
+		}
+	}
+	// No credentials and silence: closed with 1008 after AuthWait.
+	c, _, err = r.dial(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code := closeCode(t, c, 5*time.Second); code != websocket.ClosePolicyViolation {
+		t.Fatalf("silent client closed with %d", code)
+	}
+	// A wrong token in the auth message, or a subscribe before auth.
+	for _, first := range []map[string]any{{"type": "auth", "token": "nope"}, {"type": "subscribe", "channel": "track-" + r.f.watch}} {
+		c, _, err = r.dial(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		send(t, c, first)
+		if code := closeCode(t, c, 5*time.Second); code != websocket.ClosePolicyViolation {
+			t.Fatalf("after %v closed with %d", first, code)
+		}
+	}
+	waitFor(t, "all clients gone", func() bool { return r.srv.hub.clientCount() == 0 })
+}
+
+func TestWSChannels(t *testing.T) {
+	r := newWSRig(t, WSOptions{})
+	r.fake.set(rtls.Location{AssetUID: r.f.watch, Zone: r.f.hall.ID, ZoneName: "Hall", MapID: r.f.m.ID, Since: 5, Updated: 6})
+	user, _, err := r.dial(bearerHeader(r.token("user")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer user.Close()
+	admin, _, err := r.dial(bearerHeader(r.admin))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close()
+
+	send(t, user, map[string]any{"type": "subscribe", "channel": "track-" + r.f.watch})
+	next(t, user, "subscribed")
+	if m := next(t, user, "track"); m["snapshot"] != true || m["data"].(map[string]any)["zone_id"] != float64(r.f.hall.ID) {
+		t.Fatalf("snapshot %v", m)
+	}
+	// A non-admin gets an error frame, not the debug channel.
+	send(t, user, map[string]any{"type": "subscribe", "channel": "track-debug-" + r.f.watch})
+	if m := next(t, user, "error"); !strings.Contains(m["message"].(string), "admins only") {
+		t.Fatalf("debug refusal %v", m)
+	}
+	if r.srv.hub.wantsDebug(r.f.watch) {
+		t.Fatal("the engine is asked for debug data nobody may see")
+	}
+	// Untrackable or unknown beacons and unknown channels are refused.
+	for _, ch := range []string{"track-" + r.f.sensor, "track-NOPE-1", "alerts", "track-"} {
+		send(t, user, map[string]any{"type": "subscribe", "channel": ch})
+		next(t, user, "error")
+	}
+	send(t, admin, map[string]any{"type": "subscribe", "channel": "track-debug-" + r.f.watch})
+	next(t, admin, "subscribed")
+	if !r.srv.hub.wantsDebug(r.f.watch) {
+		t.Fatal("debug filter off for a watched beacon")
+	}
+
+	r.fake.emit(rtls.Event{AssetUID: r.f.watch, Location: rtls.Location{AssetUID: r.f.watch, Zone: r.f.ward.ID, ZoneName: "Ward", MapID: r.f.m.ID, Since: 7, Updated: 7}})
+	r.fake.emit(rtls.Event{Debug: true, AssetUID: r.f.watch, RSSI: []rtls.GatewayRSSI{{Gateway: "AC233FA0B1C2", RSSI: -70, Smoothed: -71.5, At: 7}}})
+	m := next(t, user, "track")
+	if m["channel"] != "track-"+r.f.watch || m["data"].(map[string]any)["zone"] != "Ward" || m["snapshot"] != nil {
+		t.Fatalf("track frame %v", m)
+	}
+	d := next(t, admin, "track-debug")
+	if rs := d["data"].(map[string]any)["rssi"].([]any); len(rs) != 1 || rs[0].(map[string]any)["gateway"] != "AC233FA0B1C2" {
+		t.Fatalf("debug frame %v", d)
+	}
+	// The user never saw a debug frame: the next frame after a ping is the pong.
+	send(t, user, map[string]any{"type": "ping"})
+	_ = user.SetReadDeadline(time.Now().Add(5 * time.Second))
+	_, data, err := user.ReadMessage()
+	if err != nil || !strings.Contains(string(data), `"pong"`) {
+		t.Fatalf("after ping: %s %v", data, err)
+	}
+	send(t, admin, map[string]any{"type": "unsubscribe", "channel": "track-debug-" + r.f.watch})
+	next(t, admin, "unsubscribed")
+	if r.srv.hub.wantsDebug(r.f.watch) {
+		t.Fatal("debug filter still on after unsubscribe")
+	}
+}
+
+// A client that stops reading answers no pings: the server drops it once
+// PongWait passes, and a full send queue drops it at once; ingest (emit)
+// never waits for it.
+func TestWSSlowClientIsDropped(t *testing.T) {
+	pongWait := 400 * time.Millisecond
+	r := newWSRig(t, WSOptions{PingInterval: 100 * time.Millisecond, PongWait: pongWait, SendBuffer: 8})
+	// The gorilla client answers pings only while it reads: this one never does.
+	c, _, err := r.dial(bearerHeader(r.token("user")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	waitFor(t, "client registered", func() bool { return r.srv.hub.clientCount() == 1 })
+	start := time.Now()
+	waitFor(t, "silent client dropped", func() bool { return r.srv.hub.clientCount() == 0 })
+	if el := time.Since(start); el > pongWait+time.Second {
+		t.Fatalf("dropped after %v, deadline %v", el, pongWait)
+	}
+
+	// Queue overflow: subscribe, then stop reading while frames pour in.
+	r2 := newWSRig(t, WSOptions{SendBuffer: 8})
+	c2, _, err := r2.dial(bearerHeader(r2.token("user")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c2.Close()
+	send(t, c2, map[string]any{"type": "subscribe", "channel": "track-" + r2.f.watch})
+	next(t, c2, "subscribed")
+	big := strings.Repeat("x", 64<<10) // fills socket buffers quickly
+	var slowest time.Duration
+	deadline := time.Now().Add(10 * time.Second)
+	for r2.srv.hub.dropped.Load() == 0 && time.Now().Before(deadline) {
+		t0 := time.Now()
+		r2.fake.emit(rtls.Event{AssetUID: r2.f.watch, Location: rtls.Location{AssetUID: r2.f.watch, ZoneName: big, Zone: 1}})
+		slowest = max(slowest, time.Since(t0))
+	}
+	if r2.srv.hub.dropped.Load() == 0 {
+		t.Fatal("a client that does not read was never dropped")
+	}
+	// One emit encodes one 64 KiB frame; blocking on the socket would
+	// take the write deadline (10 s by default).
+	if slowest > time.Second {
+		t.Fatalf("an emit took %v: the fan-out blocked", slowest)
+	}
+	waitFor(t, "slow client gone", func() bool { return r2.srv.hub.clientCount() == 0 })
+	var st struct {
+		WebSocket wsStats `json:"websocket"`
+	}
+	r2.get("/api/v1/tracking/status", r2.admin).expect(t, http.StatusOK).decodePayload(t, &st)
+	if st.WebSocket.Dropped != 1 || st.WebSocket.Clients != 0 || st.WebSocket.Frames == 0 {
+		t.Fatalf("feed counters %+v", st.WebSocket)
+	}
+}
+
+func TestWSHubClosesWithServer(t *testing.T) {
+	r := newWSRig(t, WSOptions{})
+	c, _, err := r.dial(bearerHeader(r.token("user")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	next(t, c, "ready")
+	r.srv.Close()
+	if code := closeCode(t, c, 5*time.Second); code != websocket.CloseGoingAway {
+		t.Fatalf("close code %d", code)
+	}
+	if _, resp, err := r.dial(bearerHeader(r.token("user"))); err == nil || resp.StatusCode != http.StatusServiceUnavailable {
+		t.Fatalf("dial after close: %v", err)
+	}
+}

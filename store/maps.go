@@ -1,0 +1,231 @@
+package store
+
+import (
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// Maps (issue 5): floor plans the tracking engine places zones and
+// gateways on. An uploaded image is stored first under its own id and a map
+// then refers to it, so a client can upload, show a preview and only then
+// create the map. Buckets are created on first write and read as empty
+// before, so no migration step is needed.
+var (
+	bMaps        = []byte("maps")         // id -> Map
+	bMapImages   = []byte("map_images")   // id -> content type, 0, bytes
+	bMapGateways = []byte("map_gateways") // gateway record id -> GatewayPlacement
+)
+
+// Map is one floor plan. Width and Height are the image's pixel size; zone
+// and gateway coordinates are in those pixels.
+type Map struct {
+	ID             uint64    `json:"id"`
+	Name           string    `json:"name"`
+	LocationID     uint64    `json:"location_id,omitempty"`
+	PixelsPerMeter float64   `json:"pixels_per_meter"`
+	ImageID        uint64    `json:"image_id"`
+	ContentType    string    `json:"content_type"`
+	Width          float64   `json:"width"`
+	Height         float64   `json:"height"`
+	CreatedAt      time.Time `json:"created_at"`
+	UpdatedAt      time.Time `json:"updated_at"`
+}
+
+// GatewayPlacement puts a gateway (by its record id, which survives a
+// device replace and a remint) at a pixel position on a map.
+type GatewayPlacement struct {
+	GatewayID uint64  `json:"gateway_id"`
+	MapID     uint64  `json:"map_id"`
+	X         float64 `json:"x"`
+	Y         float64 `json:"y"`
+}
+
+// MapImage is an uploaded image and what was learnt from its bytes.
+type MapImage struct {
+	ID          uint64
+	ContentType string
+	Data        []byte
+}
+
+// PutMapImage stores an uploaded image and returns its id.
+func (db *DB) PutMapImage(contentType string, data []byte) (uint64, error) {
+	var id uint64
+	err := db.Update(func(tx *bolt.Tx) error {
+		b, err := tx.CreateBucketIfNotExists(bMapImages)
+		if err != nil {
+			return err
+		}
+		if id, err = b.NextSequence(); err != nil {
+			return err
+		}
+		v := make([]byte, 0, len(contentType)+1+len(data))
+		v = append(append(append(v, contentType...), 0), data...)
+		return b.Put(itob(id), v)
+	})
+	return id, err
+}
+
+// GetMapImage returns an uploaded image or ErrNotFound.
+func (db *DB) GetMapImage(id uint64) (MapImage, error) {
+	img := MapImage{ID: id}
+	err := db.View(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bMapImages)
+		if b == nil {
+			return ErrNotFound
+		}
+		v := b.Get(itob(id))
+		for i, c := range v {
+			if c == 0 {
+				img.ContentType = string(v[:i])
+				img.Data = clone(v[i+1:])
+				return nil
+			}
+		}
+		return ErrNotFound
+	})
+	return img, err
+}
+
+// ListMaps returns every map in id order.
+func (db *DB) ListMaps() ([]Map, error) {
+	var out []Map
+	err := db.View(func(tx *bolt.Tx) (err error) {
+		out, err = navList[Map](tx, bMaps, nil)
+		return err
+	})
+	return out, err
+}
+
+// GetMap returns one map or ErrNotFound.
+func (db *DB) GetMap(id uint64) (Map, error) {
+	var m Map
+	err := db.View(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bMaps)
+		if b == nil {
+			return ErrNotFound
+		}
+		return getJSON(b, itob(id), &m)
+	})
+	return m, err
+}
+
+// PutMap creates (ID 0) or replaces a map and returns it as stored. The
+// image it names must exist (ErrNotFound otherwise).
+func (db *DB) PutMap(m Map, now time.Time) (Map, error) {
+	err := db.Update(func(tx *bolt.Tx) error {
+		b, err := tx.CreateBucketIfNotExists(bMaps)
+		if err != nil {
+			return err
+		}
+		ib := tx.Bucket(bMapImages)
+		if ib == nil || ib.Get(itob(m.ImageID)) == nil {
+			return ErrNotFound
+		}
+		if m.ID == 0 {
+			if m.ID, err = b.NextSequence(); err != nil {
+				return err
+			}
+			m.CreatedAt = now
+		} else {
+			var old Map
+			if err := getJSON(b, itob(m.ID), &old); err != nil {
+				return err
+			}
+			m.CreatedAt = old.CreatedAt
+		}
+		m.UpdatedAt = now
+		return putJSON(b, itob(m.ID), m)
+	})
+	return m, err
+}
+
+// DeleteMap removes a map and cascades: its zones, every adjacency that
+// points at them, the survey samples labelled with them, and the gateway
+// placements on it. The image is removed too unless another map uses it.
+func (db *DB) DeleteMap(id uint64) error {
+	return db.Update(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bMaps)
+		var m Map
+		if b == nil {
+			return ErrNotFound
+		}
+		if err := getJSON(b, itob(id), &m); err != nil {
+			return err
+		}
+		zones, err := navList(tx, bZones, func(z *Zone) bool { return z.MapID == id })
+		if err != nil {
+			return err
+		}
+		for _, z := range zones {
+			if err := deleteZoneTx(tx, z.ID); err != nil {
+				return err
+			}
+		}
+		if gb := tx.Bucket(bMapGateways); gb != nil {
+			ps, err := navList(tx, bMapGateways, func(p *GatewayPlacement) bool { return p.MapID == id })
+			if err != nil {
+				return err
+			}
+			for _, p := range ps {
+				if err := gb.Delete(itob(p.GatewayID)); err != nil {
+					return err
+				}
+			}
+		}
+		if err := b.Delete(itob(id)); err != nil {
+			return err
+		}
+		others, err := navList(tx, bMaps, func(o *Map) bool { return o.ImageID == m.ImageID })
+		if err != nil || len(others) > 0 {
+			return err
+		}
+		if ib := tx.Bucket(bMapImages); ib != nil {
+			return ib.Delete(itob(m.ImageID))
+		}
+		return nil
+	})
+}
+
+// PlaceGateway puts a gateway on a map (replacing any earlier placement).
+func (db *DB) PlaceGateway(p GatewayPlacement) error {
+	return db.Update(func(tx *bolt.Tx) error {
+		if mb := tx.Bucket(bMaps); mb == nil || mb.Get(itob(p.MapID)) == nil {
+			return ErrNotFound
+		}
+		b, err := tx.CreateBucketIfNotExists(bMapGateways)
+		if err != nil {
+			return err
+		}
+		return putJSON(b, itob(p.GatewayID), p)
+	})
+}
+
+// UnplaceGateway removes a gateway from map mapID (ErrNotFound when it is
+// not placed there).
+func (db *DB) UnplaceGateway(mapID, gatewayID uint64) error {
+	return db.Update(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bMapGateways)
+		var p GatewayPlacement
+		if b == nil {
+			return ErrNotFound
+		}
+		if err := getJSON(b, itob(gatewayID), &p); err != nil {
+			return err
+		}
+		if p.MapID != mapID {
+			return ErrNotFound
+		}
+		return b.Delete(itob(gatewayID))
+	})
+}
+
+// GatewayPlacements returns every placement (mapID 0) or those on one map.
+func (db *DB) GatewayPlacements(mapID uint64) ([]GatewayPlacement, error) {
+	var out []GatewayPlacement
+	err := db.View(func(tx *bolt.Tx) (err error) {
+		out, err = navList(tx, bMapGateways, func(p *GatewayPlacement) bool { return mapID == 0 || p.MapID == mapID })
+		return err
+	})
+	return out, err
+}

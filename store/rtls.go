@@ -1,0 +1,102 @@
+package store
+
+import (
+	"errors"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// Tracking state that survives a restart (issue 5): the survey samples
+// that train the k-NN fingerprint and the algorithm the admin chose.
+var bRTLSSamples = []byte("rtls_samples") // id -> SurveySample
+
+// keyRTLSAlgorithm holds the chosen algorithm; "" or absent means stopped.
+const keyRTLSAlgorithm = "rtls/algorithm"
+
+// SurveySample is one labelled fingerprint: mean RSSI per gateway (12
+// upper-case hex digits) while AssetUID stood in Zone.
+type SurveySample struct {
+	ID        uint64             `json:"id"`
+	Zone      uint64             `json:"zone_id"`
+	AssetUID  string             `json:"asset_uid"`
+	RSSI      map[string]float64 `json:"rssi"`
+	CreatedAt int64              `json:"created_at"` // Unix ms
+}
+
+// AddSamples stores samples, assigning their ids; the zone of each must
+// exist (ErrNotFound).
+func (db *DB) AddSamples(ss []SurveySample, now time.Time) ([]SurveySample, error) {
+	err := db.Update(func(tx *bolt.Tx) error {
+		b, err := tx.CreateBucketIfNotExists(bRTLSSamples)
+		if err != nil {
+			return err
+		}
+		zb := tx.Bucket(bZones)
+		for i := range ss {
+			if zb == nil || zb.Get(itob(ss[i].Zone)) == nil {
+				return ErrNotFound
+			}
+			if ss[i].ID, err = b.NextSequence(); err != nil {
+				return err
+			}
+			ss[i].CreatedAt = now.UnixMilli()
+			if err := putJSON(b, itob(ss[i].ID), ss[i]); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	return ss, err
+}
+
+// ListSamples returns every sample (zone 0) or those of one zone.
+func (db *DB) ListSamples(zone uint64) ([]SurveySample, error) {
+	var out []SurveySample
+	err := db.View(func(tx *bolt.Tx) (err error) {
+		out, err = navList(tx, bRTLSSamples, func(s *SurveySample) bool { return zone == 0 || s.Zone == zone })
+		return err
+	})
+	return out, err
+}
+
+// DeleteSample removes one sample (ErrNotFound when absent).
+func (db *DB) DeleteSample(id uint64) error {
+	return db.Update(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bRTLSSamples)
+		if b == nil || b.Get(itob(id)) == nil {
+			return ErrNotFound
+		}
+		return b.Delete(itob(id))
+	})
+}
+
+func deleteSamplesOfZone(tx *bolt.Tx, zone uint64) error {
+	b := tx.Bucket(bRTLSSamples)
+	if b == nil {
+		return nil
+	}
+	ss, err := navList(tx, bRTLSSamples, func(s *SurveySample) bool { return s.Zone == zone })
+	if err != nil {
+		return err
+	}
+	for _, s := range ss {
+		if err := b.Delete(itob(s.ID)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// SetRTLSAlgorithm records the running algorithm ("" when stopped), so a
+// restart resumes what the admin chose.
+func (db *DB) SetRTLSAlgorithm(name string) error { return db.PutKV(keyRTLSAlgorithm, []byte(name)) }
+
+// RTLSAlgorithm returns the recorded algorithm ("" when none or stopped).
+func (db *DB) RTLSAlgorithm() (string, error) {
+	v, err := db.GetKV(keyRTLSAlgorithm)
+	if errors.Is(err, ErrNotFound) {
+		return "", nil
+	}
+	return string(v), err
+}

@@ -1,0 +1,128 @@
+package store
+
+import (
+	"errors"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+)
+
+func openRTLSDB(t *testing.T) *DB {
+	t.Helper()
+	db, err := Open(filepath.Join(t.TempDir(), "r.db"), OpenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = db.Close() })
+	return db
+}
+
+func mustMap(t *testing.T, db *DB, name string) Map {
+	t.Helper()
+	img, err := db.PutMapImage("image/png", []byte("png"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := db.PutMap(Map{Name: name, ImageID: img, Width: 100, Height: 50}, time.Unix(1, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+func mustZone(t *testing.T, db *DB, mapID uint64, name string) Zone {
+	t.Helper()
+	z, err := db.PutZone(Zone{MapID: mapID, Name: name, X1: 0, Y1: 0, X2: 10, Y2: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return z
+}
+
+func adj(t *testing.T, db *DB, id uint64) []uint64 {
+	t.Helper()
+	z, err := db.GetZone(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return z.Adjacent
+}
+
+func TestZoneAdjacencyStaysSymmetric(t *testing.T) {
+	db := openRTLSDB(t)
+	m1, m2 := mustMap(t, db, "G"), mustMap(t, db, "1")
+	a, b, c := mustZone(t, db, m1.ID, "a"), mustZone(t, db, m1.ID, "b"), mustZone(t, db, m1.ID, "c")
+	up := mustZone(t, db, m2.ID, "up")
+
+	if _, err := db.SetAdjacency(a.ID, []uint64{b.ID, c.ID, b.ID}, false); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(adj(t, db, a.ID), []uint64{b.ID, c.ID}) || !slices.Equal(adj(t, db, b.ID), []uint64{a.ID}) || !slices.Equal(adj(t, db, c.ID), []uint64{a.ID}) {
+		t.Fatalf("adjacency a=%v b=%v c=%v", adj(t, db, a.ID), adj(t, db, b.ID), adj(t, db, c.ID))
+	}
+	// Dropping c from a drops a from c.
+	if _, err := db.SetAdjacency(a.ID, []uint64{b.ID}, false); err != nil {
+		t.Fatal(err)
+	}
+	if len(adj(t, db, c.ID)) != 0 {
+		t.Fatalf("c still adjacent: %v", adj(t, db, c.ID))
+	}
+	var inv *InvalidError
+	for name, ids := range map[string][]uint64{"self": {a.ID}, "missing": {999}, "cross-map": {up.ID}} {
+		if _, err := db.SetAdjacency(a.ID, ids, false); !errors.As(err, &inv) {
+			t.Errorf("%s: err = %v, want InvalidError", name, err)
+		}
+	}
+	if _, err := db.SetAdjacency(a.ID, []uint64{b.ID, up.ID}, true); err != nil {
+		t.Fatal(err)
+	}
+	// Updating a zone's rectangle keeps its map and adjacency.
+	if _, err := db.PutZone(Zone{ID: a.ID, MapID: m2.ID, Name: "a2", X1: 1, Y1: 1, X2: 5, Y2: 5}); err != nil {
+		t.Fatal(err)
+	}
+	if z, _ := db.GetZone(a.ID); z.MapID != m1.ID || len(z.Adjacent) != 2 || z.Name != "a2" {
+		t.Fatalf("after update %+v", z)
+	}
+	if _, err := db.PutZone(Zone{MapID: m1.ID, Name: "big", X2: 101, Y2: 10}); !errors.As(err, &inv) {
+		t.Fatalf("zone outside its map: %v", err)
+	}
+	// Deleting map 2 cascades to its zone and the cross-map edge.
+	if _, err := db.AddSamples([]SurveySample{{Zone: up.ID, RSSI: map[string]float64{"AABBCCDDEEFF": -60}}}, time.Unix(2, 0)); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.PlaceGateway(GatewayPlacement{GatewayID: 7, MapID: m2.ID, X: 1, Y: 2}); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.DeleteMap(m2.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.GetZone(up.ID); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("zone of deleted map: %v", err)
+	}
+	if !slices.Equal(adj(t, db, a.ID), []uint64{b.ID}) {
+		t.Fatalf("dangling cross-map edge: %v", adj(t, db, a.ID))
+	}
+	if ss, _ := db.ListSamples(0); len(ss) != 0 {
+		t.Fatalf("samples of a deleted zone kept: %v", ss)
+	}
+	if ps, _ := db.GatewayPlacements(0); len(ps) != 0 {
+		t.Fatalf("placements on a deleted map kept: %v", ps)
+	}
+	if _, err := db.GetMapImage(m2.ImageID); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("image of deleted map kept: %v", err)
+	}
+}
+
+func TestRTLSAlgorithmIsKept(t *testing.T) {
+	db := openRTLSDB(t)
+	if a, err := db.RTLSAlgorithm(); err != nil || a != "" {
+		t.Fatalf("fresh algorithm %q %v", a, err)
+	}
+	if err := db.SetRTLSAlgorithm("hmm"); err != nil {
+		t.Fatal(err)
+	}
+	if a, _ := db.RTLSAlgorithm(); a != "hmm" {
+		t.Fatalf("algorithm %q", a)
+	}
+}
