@@ -107,25 +107,8 @@ func TestRTLSEndToEndWebSocketAfterMQTT(t *testing.T) {
 	t.Cleanup(func() { _ = app.Shutdown(context.Background()) })
 	c := &client{t: t, base: "http://" + app.HTTPAddr(), token: adminToken(t, app)}
 
-	var img bytes.Buffer
-	_ = png.Encode(&img, image.NewGray(image.Rect(0, 0, 100, 50)))
-	var up struct {
-		ImageID uint64 `json:"image_id"`
-	}
-	if code := c.call("POST", "/api/v1/maps/upload", img.Bytes(), "image/png", &up); code != http.StatusCreated {
-		t.Fatalf("upload %d", code)
-	}
-	var m struct {
-		ID uint64 `json:"id"`
-	}
-	c.must("POST", "/api/v1/maps", map[string]any{"name": "Ground", "image_id": up.ImageID, "pixels_per_meter": 10}, &m)
-	var z struct {
-		ID uint64 `json:"id"`
-	}
-	mapPath := "/api/v1/maps/" + itoa(m.ID)
-	c.must("POST", mapPath+"/zones", map[string]any{"name": "Hall", "x1": 0, "y1": 0, "x2": 100, "y2": 50}, &z)
-	c.must("POST", mapPath+"/gateways", map[string]any{"gateway": "GW-A1-1", "x": 50, "y": 25}, nil)
-	c.must("GET", "/api/v1/tracking/start/strongest", nil, nil)
+	zoneID := hallSite(c)
+	z := struct{ ID uint64 }{zoneID}
 
 	ws, _, err := websocket.DefaultDialer.Dial("ws://"+app.HTTPAddr()+"/ws", http.Header{"Authorization": {"Bearer " + c.token}})
 	if err != nil {
@@ -208,6 +191,75 @@ func TestRTLSEndToEndWebSocketAfterMQTT(t *testing.T) {
 		t.Fatal(err)
 	}
 	for range frames { // drains until the reader sees the close
+	}
+}
+
+// hallSite uploads a map with one zone, Hall, places GW-A1-1 in it and
+// starts the strongest-gateway algorithm; it returns the zone id.
+func hallSite(c *client) uint64 {
+	var img bytes.Buffer
+	_ = png.Encode(&img, image.NewGray(image.Rect(0, 0, 100, 50)))
+	var up struct {
+		ImageID uint64 `json:"image_id"`
+	}
+	if code := c.call("POST", "/api/v1/maps/upload", img.Bytes(), "image/png", &up); code != http.StatusCreated {
+		c.t.Fatalf("upload %d", code)
+	}
+	var m struct {
+		ID uint64 `json:"id"`
+	}
+	c.must("POST", "/api/v1/maps", map[string]any{"name": "Ground", "image_id": up.ImageID, "pixels_per_meter": 10}, &m)
+	var z struct {
+		ID uint64 `json:"id"`
+	}
+	mapPath := "/api/v1/maps/" + itoa(m.ID)
+	c.must("POST", mapPath+"/zones", map[string]any{"name": "Hall", "x1": 0, "y1": 0, "x2": 100, "y2": 50}, &z)
+	c.must("POST", mapPath+"/gateways", map[string]any{"gateway": "GW-A1-1", "x": 50, "y": 25}, nil)
+	c.must("GET", "/api/v1/tracking/start/strongest", nil, nil)
+	return z.ID
+}
+
+// TestRTLSFollowsRemint: a tracked watch whose legacy uid is reminted
+// keeps its live zone under the new uid at once (no new sighting needed),
+// and nothing is left under the old one.
+func TestRTLSFollowsRemint(t *testing.T) {
+	clk := clock.NewFake(time.Now().Truncate(time.Second))
+	app := rtlsApp(t, t.TempDir(), clk)
+	t.Cleanup(func() { _ = app.Shutdown(context.Background()) })
+	c := &client{t: t, base: "http://" + app.HTTPAddr(), token: adminToken(t, app)}
+	zone := hallSite(c)
+	var b struct {
+		AssetUID string `json:"asset_uid"`
+	}
+	c.must("POST", "/api/v1/beacons", map[string]any{"mac": "C30000000B02", "name": "Porter"}, &b)
+	c.must("POST", "/api/v1/beacon/"+b.AssetUID, map[string]any{"type": "watch"}, &b)
+	old := b.AssetUID
+	cfg := app.Live().Get()
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		brokertest.Pub(t, app.MQTTAddr(), cfg.MQTTUser, cfg.MQTTPass, "-q", "1", "-i", "AC233FA0B1C2", "-t", "gw/AC233FA0B1C2/adv1",
+			"-m", `{"reports":[{"mac":"C30000000B02","rssi":-60}]}`)
+		clk.Advance(time.Second)
+		if l, ok := app.RTLS().Location(old); ok && l.Zone == zone {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the legacy watch was never located")
+		}
+	}
+	var loc struct {
+		ID uint64 `json:"id"`
+	}
+	c.must("POST", "/api/v1/locations", map[string]any{"name": "Ward", "code": "W1"}, &loc)
+	c.must("POST", "/api/v1/beacon/"+old, map[string]any{"location_id": loc.ID}, &b)
+	if b.AssetUID == old {
+		t.Fatal("not reminted")
+	}
+	if l, ok := app.RTLS().Location(b.AssetUID); !ok || l.Zone != zone {
+		t.Fatalf("new uid %s: %+v %v", b.AssetUID, l, ok)
+	}
+	if _, ok := app.RTLS().Location(old); ok {
+		t.Fatal("live state left under the old uid")
 	}
 }
 
