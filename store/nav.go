@@ -165,6 +165,14 @@ func (db *DB) DeleteFloor(id uint64) error {
 				return err
 			}
 		}
+		if _, err := deleteSurveyOf(tx, id); err != nil {
+			return err
+		}
+		if rb := tx.Bucket(bNavSurveyRev); rb != nil {
+			if err := rb.Delete(itob(id)); err != nil {
+				return err
+			}
+		}
 		return fb.Delete(itob(id))
 	})
 }

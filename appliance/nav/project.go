@@ -22,6 +22,8 @@ type ProjectFloor struct {
 	Level int             `json:"level"`
 	MapID uint64          `json:"map_id,omitempty"`
 	Nodes []store.NavNode `json:"nodes"`
+	// FingerprintModel is the floor's k-NN model; absent without a survey.
+	FingerprintModel *Model `json:"fingerprint_model,omitempty"`
 }
 
 // Project is the navigation payload of one location.
@@ -69,6 +71,11 @@ func (s *Service) Project(id uint64) (Project, string, error) {
 	}
 	if len(p.Floors) == 0 {
 		return p, "", apperr.NotFound("project %d has no floors", id)
+	}
+	for i := range p.Floors {
+		if p.Floors[i].FingerprintModel, err = s.FingerprintModel(p.Floors[i].ID); err != nil {
+			return p, "", err
+		}
 	}
 	nodeFloor := map[uint64]uint64{}
 	for _, n := range all.Nodes {

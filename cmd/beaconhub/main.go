@@ -22,6 +22,7 @@ commands:
   audit [--home DIR]               post-upgrade audit: list records still keyed by a MAC (exit 1 if any)
   loadgen [--gateways N] [--beacons N] [--duration D] [--qos 0,1]
                                    ingest benchmark on loopback (full appliance vs bare broker)
+  fingerprint-eval [--k N] DATASET_DIR  fingerprint k-NN error on a replay dataset
 
 --home defaults to $BEACONHUB_HOME, else the current directory.
 `
@@ -56,6 +57,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return cmdLoadgen(args[1:], stdout, stderr)
 	case "audit":
 		return cmdAudit(args[1:], stdout, stderr)
+	case "fingerprint-eval":
+		return cmdFingerprintEval(args[1:], stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return 0
