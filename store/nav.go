@@ -317,3 +317,10 @@ func clearBucket(b *bolt.Bucket) error {
 	}
 	return nil
 }
+
+// FloorExists reports whether floor id exists, for registry validation of
+// a beacon's floor assignment in the same transaction.
+func (t *AssetTx) FloorExists(id uint64) bool {
+	b := t.tx.Bucket(bNavFloors)
+	return b != nil && b.Get(itob(id)) != nil
+}

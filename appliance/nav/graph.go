@@ -24,6 +24,10 @@ type Graph struct {
 	// a graph with odd weights only degrades towards Dijkstra.
 	scale float64
 	pool  sync.Pool
+	// Landmark lower bounds (landmarks.go): [0] all edges, [1] the
+	// accessible ones (avoid_stairs).
+	alt  [2]landmarks
+	heur int
 }
 
 type arc struct {
@@ -77,6 +81,7 @@ func BuildGraph(g store.NavGraph) *Graph {
 	// Shave a little so rounding can never make the heuristic overestimate.
 	gr.scale *= 1 - 1e-9
 	gr.pool.New = func() any { return newSearch(n) }
+	gr.buildLandmarks()
 	return gr
 }
 
@@ -200,8 +205,13 @@ func (g *Graph) ShortestPath(src, dst uint64, avoidStairs bool) (path []uint64, 
 		sc.gen = 1
 	}
 	sc.open = sc.open[:0]
+	lt := &g.alt[0]
+	if avoidStairs {
+		lt = &g.alt[1]
+	}
+	trow := lt.row(t)
 	sc.dist[s], sc.prev[s], sc.seen[s] = 0, -1, sc.gen
-	sc.open.push(item{g.scale * g.euclid(s, t), 0, s})
+	sc.open.push(item{g.estimate(lt, s, t, trow), 0, s})
 	for len(sc.open) > 0 {
 		it := sc.open.pop()
 		u := it.node
@@ -219,7 +229,7 @@ func (g *Graph) ShortestPath(src, dst uint64, avoidStairs bool) (path []uint64, 
 			nd := sc.dist[u] + a.weight
 			if sc.seen[a.to] != sc.gen || nd < sc.dist[a.to] {
 				sc.seen[a.to], sc.dist[a.to], sc.prev[a.to] = sc.gen, nd, u
-				sc.open.push(item{nd + g.scale*g.euclid(a.to, t), nd, a.to})
+				sc.open.push(item{nd + g.estimate(lt, a.to, t, trow), nd, a.to})
 			}
 		}
 	}

@@ -26,11 +26,25 @@ type ProjectFloor struct {
 	FingerprintModel *Model `json:"fingerprint_model,omitempty"`
 }
 
+// ProjectBeacon is a beacon the app needs: a point of interest (a
+// destination to list) or a static beacon (a fixed transmitter the app
+// can position by), with its floor and the node linked to it.
+type ProjectBeacon struct {
+	AssetUID string `json:"asset_uid"`
+	MAC      string `json:"mac,omitempty"`
+	Name     string `json:"name"`
+	FloorID  uint64 `json:"floor_id,omitempty"`
+	NodeID   uint64 `json:"node_id,omitempty"`
+	POI      bool   `json:"poi"`
+	Static   bool   `json:"static"`
+}
+
 // Project is the navigation payload of one location.
 type Project struct {
-	ID     uint64          `json:"id"`
-	Floors []ProjectFloor  `json:"floors"`
-	Edges  []store.NavEdge `json:"edges"`
+	ID      uint64          `json:"id"`
+	Floors  []ProjectFloor  `json:"floors"`
+	Edges   []store.NavEdge `json:"edges"`
+	Beacons []ProjectBeacon `json:"beacons"`
 }
 
 // ProjectIDs lists the locations that have at least one floor.
@@ -61,7 +75,7 @@ func (s *Service) Project(id uint64) (Project, string, error) {
 	if err != nil {
 		return Project{}, "", err
 	}
-	p := Project{ID: id, Floors: []ProjectFloor{}, Edges: []store.NavEdge{}}
+	p := Project{ID: id, Floors: []ProjectFloor{}, Edges: []store.NavEdge{}, Beacons: []ProjectBeacon{}}
 	ours := map[uint64]int{}
 	for _, f := range fs {
 		if f.LocationID == id {
@@ -78,11 +92,18 @@ func (s *Service) Project(id uint64) (Project, string, error) {
 		}
 	}
 	nodeFloor := map[uint64]uint64{}
+	linked := map[string]uint64{} // beacon asset_uid -> node of this project
 	for _, n := range all.Nodes {
 		nodeFloor[n.ID] = n.FloorID
 		if i, ok := ours[n.FloorID]; ok {
 			p.Floors[i].Nodes = append(p.Floors[i].Nodes, n)
+			if n.BeaconUID != "" {
+				linked[n.BeaconUID] = n.ID
+			}
 		}
+	}
+	if p.Beacons, err = s.projectBeacons(ours, linked); err != nil {
+		return p, "", err
 	}
 	for _, e := range all.Edges {
 		_, a := ours[nodeFloor[e.From]]
@@ -97,4 +118,27 @@ func (s *Service) Project(id uint64) (Project, string, error) {
 	}
 	sum := sha256.Sum256(data)
 	return p, hex.EncodeToString(sum[:]), nil
+}
+
+// projectBeacons lists the active POI or static beacons assigned to one
+// of the project's floors or linked to one of its nodes, by asset_uid.
+func (s *Service) projectBeacons(floors map[uint64]int, linked map[string]uint64) ([]ProjectBeacon, error) {
+	bs, err := s.db.ListBeacons()
+	if err != nil {
+		return nil, err
+	}
+	out := []ProjectBeacon{}
+	for _, b := range bs {
+		if !b.Active || (!b.POI && !b.Static) {
+			continue
+		}
+		_, onFloor := floors[b.FloorID]
+		node, isLinked := linked[b.AssetUID]
+		if !onFloor && !isLinked {
+			continue
+		}
+		out = append(out, ProjectBeacon{AssetUID: b.AssetUID, MAC: b.MAC, Name: b.Name, FloorID: b.FloorID, NodeID: node, POI: b.POI, Static: b.Static})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].AssetUID < out[j].AssetUID })
+	return out, nil
 }

@@ -16,7 +16,7 @@ func TestWindowScans(t *testing.T) {
 		{t: 0, gateway: "G1", beacon: "P", rssi: -60, x: 5, y: 5},
 		{t: 0, gateway: "G2", beacon: "P", rssi: -80, x: 5, y: 5},
 		{t: 4000, gateway: "G1", beacon: "P", rssi: -70, x: 5, y: 5},
-		{t: 12000, gateway: "G1", beacon: "P", rssi: -50, x: 5, y: 5}, // past the 10 s window
+		{t: 12000, gateway: "G1", beacon: "P", rssi: -50, x: 5, y: 5},  // past the 10 s window
 		{t: 13000, gateway: "G1", beacon: "P", rssi: -55, x: 15, y: 5}, // moved
 	}
 	got := windowScans(rows, 10*time.Second)
