@@ -209,9 +209,10 @@ func (g *Graph) ShortestPath(src, dst uint64, avoidStairs bool) (path []uint64, 
 	if avoidStairs {
 		lt = &g.alt[1]
 	}
-	trow := lt.row(t)
+	var act active
+	lt.choose(s, t, &act)
 	sc.dist[s], sc.prev[s], sc.seen[s] = 0, -1, sc.gen
-	sc.open.push(item{g.estimate(lt, s, t, trow), 0, s})
+	sc.open.push(item{g.estimate(lt, s, t, &act), 0, s})
 	for len(sc.open) > 0 {
 		it := sc.open.pop()
 		u := it.node
@@ -229,7 +230,7 @@ func (g *Graph) ShortestPath(src, dst uint64, avoidStairs bool) (path []uint64, 
 			nd := sc.dist[u] + a.weight
 			if sc.seen[a.to] != sc.gen || nd < sc.dist[a.to] {
 				sc.seen[a.to], sc.dist[a.to], sc.prev[a.to] = sc.gen, nd, u
-				sc.open.push(item{nd + g.estimate(lt, a.to, t, trow), nd, a.to})
+				sc.open.push(item{nd + g.estimate(lt, a.to, t, &act), nd, a.to})
 			}
 		}
 	}
