@@ -16,6 +16,7 @@ type Graph struct {
 	ids   []uint64 // dense index -> node id
 	index map[uint64]int32
 	nodes []store.NavNode
+	edges []store.NavEdge // as stored, for the project payload
 	xy    [][2]float64 // coordinates packed for the search loop
 	start []int32      // adjacency of i is adj[start[i]:start[i+1]]
 	adj   []arc
@@ -40,7 +41,7 @@ type arc struct {
 // (validation rejects them before they are stored).
 func BuildGraph(g store.NavGraph) *Graph {
 	n := len(g.Nodes)
-	gr := &Graph{ids: make([]uint64, n), index: make(map[uint64]int32, n), nodes: g.Nodes, start: make([]int32, n+1), scale: math.Inf(1)}
+	gr := &Graph{ids: make([]uint64, n), index: make(map[uint64]int32, n), nodes: g.Nodes, edges: g.Edges, start: make([]int32, n+1), scale: math.Inf(1)}
 	for i, nd := range g.Nodes {
 		gr.ids[i] = nd.ID
 		gr.index[nd.ID] = int32(i)

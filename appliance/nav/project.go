@@ -67,14 +67,20 @@ func (s *Service) ProjectIDs() ([]uint64, error) {
 
 // Project builds the payload of location id and its content hash.
 func (s *Service) Project(id uint64) (Project, string, error) {
+	p, _, sha, err := s.ProjectJSON(id)
+	return p, sha, err
+}
+
+// ProjectJSON is Project with the JSON the hash was computed over, so a
+// handler sends those bytes instead of encoding a large project twice.
+// Nodes and edges come from the compiled graph (rebuilt after every
+// edit), not from decoding every stored record again.
+func (s *Service) ProjectJSON(id uint64) (Project, []byte, string, error) {
 	fs, err := s.db.ListFloors()
 	if err != nil {
-		return Project{}, "", err
+		return Project{}, nil, "", err
 	}
-	all, err := s.db.AllNavGraph()
-	if err != nil {
-		return Project{}, "", err
-	}
+	g := s.Graph()
 	p := Project{ID: id, Floors: []ProjectFloor{}, Edges: []store.NavEdge{}, Beacons: []ProjectBeacon{}}
 	ours := map[uint64]int{}
 	for _, f := range fs {
@@ -84,17 +90,15 @@ func (s *Service) Project(id uint64) (Project, string, error) {
 		}
 	}
 	if len(p.Floors) == 0 {
-		return p, "", apperr.NotFound("project %d has no floors", id)
+		return p, nil, "", apperr.NotFound("project %d has no floors", id)
 	}
 	for i := range p.Floors {
 		if p.Floors[i].FingerprintModel, err = s.FingerprintModel(p.Floors[i].ID); err != nil {
-			return p, "", err
+			return p, nil, "", err
 		}
 	}
-	nodeFloor := map[uint64]uint64{}
 	linked := map[string]uint64{} // beacon asset_uid -> node of this project
-	for _, n := range all.Nodes {
-		nodeFloor[n.ID] = n.FloorID
+	for _, n := range g.nodes {
 		if i, ok := ours[n.FloorID]; ok {
 			p.Floors[i].Nodes = append(p.Floors[i].Nodes, n)
 			if n.BeaconUID != "" {
@@ -103,21 +107,25 @@ func (s *Service) Project(id uint64) (Project, string, error) {
 		}
 	}
 	if p.Beacons, err = s.projectBeacons(ours, linked); err != nil {
-		return p, "", err
+		return p, nil, "", err
 	}
-	for _, e := range all.Edges {
-		_, a := ours[nodeFloor[e.From]]
-		_, b := ours[nodeFloor[e.To]]
+	floorOf := func(node uint64) uint64 {
+		n, _ := g.Node(node)
+		return n.FloorID
+	}
+	for _, e := range g.edges {
+		_, a := ours[floorOf(e.From)]
+		_, b := ours[floorOf(e.To)]
 		if a || b {
 			p.Edges = append(p.Edges, e)
 		}
 	}
 	data, err := json.Marshal(p)
 	if err != nil {
-		return p, "", err
+		return p, nil, "", err
 	}
 	sum := sha256.Sum256(data)
-	return p, hex.EncodeToString(sum[:]), nil
+	return p, data, hex.EncodeToString(sum[:]), nil
 }
 
 // projectBeacons lists the active POI or static beacons assigned to one
