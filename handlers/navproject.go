@@ -44,7 +44,7 @@ func (s *Server) navProject(w http.ResponseWriter, r *http.Request, p httprouter
 		return nil
 	}
 	// The bytes the hash covers, not a second encoding of a large project.
-	return ok(w, map[string]any{"sha": sha, "project": json.RawMessage(data)})
+	return s.writeProject(w, r, id, sha, data)
 }
 
 func (s *Server) navProjectSHA(w http.ResponseWriter, _ *http.Request, p httprouter.Params) error {

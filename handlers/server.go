@@ -67,6 +67,8 @@ type Server struct {
 	// parameter at the same position (e.g. /api/v1/assets/remint/plan beside
 	// /api/v1/assets/:asset_uid); they are matched by exact path first.
 	exact map[string]httprouter.Handle
+	// navGzip keeps compressed navigation projects by hash (navgzip.go).
+	navGzip navGzipCache
 }
 
 // New builds the router from the route table.

@@ -17,8 +17,8 @@ type Graph struct {
 	index map[uint64]int32
 	nodes []store.NavNode
 	edges []store.NavEdge // as stored, for the project payload
-	xy    [][2]float64 // coordinates packed for the search loop
-	start []int32      // adjacency of i is adj[start[i]:start[i+1]]
+	xy    [][2]float64    // coordinates packed for the search loop
+	start []int32         // adjacency of i is adj[start[i]:start[i+1]]
 	adj   []arc
 	// scale makes scale*euclid(u, v) <= weight(u, v) for every edge, so the
 	// A* heuristic scale*euclid(n, target) is consistent for any weights;
