@@ -108,7 +108,8 @@ func median(vs []float64) float64 {
 	return (s[n/2-1] + s[n/2]) / 2
 }
 
-// Locator is a model compiled to dense vectors for repeated queries.
+// Locator is a model compiled to dense vectors for repeated queries. It
+// keeps per-query scratch, so one Locator serves one goroutine.
 type Locator struct {
 	m     Model
 	col   map[string]int
