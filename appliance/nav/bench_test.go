@@ -51,22 +51,8 @@ func building(floors, w, h int) store.NavGraph {
 // two baselines: A* with the straight line only and plain Dijkstra.
 // Run: go test -run '^$' -bench Pathfind50k -cpu 2 -benchtime 20000x ./appliance/nav/
 func BenchmarkPathfind50k(b *testing.B) {
-	bg := building(10, 100, 50)
-	g := BuildGraph(bg)
-	n := len(bg.Nodes)
-	type query struct {
-		src, dst uint64
-		avoid    bool
-	}
-	r := rand.New(rand.NewPCG(11, 13))
-	qs := make([]query, 1<<15)
-	for i := range qs {
-		qs[i] = query{bg.Nodes[r.IntN(n)].ID, bg.Nodes[r.IntN(n)].ID, r.IntN(4) == 0}
-	}
-	for _, mode := range []struct {
-		name string
-		heur int
-	}{{"alt", heurALT}, {"euclid", heurEuclid}, {"dijkstra", heurDijkstra}} {
+	g, qs := benchQueries()
+	for _, mode := range benchModes {
 		b.Run(mode.name, func(b *testing.B) {
 			g.heur = mode.heur
 			defer func() { g.heur = heurALT }()
@@ -99,6 +85,31 @@ func BenchmarkPathfind50k(b *testing.B) {
 			}
 		})
 	}
+}
+
+type benchQuery struct {
+	src, dst uint64
+	avoid    bool
+}
+
+// benchModes are the shipped search and its two baselines.
+var benchModes = []struct {
+	name string
+	heur int
+}{{"alt", heurALT}, {"euclid", heurEuclid}, {"dijkstra", heurDijkstra}}
+
+// benchQueries is the building and a fixed query list, so every mode and
+// both benchmarks answer the same queries.
+func benchQueries() (*Graph, []benchQuery) {
+	bg := building(10, 100, 50)
+	g := BuildGraph(bg)
+	n := len(bg.Nodes)
+	r := rand.New(rand.NewPCG(11, 13))
+	qs := make([]benchQuery, 1<<15)
+	for i := range qs {
+		qs[i] = benchQuery{bg.Nodes[r.IntN(n)].ID, bg.Nodes[r.IntN(n)].ID, r.IntN(4) == 0}
+	}
+	return g, qs
 }
 
 // BenchmarkBuildGraph50k is the cost of recompiling the graph after an
