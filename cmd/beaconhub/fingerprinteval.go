@@ -34,12 +34,12 @@ func cmdFingerprintEval(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	dir := fs.Arg(0)
-	train, err := readReplay(filepath.Join(dir, "train.csv"))
+	train, err := fpReadReplay(filepath.Join(dir, "train.csv"))
 	if err != nil {
 		fmt.Fprintln(stderr, "fingerprint-eval:", err)
 		return 1
 	}
-	test, err := readReplay(filepath.Join(dir, "test.csv"))
+	test, err := fpReadReplay(filepath.Join(dir, "test.csv"))
 	if err != nil {
 		fmt.Fprintln(stderr, "fingerprint-eval:", err)
 		return 1
@@ -54,7 +54,7 @@ func cmdFingerprintEval(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "bad window %q\n", ws)
 			return 2
 		}
-		trainScans, testScans := windowScans(train, w), windowScans(test, w)
+		trainScans, testScans := fpWindowScans(train, w), fpWindowScans(test, w)
 		m := nav.BuildModel(0, trainScans, *k, nav.DefaultMissingRSSI, time.Time{})
 		loo := nav.EvaluateLOO(m)
 		te := nav.Evaluate(m, testScans)
@@ -71,8 +71,8 @@ func cmdFingerprintEval(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
-// replayRow is one sighting of the replay format with a known position.
-type replayRow struct {
+// fpReplayRow is one sighting of the replay format with a known position.
+type fpReplayRow struct {
 	t       int64
 	gateway string
 	beacon  string
@@ -80,10 +80,10 @@ type replayRow struct {
 	x, y    float64
 }
 
-// readReplay reads the rows that have a position and a plausible RSSI;
+// fpReadReplay reads the rows that have a position and a plausible RSSI;
 // the source datasets mark "not heard" with values like -200, which are
 // absences, not readings.
-func readReplay(path string) ([]replayRow, error) {
+func fpReadReplay(path string) ([]fpReplayRow, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
@@ -103,7 +103,7 @@ func readReplay(path string) ([]replayRow, error) {
 			return nil, fmt.Errorf("%s: no %s column", path, c)
 		}
 	}
-	var out []replayRow
+	var out []fpReplayRow
 	for line := 2; ; line++ {
 		rec, err := r.Read()
 		if errors.Is(err, io.EOF) {
@@ -125,14 +125,14 @@ func readReplay(path string) ([]replayRow, error) {
 		if rssi < -127 || rssi > 20 {
 			continue
 		}
-		out = append(out, replayRow{t: t, gateway: rec[col["gateway"]], beacon: rec[col["beacon"]], rssi: rssi, x: x, y: y})
+		out = append(out, fpReplayRow{t: t, gateway: rec[col["gateway"]], beacon: rec[col["beacon"]], rssi: rssi, x: x, y: y})
 	}
 }
 
-// windowScans cuts consecutive rows of one beacon at one position into
+// fpWindowScans cuts consecutive rows of one beacon at one position into
 // scans no longer than w (w 0: rows of one timestamp); a gateway heard
 // several times in a window contributes its mean RSSI.
-func windowScans(rows []replayRow, w time.Duration) []nav.Scan {
+func fpWindowScans(rows []fpReplayRow, w time.Duration) []nav.Scan {
 	var out []nav.Scan
 	type acc struct {
 		sum float64
@@ -140,7 +140,7 @@ func windowScans(rows []replayRow, w time.Duration) []nav.Scan {
 	}
 	var cur map[string]*acc
 	var start int64
-	var last replayRow
+	var last fpReplayRow
 	flush := func() {
 		if len(cur) == 0 {
 			return

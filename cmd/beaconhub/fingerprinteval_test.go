@@ -11,19 +11,19 @@ import (
 	"time"
 )
 
-func TestWindowScans(t *testing.T) {
-	rows := []replayRow{
+func TestFPWindowScans(t *testing.T) {
+	rows := []fpReplayRow{
 		{t: 0, gateway: "G1", beacon: "P", rssi: -60, x: 5, y: 5},
 		{t: 0, gateway: "G2", beacon: "P", rssi: -80, x: 5, y: 5},
 		{t: 4000, gateway: "G1", beacon: "P", rssi: -70, x: 5, y: 5},
 		{t: 12000, gateway: "G1", beacon: "P", rssi: -50, x: 5, y: 5},  // past the 10 s window
 		{t: 13000, gateway: "G1", beacon: "P", rssi: -55, x: 15, y: 5}, // moved
 	}
-	got := windowScans(rows, 10*time.Second)
+	got := fpWindowScans(rows, 10*time.Second)
 	if len(got) != 3 || got[0].RSSI["ble:G1"] != -65 || got[0].RSSI["ble:G2"] != -80 || got[1].RSSI["ble:G1"] != -50 || got[2].X != 15 {
 		t.Fatalf("10 s windows %+v", got)
 	}
-	if one := windowScans(rows, 0); len(one) != 4 || len(one[0].RSSI) != 2 {
+	if one := fpWindowScans(rows, 0); len(one) != 4 || len(one[0].RSSI) != 2 {
 		t.Fatalf("per-timestamp scans %+v", one)
 	}
 }
