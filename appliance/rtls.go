@@ -63,7 +63,7 @@ func (c *rtlsControl) Reload() error {
 	if err != nil {
 		return fmt.Errorf("rtls site: %w", err)
 	}
-	ss, err := c.app.db.ListSamples(0)
+	ss, err := c.app.db.ListZoneSamples(0)
 	if err != nil {
 		return fmt.Errorf("rtls samples: %w", err)
 	}

@@ -266,8 +266,8 @@ func TestSurveySamples(t *testing.T) {
 	h.post("/api/v1/tracking/survey/start", map[string]any{"asset_uid": f.watch, "zone_id": f.hall.ID}, http.StatusOK)
 	before := h.fake.reloads
 	var stopped struct {
-		Stored  int                  `json:"stored"`
-		Samples []store.SurveySample `json:"samples"`
+		Stored  int                `json:"stored"`
+		Samples []store.ZoneSample `json:"samples"`
 	}
 	h.post("/api/v1/tracking/survey/stop", map[string]any{"asset_uid": f.watch}, http.StatusOK).decodePayload(t, &stopped)
 	if stopped.Stored != 2 || stopped.Samples[0].RSSI["AC233F000001"] != -61.5 || stopped.Samples[0].Zone != f.hall.ID {
@@ -277,7 +277,7 @@ func TestSurveySamples(t *testing.T) {
 		t.Fatal("samples not handed to the engine")
 	}
 	var list struct {
-		Samples []store.SurveySample `json:"samples"`
+		Samples []store.ZoneSample `json:"samples"`
 	}
 	h.adminGet("/api/v1/tracking/samples?zone_id="+itoa(f.hall.ID), http.StatusOK).decodePayload(t, &list)
 	if len(list.Samples) != 2 {

@@ -2,6 +2,7 @@ package handlers
 
 import (
 	"crypto/subtle"
+	"encoding/json"
 	"net/http"
 	"strconv"
 
@@ -32,7 +33,7 @@ func (s *Server) navProject(w http.ResponseWriter, r *http.Request, p httprouter
 	if err != nil {
 		return err
 	}
-	proj, sha, err := n.Project(id)
+	_, data, sha, err := n.ProjectJSON(id)
 	if err != nil {
 		return err
 	}
@@ -42,7 +43,8 @@ func (s *Server) navProject(w http.ResponseWriter, r *http.Request, p httprouter
 		w.WriteHeader(http.StatusNotModified)
 		return nil
 	}
-	return ok(w, map[string]any{"sha": sha, "project": proj})
+	// The bytes the hash covers, not a second encoding of a large project.
+	return s.writeProject(w, r, id, sha, data)
 }
 
 func (s *Server) navProjectSHA(w http.ResponseWriter, _ *http.Request, p httprouter.Params) error {
@@ -124,11 +126,11 @@ func (s *Server) mobileSnapshot(w http.ResponseWriter, r *http.Request, _ httpro
 	}
 	out := []map[string]any{}
 	for _, id := range ids {
-		proj, sha, err := n.Project(id)
+		_, data, sha, err := n.ProjectJSON(id)
 		if err != nil {
 			return err
 		}
-		out = append(out, map[string]any{"sha": sha, "project": proj})
+		out = append(out, map[string]any{"sha": sha, "project": json.RawMessage(data)})
 	}
 	return ok(w, out)
 }

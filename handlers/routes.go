@@ -186,5 +186,13 @@ func (s *Server) table() []Route {
 		{"GET", "/api/v1/integration/beacons/:mac/location", Integration, s.integrationLocation},
 		{"GET", "/api/v1/integration/zones", Integration, s.integrationZones},
 		{"GET", "/ws", None, s.ws},
+		// Fingerprint survey and model (navsurvey.go).
+		{"POST", "/api/v1/navigation/floor/:id/survey", Admin, s.uploadSurvey},
+		{"GET", "/api/v1/navigation/floor/:id/survey", Admin, s.listSurvey},
+		{"GET", "/api/v1/navigation/floor/:id/survey/export", Admin, s.exportSurvey},
+		{"DELETE", "/api/v1/navigation/floor/:id/survey", Admin, s.deleteSurvey},
+		{"DELETE", "/api/v1/navigation/survey/:id", Admin, s.deleteSurveySample},
+		{"GET", "/api/v1/navigation/floor/:id/fingerprint-model", TokenAuth, s.fingerprintModel},
+		{"GET", "/api/v1/navigation/floor/:id/fingerprint-model/eval", Auth, s.fingerprintEval},
 	}
 }

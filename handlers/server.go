@@ -78,6 +78,8 @@ type Server struct {
 	params []paramRoute
 	// hub is the WebSocket feed (ws_hub.go); nil without the engine.
 	hub *wsHub
+	// navGzip keeps compressed navigation projects by hash (navgzip.go).
+	navGzip navGzipCache
 }
 
 // New builds the router from the route table.

@@ -74,11 +74,11 @@ func (s *Server) surveyStop(w http.ResponseWriter, r *http.Request, _ httprouter
 		return apperr.InvalidField("asset_uid", "asset_uid is required")
 	}
 	got := t.StopRecording(in.AssetUID)
-	ss := make([]store.SurveySample, 0, len(got))
+	ss := make([]store.ZoneSample, 0, len(got))
 	for _, sm := range got {
 		ss = append(ss, sampleToStore(in.AssetUID, sm))
 	}
-	ss, err = s.deps.DB.AddSamples(ss, time.Now())
+	ss, err = s.deps.DB.AddZoneSamples(ss, time.Now())
 	if errors.Is(err, store.ErrNotFound) {
 		return apperr.Conflict("the surveyed zone was deleted while recording; nothing stored")
 	}
@@ -93,8 +93,8 @@ func (s *Server) surveyStop(w http.ResponseWriter, r *http.Request, _ httprouter
 	return ok(w, map[string]any{"asset_uid": in.AssetUID, "stored": len(ss), "samples": ss})
 }
 
-func sampleToStore(uid string, sm rtls.Sample) store.SurveySample {
-	out := store.SurveySample{Zone: sm.Zone, AssetUID: uid, RSSI: make(map[string]float64, len(sm.RSSI))}
+func sampleToStore(uid string, sm rtls.Sample) store.ZoneSample {
+	out := store.ZoneSample{Zone: sm.Zone, AssetUID: uid, RSSI: make(map[string]float64, len(sm.RSSI))}
 	for mac, v := range sm.RSSI {
 		out.RSSI[strings.ToUpper(hex.EncodeToString(mac[:]))] = v
 	}
@@ -113,7 +113,7 @@ func (s *Server) listSamples(w http.ResponseWriter, r *http.Request, _ httproute
 		}
 		zone = z
 	}
-	ss, err := s.deps.DB.ListSamples(zone)
+	ss, err := s.deps.DB.ListZoneSamples(zone)
 	if err != nil {
 		return err
 	}

@@ -165,6 +165,14 @@ func (db *DB) DeleteFloor(id uint64) error {
 				return err
 			}
 		}
+		if _, err := deleteSurveyOf(tx, id); err != nil {
+			return err
+		}
+		if rb := tx.Bucket(bNavSurveyRev); rb != nil {
+			if err := rb.Delete(itob(id)); err != nil {
+				return err
+			}
+		}
 		return fb.Delete(itob(id))
 	})
 }
@@ -308,4 +316,11 @@ func clearBucket(b *bolt.Bucket) error {
 		}
 	}
 	return nil
+}
+
+// FloorExists reports whether floor id exists, for registry validation of
+// a beacon's floor assignment in the same transaction.
+func (t *AssetTx) FloorExists(id uint64) bool {
+	b := t.tx.Bucket(bNavFloors)
+	return b != nil && b.Get(itob(id)) != nil
 }

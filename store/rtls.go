@@ -9,14 +9,14 @@ import (
 
 // Tracking state that survives a restart (issue 5): the survey samples
 // that train the k-NN fingerprint and the algorithm the admin chose.
-var bRTLSSamples = []byte("rtls_samples") // id -> SurveySample
+var bRTLSSamples = []byte("rtls_samples") // id -> ZoneSample
 
 // keyRTLSAlgorithm holds the chosen algorithm; "" or absent means stopped.
 const keyRTLSAlgorithm = "rtls/algorithm"
 
-// SurveySample is one labelled fingerprint: mean RSSI per gateway (12
+// ZoneSample is one labelled RTLS training sample: mean RSSI per gateway (12
 // upper-case hex digits) while AssetUID stood in Zone.
-type SurveySample struct {
+type ZoneSample struct {
 	ID        uint64             `json:"id"`
 	Zone      uint64             `json:"zone_id"`
 	AssetUID  string             `json:"asset_uid"`
@@ -24,9 +24,9 @@ type SurveySample struct {
 	CreatedAt int64              `json:"created_at"` // Unix ms
 }
 
-// AddSamples stores samples, assigning their ids; the zone of each must
+// AddZoneSamples stores samples, assigning their ids; the zone of each must
 // exist (ErrNotFound).
-func (db *DB) AddSamples(ss []SurveySample, now time.Time) ([]SurveySample, error) {
+func (db *DB) AddZoneSamples(ss []ZoneSample, now time.Time) ([]ZoneSample, error) {
 	err := db.Update(func(tx *bolt.Tx) error {
 		b, err := tx.CreateBucketIfNotExists(bRTLSSamples)
 		if err != nil {
@@ -50,11 +50,11 @@ func (db *DB) AddSamples(ss []SurveySample, now time.Time) ([]SurveySample, erro
 	return ss, err
 }
 
-// ListSamples returns every sample (zone 0) or those of one zone.
-func (db *DB) ListSamples(zone uint64) ([]SurveySample, error) {
-	var out []SurveySample
+// ListZoneSamples returns every sample (zone 0) or those of one zone.
+func (db *DB) ListZoneSamples(zone uint64) ([]ZoneSample, error) {
+	var out []ZoneSample
 	err := db.View(func(tx *bolt.Tx) (err error) {
-		out, err = navList(tx, bRTLSSamples, func(s *SurveySample) bool { return zone == 0 || s.Zone == zone })
+		out, err = navList(tx, bRTLSSamples, func(s *ZoneSample) bool { return zone == 0 || s.Zone == zone })
 		return err
 	})
 	return out, err
@@ -76,7 +76,7 @@ func deleteSamplesOfZone(tx *bolt.Tx, zone uint64) error {
 	if b == nil {
 		return nil
 	}
-	ss, err := navList(tx, bRTLSSamples, func(s *SurveySample) bool { return s.Zone == zone })
+	ss, err := navList(tx, bRTLSSamples, func(s *ZoneSample) bool { return s.Zone == zone })
 	if err != nil {
 		return err
 	}

@@ -88,7 +88,7 @@ func TestZoneAdjacencyStaysSymmetric(t *testing.T) {
 		t.Fatalf("zone outside its map: %v", err)
 	}
 	// Deleting map 2 cascades to its zone and the cross-map edge.
-	if _, err := db.AddSamples([]SurveySample{{Zone: up.ID, RSSI: map[string]float64{"AABBCCDDEEFF": -60}}}, time.Unix(2, 0)); err != nil {
+	if _, err := db.AddZoneSamples([]ZoneSample{{Zone: up.ID, RSSI: map[string]float64{"AABBCCDDEEFF": -60}}}, time.Unix(2, 0)); err != nil {
 		t.Fatal(err)
 	}
 	if err := db.PlaceGateway(GatewayPlacement{GatewayID: 7, MapID: m2.ID, X: 1, Y: 2}); err != nil {
@@ -103,7 +103,7 @@ func TestZoneAdjacencyStaysSymmetric(t *testing.T) {
 	if !slices.Equal(adj(t, db, a.ID), []uint64{b.ID}) {
 		t.Fatalf("dangling cross-map edge: %v", adj(t, db, a.ID))
 	}
-	if ss, _ := db.ListSamples(0); len(ss) != 0 {
+	if ss, _ := db.ListZoneSamples(0); len(ss) != 0 {
 		t.Fatalf("samples of a deleted zone kept: %v", ss)
 	}
 	if ps, _ := db.GatewayPlacements(0); len(ps) != 0 {

@@ -194,6 +194,10 @@ func applyBeacon(t *store.AssetTx, b *store.Beacon, in *BeaconInput) error {
 		b.LocationID = *in.LocationID
 	}
 	if in.FloorID != nil {
+		// A beacon's floor is a navigation floor (0 clears it).
+		if *in.FloorID != 0 && !t.FloorExists(*in.FloorID) {
+			return apperr.InvalidField("floor_id", "floor %d does not exist", *in.FloorID)
+		}
 		b.FloorID = *in.FloorID
 	}
 	if in.HumidityRange.Set {

@@ -16,14 +16,19 @@ type Graph struct {
 	ids   []uint64 // dense index -> node id
 	index map[uint64]int32
 	nodes []store.NavNode
-	xy    [][2]float64 // coordinates packed for the search loop
-	start []int32      // adjacency of i is adj[start[i]:start[i+1]]
+	edges []store.NavEdge // as stored, for the project payload
+	xy    [][2]float64    // coordinates packed for the search loop
+	start []int32         // adjacency of i is adj[start[i]:start[i+1]]
 	adj   []arc
 	// scale makes scale*euclid(u, v) <= weight(u, v) for every edge, so the
 	// A* heuristic scale*euclid(n, target) is consistent for any weights;
 	// a graph with odd weights only degrades towards Dijkstra.
 	scale float64
 	pool  sync.Pool
+	// Landmark lower bounds (landmarks.go): [0] all edges, [1] the
+	// accessible ones (avoid_stairs).
+	alt  [2]landmarks
+	heur int
 }
 
 type arc struct {
@@ -36,7 +41,7 @@ type arc struct {
 // (validation rejects them before they are stored).
 func BuildGraph(g store.NavGraph) *Graph {
 	n := len(g.Nodes)
-	gr := &Graph{ids: make([]uint64, n), index: make(map[uint64]int32, n), nodes: g.Nodes, start: make([]int32, n+1), scale: math.Inf(1)}
+	gr := &Graph{ids: make([]uint64, n), index: make(map[uint64]int32, n), nodes: g.Nodes, edges: g.Edges, start: make([]int32, n+1), scale: math.Inf(1)}
 	for i, nd := range g.Nodes {
 		gr.ids[i] = nd.ID
 		gr.index[nd.ID] = int32(i)
@@ -77,6 +82,7 @@ func BuildGraph(g store.NavGraph) *Graph {
 	// Shave a little so rounding can never make the heuristic overestimate.
 	gr.scale *= 1 - 1e-9
 	gr.pool.New = func() any { return newSearch(n) }
+	gr.buildLandmarks()
 	return gr
 }
 
@@ -200,8 +206,14 @@ func (g *Graph) ShortestPath(src, dst uint64, avoidStairs bool) (path []uint64, 
 		sc.gen = 1
 	}
 	sc.open = sc.open[:0]
+	lt := &g.alt[0]
+	if avoidStairs {
+		lt = &g.alt[1]
+	}
+	var act active
+	lt.choose(s, t, &act)
 	sc.dist[s], sc.prev[s], sc.seen[s] = 0, -1, sc.gen
-	sc.open.push(item{g.scale * g.euclid(s, t), 0, s})
+	sc.open.push(item{g.estimate(lt, s, t, &act), 0, s})
 	for len(sc.open) > 0 {
 		it := sc.open.pop()
 		u := it.node
@@ -219,7 +231,7 @@ func (g *Graph) ShortestPath(src, dst uint64, avoidStairs bool) (path []uint64, 
 			nd := sc.dist[u] + a.weight
 			if sc.seen[a.to] != sc.gen || nd < sc.dist[a.to] {
 				sc.seen[a.to], sc.dist[a.to], sc.prev[a.to] = sc.gen, nd, u
-				sc.open.push(item{nd + g.scale*g.euclid(a.to, t), nd, a.to})
+				sc.open.push(item{nd + g.estimate(lt, a.to, t, &act), nd, a.to})
 			}
 		}
 	}

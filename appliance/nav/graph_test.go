@@ -166,3 +166,28 @@ func TestUnreachable(t *testing.T) {
 		t.Fatal("two start kinds accepted")
 	}
 }
+
+// TestLandmarkSearchMatchesDijkstra: on a multi-floor building (where the
+// landmark bounds do the work) and on a graph in two pieces, the shipped
+// search finds the same lengths as plain Dijkstra.
+func TestLandmarkSearchMatchesDijkstra(t *testing.T) {
+	bg := building(3, 30, 20)
+	// A separate island: nodes no landmark of the main part reaches.
+	bg.Nodes = append(bg.Nodes, store.NavNode{ID: 90001, FloorID: 1, X: 5, Y: 5}, store.NavNode{ID: 90002, FloorID: 1, X: 6, Y: 5})
+	bg.Edges = append(bg.Edges, store.NavEdge{ID: 90001, From: 90001, To: 90002, Weight: 1, Accessible: true})
+	alt, plain := BuildGraph(bg), BuildGraph(bg)
+	plain.heur = heurDijkstra
+	r := rand.New(rand.NewPCG(3, 4))
+	for q := 0; q < 300; q++ {
+		a, b := bg.Nodes[r.IntN(len(bg.Nodes))].ID, bg.Nodes[r.IntN(len(bg.Nodes))].ID
+		avoid := q%3 == 0
+		_, got, ok := alt.ShortestPath(a, b, avoid)
+		_, want, wantOK := plain.ShortestPath(a, b, avoid)
+		if ok != wantOK || math.Abs(got-want) > 1e-9*math.Max(1, want) {
+			t.Fatalf("%d->%d avoid=%v: %v %v, Dijkstra %v %v", a, b, avoid, got, ok, want, wantOK)
+		}
+	}
+	if _, _, ok := alt.ShortestPath(1, 90002, false); ok {
+		t.Fatal("route into the island")
+	}
+}

@@ -22,13 +22,29 @@ type ProjectFloor struct {
 	Level int             `json:"level"`
 	MapID uint64          `json:"map_id,omitempty"`
 	Nodes []store.NavNode `json:"nodes"`
+	// FingerprintModel is the floor's k-NN model; absent without a survey.
+	FingerprintModel *Model `json:"fingerprint_model,omitempty"`
+}
+
+// ProjectBeacon is a beacon the app needs: a point of interest (a
+// destination to list) or a static beacon (a fixed transmitter the app
+// can position by), with its floor and the node linked to it.
+type ProjectBeacon struct {
+	AssetUID string `json:"asset_uid"`
+	MAC      string `json:"mac,omitempty"`
+	Name     string `json:"name"`
+	FloorID  uint64 `json:"floor_id,omitempty"`
+	NodeID   uint64 `json:"node_id,omitempty"`
+	POI      bool   `json:"poi"`
+	Static   bool   `json:"static"`
 }
 
 // Project is the navigation payload of one location.
 type Project struct {
-	ID     uint64          `json:"id"`
-	Floors []ProjectFloor  `json:"floors"`
-	Edges  []store.NavEdge `json:"edges"`
+	ID      uint64          `json:"id"`
+	Floors  []ProjectFloor  `json:"floors"`
+	Edges   []store.NavEdge `json:"edges"`
+	Beacons []ProjectBeacon `json:"beacons"`
 }
 
 // ProjectIDs lists the locations that have at least one floor.
@@ -51,15 +67,21 @@ func (s *Service) ProjectIDs() ([]uint64, error) {
 
 // Project builds the payload of location id and its content hash.
 func (s *Service) Project(id uint64) (Project, string, error) {
+	p, _, sha, err := s.ProjectJSON(id)
+	return p, sha, err
+}
+
+// ProjectJSON is Project with the JSON the hash was computed over, so a
+// handler sends those bytes instead of encoding a large project twice.
+// Nodes and edges come from the compiled graph (rebuilt after every
+// edit), not from decoding every stored record again.
+func (s *Service) ProjectJSON(id uint64) (Project, []byte, string, error) {
 	fs, err := s.db.ListFloors()
 	if err != nil {
-		return Project{}, "", err
+		return Project{}, nil, "", err
 	}
-	all, err := s.db.AllNavGraph()
-	if err != nil {
-		return Project{}, "", err
-	}
-	p := Project{ID: id, Floors: []ProjectFloor{}, Edges: []store.NavEdge{}}
+	g := s.Graph()
+	p := Project{ID: id, Floors: []ProjectFloor{}, Edges: []store.NavEdge{}, Beacons: []ProjectBeacon{}}
 	ours := map[uint64]int{}
 	for _, f := range fs {
 		if f.LocationID == id {
@@ -68,26 +90,63 @@ func (s *Service) Project(id uint64) (Project, string, error) {
 		}
 	}
 	if len(p.Floors) == 0 {
-		return p, "", apperr.NotFound("project %d has no floors", id)
+		return p, nil, "", apperr.NotFound("project %d has no floors", id)
 	}
-	nodeFloor := map[uint64]uint64{}
-	for _, n := range all.Nodes {
-		nodeFloor[n.ID] = n.FloorID
-		if i, ok := ours[n.FloorID]; ok {
-			p.Floors[i].Nodes = append(p.Floors[i].Nodes, n)
+	for i := range p.Floors {
+		if p.Floors[i].FingerprintModel, err = s.FingerprintModel(p.Floors[i].ID); err != nil {
+			return p, nil, "", err
 		}
 	}
-	for _, e := range all.Edges {
-		_, a := ours[nodeFloor[e.From]]
-		_, b := ours[nodeFloor[e.To]]
+	linked := map[string]uint64{} // beacon asset_uid -> node of this project
+	for _, n := range g.nodes {
+		if i, ok := ours[n.FloorID]; ok {
+			p.Floors[i].Nodes = append(p.Floors[i].Nodes, n)
+			if n.BeaconUID != "" {
+				linked[n.BeaconUID] = n.ID
+			}
+		}
+	}
+	if p.Beacons, err = s.projectBeacons(ours, linked); err != nil {
+		return p, nil, "", err
+	}
+	floorOf := func(node uint64) uint64 {
+		n, _ := g.Node(node)
+		return n.FloorID
+	}
+	for _, e := range g.edges {
+		_, a := ours[floorOf(e.From)]
+		_, b := ours[floorOf(e.To)]
 		if a || b {
 			p.Edges = append(p.Edges, e)
 		}
 	}
 	data, err := json.Marshal(p)
 	if err != nil {
-		return p, "", err
+		return p, nil, "", err
 	}
 	sum := sha256.Sum256(data)
-	return p, hex.EncodeToString(sum[:]), nil
+	return p, data, hex.EncodeToString(sum[:]), nil
+}
+
+// projectBeacons lists the active POI or static beacons assigned to one
+// of the project's floors or linked to one of its nodes, by asset_uid.
+func (s *Service) projectBeacons(floors map[uint64]int, linked map[string]uint64) ([]ProjectBeacon, error) {
+	bs, err := s.db.ListBeacons()
+	if err != nil {
+		return nil, err
+	}
+	out := []ProjectBeacon{}
+	for _, b := range bs {
+		if !b.Active || (!b.POI && !b.Static) {
+			continue
+		}
+		_, onFloor := floors[b.FloorID]
+		node, isLinked := linked[b.AssetUID]
+		if !onFloor && !isLinked {
+			continue
+		}
+		out = append(out, ProjectBeacon{AssetUID: b.AssetUID, MAC: b.MAC, Name: b.Name, FloorID: b.FloorID, NodeID: node, POI: b.POI, Static: b.Static})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].AssetUID < out[j].AssetUID })
+	return out, nil
 }

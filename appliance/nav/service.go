@@ -14,9 +14,10 @@ import (
 // Service owns floors and the navigation graph and keeps the compiled
 // in-memory graph in step with the database.
 type Service struct {
-	db    *store.DB
-	clock clock.Clock
-	graph atomic.Pointer[Graph]
+	db     *store.DB
+	clock  clock.Clock
+	graph  atomic.Pointer[Graph]
+	models modelCache
 }
 
 // New loads the stored graph and compiles it.
@@ -76,6 +77,7 @@ func (s *Service) SaveFloor(f store.Floor) (store.Floor, error) {
 
 // DeleteFloor removes a floor with its nodes and edges.
 func (s *Service) DeleteFloor(id uint64) error {
+	defer s.models.drop(id)
 	if err := s.db.DeleteFloor(id); err != nil {
 		return notFound(err, "floor")
 	}

@@ -23,6 +23,7 @@ commands:
   loadgen [--gateways N] [--beacons N] [--duration D] [--qos 0,1]
                                    ingest benchmark on loopback (full appliance vs bare broker)
   rtls-eval [--alg a,b] DATASET_DIR  score the tracking algorithms on a labelled RSSI recording
+  fingerprint-eval [--k N] DATASET_DIR  fingerprint k-NN error on a replay dataset
 
 --home defaults to $BEACONHUB_HOME, else the current directory.
 `
@@ -59,6 +60,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return cmdAudit(args[1:], stdout, stderr)
 	case "rtls-eval":
 		return cmdRTLSEval(args[1:], stdout, stderr)
+	case "fingerprint-eval":
+		return cmdFingerprintEval(args[1:], stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return 0
