@@ -145,5 +145,25 @@ func (s *Server) table() []Route {
 		{"GET", "/api/v1/navigation/mobile/snapshot", TokenAuth, s.mobileSnapshot},
 		{"GET", "/api/v1/navigation/mobile/catalog", TokenAuth, s.mobileCatalog},
 		{"GET", "/api/v1/navigation/mobile/project/:id", TokenAuth, s.mobileProject},
+
+		// Integration contract, interface templates, user session, bug
+		// tracker (issue 11: openapi.go, integration_docs.go, templates.go,
+		// session.go, bugs.go; live preview in preview.go).
+		{"GET", "/api/v1/integration/openapi.json", None, s.openAPI},
+		{"GET", "/integration/docs", None, s.integrationDocs},
+		{"GET", "/integration/docs/:filename", None, s.integrationDocs},
+		{"GET", "/api/v1/interface-templates", Admin, s.listTemplates},
+		{"POST", "/api/v1/interface-templates", Admin, s.createTemplate},
+		{"GET", "/api/v1/interface-templates/:id", Admin, s.getTemplate},
+		{"PUT", "/api/v1/interface-templates/:id", Admin, s.updateTemplate},
+		{"DELETE", "/api/v1/interface-templates/:id", Admin, s.deleteTemplate},
+		{"POST", "/api/v1/interface-templates/:id/clone", Admin, s.cloneTemplate},
+		{"PUT", "/api/v1/users/:userId/template", Admin, s.assignTemplate},
+		{"GET", "/api/v1/user/session", Auth, s.session},
+		{"POST", "/api/v1/bugs", Auth, s.fileBug},
+		{"GET", "/api/v1/bugs", Admin, s.listBugs},
+		{"GET", "/api/v1/bugs/:id", Admin, s.getBug},
+		{"GET", "/api/v1/bugs/:id/screenshot", Admin, s.bugScreenshot},
+		{"POST", "/api/v1/bugs/:id/close", Admin, s.closeBug},
 	}
 }
