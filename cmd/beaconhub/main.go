@@ -20,6 +20,7 @@ commands:
   config check [--home DIR]        validate and print the effective configuration (secrets masked)
   mobile-key regenerate [--home DIR]  replace server_mobile_api_key (restart to apply)
   audit [--home DIR]               post-upgrade audit: list records still keyed by a MAC (exit 1 if any)
+  api-account create NAME [--home DIR]  create an integration (api role) account; prints its password once
   loadgen [--gateways N] [--beacons N] [--duration D] [--qos 0,1]
                                    ingest benchmark on loopback (full appliance vs bare broker)
 
@@ -56,6 +57,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return cmdLoadgen(args[1:], stdout, stderr)
 	case "audit":
 		return cmdAudit(args[1:], stdout, stderr)
+	case "api-account":
+		return cmdAPIAccount(args[1:], stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return 0
