@@ -20,7 +20,8 @@ import (
 // exports, unrelated routes and the WebSocket are covered whatever is
 // mounted), and refused in the guard for any token but an admin's.
 
-// PreviewHeader names the user whose view an admin previews.
+// PreviewHeader names the user whose view an admin previews. It is
+// written in canonical form, so the header map is indexed directly.
 const PreviewHeader = "X-Service-Preview-User-Id"
 
 // Preview refusal messages.
@@ -76,7 +77,7 @@ func previewAllowed(method, path string) bool {
 // refusePreview answers 403 and returns true when r carries the preview
 // header where it is not accepted. It runs before routing.
 func refusePreview(w http.ResponseWriter, r *http.Request) bool {
-	if _, has := r.Header[http.CanonicalHeaderKey(PreviewHeader)]; !has || previewAllowed(r.Method, r.URL.Path) {
+	if _, has := r.Header[PreviewHeader]; !has || previewAllowed(r.Method, r.URL.Path) {
 		return false
 	}
 	writeJSONError(w, http.StatusForbidden, msgPreviewRoute)
@@ -112,7 +113,7 @@ func (s *Server) previewClaims(rt Route, admin *auth.Claims, raw string) (*auth.
 
 // withPreview applies the preview header, when present, to r's claims.
 func (s *Server) withPreview(rt Route, r *http.Request, claims *auth.Claims) (*http.Request, *auth.Claims, error) {
-	raw, has := r.Header[http.CanonicalHeaderKey(PreviewHeader)]
+	raw, has := r.Header[PreviewHeader]
 	if !has {
 		return r, claims, nil
 	}

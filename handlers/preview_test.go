@@ -146,3 +146,19 @@ func TestPreviewAllowedMatcher(t *testing.T) {
 		}
 	}
 }
+
+func TestPreviewHeaderIsCanonical(t *testing.T) {
+	if http.CanonicalHeaderKey(PreviewHeader) != PreviewHeader {
+		t.Fatal("PreviewHeader must be canonical: the header map is indexed with it directly")
+	}
+	r := h2Request("x-service-preview-user-id")
+	if _, has := r.Header[PreviewHeader]; !has {
+		t.Error("a lower-case header is not found")
+	}
+}
+
+func h2Request(name string) *http.Request {
+	r, _ := http.NewRequest("GET", "/", nil)
+	r.Header.Set(name, "1")
+	return r
+}
