@@ -15,7 +15,7 @@ LDFLAGS    := -s -w \
 	-X $(PKG)/appliance/config.BrandName=$(BRAND)
 TEST_FLAGS ?= -race -timeout 20m
 
-.PHONY: all build run test test-deps lint vet fmt-check bench clean
+.PHONY: all build run test test-deps lint vet fmt-check bench clean openapi-check
 
 all: build
 
@@ -49,3 +49,8 @@ bench:
 
 clean:
 	rm -rf bin
+
+# The integration API contract alone (also part of `make test`): route table
+# vs openapi.json, the OpenAPI 3.1 validator, and the typed client walk.
+openapi-check:
+	$(GO) test -count=1 -run 'TestOpenAPI|TestIntegrationClientWalk|TestIntegrationDocs' ./handlers
