@@ -15,7 +15,7 @@ LDFLAGS    := -s -w \
 	-X $(PKG)/appliance/config.BrandName=$(BRAND)
 TEST_FLAGS ?= -race -timeout 20m
 
-.PHONY: all build run test test-deps lint vet fmt-check bench clean openapi-check
+.PHONY: all build run test test-deps lint vet fmt-check bench clean
 
 all: build
 
@@ -52,5 +52,6 @@ clean:
 
 # The integration API contract alone (also part of `make test`): route table
 # vs openapi.json, the OpenAPI 3.1 validator, and the typed client walk.
+.PHONY: openapi-check
 openapi-check:
 	$(GO) test -count=1 -run 'TestOpenAPI|TestIntegrationClientWalk|TestIntegrationDocs' ./handlers
