@@ -72,12 +72,21 @@ func (s *Server) listTemplates(w http.ResponseWriter, _ *http.Request, _ httprou
 	return ok(w, map[string]any{"templates": ts})
 }
 
+// getTemplate answers the template with assigned_user_ids, so an admin sees
+// who a change will affect.
 func (s *Server) getTemplate(w http.ResponseWriter, _ *http.Request, p httprouter.Params) error {
 	t, err := s.templateByID(p)
 	if err != nil {
 		return err
 	}
-	return ok(w, t)
+	users, err := s.deps.DB.UITemplateUsers(t.ID)
+	if err != nil {
+		return err
+	}
+	return ok(w, struct {
+		*store.UITemplate
+		AssignedUserIDs []uint64 `json:"assigned_user_ids"`
+	}{t, users})
 }
 
 func (s *Server) createTemplate(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {

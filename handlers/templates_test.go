@@ -170,6 +170,14 @@ func TestTemplateAssignment(t *testing.T) {
 		return h.send("PUT", fmt.Sprintf("/api/v1/users/%d/template", uid), admin, map[string]any{"template_id": tid})
 	}
 	assign(user.ID, ut.ID).expect(t, http.StatusOK)
+	var withUsers struct {
+		ID              uint64   `json:"id"`
+		AssignedUserIDs []uint64 `json:"assigned_user_ids"`
+	}
+	h.get(fmt.Sprintf("/api/v1/interface-templates/%d", ut.ID), admin).expect(t, http.StatusOK).decodePayload(t, &withUsers)
+	if withUsers.ID != ut.ID || fmt.Sprint(withUsers.AssignedUserIDs) != fmt.Sprint([]uint64{user.ID}) {
+		t.Errorf("template with users %+v", withUsers)
+	}
 	assign(maint.ID, ut.ID).expect(t, http.StatusBadRequest) // role mismatch
 	assign(maint.ID, mt.ID).expect(t, http.StatusOK)
 	assign(user.ID, 9999).expect(t, http.StatusNotFound)

@@ -185,3 +185,22 @@ func (db *DB) UserUITemplate(userID uint64) (*UITemplate, error) {
 	}
 	return &t, nil
 }
+
+// UITemplateUsers returns the ids of existing users assigned to template
+// id, in id order.
+func (db *DB) UITemplateUsers(id uint64) ([]uint64, error) {
+	out := []uint64{}
+	err := db.View(func(tx *bolt.Tx) error {
+		a := tx.Bucket(bUITemplateUsers)
+		if a == nil {
+			return nil
+		}
+		return a.ForEach(func(k, v []byte) error {
+			if btoi(v) == id && tx.Bucket(bUsers).Get(k) != nil {
+				out = append(out, btoi(k))
+			}
+			return nil
+		})
+	})
+	return out, err
+}
