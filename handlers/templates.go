@@ -258,7 +258,11 @@ func (s *Server) assignTemplate(w http.ResponseWriter, r *http.Request, p httpro
 		return err
 	}
 	s.deps.AppLog.Record(applog.Normal, "template.assign", "user "+p.ByName("userId"), actor(r), "interface template assignment changed")
-	return ok(w, map[string]any{"user_id": uid, "template_id": in.TemplateID})
+	var assigned any // null when unassigned, whether null or 0 was sent
+	if tid != 0 {
+		assigned = tid
+	}
+	return ok(w, map[string]any{"user_id": uid, "template_id": assigned})
 }
 
 func (s *Server) templateRecord(r *http.Request, action string, t *store.UITemplate, what string) {

@@ -189,6 +189,12 @@ func TestTemplateAssignment(t *testing.T) {
 	if !strings.Contains(r.Body, fmt.Sprintf(`"assigned_user_ids":[%d]`, user.ID)) {
 		t.Errorf("409 body %s", r.Body)
 	}
+	if r := assign(user.ID, 0).expect(t, http.StatusOK); string(r.Payload) != fmt.Sprintf(`{"template_id":null,"user_id":%d}`, user.ID) {
+		t.Errorf("unassign answer %s", r.Payload)
+	}
+	h.send("DELETE", fmt.Sprintf("/api/v1/interface-templates/%d", ut.ID), admin, nil).expect(t, http.StatusOK)
+	ut = h.createTemplate("users again", "user", defShared)
+	assign(user.ID, ut.ID).expect(t, http.StatusOK)
 	assign(user.ID, nil).expect(t, http.StatusOK)
 	h.send("DELETE", fmt.Sprintf("/api/v1/interface-templates/%d", ut.ID), admin, nil).expect(t, http.StatusOK)
 
