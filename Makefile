@@ -56,3 +56,8 @@ clean:
 .PHONY: test-zabbix
 test-zabbix: test-deps
 	CI=true $(GO) test -count=1 -run 'TestBridgeFeedsRealZabbix|TestCrossCheckWithZabbixSender' ./appliance/ ./appliance/bridge/
+# The integration API contract alone (also part of `make test`): route table
+# vs openapi.json, the OpenAPI 3.1 validator, and the typed client walk.
+.PHONY: openapi-check
+openapi-check:
+	$(GO) test -count=1 -run 'TestOpenAPI|TestIntegrationClientWalk|TestIntegrationDocs' ./handlers

@@ -249,6 +249,7 @@ func (a *App) Handler() http.Handler {
 	d := handlers.Deps{Live: a.live, DB: a.db, Auth: a.auth, AppLog: a.applog, Logger: a.log, Static: web.FS(), Assets: a.assets, Sensors: a.sensorsService()}
 	d.EInk = a.eink
 	d.Nav = a.nav
+	d.Clock = a.clock
 	if a.push != nil {
 		d.Push = a.push
 	}

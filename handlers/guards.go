@@ -115,6 +115,13 @@ func (s *Server) check(rt Route, r *http.Request, out **http.Request) error {
 	if claims.MustChangePassword && rt.Path != "/api/v1/change-password" {
 		return apperr.Forbidden(msgMustChange)
 	}
+	// Live preview (preview.go): an admin's token stands in for the
+	// previewed user's, and the role checks below apply to that user.
+	var previewed *http.Request
+	if previewed, claims, err = s.withPreview(rt, *out, claims); err != nil {
+		return err
+	}
+	*out = previewed
 	switch rt.Guard {
 	case Admin:
 		if claims.Role != auth.RoleAdmin {

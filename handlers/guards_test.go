@@ -172,3 +172,34 @@ func TestConcretePath(t *testing.T) {
 		}
 	}
 }
+
+// An api account gets through exactly the integration routes and the
+// unauthenticated ones; every other route refuses it with 403, the live
+// preview header included.
+func TestAPIAccountAllowlist(t *testing.T) {
+	h := newHarness(t)
+	tok := h.token(auth.RoleAPI)
+	passed := 0
+	for _, rt := range h.srv.Routes() {
+		r := h.do(req{method: rt.Method, path: concretePath(rt.Path), token: tok, body: bodyFor(rt.Method)})
+		if rt.Guard == Integration && !strings.HasPrefix(rt.Path, "/api/v1/integration/") {
+			t.Errorf("%s %s: integration guard outside /api/v1/integration/", rt.Method, rt.Path)
+		}
+		allowed := rt.Guard == Integration || rt.Guard == None || rt.Guard == DBOnly
+		if allowed {
+			if r.isGuardRefusal() {
+				t.Errorf("%s %s: api account refused (%d %q)", rt.Method, rt.Path, r.Code, r.Message)
+			}
+			if rt.Guard == Integration {
+				passed++
+			}
+			continue
+		}
+		if r.Code != http.StatusForbidden || !r.isGuardRefusal() {
+			t.Errorf("%s %s: api account got %d %q, want 403", rt.Method, rt.Path, r.Code, r.Message)
+		}
+	}
+	if passed == 0 {
+		t.Error("no integration route admitted the api account")
+	}
+}

@@ -194,5 +194,24 @@ func (s *Server) table() []Route {
 		{"DELETE", "/api/v1/navigation/survey/:id", Admin, s.deleteSurveySample},
 		{"GET", "/api/v1/navigation/floor/:id/fingerprint-model", TokenAuth, s.fingerprintModel},
 		{"GET", "/api/v1/navigation/floor/:id/fingerprint-model/eval", Auth, s.fingerprintEval},
+		// Integration contract, interface templates, user session, bug
+		// tracker (issue 11: openapi.go, integration_docs.go, templates.go,
+		// session.go, bugs.go; live preview in preview.go).
+		{"GET", "/api/v1/integration/openapi.json", None, s.openAPI},
+		{"GET", "/integration/docs", None, s.integrationDocs},
+		{"GET", "/integration/docs/:filename", None, s.integrationDocs},
+		{"GET", "/api/v1/interface-templates", Admin, s.listTemplates},
+		{"POST", "/api/v1/interface-templates", Admin, s.createTemplate},
+		{"GET", "/api/v1/interface-templates/:id", Admin, s.getTemplate},
+		{"PUT", "/api/v1/interface-templates/:id", Admin, s.updateTemplate},
+		{"DELETE", "/api/v1/interface-templates/:id", Admin, s.deleteTemplate},
+		{"POST", "/api/v1/interface-templates/:id/clone", Admin, s.cloneTemplate},
+		{"PUT", "/api/v1/users/:userId/template", Admin, s.assignTemplate},
+		{"GET", "/api/v1/user/session", Auth, s.session},
+		{"POST", "/api/v1/bugs", Auth, s.fileBug},
+		{"GET", "/api/v1/bugs", Admin, s.listBugs},
+		{"GET", "/api/v1/bugs/:id", Admin, s.getBug},
+		{"GET", "/api/v1/bugs/:id/screenshot", Admin, s.bugScreenshot},
+		{"POST", "/api/v1/bugs/:id/close", Admin, s.closeBug},
 	}
 }

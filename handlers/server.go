@@ -10,6 +10,7 @@ import (
 	"beaconhub/appliance/applog"
 	"beaconhub/appliance/assets"
 	"beaconhub/appliance/auth"
+	"beaconhub/appliance/clock"
 	"beaconhub/appliance/config"
 	"beaconhub/appliance/eink"
 	"beaconhub/appliance/nav"
@@ -53,6 +54,9 @@ type Deps struct {
 	RTLS Tracker
 	// WS tunes the WebSocket feed; zero fields take defaults (ws.go).
 	WS WSOptions
+	// Clock stamps interface templates and bug reports; nil means the
+	// wall clock.
+	Clock clock.Clock
 }
 
 // StatusSource provides cached status snapshots (MQTT and later others).
@@ -140,6 +144,9 @@ func (s *Server) Routes() []Route { return append([]Route(nil), s.routes...) }
 
 // ServeHTTP implements http.Handler.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if refusePreview(w, r) {
+		return
+	}
 	if len(s.exact) > 0 {
 		if h, ok := s.exact[r.Method+" "+r.URL.Path]; ok {
 			h(w, r, nil)

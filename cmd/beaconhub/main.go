@@ -20,6 +20,7 @@ commands:
   config check [--home DIR]        validate and print the effective configuration (secrets masked)
   mobile-key regenerate [--home DIR]  replace server_mobile_api_key (restart to apply)
   audit [--home DIR]               post-upgrade audit: list records still keyed by a MAC (exit 1 if any)
+  api-account create NAME [--home DIR]  create an integration (api role) account; prints its password once
   loadgen [--gateways N] [--beacons N] [--duration D] [--qos 0,1]
                                    ingest benchmark on loopback (full appliance vs bare broker)
   rtls-eval [--alg a,b] DATASET_DIR  score the tracking algorithms on a labelled RSSI recording
@@ -62,6 +63,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return cmdRTLSEval(args[1:], stdout, stderr)
 	case "fingerprint-eval":
 		return cmdFingerprintEval(args[1:], stdout, stderr)
+	case "api-account":
+		return cmdAPIAccount(args[1:], stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return 0
