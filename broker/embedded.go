@@ -170,6 +170,7 @@ func (e *Embedded) Start() error {
 		raw = e.wrapListener(raw)
 	}
 	ln := newTCPListener(listenerID, raw, e.log, e.acceptError)
+	ln.disconnect = e.disconnectAll
 	if err := e.server.AddListener(ln); err != nil {
 		_ = raw.Close()
 		return fmt.Errorf("broker: add listener: %w", err)
@@ -216,6 +217,21 @@ func (e *Embedded) Close() error {
 		}
 	})
 	return nil
+}
+
+// disconnectAll sends every connected client the shutdown DISCONNECT and
+// stops it, from our own list of live clients (see tcpListener.Close for
+// why not mochi's).
+func (e *Embedded) disconnectAll() {
+	e.obsMu.Lock()
+	cls := make([]*mqtt.Client, 0, len(e.live))
+	for _, cl := range e.live {
+		cls = append(cls, cl)
+	}
+	e.obsMu.Unlock()
+	for _, cl := range cls {
+		_ = e.server.DisconnectClient(cl, packets.ErrServerShuttingDown)
+	}
 }
 
 // Stats returns a snapshot of the broker counters.

@@ -771,3 +771,55 @@ func TestMochiLoggerScrubsAndDemotes(t *testing.T) {
 		t.Errorf("expected nothing at Info, got:\n%s", buf.String())
 	}
 }
+
+// TestEmbeddedCloseSaysGoodbyeAndNeverHangs: an MQTT 5 gateway gets
+// DISCONNECT "server shutting down" when the broker closes, and closing
+// while gateways keep connecting and leaving returns (mochi's own
+// shutdown walk can deadlock against a concurrent connect or disconnect).
+func TestEmbeddedCloseSaysGoodbyeAndNeverHangs(t *testing.T) {
+	for round := 0; round < 20; round++ {
+		b := startEmbedded(t, nil)
+		v5 := dialRaw(t, b.Addr())
+		if rc := v5.connect(5, gwMAC, testUser, testPass); rc != 0 {
+			t.Fatalf("connack %d", rc)
+		}
+		// Its session is established (the hook runs just after CONNACK).
+		eventually(t, "session established", func() bool { return b.Stats().Clients == 1 })
+		stop := make(chan struct{})
+		var wg sync.WaitGroup
+		for g := 0; g < 4; g++ {
+			wg.Add(1)
+			go func(g int) {
+				defer wg.Done()
+				for i := 0; ; i++ {
+					select {
+					case <-stop:
+						return
+					default:
+					}
+					conn, err := net.Dial("tcp", b.Addr())
+					if err != nil {
+						return
+					}
+					c := &rawClient{t: t, conn: conn, r: newReader(conn), version: 4}
+					_ = c.write(connectPacket(4, fmt.Sprintf("AC233FA0%02X%02X", g, i%256), testUser, testPass))
+					_, _ = c.read()
+					_ = conn.Close()
+				}
+			}(g)
+		}
+		closed := make(chan struct{})
+		go func() { _ = b.Close(); close(closed) }()
+		select {
+		case <-closed:
+		case <-time.After(waitFor):
+			t.Fatalf("round %d: Close hung while clients came and went", round)
+		}
+		close(stop)
+		wg.Wait()
+		pk, err := v5.read()
+		if err != nil || pk.FixedHeader.Type != packets.Disconnect || pk.ReasonCode != packets.ErrServerShuttingDown.Code {
+			t.Fatalf("round %d: MQTT 5 client got %s %v, want DISCONNECT server shutting down", round, pkString(pk), err)
+		}
+	}
+}

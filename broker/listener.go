@@ -31,6 +31,10 @@ type tcpListener struct {
 	ln    net.Listener
 	log   *slog.Logger
 	onErr func(error)
+	// disconnect, when set, replaces mochi's closeClients at Close: it
+	// must say goodbye to this listener's clients without touching
+	// mochi's client registry (see Close).
+	disconnect func()
 
 	mu     sync.Mutex
 	closed bool
@@ -142,7 +146,17 @@ func (l *tcpListener) Close(closeClients listeners.CloseFn) {
 		l.mu.Unlock()
 
 		_ = l.ln.Close()
-		closeClients(l.id)
+		// mochi's closeClients walks its client registry with
+		// GetByListener, which takes the registry's read lock twice; a
+		// client connecting or leaving in between queues a writer and
+		// deadlocks the shutdown (mochi-mqtt/server#488, unfixed in
+		// v2.7.9; it hung our suite). Our own list of live clients gives
+		// the same DISCONNECT without that lock.
+		if l.disconnect != nil {
+			l.disconnect()
+		} else {
+			closeClients(l.id)
+		}
 
 		l.mu.Lock()
 		for c := range l.conns {
