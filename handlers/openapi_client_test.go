@@ -242,7 +242,6 @@ func TestIntegrationClientWalk(t *testing.T) {
 	}
 }
 
-
 func errorAs(err error, target **clientError) bool {
 	ce, ok := err.(*clientError)
 	if ok {
