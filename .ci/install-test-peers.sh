@@ -15,7 +15,9 @@ command -v mosquitto_pub >/dev/null 2>&1 || need+=(mosquitto-clients)
 [ -x /usr/sbin/zabbix_server ] || need+=(zabbix-server-pgsql)
 [ -d /usr/share/zabbix ] || need+=(zabbix-frontend-php)
 command -v php >/dev/null 2>&1 || need+=(php-cli)
-php -m 2>/dev/null | grep -qx pgsql || need+=(php-pgsql)
+# grep reads all of php -m: with -q it would stop early, php would die of
+# SIGPIPE and pipefail would report the module missing on every run.
+php -m 2>/dev/null | grep -x pgsql >/dev/null || need+=(php-pgsql)
 ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || need+=(postgresql)
 command -v zabbix_sender >/dev/null 2>&1 || need+=(zabbix-agent)
 
