@@ -22,6 +22,17 @@ func (s *Server) nav() (*nav.Service, error) {
 	return s.deps.Nav, nil
 }
 
+// navWithID is the prelude of the per-resource navigation handlers: the
+// service and the :id of the path.
+func (s *Server) navWithID(p httprouter.Params) (*nav.Service, uint64, error) {
+	n, err := s.nav()
+	if err != nil {
+		return nil, 0, err
+	}
+	id, err := pathID(p, "id")
+	return n, id, err
+}
+
 func pathID(p httprouter.Params, name string) (uint64, error) {
 	id, err := strconv.ParseUint(p.ByName(name), 10, 64)
 	if err != nil || id == 0 {
@@ -83,11 +94,7 @@ func (s *Server) saveFloor(w http.ResponseWriter, r *http.Request, p httprouter.
 }
 
 func (s *Server) getFloor(w http.ResponseWriter, _ *http.Request, p httprouter.Params) error {
-	n, err := s.nav()
-	if err != nil {
-		return err
-	}
-	id, err := pathID(p, "id")
+	n, id, err := s.navWithID(p)
 	if err != nil {
 		return err
 	}
@@ -99,11 +106,7 @@ func (s *Server) getFloor(w http.ResponseWriter, _ *http.Request, p httprouter.P
 }
 
 func (s *Server) deleteFloor(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
-	n, err := s.nav()
-	if err != nil {
-		return err
-	}
-	id, err := pathID(p, "id")
+	n, id, err := s.navWithID(p)
 	if err != nil {
 		return err
 	}
@@ -115,11 +118,7 @@ func (s *Server) deleteFloor(w http.ResponseWriter, r *http.Request, p httproute
 }
 
 func (s *Server) floorGraph(w http.ResponseWriter, _ *http.Request, p httprouter.Params) error {
-	n, err := s.nav()
-	if err != nil {
-		return err
-	}
-	id, err := pathID(p, "id")
+	n, id, err := s.navWithID(p)
 	if err != nil {
 		return err
 	}
@@ -131,11 +130,7 @@ func (s *Server) floorGraph(w http.ResponseWriter, _ *http.Request, p httprouter
 }
 
 func (s *Server) floorNodes(w http.ResponseWriter, _ *http.Request, p httprouter.Params) error {
-	n, err := s.nav()
-	if err != nil {
-		return err
-	}
-	id, err := pathID(p, "id")
+	n, id, err := s.navWithID(p)
 	if err != nil {
 		return err
 	}
@@ -147,11 +142,7 @@ func (s *Server) floorNodes(w http.ResponseWriter, _ *http.Request, p httprouter
 }
 
 func (s *Server) floorEdges(w http.ResponseWriter, _ *http.Request, p httprouter.Params) error {
-	n, err := s.nav()
-	if err != nil {
-		return err
-	}
-	id, err := pathID(p, "id")
+	n, id, err := s.navWithID(p)
 	if err != nil {
 		return err
 	}
@@ -163,11 +154,7 @@ func (s *Server) floorEdges(w http.ResponseWriter, _ *http.Request, p httprouter
 }
 
 func (s *Server) replaceFloorGraph(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
-	n, err := s.nav()
-	if err != nil {
-		return err
-	}
-	id, err := pathID(p, "id")
+	n, id, err := s.navWithID(p)
 	if err != nil {
 		return err
 	}

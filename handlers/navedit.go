@@ -32,11 +32,7 @@ func (s *Server) createNode(w http.ResponseWriter, r *http.Request, p httprouter
 }
 
 func (s *Server) updateNode(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
-	n, err := s.nav()
-	if err != nil {
-		return err
-	}
-	id, err := pathID(p, "id")
+	n, id, err := s.navWithID(p)
 	if err != nil {
 		return err
 	}
@@ -53,11 +49,7 @@ func (s *Server) updateNode(w http.ResponseWriter, r *http.Request, p httprouter
 }
 
 func (s *Server) deleteNode(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
-	n, err := s.nav()
-	if err != nil {
-		return err
-	}
-	id, err := pathID(p, "id")
+	n, id, err := s.navWithID(p)
 	if err != nil {
 		return err
 	}
@@ -77,11 +69,7 @@ func (s *Server) updateEdge(w http.ResponseWriter, r *http.Request, p httprouter
 }
 
 func (s *Server) saveEdge(w http.ResponseWriter, r *http.Request, p httprouter.Params, isNew bool) error {
-	n, err := s.nav()
-	if err != nil {
-		return err
-	}
-	id, err := pathID(p, "id")
+	n, id, err := s.navWithID(p)
 	if err != nil {
 		return err
 	}
@@ -106,11 +94,7 @@ func (s *Server) saveEdge(w http.ResponseWriter, r *http.Request, p httprouter.P
 }
 
 func (s *Server) deleteEdge(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
-	n, err := s.nav()
-	if err != nil {
-		return err
-	}
-	id, err := pathID(p, "id")
+	n, id, err := s.navWithID(p)
 	if err != nil {
 		return err
 	}

@@ -19,11 +19,7 @@ import (
 // phones download, so it is Token/Auth like the floor map.
 
 func (s *Server) uploadSurvey(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
-	n, err := s.nav()
-	if err != nil {
-		return err
-	}
-	id, err := pathID(p, "id")
+	n, id, err := s.navWithID(p)
 	if err != nil {
 		return err
 	}
@@ -36,11 +32,7 @@ func (s *Server) uploadSurvey(w http.ResponseWriter, r *http.Request, p httprout
 }
 
 func (s *Server) listSurvey(w http.ResponseWriter, _ *http.Request, p httprouter.Params) error {
-	n, err := s.nav()
-	if err != nil {
-		return err
-	}
-	id, err := pathID(p, "id")
+	n, id, err := s.navWithID(p)
 	if err != nil {
 		return err
 	}
@@ -53,11 +45,7 @@ func (s *Server) listSurvey(w http.ResponseWriter, _ *http.Request, p httprouter
 
 // exportSurvey answers JSONL in the upload format.
 func (s *Server) exportSurvey(w http.ResponseWriter, _ *http.Request, p httprouter.Params) error {
-	n, err := s.nav()
-	if err != nil {
-		return err
-	}
-	id, err := pathID(p, "id")
+	n, id, err := s.navWithID(p)
 	if err != nil {
 		return err
 	}
@@ -75,11 +63,7 @@ func (s *Server) exportSurvey(w http.ResponseWriter, _ *http.Request, p httprout
 }
 
 func (s *Server) deleteSurvey(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
-	n, err := s.nav()
-	if err != nil {
-		return err
-	}
-	id, err := pathID(p, "id")
+	n, id, err := s.navWithID(p)
 	if err != nil {
 		return err
 	}
@@ -92,11 +76,7 @@ func (s *Server) deleteSurvey(w http.ResponseWriter, r *http.Request, p httprout
 }
 
 func (s *Server) deleteSurveySample(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
-	n, err := s.nav()
-	if err != nil {
-		return err
-	}
-	id, err := pathID(p, "id")
+	n, id, err := s.navWithID(p)
 	if err != nil {
 		return err
 	}
@@ -111,11 +91,7 @@ func (s *Server) deleteSurveySample(w http.ResponseWriter, r *http.Request, p ht
 // fingerprintModel serves the model file itself (no envelope) so the app
 // can store the body as fingerprint_model_floor_<id>.json unchanged.
 func (s *Server) fingerprintModel(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
-	n, err := s.nav()
-	if err != nil {
-		return err
-	}
-	id, err := pathID(p, "id")
+	n, id, err := s.navWithID(p)
 	if err != nil {
 		return err
 	}
@@ -148,11 +124,7 @@ func (s *Server) fingerprintModel(w http.ResponseWriter, r *http.Request, p http
 }
 
 func (s *Server) fingerprintEval(w http.ResponseWriter, _ *http.Request, p httprouter.Params) error {
-	n, err := s.nav()
-	if err != nil {
-		return err
-	}
-	id, err := pathID(p, "id")
+	n, id, err := s.navWithID(p)
 	if err != nil {
 		return err
 	}

@@ -42,11 +42,7 @@ func (s *Server) createNavToken(w http.ResponseWriter, r *http.Request, _ httpro
 }
 
 func (s *Server) deleteNavToken(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
-	n, err := s.nav()
-	if err != nil {
-		return err
-	}
-	id, err := pathID(p, "id")
+	n, id, err := s.navWithID(p)
 	if err != nil {
 		return err
 	}
