@@ -27,9 +27,9 @@ import "math"
 type filter struct{}
 
 func (filter) info(m *model) AlgorithmInfo {
-	return infoOf(AlgFilter, "adjacency-constrained Bayes filter (HMM) over zones, likelihood from survey fingerprints or the log-distance model",
+	return infoOf(AlgFilter, "adjacency-constrained Bayes filter (HMM) over zones; naive-Bayes likelihood of heard and unheard gateways from survey samples, or the log-distance model",
 		commonParams(&m.p, map[string]any{"mean_stay_ms": m.p.MeanStay.Milliseconds(), "evidence": m.p.Evidence,
-			"switch_prob": m.p.SwitchProb, "sigma_db": m.p.Sigma,
+			"switch_odds": m.p.SwitchOdds, "sigma_db": m.p.Sigma, "sigma_floor_db": m.p.SigmaFloor,
 			"floor_dbm": m.p.Floor, "sample_window_ms": m.p.SampleWindow.Milliseconds(), "decide_every_ms": m.p.DecideEvery.Milliseconds()}),
 		m.lacks(false, false, false, true))
 }
@@ -67,7 +67,7 @@ func (filter) update(m *model, p *Params, b *beacon, _ *reading, now int64) (int
 		b.stepped = now
 	}
 	ll := b.scratch
-	if !likelihood(m, p, b, now, ll) {
+	if !logLikelihood(m, p, b, now, ll) {
 		copy(b.belief, b.prior)
 		return b.zone, b.pos
 	}
@@ -92,56 +92,13 @@ func (filter) update(m *model, p *Params, b *beacon, _ *reading, now int64) (int
 		return best, position{}
 	}
 	target := b.zone
-	if best != b.zone && b.belief[best] >= p.SwitchProb {
+	if best != b.zone && b.belief[best] >= p.SwitchOdds*b.belief[b.zone] {
 		target = int(m.nextHop[b.zone*nz+best])
 		if target < 0 {
 			target = best // unreachable: no graph path exists to walk
 		}
 	}
 	return target, position{}
-}
-
-// likelihood writes each zone's log-likelihood of the beacon's live
-// readings into ll; false when no reading carries information.
-func likelihood(m *model, p *Params, b *beacon, now int64, ll []float64) bool {
-	for z := range ll {
-		ll[z] = 0
-	}
-	if len(m.samples) > 0 {
-		return knnLikelihood(m, p, b, now, ll)
-	}
-	nz, any := len(m.zones), false
-	for i := range b.rds {
-		rd := &b.rds[i]
-		if !rd.fresh(p, now) || !m.hasEm[rd.g] {
-			continue
-		}
-		any = true
-		em := m.em[rd.g*nz : (rd.g+1)*nz]
-		for z := range em {
-			d := float64(rd.raw) - em[z].mu
-			ll[z] += em[z].logK - d*d*em[z].inv2s2
-		}
-	}
-	return any
-}
-
-// knnLikelihood: the zone's share of the k-NN vote over the raw
-// readings of the last SampleWindow, Laplace-smoothed with 1/(K x zones)
-// so a zone outside the K nearest is unlikely but not impossible.
-func knnLikelihood(m *model, p *Params, b *beacon, now int64, ll []float64) bool {
-	if _, ok := vote(m, p, b, now, true, b.votes); !ok {
-		return false
-	}
-	var sum float64
-	for _, v := range b.votes {
-		sum += v
-	}
-	alpha := 1 / float64(p.K*len(ll))
-	for z, v := range b.votes {
-		ll[z] = math.Log(v/sum + alpha)
-	}
-	return true
 }
 
 // predict moves share pm of each zone's mass evenly to its neighbours.

@@ -1,0 +1,94 @@
+package rtls
+
+import (
+	"math"
+	"testing"
+)
+
+// twoZoneModel: zone 1 hears gateway 1 at -60 and never gateway 2; zone 2
+// hears both at -60. Only the absence of gateway 2 tells them apart.
+func twoZoneModel(n int) *model {
+	site := Site{Maps: []Map{{ID: 1, Width: 200, Height: 100}}, Zones: []Zone{
+		{ID: 1, MapID: 1, X1: 0, Y1: 0, X2: 100, Y2: 100, Adjacent: []uint64{2}},
+		{ID: 2, MapID: 1, X1: 100, Y1: 0, X2: 200, Y2: 100},
+	}}
+	var samples []Sample
+	for i := 0; i < n; i++ {
+		samples = append(samples,
+			Sample{Zone: 1, RSSI: map[[6]byte]float64{gwMAC(1): -60}},
+			Sample{Zone: 2, RSSI: map[[6]byte]float64{gwMAC(1): -60, gwMAC(2): -60}})
+	}
+	return buildModel(1, DefaultParams(), site, samples)
+}
+
+func hearing(m *model, now int64, rssi map[int]int8) *beacon {
+	b := newBeacon("B")
+	b.reset(m)
+	for g, r := range rssi {
+		b.sight(m, &m.p, gwMAC(g), r, now)
+	}
+	return b
+}
+
+func TestEmissionAbsenceIsEvidence(t *testing.T) {
+	m := twoZoneModel(20)
+	ll := make([]float64, 2)
+	b := hearing(m, 1000, map[int]int8{1: -60})
+	if !logLikelihood(m, &m.p, b, 1000, ll) {
+		t.Fatal("a heard gateway carries information")
+	}
+	// Zone 2 heard gateway 2 in every one of 20 samples: P(miss) is
+	// 0.5/21 by the Jeffreys prior, so not hearing it is ~3.7 nats
+	// against zone 2.
+	want := math.Log(21) - math.Log(0.5)
+	if got := ll[0] - ll[1]; math.Abs(got-want) > 0.2 {
+		t.Fatalf("absence evidence %.2f nats, want about %.2f", got, want)
+	}
+	// Hearing both turns it round, and more strongly (a hit where the
+	// survey never heard it is just as unlikely as the miss above, and
+	// the reading model is wide there).
+	b = hearing(m, 1000, map[int]int8{1: -60, 2: -60})
+	logLikelihood(m, &m.p, b, 1000, ll)
+	if ll[1] <= ll[0]+want {
+		t.Fatalf("hearing gateway 2 should favour zone 2 by more than %.2f: %v", want, ll)
+	}
+	// Stale readings are not evidence.
+	if logLikelihood(m, &m.p, b, 1000+m.p.SampleWindow.Milliseconds(), ll) {
+		t.Fatal("readings older than SampleWindow counted")
+	}
+}
+
+func TestEmissionVarianceFloorAndShrinkage(t *testing.T) {
+	m := twoZoneModel(50)
+	nz := len(m.zones)
+	g1, g2 := m.gwIdx[gwMAC(1)], m.gwIdx[gwMAC(2)]
+	// Identical readings would give zero variance: the floor holds.
+	e := m.em[g1*nz+0]
+	if sd := math.Sqrt(1 / (2 * e.inv2s2)); math.Abs(sd-m.p.SigmaFloor) > 1e-9 || e.mu != -60 {
+		t.Fatalf("zone 1 gateway 1: mu %.1f sd %.2f, want -60 and the floor %.1f", e.mu, sd, m.p.SigmaFloor)
+	}
+	// Never heard in zone 1: mean falls back on the gateway's site-wide
+	// mean and the spread on its site-wide spread (at least Sigma).
+	e = m.em[g2*nz+0]
+	if sd := math.Sqrt(1 / (2 * e.inv2s2)); e.mu != -60 || sd < m.p.Sigma-1e-9 {
+		t.Fatalf("unheard gateway: mu %.1f sd %.2f, want -60 and >= %.1f", e.mu, sd, m.p.Sigma)
+	}
+	if ph := math.Exp(e.logHit); math.Abs(ph-0.5/51) > 1e-12 {
+		t.Fatalf("P(heard) %.4f, want Jeffreys 0.5/51", ph)
+	}
+}
+
+func TestEmissionWithoutSamplesIgnoresAbsence(t *testing.T) {
+	m := buildModel(1, DefaultParams(), gridSite(2, 1, true), nil)
+	for z, v := range m.missZone {
+		if v != 0 {
+			t.Fatalf("zone %d: absence term %.2f without a survey", z, v)
+		}
+	}
+	ll := make([]float64, 2)
+	b := hearing(m, 1000, map[int]int8{1: -60})
+	logLikelihood(m, &m.p, b, 1000, ll)
+	if ll[0] <= ll[1] {
+		t.Fatalf("a loud reading of the gateway in zone 1 should favour zone 1: %v", ll)
+	}
+}
