@@ -9,9 +9,10 @@ import "math"
 // probability mass only ever flows along the zone graph.
 //
 // Update: the likelihood of the beacon's raw readings of the last
-// SampleWindow in each zone. With survey samples it is the zone's
-// (smoothed) share of the k-NN vote; without samples, placed gateways
-// predict the log-distance RSSI at each zone centre (Gaussian, Sigma). The log-likelihood is scaled by
+// SampleWindow in each zone (emission.go): with survey samples a naive-Bayes
+// model of which gateways hear the beacon and at what RSSI, absence
+// included; without samples, placed gateways predict the log-distance
+// RSSI at each zone centre (Gaussian, Sigma). The log-likelihood is scaled by
 // Evidence x min(1, dt/SampleWindow), so the filter gains the same
 // confidence per second however often it decides; sightings in the same
 // millisecond as the last update refine that update instead of counting
@@ -19,7 +20,8 @@ import "math"
 //
 // Report: the first fix is the most probable zone; after that the
 // reported zone moves one hop along the graph towards the most probable
-// zone whenever that zone's posterior reaches SwitchProb. The reported
+// zone whenever that zone is SwitchOdds times as probable as the
+// reported one (hysteresis in probability space). The reported
 // zone therefore never jumps between non-adjacent zones (the one
 // exception: zones with no path between them at all). There is no extra
 // Dwell: the posterior already integrates evidence over time, and a
