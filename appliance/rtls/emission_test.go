@@ -2,7 +2,9 @@ package rtls
 
 import (
 	"math"
+	"math/rand/v2"
 	"testing"
+	"time"
 )
 
 // twoZoneModel: zone 1 hears gateway 1 at -60 and never gateway 2; zone 2
@@ -91,4 +93,58 @@ func TestEmissionWithoutSamplesIgnoresAbsence(t *testing.T) {
 	if ll[0] <= ll[1] {
 		t.Fatalf("a loud reading of the gateway in zone 1 should favour zone 1: %v", ll)
 	}
+}
+
+// The filter's reported zone moves exactly when the most probable zone is
+// SwitchOdds times as probable as the reported one (after the first fix),
+// checked on random walks along a line of zones.
+func TestFilterOddsHysteresis(t *testing.T) {
+	s := gridSite(4, 1, false)
+	rng := rand.New(rand.NewPCG(21, 22))
+	h := newHarness(t, Options{})
+	h.e.SetSite(s)
+	h.e.SetSamples(surveySamples(s, 10, 4, rng))
+	if err := h.e.Start(AlgFilter); err != nil {
+		t.Fatal(err)
+	}
+	odds := h.e.Params().SwitchOdds
+	x, moves, holds := 50.0, 0, 0
+	for step := 0; step < 600; step++ {
+		x = math.Min(math.Max(x+rng.NormFloat64()*15, 5), 395)
+		sh := &h.e.shards[shardOf("WAT-1")]
+		var before int
+		if b := sh.m["WAT-1"]; b != nil {
+			before = b.zone
+		}
+		g := 1 + rng.IntN(4)
+		gx := float64(100*(g-1) + 50)
+		h.sight("WAT-1", gwMAC(g), modelRSSI(gx, 50, x, 50)+rng.NormFloat64()*4)
+		b := sh.m["WAT-1"]
+		h.clk.Advance(time.Second)
+		if step == 0 || b.fixed == b.decided {
+			continue
+		}
+		best := 0
+		for z := range b.belief {
+			if b.belief[z] > b.belief[best] {
+				best = z
+			}
+		}
+		switch {
+		case b.zone != before:
+			moves++
+			if b.belief[best] < odds*b.belief[before] {
+				t.Fatalf("step %d: moved %d->%d with odds %.2f < %.0f", step, before, b.zone, b.belief[best]/b.belief[before], odds)
+			}
+		case best != before:
+			holds++
+			if b.belief[best] >= odds*b.belief[before] {
+				t.Fatalf("step %d: held %d with odds %.2f >= %.0f for %d", step, before, b.belief[best]/b.belief[before], odds, best)
+			}
+		}
+	}
+	if moves == 0 || holds == 0 {
+		t.Fatalf("walk exercised %d moves and %d holds; want both", moves, holds)
+	}
+	t.Logf("%d moves, %d holds", moves, holds)
 }
