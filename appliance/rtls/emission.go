@@ -113,7 +113,7 @@ func (m *model) learnEmissions() {
 			ss := sq[i] - 2*mu*sum[i] + h*mu*mu
 			v := (math.Max(ss, 0) + meanPrior*gVar) / (h + meanPrior)
 			e := gaussian(mu, math.Max(math.Sqrt(v), sfloor))
-			ph := (h + hitPrior) / (n[z] + 2*hitPrior)
+			ph := (1 - m.p.Lost) * (h + hitPrior) / (n[z] + 2*hitPrior)
 			e.logHit, e.logMiss = math.Log(ph), math.Log1p(-ph)
 			m.em[i] = e
 			m.missZone[z] += e.logMiss
@@ -124,9 +124,13 @@ func (m *model) learnEmissions() {
 // logLikelihood adds to ll[z] the log-likelihood of the beacon's raw
 // readings of the last SampleWindow in each zone; false when no reading
 // carries information. Gateways not heard in the window count as "not
-// heard" through missZone.
-func logLikelihood(m *model, p *Params, b *beacon, now int64, ll []float64) bool {
-	copy(ll, m.missZone)
+// heard" through missZone, weighted by cover: the share of the window
+// during which the beacon was being heard at all (a gateway that has not
+// reported since the beacon appeared may not have had its turn yet).
+func logLikelihood(m *model, p *Params, b *beacon, now int64, cover float64, ll []float64) bool {
+	for z := range ll {
+		ll[z] = cover * m.missZone[z]
+	}
 	nz, any := len(m.zones), false
 	for i := range b.rds {
 		rd := &b.rds[i]
@@ -137,7 +141,7 @@ func logLikelihood(m *model, p *Params, b *beacon, now int64, ll []float64) bool
 		em := m.em[rd.g*nz : (rd.g+1)*nz]
 		for z := range em {
 			d := float64(rd.raw) - em[z].mu
-			ll[z] += em[z].logHit - em[z].logMiss + em[z].logK - d*d*em[z].inv2s2
+			ll[z] += em[z].logHit - cover*em[z].logMiss + em[z].logK - d*d*em[z].inv2s2
 		}
 	}
 	return any

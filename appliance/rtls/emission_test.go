@@ -36,13 +36,14 @@ func TestEmissionAbsenceIsEvidence(t *testing.T) {
 	m := twoZoneModel(20)
 	ll := make([]float64, 2)
 	b := hearing(m, 1000, map[int]int8{1: -60})
-	if !logLikelihood(m, &m.p, b, 1000, ll) {
+	if !logLikelihood(m, &m.p, b, 1000, 1, ll) {
 		t.Fatal("a heard gateway carries information")
 	}
-	// Zone 2 heard gateway 2 in every one of 20 samples: P(miss) is
-	// 0.5/21 by the Jeffreys prior, so not hearing it is ~3.7 nats
-	// against zone 2.
-	want := math.Log(21) - math.Log(0.5)
+	// Zone 2 heard gateway 2 in every one of 20 samples, zone 1 never:
+	// P(heard) is (1-Lost) x 20.5/21 and (1-Lost) x 0.5/21 by the
+	// Jeffreys prior, so not hearing it is ~1.5 nats against zone 2.
+	l := m.p.Lost
+	want := math.Log(1-(1-l)*0.5/21) - math.Log(1-(1-l)*20.5/21)
 	if got := ll[0] - ll[1]; math.Abs(got-want) > 0.2 {
 		t.Fatalf("absence evidence %.2f nats, want about %.2f", got, want)
 	}
@@ -50,12 +51,19 @@ func TestEmissionAbsenceIsEvidence(t *testing.T) {
 	// survey never heard it is just as unlikely as the miss above, and
 	// the reading model is wide there).
 	b = hearing(m, 1000, map[int]int8{1: -60, 2: -60})
-	logLikelihood(m, &m.p, b, 1000, ll)
+	logLikelihood(m, &m.p, b, 1000, 1, ll)
 	if ll[1] <= ll[0]+want {
 		t.Fatalf("hearing gateway 2 should favour zone 2 by more than %.2f: %v", want, ll)
 	}
+	// Right after the beacon appeared (cover 0) silence is no evidence:
+	// the other gateways may not have had their turn to report yet.
+	b = hearing(m, 1000, map[int]int8{1: -60})
+	logLikelihood(m, &m.p, b, 1000, 0, ll)
+	if math.Abs(ll[0]-ll[1]) > 1e-9 {
+		t.Fatalf("absence counted at cover 0: %v", ll)
+	}
 	// Stale readings are not evidence.
-	if logLikelihood(m, &m.p, b, 1000+m.p.SampleWindow.Milliseconds(), ll) {
+	if logLikelihood(m, &m.p, b, 1000+m.p.SampleWindow.Milliseconds(), 1, ll) {
 		t.Fatal("readings older than SampleWindow counted")
 	}
 }
@@ -75,8 +83,8 @@ func TestEmissionVarianceFloorAndShrinkage(t *testing.T) {
 	if sd := math.Sqrt(1 / (2 * e.inv2s2)); e.mu != -60 || sd < m.p.Sigma-1e-9 {
 		t.Fatalf("unheard gateway: mu %.1f sd %.2f, want -60 and >= %.1f", e.mu, sd, m.p.Sigma)
 	}
-	if ph := math.Exp(e.logHit); math.Abs(ph-0.5/51) > 1e-12 {
-		t.Fatalf("P(heard) %.4f, want Jeffreys 0.5/51", ph)
+	if ph := math.Exp(e.logHit); math.Abs(ph-(1-m.p.Lost)*0.5/51) > 1e-12 {
+		t.Fatalf("P(heard) %.4f, want (1-Lost) x Jeffreys 0.5/51", ph)
 	}
 }
 
@@ -89,7 +97,7 @@ func TestEmissionWithoutSamplesIgnoresAbsence(t *testing.T) {
 	}
 	ll := make([]float64, 2)
 	b := hearing(m, 1000, map[int]int8{1: -60})
-	logLikelihood(m, &m.p, b, 1000, ll)
+	logLikelihood(m, &m.p, b, 1000, 1, ll)
 	if ll[0] <= ll[1] {
 		t.Fatalf("a loud reading of the gateway in zone 1 should favour zone 1: %v", ll)
 	}
@@ -121,7 +129,7 @@ func TestFilterOddsHysteresis(t *testing.T) {
 		h.sight("WAT-1", gwMAC(g), modelRSSI(gx, 50, x, 50)+rng.NormFloat64()*4)
 		b := sh.m["WAT-1"]
 		h.clk.Advance(time.Second)
-		if step == 0 || b.fixed == b.decided {
+		if before < 0 || b.zone < 0 || b.fixed == b.decided {
 			continue
 		}
 		best := 0

@@ -48,13 +48,22 @@ func (filter) update(m *model, p *Params, b *beacon, _ *reading, now int64) (int
 	first := len(b.belief) != nz
 	if first {
 		b.belief, b.prior = make([]float64, nz), make([]float64, nz)
-		b.scratch, b.votes = make([]float64, nz), make([]float64, nz)
+		b.scratch = make([]float64, nz)
 		for i := range b.prior {
 			b.prior[i] = 1 / float64(nz)
 		}
 		copy(b.belief, b.prior)
 		b.stepped, b.weight = now, p.Evidence
 	}
+	// A run of sightings after a silence of Stale or more (or the first
+	// ever): until a whole SampleWindow of it has passed, gateways that
+	// have not reported may simply not have had their turn yet (each
+	// gateway publishes its own reports, in its own rhythm), so absence
+	// counts only in proportion (cover, below).
+	if now-b.lastSight >= p.Stale.Milliseconds() || first {
+		b.burst = now
+	}
+	b.lastSight = now
 	if !b.due(p, now) {
 		return b.zone, b.pos
 	}
@@ -69,7 +78,8 @@ func (filter) update(m *model, p *Params, b *beacon, _ *reading, now int64) (int
 		b.stepped = now
 	}
 	ll := b.scratch
-	if !logLikelihood(m, p, b, now, ll) {
+	cover := math.Min(1, float64(now-b.burst)/float64(p.SampleWindow.Milliseconds()))
+	if !logLikelihood(m, p, b, now, cover, ll) {
 		copy(b.belief, b.prior)
 		return b.zone, b.pos
 	}

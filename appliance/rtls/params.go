@@ -54,6 +54,12 @@ type Params struct {
 	// SigmaFloor (dB) is the least spread of a gateway's readings in one
 	// zone the survey-trained model assumes, however alike the samples.
 	SigmaFloor float64
+	// Lost is the probability that a gateway in range misses a given
+	// window's advertisements for reasons unrelated to where the beacon
+	// is (scan duty cycle, collisions, report batching or truncation):
+	// the filter's P(heard) is at most 1-Lost, so one silent gateway is
+	// never overwhelming evidence against a zone.
+	Lost float64
 	// SampleWindow is the window Record averages into one survey sample.
 	SampleWindow time.Duration
 }
@@ -77,6 +83,7 @@ func DefaultParams() Params {
 		Sigma:        6,
 		SigmaFloor:   3,
 		SampleWindow: 2 * time.Second,
+		Lost:         0.2,
 	}
 }
 
@@ -114,6 +121,7 @@ func (p Params) withDefaults() Params {
 	setF(&p.SwitchOdds, d.SwitchOdds)
 	setF(&p.Sigma, d.Sigma)
 	setF(&p.SigmaFloor, d.SigmaFloor)
+	setF(&p.Lost, d.Lost)
 	if p.K <= 0 {
 		p.K = d.K
 	}
