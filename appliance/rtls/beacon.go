@@ -50,6 +50,7 @@ type beacon struct {
 	// adjacency filter
 	prior, belief, scratch []float64
 	stepped                int64
+	burst, lastSight       int64   // Unix ms the current run of sightings began, and its latest
 	weight                 float64 // evidence weight of the current update
 	// k-NN scratch
 	votes []float64

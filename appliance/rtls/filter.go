@@ -9,9 +9,10 @@ import "math"
 // probability mass only ever flows along the zone graph.
 //
 // Update: the likelihood of the beacon's raw readings of the last
-// SampleWindow in each zone. With survey samples it is the zone's
-// (smoothed) share of the k-NN vote; without samples, placed gateways
-// predict the log-distance RSSI at each zone centre (Gaussian, Sigma). The log-likelihood is scaled by
+// SampleWindow in each zone (emission.go): with survey samples a naive-Bayes
+// model of which gateways hear the beacon and at what RSSI, absence
+// included; without samples, placed gateways predict the log-distance
+// RSSI at each zone centre (Gaussian, Sigma). The log-likelihood is scaled by
 // Evidence x min(1, dt/SampleWindow), so the filter gains the same
 // confidence per second however often it decides; sightings in the same
 // millisecond as the last update refine that update instead of counting
@@ -19,7 +20,8 @@ import "math"
 //
 // Report: the first fix is the most probable zone; after that the
 // reported zone moves one hop along the graph towards the most probable
-// zone whenever that zone's posterior reaches SwitchProb. The reported
+// zone whenever that zone is SwitchOdds times as probable as the
+// reported one (hysteresis in probability space). The reported
 // zone therefore never jumps between non-adjacent zones (the one
 // exception: zones with no path between them at all). There is no extra
 // Dwell: the posterior already integrates evidence over time, and a
@@ -27,9 +29,9 @@ import "math"
 type filter struct{}
 
 func (filter) info(m *model) AlgorithmInfo {
-	return infoOf(AlgFilter, "adjacency-constrained Bayes filter (HMM) over zones, likelihood from survey fingerprints or the log-distance model",
+	return infoOf(AlgFilter, "adjacency-constrained Bayes filter (HMM) over zones; naive-Bayes likelihood of heard and unheard gateways from survey samples, or the log-distance model",
 		commonParams(&m.p, map[string]any{"mean_stay_ms": m.p.MeanStay.Milliseconds(), "evidence": m.p.Evidence,
-			"switch_prob": m.p.SwitchProb, "sigma_db": m.p.Sigma,
+			"switch_odds": m.p.SwitchOdds, "sigma_db": m.p.Sigma, "sigma_floor_db": m.p.SigmaFloor,
 			"floor_dbm": m.p.Floor, "sample_window_ms": m.p.SampleWindow.Milliseconds(), "decide_every_ms": m.p.DecideEvery.Milliseconds()}),
 		m.lacks(false, false, false, true))
 }
@@ -46,13 +48,22 @@ func (filter) update(m *model, p *Params, b *beacon, _ *reading, now int64) (int
 	first := len(b.belief) != nz
 	if first {
 		b.belief, b.prior = make([]float64, nz), make([]float64, nz)
-		b.scratch, b.votes = make([]float64, nz), make([]float64, nz)
+		b.scratch = make([]float64, nz)
 		for i := range b.prior {
 			b.prior[i] = 1 / float64(nz)
 		}
 		copy(b.belief, b.prior)
 		b.stepped, b.weight = now, p.Evidence
 	}
+	// A run of sightings after a silence of Stale or more (or the first
+	// ever): until a whole SampleWindow of it has passed, gateways that
+	// have not reported may simply not have had their turn yet (each
+	// gateway publishes its own reports, in its own rhythm), so absence
+	// counts only in proportion (cover, below).
+	if now-b.lastSight >= p.Stale.Milliseconds() || first {
+		b.burst = now
+	}
+	b.lastSight = now
 	if !b.due(p, now) {
 		return b.zone, b.pos
 	}
@@ -67,7 +78,8 @@ func (filter) update(m *model, p *Params, b *beacon, _ *reading, now int64) (int
 		b.stepped = now
 	}
 	ll := b.scratch
-	if !likelihood(m, p, b, now, ll) {
+	cover := math.Min(1, float64(now-b.burst)/float64(p.SampleWindow.Milliseconds()))
+	if !logLikelihood(m, p, b, now, cover, ll) {
 		copy(b.belief, b.prior)
 		return b.zone, b.pos
 	}
@@ -92,56 +104,13 @@ func (filter) update(m *model, p *Params, b *beacon, _ *reading, now int64) (int
 		return best, position{}
 	}
 	target := b.zone
-	if best != b.zone && b.belief[best] >= p.SwitchProb {
+	if best != b.zone && b.belief[best] >= p.SwitchOdds*b.belief[b.zone] {
 		target = int(m.nextHop[b.zone*nz+best])
 		if target < 0 {
 			target = best // unreachable: no graph path exists to walk
 		}
 	}
 	return target, position{}
-}
-
-// likelihood writes each zone's log-likelihood of the beacon's live
-// readings into ll; false when no reading carries information.
-func likelihood(m *model, p *Params, b *beacon, now int64, ll []float64) bool {
-	for z := range ll {
-		ll[z] = 0
-	}
-	if len(m.samples) > 0 {
-		return knnLikelihood(m, p, b, now, ll)
-	}
-	nz, any := len(m.zones), false
-	for i := range b.rds {
-		rd := &b.rds[i]
-		if !rd.fresh(p, now) || !m.hasEm[rd.g] {
-			continue
-		}
-		any = true
-		em := m.em[rd.g*nz : (rd.g+1)*nz]
-		for z := range em {
-			d := float64(rd.raw) - em[z].mu
-			ll[z] += em[z].logK - d*d*em[z].inv2s2
-		}
-	}
-	return any
-}
-
-// knnLikelihood: the zone's share of the k-NN vote over the raw
-// readings of the last SampleWindow, Laplace-smoothed with 1/(K x zones)
-// so a zone outside the K nearest is unlikely but not impossible.
-func knnLikelihood(m *model, p *Params, b *beacon, now int64, ll []float64) bool {
-	if _, ok := vote(m, p, b, now, true, b.votes); !ok {
-		return false
-	}
-	var sum float64
-	for _, v := range b.votes {
-		sum += v
-	}
-	alpha := 1 / float64(p.K*len(ll))
-	for z, v := range b.votes {
-		ll[z] = math.Log(v/sum + alpha)
-	}
-	return true
 }
 
 // predict moves share pm of each zone's mass evenly to its neighbours.

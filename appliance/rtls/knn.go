@@ -24,7 +24,7 @@ func (knn) update(m *model, p *Params, b *beacon, _ *reading, now int64) (int, p
 	if len(b.votes) != len(m.zones) {
 		b.votes = make([]float64, len(m.zones))
 	}
-	best, ok := vote(m, p, b, now, false, b.votes)
+	best, ok := vote(m, p, b, now, b.votes)
 	if !ok {
 		return b.zone, b.pos
 	}
@@ -37,10 +37,9 @@ func (knn) update(m *model, p *Params, b *beacon, _ *reading, now int64) (int, p
 const maxHeard = 64
 
 // vote runs the k-NN vote of b's readings into votes (one entry per
-// zone) and returns the winning zone; false when nothing was heard. With
-// raw, the vector is the raw readings of the last SampleWindow (the
-// filter's evidence), otherwise the live smoothed readings.
-func vote(m *model, p *Params, b *beacon, now int64, raw bool, votes []float64) (int, bool) {
+// zone) and returns the winning zone over the live smoothed readings;
+// false when nothing was heard.
+func vote(m *model, p *Params, b *beacon, now int64, votes []float64) (int, bool) {
 	// The heard gateways, gathered once. For a sample value v and a
 	// reading x, (v-x)^2 - (v-F)^2 = 2(F-x)v + (x^2 - F^2): linear in v,
 	// so each sample costs one multiply-add per heard gateway.
@@ -49,15 +48,10 @@ func vote(m *model, p *Params, b *beacon, now int64, raw bool, votes []float64) 
 	nh, c := 0, 0.0
 	for j := range b.rds {
 		rd := &b.rds[j]
-		var x float64
-		switch {
-		case raw && rd.fresh(p, now):
-			x = float64(rd.raw)
-		case !raw && rd.live(p, now):
-			x = rd.ema
-		default:
+		if !rd.live(p, now) {
 			continue
 		}
+		x := rd.ema
 		if nh == maxHeard {
 			break
 		}

@@ -27,9 +27,10 @@ type model struct {
 
 	samples []sampleVec
 	logN    []float64 // per zone: log(number of samples), -Inf without
-	// emission tables for the adjacency filter, [g*nz+z]
-	em    []emission
-	hasEm []bool // per gateway: any emission information at all
+	// emission tables for the adjacency filter, [g*nz+z] (emission.go)
+	em       []emission
+	hasEm    []bool    // per gateway: any emission information at all
+	missZone []float64 // per zone: sum over gateways of log P(not heard)
 }
 
 type position struct {
@@ -42,12 +43,6 @@ type sampleVec struct {
 	zone int
 	v    []float32 // per model gateway, Floor when not heard
 	base float64   // sum over gateways of (v-Floor)^2
-}
-
-// emission is the per-(gateway, zone) reading model of the filter for
-// placed gateways: a Gaussian log density.
-type emission struct {
-	mu, inv2s2, logK float64 // log density = logK - (r-mu)^2 * inv2s2
 }
 
 func (z *Zone) centre() (float64, float64) { return (z.X1 + z.X2) / 2, (z.Y1 + z.Y2) / 2 }
@@ -282,33 +277,5 @@ func (m *model) learnGatewayZones() {
 			x, y := m.zones[best].centre()
 			m.gwPos[g] = position{mapID: m.zones[best].MapID, x: x, y: y, ok: true}
 		}
-	}
-}
-
-// buildEmissions fills the filter's reading model for placed gateways
-// (used when there are no survey samples): a reading of gateway g in zone
-// z is expected at the log-distance RSSI of the zone centre, with spread
-// Sigma. With samples the filter uses the fingerprint likelihood instead
-// (filter.go).
-func (m *model) buildEmissions() {
-	nz, ng := len(m.zones), len(m.gwMAC)
-	m.em = make([]emission, ng*nz)
-	m.hasEm = make([]bool, ng)
-	p := m.p
-	for g := 0; g < ng; g++ {
-		if !m.gwPlaced[g] {
-			continue
-		}
-		for z := 0; z < nz; z++ {
-			if m.gwPos[g].mapID != m.zones[z].MapID {
-				// another floor: expect it barely heard
-				m.em[g*nz+z] = emission{mu: p.Floor, inv2s2: 1 / (2 * p.Sigma * p.Sigma), logK: -math.Log(p.Sigma)}
-				continue
-			}
-			cx, cy := m.zones[z].centre()
-			d := math.Hypot(cx-m.gwPos[g].x, cy-m.gwPos[g].y) / m.pixelsPerMeter(m.zones[z].MapID)
-			m.em[g*nz+z] = emission{mu: p.rssiAt(d), inv2s2: 1 / (2 * p.Sigma * p.Sigma), logK: -math.Log(p.Sigma)}
-		}
-		m.hasEm[g] = true
 	}
 }

@@ -42,12 +42,24 @@ type Params struct {
 	// samples, overlapping readings, a beacon standing still), so a full
 	// weight would make the filter overconfident and quick to flip.
 	Evidence float64
-	// SwitchProb is the posterior the filter's best zone needs before the
-	// reported zone moves (one hop) towards it.
-	SwitchProb float64
+	// SwitchOdds is the hysteresis of the filter in probability space:
+	// the reported zone moves (one hop) towards the most probable zone
+	// only when that zone is at least SwitchOdds times as probable as the
+	// reported one.
+	SwitchOdds float64
 	// Sigma (dB) is the spread of a reading around the log-distance
-	// model's expectation (the filter without survey samples).
+	// model's expectation (the filter without survey samples), and the
+	// least site-wide spread of a gateway the survey-trained model assumes.
 	Sigma float64
+	// SigmaFloor (dB) is the least spread of a gateway's readings in one
+	// zone the survey-trained model assumes, however alike the samples.
+	SigmaFloor float64
+	// Lost is the probability that a gateway in range misses a given
+	// window's advertisements for reasons unrelated to where the beacon
+	// is (scan duty cycle, collisions, report batching or truncation):
+	// the filter's P(heard) is at most 1-Lost, so one silent gateway is
+	// never overwhelming evidence against a zone.
+	Lost float64
 	// SampleWindow is the window Record averages into one survey sample.
 	SampleWindow time.Duration
 }
@@ -67,9 +79,11 @@ func DefaultParams() Params {
 		K:            5,
 		MeanStay:     30 * time.Second,
 		Evidence:     0.5,
-		SwitchProb:   0.6,
+		SwitchOdds:   4,
 		Sigma:        6,
+		SigmaFloor:   3,
 		SampleWindow: 2 * time.Second,
+		Lost:         0.2,
 	}
 }
 
@@ -104,8 +118,10 @@ func (p Params) withDefaults() Params {
 	setF(&p.TxPower, d.TxPower)
 	setF(&p.PathLoss, d.PathLoss)
 	setF(&p.Evidence, d.Evidence)
-	setF(&p.SwitchProb, d.SwitchProb)
+	setF(&p.SwitchOdds, d.SwitchOdds)
 	setF(&p.Sigma, d.Sigma)
+	setF(&p.SigmaFloor, d.SigmaFloor)
+	setF(&p.Lost, d.Lost)
 	if p.K <= 0 {
 		p.K = d.K
 	}

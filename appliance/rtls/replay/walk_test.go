@@ -10,15 +10,75 @@ import (
 	"testing"
 )
 
-// TestFilterLeadsOnNoisyWalk: on a walk that only moves between adjacent
-// zones (16 zones of 10 m, 12 unplaced gateways at random points, 6 dB
-// noise, 30% of readings missed, stays of 20-40 s), the adjacency filter
-// must beat the memoryless algorithms clearly; this is the case it exists
-// for.
+// TestFilterLeadsOnNoisyWalk: on walks that only move between adjacent
+// zones, with gateways at random unplaced points, the adjacency filter
+// must beat the memoryless algorithms clearly and flip less than k-NN;
+// this is the case it exists for. Two geometries and noise levels, so the
+// defaults are not fitted to one: 16 zones, 12 gateways, path-loss
+// exponent 2.5, 6 dB noise, 30% of readings missed, stays of 20-40 s; and
+// 9 zones, 15 gateways, exponent 2, 4 dB, 20% missed, stays of 30-60 s.
+// (A third, harsher walk, 25 zones with 8 gateways, 8 dB and 50% missed,
+// stays of 10-20 s, is one where k-NN stays ahead: docs/performance.md.)
 func TestFilterLeadsOnNoisyWalk(t *testing.T) {
-	dir := t.TempDir()
-	rng := rand.New(rand.NewPCG(11, 12))
-	const n = 4
+	for _, w := range []walk{
+		{seed: 11, grid: 4, gateways: 12, pathLoss: 2.5, noise: 6, miss: 0.3, legs: 40, stayMin: 20},
+		{seed: 7, grid: 3, gateways: 15, pathLoss: 2, noise: 4, miss: 0.2, legs: 40, stayMin: 30},
+	} {
+		dir := t.TempDir()
+		writeWalk(t, dir, w)
+		ds, err := Load(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rs, err := Run(ds, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var b strings.Builder
+		Format(&b, rs)
+		t.Logf("%+v\n%s", w, b.String())
+		by := map[string]*Result{}
+		for i := range rs {
+			by[rs[i].Algorithm] = &rs[i]
+		}
+		hmm := by["hmm"]
+		for _, other := range []string{"strongest", "centroid", "knn"} {
+			if hmm.Accuracy() <= by[other].Accuracy()+0.03 {
+				t.Fatalf("%+v: filter %.3f does not lead %s %.3f on a walk of adjacent moves", w, hmm.Accuracy(), other, by[other].Accuracy())
+			}
+		}
+		if k := by["knn"]; hmm.FlipsPerMin() >= k.FlipsPerMin() {
+			t.Fatalf("%+v: filter flips %.2f/min, k-NN %.2f/min", w, hmm.FlipsPerMin(), k.FlipsPerMin())
+		}
+	}
+}
+
+func writeFile(t *testing.T, path, body string) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// walk describes a synthetic recording: a grid x grid square of 10 m
+// zones (adjacent when they share a side), gateways at random points
+// (positions withheld from the site, so algorithms learn them), readings
+// from the log-distance model with Gaussian noise, each reading missed
+// with probability miss or when below -90 dBm. train.csv surveys 30
+// random points per zone; test.csv walks legs moves between adjacent
+// zones at 1.4 m/s, staying stayMin..2*stayMin seconds in each.
+type walk struct {
+	seed            uint64
+	grid, gateways  int
+	pathLoss, noise float64
+	miss            float64
+	legs, stayMin   int
+}
+
+func writeWalk(t *testing.T, dir string, w walk) {
+	t.Helper()
+	rng := rand.New(rand.NewPCG(w.seed, w.seed+1))
+	n := w.grid
 	var zones, adj, gws []string
 	for r := 0; r < n; r++ {
 		for c := 0; c < n; c++ {
@@ -33,19 +93,19 @@ func TestFilterLeadsOnNoisyWalk(t *testing.T) {
 	}
 	type pt struct{ x, y float64 }
 	var gp []pt
-	for i := 0; i < 12; i++ {
-		p := pt{rng.Float64() * 400, rng.Float64() * 400}
+	for i := 0; i < w.gateways; i++ {
+		p := pt{rng.Float64() * float64(100*n), rng.Float64() * float64(100*n)}
 		gp = append(gp, p)
 		gws = append(gws, fmt.Sprintf(`{"id":"G%d","x":null,"y":null}`, i))
 	}
-	site := `{"map":{"width":400,"height":400},"zones":[` + strings.Join(zones, ",") + `],"adjacency":[` + strings.Join(adj, ",") + `],"gateways":[` + strings.Join(gws, ",") + `]}`
+	site := fmt.Sprintf(`{"map":{"width":%d,"height":%d},"zones":[`, 100*n, 100*n) + strings.Join(zones, ",") + `],"adjacency":[` + strings.Join(adj, ",") + `],"gateways":[` + strings.Join(gws, ",") + `]}`
 	writeFile(t, filepath.Join(dir, "site.json"), site)
 	emit := func(b *strings.Builder, ts int64, x, y float64) {
 		c, r := int(x/100), int(y/100)
 		for i, g := range gp {
 			d := math.Max(math.Hypot(g.x-x, g.y-y)/10, 0.5)
-			rssi := -59 - 25*math.Log10(d) + rng.NormFloat64()*6
-			if rssi < -90 || rng.Float64() < 0.3 {
+			rssi := -59 - 10*w.pathLoss*math.Log10(d) + rng.NormFloat64()*w.noise
+			if rssi < -90 || rng.Float64() < w.miss {
 				continue
 			}
 			fmt.Fprintf(b, "%d,G%d,TAG,%d,Z%d%d,%.0f,%.0f\n", ts, i, int(math.Round(rssi)), c, r, x, y)
@@ -65,7 +125,7 @@ func TestFilterLeadsOnNoisyWalk(t *testing.T) {
 	var te strings.Builder
 	te.WriteString("t_ms,gateway,beacon,rssi,zone,x,y\n")
 	x, y := 50.0, 50.0
-	for leg := 0; leg < 40; leg++ {
+	for leg := 0; leg < w.legs; leg++ {
 		c, r := int(x/100), int(y/100)
 		// pick an adjacent zone, walk there at 1.4 m/s, stay 20-40 s
 		nc, nr := c, r
@@ -84,38 +144,11 @@ func TestFilterLeadsOnNoisyWalk(t *testing.T) {
 			emit(&te, ts, x, y)
 			ts += 1000
 		}
-		for s := 0; s < 20+rng.IntN(20); s++ {
+		for s := 0; s < w.stayMin+rng.IntN(w.stayMin+1); s++ {
 			emit(&te, ts, x+rng.NormFloat64()*3, y+rng.NormFloat64()*3)
 			ts += 1000
 		}
 	}
 	writeFile(t, filepath.Join(dir, "train.csv"), tr.String())
 	writeFile(t, filepath.Join(dir, "test.csv"), te.String())
-	ds, err := Load(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rs, err := Run(ds, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var b strings.Builder
-	Format(&b, rs)
-	t.Log("\n" + b.String())
-	acc := map[string]float64{}
-	for _, r := range rs {
-		acc[r.Algorithm] = r.Accuracy()
-	}
-	for _, other := range []string{"strongest", "centroid", "knn"} {
-		if acc["hmm"] <= acc[other]+0.03 {
-			t.Fatalf("filter %.3f does not lead %s %.3f on a walk of adjacent moves", acc["hmm"], other, acc[other])
-		}
-	}
-}
-
-func writeFile(t *testing.T, path, body string) {
-	t.Helper()
-	if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
-		t.Fatal(err)
-	}
 }
