@@ -40,7 +40,47 @@ func (s *Server) listBeacons(w http.ResponseWriter, r *http.Request, _ httproute
 	if err != nil {
 		return err
 	}
+	if bs, err = s.inScope(r, bs); err != nil {
+		return err
+	}
 	return ok(w, map[string]any{"beacons": bs})
+}
+
+// inScope keeps the beacons homed inside the caller's location scope (all
+// of them for admins, api accounts and unbound users).
+func (s *Server) inScope(r *http.Request, bs []assets.BeaconView) ([]assets.BeaconView, error) {
+	sc, err := s.scopeOf(r)
+	if err != nil || sc.all {
+		return bs, err
+	}
+	out := bs[:0]
+	for _, b := range bs {
+		if sc.allows(b.LocationID) {
+			out = append(out, b)
+		}
+	}
+	return out, nil
+}
+
+// beaconInScope reads one beacon the caller may see; outside the scope it
+// is 404, so its existence is not disclosed.
+func (s *Server) beaconInScope(r *http.Request, id string) (assets.BeaconView, error) {
+	reg, err := s.registry()
+	if err != nil {
+		return assets.BeaconView{}, err
+	}
+	b, err := reg.Beacon(id)
+	if err != nil {
+		return assets.BeaconView{}, err
+	}
+	sc, err := s.scopeOf(r)
+	if err != nil {
+		return assets.BeaconView{}, err
+	}
+	if !sc.allows(b.LocationID) {
+		return assets.BeaconView{}, apperr.NotFound("beacon %s not found", id)
+	}
+	return b, nil
 }
 
 // maxListLimit bounds GET /api/v1/beacons/:limit.
@@ -59,15 +99,14 @@ func (s *Server) latestBeacons(w http.ResponseWriter, r *http.Request, p httprou
 	if err != nil {
 		return err
 	}
+	if bs, err = s.inScope(r, bs); err != nil {
+		return err
+	}
 	return ok(w, map[string]any{"beacons": bs})
 }
 
 func (s *Server) getBeacon(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
-	reg, err := s.registry()
-	if err != nil {
-		return err
-	}
-	b, err := reg.Beacon(p.ByName("id"))
+	b, err := s.beaconInScope(r, p.ByName("id"))
 	if err != nil {
 		return err
 	}

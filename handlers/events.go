@@ -91,6 +91,13 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request, _ httprouter.Par
 	if err != nil {
 		return err
 	}
+	sc, err := s.scopeOf(r)
+	if err != nil {
+		return err
+	}
+	if !sc.all {
+		f.Locations = sc.in
+	}
 	limit, err := queryInt(r, "limit", 50, 1, 500)
 	if err != nil {
 		return err

@@ -312,3 +312,55 @@ func TestGuardMatrixWithRTLS(t *testing.T) {
 		}
 	}
 }
+
+// TestLocationScopeOnBeaconsAndEvents: a user bound to a location sees the
+// beacons and events of that location and below, and a beacon outside it
+// is 404 (its existence is not disclosed); admins see everything.
+func TestLocationScopeOnBeaconsAndEvents(t *testing.T) {
+	h := newRTLSHarness(t, WSOptions{})
+	f := h.site()
+	user := h.token("user")
+	for i, uid := range []string{f.watch, f.annex} {
+		loc := f.root
+		if uid == f.annex {
+			loc = f.annexLoc
+		}
+		if err := h.db.Update(store.InsertEvent(store.Event{ID: uint64(i + 1), Status: store.EventAlert, Type: "single",
+			AssetUID: uid, LocationID: loc, CreatedAt: int64(i+1) * 1000}, 0, nil, nil)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	count := func(path, token, key string) int {
+		var out map[string][]map[string]any
+		h.get(path, token).expect(t, http.StatusOK).decodePayload(t, &out)
+		return len(out[key])
+	}
+	if n := count("/api/v1/beacons", user, "beacons"); n != 4 {
+		t.Fatalf("unbound user sees %d beacons, want 4", n)
+	}
+	if _, err := h.db.UpdateUser(h.users["user"].ID, func(u *store.User) error { u.LocationID = f.annexLoc; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if n := count("/api/v1/beacons", user, "beacons"); n != 1 {
+		t.Fatalf("annex user sees %d beacons, want 1", n)
+	}
+	if n := count("/api/v1/events", user, "events"); n != 1 {
+		t.Fatalf("annex user sees %d events, want 1", n)
+	}
+	h.get("/api/v1/beacon/"+f.annex, user).expect(t, http.StatusOK)
+	h.get("/api/v1/beacon/"+f.watch, user).expect(t, http.StatusNotFound)
+	h.get("/api/v1/beacon/"+f.watch+"/intervals", user).expect(t, http.StatusNotFound)
+	if n := count("/api/v1/beacons", h.admin, "beacons"); n != 4 {
+		t.Fatalf("admin sees %d beacons, want 4", n)
+	}
+	// An admin previewing the bound user sees what that user sees.
+	var pv map[string][]map[string]any
+	h.do(req{method: "GET", path: "/api/v1/beacons", token: h.admin,
+		header: map[string]string{PreviewHeader: itoa(h.users["user"].ID)}}).expect(t, http.StatusOK).decodePayload(t, &pv)
+	if len(pv["beacons"]) != 1 || pv["beacons"][0]["asset_uid"] != f.annex {
+		t.Fatalf("preview of the annex user: %v", pv["beacons"])
+	}
+	if n := count("/api/v1/events", h.admin, "events"); n != 2 {
+		t.Fatalf("admin sees %d events, want 2", n)
+	}
+}

@@ -41,11 +41,7 @@ func (s *Server) zoneIntervalPage(w http.ResponseWriter, r *http.Request, uid st
 
 // beaconIntervals: GET /api/v1/beacon/:id/intervals.
 func (s *Server) beaconIntervals(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
-	reg, err := s.registry()
-	if err != nil {
-		return err
-	}
-	b, err := reg.Beacon(p.ByName("id"))
+	b, err := s.beaconInScope(r, p.ByName("id"))
 	if err != nil {
 		return err
 	}

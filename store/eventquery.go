@@ -19,6 +19,9 @@ type EventFilter struct {
 	Until    int64
 	// Test: nil matches both, otherwise only events whose Test equals it.
 	Test *bool
+	// Locations, when not nil, keeps only events of beacons homed in one
+	// of them (a location-scoped user's view).
+	Locations map[uint64]bool
 }
 
 func (f *EventFilter) match(e *Event) bool {
@@ -28,7 +31,8 @@ func (f *EventFilter) match(e *Event) bool {
 		f.AssetUID != "" && e.AssetUID != f.AssetUID,
 		f.Since != 0 && e.CreatedAt < f.Since,
 		f.Until != 0 && e.CreatedAt > f.Until,
-		f.Test != nil && e.Test != *f.Test:
+		f.Test != nil && e.Test != *f.Test,
+		f.Locations != nil && !f.Locations[e.LocationID]:
 		return false
 	}
 	return true
