@@ -80,6 +80,19 @@ func (s *Server) sensorHistory(w http.ResponseWriter, r *http.Request, _ httprou
 	if err != nil {
 		return err
 	}
+	allowed, err := s.sensorScope(r, svc)
+	if err != nil {
+		return err
+	}
+	if allowed != nil {
+		kept := keys[:0]
+		for _, k := range keys {
+			if allowed(k.UID) {
+				kept = append(kept, k)
+			}
+		}
+		keys = kept
+	}
 	res, err := sensors.History(svc.DB, keys, since, until, sensors.RowCap)
 	if err != nil {
 		return err
@@ -97,7 +110,38 @@ func (s *Server) sensorDevices(w http.ResponseWriter, r *http.Request, _ httprou
 	if err != nil {
 		return err
 	}
+	allowed, err := s.sensorScope(r, svc)
+	if err != nil {
+		return err
+	}
+	if allowed != nil {
+		kept := ds[:0]
+		for _, d := range ds {
+			if allowed(d.AssetUID) {
+				kept = append(kept, d)
+			}
+		}
+		ds = kept
+	}
 	return ok(w, ds)
+}
+
+// sensorScope returns nil when the caller sees every sensor, else which
+// asset_uids it may see: beacons homed inside its location scope (retired
+// and merged ones included, their history keeps its home).
+func (s *Server) sensorScope(r *http.Request, svc *sensors.Service) (func(uid string) bool, error) {
+	sc, err := s.scopeOf(r)
+	if err != nil || sc.all {
+		return nil, err
+	}
+	bs, err := svc.Beacons()
+	if err != nil {
+		return nil, err
+	}
+	return func(uid string) bool {
+		b, ok := bs[uid]
+		return ok && sc.allows(b.LocationID)
+	}, nil
 }
 
 // sensorAlerts is GET /api/v1/sensors/alerts: the 10 most recent readings
@@ -110,6 +154,19 @@ func (s *Server) sensorAlerts(w http.ResponseWriter, r *http.Request, _ httprout
 	as, err := svc.Alerts(svc.Now())
 	if err != nil {
 		return err
+	}
+	allowed, err := s.sensorScope(r, svc)
+	if err != nil {
+		return err
+	}
+	if allowed != nil {
+		kept := as[:0]
+		for _, a := range as {
+			if allowed(a.AssetUID) {
+				kept = append(kept, a)
+			}
+		}
+		as = kept
 	}
 	return ok(w, as)
 }

@@ -114,3 +114,32 @@ func TestSensorDevicesAndAlerts(t *testing.T) {
 		}
 	}
 }
+
+// TestSensorRoutesFollowLocationScope: a user bound to one ward sees only
+// the sensors homed there, in the device list and in the history.
+func TestSensorRoutesFollowLocationScope(t *testing.T) {
+	h := newSensorHarness(t)
+	ward := h.location("Ward", "W1", h.fridge.LocationID)
+	cold := h.beacon(map[string]any{"mac": "C3000000000C", "name": "Ward fridge", "type": "sensor", "location_id": ward})
+	now := h.clock.Now().UnixMilli()
+	h.store(store.Reading{UID: h.fridge.AssetUID, Metric: store.MetricTemperature, TS: now - 2000, Value: 4},
+		store.Reading{UID: cold.AssetUID, Metric: store.MetricTemperature, TS: now - 1000, Value: 5})
+	if _, err := h.db.UpdateUser(h.users["user"].ID, func(u *store.User) error { u.LocationID = ward; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	user := h.token("user")
+	var ds []sensors.Device
+	h.get("/api/v1/sensors/devices", user).expect(t, http.StatusOK).decodePayload(t, &ds)
+	if len(ds) != 1 || ds[0].AssetUID != cold.AssetUID {
+		t.Fatalf("ward user devices %+v", ds)
+	}
+	var hist sensors.HistoryResult
+	h.get(fmt.Sprintf("/api/v1/sensors/history?since=%d&until=%d", now-3600e3, now), user).expect(t, http.StatusOK).decodePayload(t, &hist)
+	if len(hist.Rows) != 1 {
+		t.Fatalf("ward user history rows %+v", hist.Rows)
+	}
+	h.get("/api/v1/sensors/devices", h.admin).expect(t, http.StatusOK).decodePayload(t, &ds)
+	if len(ds) != 3 {
+		t.Fatalf("admin devices %d, want 3", len(ds))
+	}
+}
