@@ -15,9 +15,10 @@ const (
 	AlgCentroid  = "centroid"
 	AlgKNN       = "knn"
 	AlgFilter    = "hmm"
+	AlgBayes     = "bayes"
 )
 
-var algorithmNames = []string{AlgStrongest, AlgCentroid, AlgKNN, AlgFilter}
+var algorithmNames = []string{AlgStrongest, AlgCentroid, AlgKNN, AlgFilter, AlgBayes}
 
 func newAlgorithm(name string) algorithm {
 	switch name {
@@ -29,6 +30,8 @@ func newAlgorithm(name string) algorithm {
 		return knn{}
 	case AlgFilter:
 		return filter{}
+	case AlgBayes:
+		return bayes{}
 	}
 	return nil
 }

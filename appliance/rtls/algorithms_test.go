@@ -243,3 +243,28 @@ func TestOnlyTrackableTypes(t *testing.T) {
 		t.Fatalf("status %+v", st)
 	}
 }
+
+func TestBayesKnownAnswer(t *testing.T) {
+	for _, withSamples := range []bool{true, false} {
+		s := gridSite(3, 3, !withSamples)
+		rng := rand.New(rand.NewPCG(12, 13))
+		h := newHarness(t, Options{})
+		h.e.SetSite(s)
+		if withSamples {
+			h.e.SetSamples(surveySamples(s, 5, 2, rng))
+		}
+		if err := h.e.Start(AlgBayes); err != nil {
+			t.Fatal(err)
+		}
+		standAt(h, s, "WAT-1", 250, 250, 2, 5, rng) // zone 9
+		if z := h.zone("WAT-1"); z != 9 {
+			t.Fatalf("samples=%v: zone %d, want 9", withSamples, z)
+		}
+		// Jump to the far corner (zone 1, not adjacent) and stay: with no
+		// adjacency constraint the classifier goes straight there.
+		standAt(h, s, "WAT-1", 50, 50, 2, 20, rng)
+		if z := h.zone("WAT-1"); z != 1 {
+			t.Fatalf("samples=%v: zone %d after moving, want 1", withSamples, z)
+		}
+	}
+}

@@ -169,7 +169,7 @@ func BenchmarkEngine(b *testing.B) {
 	if world == nil {
 		world = buildWorld()
 	}
-	for _, alg := range []string{rtls.AlgStrongest, rtls.AlgCentroid, rtls.AlgKNN, rtls.AlgFilter} {
+	for _, alg := range []string{rtls.AlgStrongest, rtls.AlgCentroid, rtls.AlgKNN, rtls.AlgFilter, rtls.AlgBayes} {
 		b.Run(alg, func(b *testing.B) { benchAlg(b, world, alg) })
 	}
 }
