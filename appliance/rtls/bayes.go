@@ -38,23 +38,7 @@ func (bayes) update(m *model, p *Params, b *beacon, _ *reading, now int64) (int,
 	if nz == 0 {
 		return -1, position{}
 	}
-	first := len(b.belief) != nz
-	if first {
-		b.belief, b.prior = make([]float64, nz), make([]float64, nz)
-		b.scratch = make([]float64, nz)
-		for i := range b.prior {
-			b.prior[i] = 1 / float64(nz)
-		}
-		copy(b.belief, b.prior)
-		b.stepped, b.weight = now, p.Evidence
-	}
-	// As in hmm: absence counts only in proportion to how much of a
-	// SampleWindow the current run of sightings covers.
-	if now-b.lastSight >= p.Stale.Milliseconds() || first {
-		b.burst = now
-	}
-	b.lastSight = now
-	if !b.due(p, now) {
+	if !beginStep(p, b, nz, now) {
 		return b.zone, b.pos
 	}
 	if dt := now - b.stepped; dt > 0 {
@@ -70,27 +54,9 @@ func (bayes) update(m *model, p *Params, b *beacon, _ *reading, now int64) (int,
 		b.weight = p.Evidence * math.Min(1, float64(dt)/float64(p.SampleWindow.Milliseconds()))
 		b.stepped = now
 	}
-	ll := b.scratch
-	cover := math.Min(1, float64(now-b.burst)/float64(p.SampleWindow.Milliseconds()))
-	if !logLikelihood(m, p, b, now, cover, ll) {
-		copy(b.belief, b.prior)
+	best, ok := correct(m, p, b, now, 1e-12)
+	if !ok {
 		return b.zone, b.pos
-	}
-	top := math.Inf(-1)
-	for _, v := range ll {
-		top = math.Max(top, v)
-	}
-	var sum float64
-	for z := range b.belief {
-		b.belief[z] = b.prior[z] * math.Exp(b.weight*(ll[z]-top))
-		sum += b.belief[z]
-	}
-	best := 0
-	for z := range b.belief {
-		b.belief[z] = math.Max(b.belief[z]/sum, 1e-12)
-		if b.belief[z] > b.belief[best] {
-			best = z
-		}
 	}
 	if b.zone < 0 || b.firstScan(now) {
 		return best, position{}

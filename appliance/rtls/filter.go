@@ -45,26 +45,7 @@ func (filter) update(m *model, p *Params, b *beacon, _ *reading, now int64) (int
 	if nz == 0 {
 		return -1, position{}
 	}
-	first := len(b.belief) != nz
-	if first {
-		b.belief, b.prior = make([]float64, nz), make([]float64, nz)
-		b.scratch = make([]float64, nz)
-		for i := range b.prior {
-			b.prior[i] = 1 / float64(nz)
-		}
-		copy(b.belief, b.prior)
-		b.stepped, b.weight = now, p.Evidence
-	}
-	// A run of sightings after a silence of Stale or more (or the first
-	// ever): until a whole SampleWindow of it has passed, gateways that
-	// have not reported may simply not have had their turn yet (each
-	// gateway publishes its own reports, in its own rhythm), so absence
-	// counts only in proportion (cover, below).
-	if now-b.lastSight >= p.Stale.Milliseconds() || first {
-		b.burst = now
-	}
-	b.lastSight = now
-	if !b.due(p, now) {
+	if !beginStep(p, b, nz, now) {
 		return b.zone, b.pos
 	}
 	if dt := now - b.stepped; dt > 0 {
@@ -77,28 +58,9 @@ func (filter) update(m *model, p *Params, b *beacon, _ *reading, now int64) (int
 		b.weight = p.Evidence * math.Min(1, float64(now-b.stepped)/float64(p.SampleWindow.Milliseconds()))
 		b.stepped = now
 	}
-	ll := b.scratch
-	cover := math.Min(1, float64(now-b.burst)/float64(p.SampleWindow.Milliseconds()))
-	if !logLikelihood(m, p, b, now, cover, ll) {
-		copy(b.belief, b.prior)
+	best, ok := correct(m, p, b, now, 1e-9)
+	if !ok {
 		return b.zone, b.pos
-	}
-	top := math.Inf(-1)
-	for _, v := range ll {
-		top = math.Max(top, v)
-	}
-	var sum float64
-	for z := range b.belief {
-		b.belief[z] = b.prior[z] * math.Exp(b.weight*(ll[z]-top))
-		sum += b.belief[z]
-	}
-	best := 0
-	for z := range b.belief {
-		// the floor keeps every zone recoverable after long certainty
-		b.belief[z] = math.Max(b.belief[z]/sum, 1e-9)
-		if b.belief[z] > b.belief[best] {
-			best = z
-		}
 	}
 	if b.zone < 0 || b.firstScan(now) {
 		return best, position{}
@@ -132,4 +94,58 @@ func predict(m *model, b *beacon, pm float64) {
 		}
 	}
 	copy(b.prior, out)
+}
+
+// beginStep sizes b's belief for nz zones (uniform at first) and tracks
+// the run of sightings absence is weighed against: after a silence of
+// Stale or more (or the first ever), until a whole SampleWindow of the new
+// run has passed, gateways that have not reported may simply not have had
+// their turn yet (each gateway publishes its own reports, in its own
+// rhythm), so absence counts only in proportion (cover, in correct). It
+// returns false when the beacon is not due for a decision.
+func beginStep(p *Params, b *beacon, nz int, now int64) bool {
+	first := len(b.belief) != nz
+	if first {
+		b.belief, b.prior = make([]float64, nz), make([]float64, nz)
+		b.scratch = make([]float64, nz)
+		for i := range b.prior {
+			b.prior[i] = 1 / float64(nz)
+		}
+		copy(b.belief, b.prior)
+		b.stepped, b.weight = now, p.Evidence
+	}
+	if now-b.lastSight >= p.Stale.Milliseconds() || first {
+		b.burst = now
+	}
+	b.lastSight = now
+	return b.due(p, now)
+}
+
+// correct folds the evidence at now into b.prior: b.belief becomes the
+// normalised posterior, floored at floor so every zone stays recoverable
+// after long certainty, and best its most probable zone. With no usable
+// evidence the belief stays the prior and ok is false.
+func correct(m *model, p *Params, b *beacon, now int64, floor float64) (best int, ok bool) {
+	ll := b.scratch
+	cover := math.Min(1, float64(now-b.burst)/float64(p.SampleWindow.Milliseconds()))
+	if !logLikelihood(m, p, b, now, cover, ll) {
+		copy(b.belief, b.prior)
+		return 0, false
+	}
+	top := math.Inf(-1)
+	for _, v := range ll {
+		top = math.Max(top, v)
+	}
+	var sum float64
+	for z := range b.belief {
+		b.belief[z] = b.prior[z] * math.Exp(b.weight*(ll[z]-top))
+		sum += b.belief[z]
+	}
+	for z := range b.belief {
+		b.belief[z] = math.Max(b.belief[z]/sum, floor)
+		if b.belief[z] > b.belief[best] {
+			best = z
+		}
+	}
+	return best, true
 }
