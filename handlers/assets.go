@@ -2,6 +2,7 @@ package handlers
 
 import (
 	"net/http"
+	"slices"
 	"strconv"
 
 	"beaconhub/appliance/apperr"
@@ -50,16 +51,10 @@ func (s *Server) listBeacons(w http.ResponseWriter, r *http.Request, _ httproute
 // of them for admins, api accounts and unbound users).
 func (s *Server) inScope(r *http.Request, bs []assets.BeaconView) ([]assets.BeaconView, error) {
 	sc, err := s.scopeOf(r)
-	if err != nil || sc.all {
-		return bs, err
+	if err != nil {
+		return nil, err
 	}
-	out := bs[:0]
-	for _, b := range bs {
-		if sc.allows(b.LocationID) {
-			out = append(out, b)
-		}
-	}
-	return out, nil
+	return slices.DeleteFunc(bs, func(b assets.BeaconView) bool { return !sc.allows(b.LocationID) }), nil
 }
 
 // beaconInScope reads one beacon the caller may see; outside the scope it

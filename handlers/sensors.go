@@ -2,6 +2,7 @@ package handlers
 
 import (
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -84,15 +85,7 @@ func (s *Server) sensorHistory(w http.ResponseWriter, r *http.Request, _ httprou
 	if err != nil {
 		return err
 	}
-	if allowed != nil {
-		kept := keys[:0]
-		for _, k := range keys {
-			if allowed(k.UID) {
-				kept = append(kept, k)
-			}
-		}
-		keys = kept
-	}
+	keys = slices.DeleteFunc(keys, func(k sensors.Key) bool { return !allowed(k.UID) })
 	res, err := sensors.History(svc.DB, keys, since, until, sensors.RowCap)
 	if err != nil {
 		return err
@@ -114,25 +107,19 @@ func (s *Server) sensorDevices(w http.ResponseWriter, r *http.Request, _ httprou
 	if err != nil {
 		return err
 	}
-	if allowed != nil {
-		kept := ds[:0]
-		for _, d := range ds {
-			if allowed(d.AssetUID) {
-				kept = append(kept, d)
-			}
-		}
-		ds = kept
-	}
-	return ok(w, ds)
+	return ok(w, slices.DeleteFunc(ds, func(d sensors.Device) bool { return !allowed(d.AssetUID) }))
 }
 
-// sensorScope returns nil when the caller sees every sensor, else which
-// asset_uids it may see: beacons homed inside its location scope (retired
-// and merged ones included, their history keeps its home).
+// sensorScope says which asset_uids the caller may see: all for a
+// system-wide caller, else beacons homed inside its location scope
+// (retired and merged ones included, their history keeps its home).
 func (s *Server) sensorScope(r *http.Request, svc *sensors.Service) (func(uid string) bool, error) {
 	sc, err := s.scopeOf(r)
-	if err != nil || sc.all {
+	if err != nil {
 		return nil, err
+	}
+	if sc.all {
+		return func(string) bool { return true }, nil
 	}
 	bs, err := svc.Beacons()
 	if err != nil {
@@ -154,19 +141,6 @@ func (s *Server) sensorAlerts(w http.ResponseWriter, r *http.Request, _ httprout
 	as, err := svc.Alerts(svc.Now())
 	if err != nil {
 		return err
-	}
-	allowed, err := s.sensorScope(r, svc)
-	if err != nil {
-		return err
-	}
-	if allowed != nil {
-		kept := as[:0]
-		for _, a := range as {
-			if allowed(a.AssetUID) {
-				kept = append(kept, a)
-			}
-		}
-		as = kept
 	}
 	return ok(w, as)
 }

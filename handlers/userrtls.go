@@ -2,6 +2,7 @@ package handlers
 
 import (
 	"net/http"
+	"slices"
 
 	"beaconhub/appliance/apperr"
 	"beaconhub/appliance/assets"
@@ -79,21 +80,15 @@ func (s *Server) trackableBeacons(r *http.Request) ([]assets.BeaconView, error) 
 	if err != nil {
 		return nil, err
 	}
-	sc, err := s.scopeOf(r)
-	if err != nil {
-		return nil, err
-	}
 	all, err := reg.Beacons(0)
 	if err != nil {
 		return nil, err
 	}
-	out := []assets.BeaconView{}
-	for i := range all {
-		if isTrackable(&all[i]) && sc.allows(all[i].LocationID) {
-			out = append(out, all[i])
-		}
+	seen, err := s.inScope(r, all)
+	if err != nil {
+		return nil, err
 	}
-	return out, nil
+	return slices.DeleteFunc(seen, func(b assets.BeaconView) bool { return !isTrackable(&b) }), nil
 }
 
 // visibleTrackable resolves uid to a trackable beacon in the caller's
