@@ -110,8 +110,15 @@ var (
 	einkNoStore     = []string{"no-store"}
 )
 
-func (s *Server) einkID(svc *eink.Service, p httprouter.Params) (uint64, error) {
-	return svc.ResolveID(p.ByName("id"))
+// einkWithID is the prelude of the per-display handlers: the service and
+// the display the :id of the path names.
+func (s *Server) einkWithID(p httprouter.Params) (*eink.Service, uint64, error) {
+	svc, err := s.einkSvc()
+	if err != nil {
+		return nil, 0, err
+	}
+	id, err := svc.ResolveID(p.ByName("id"))
+	return svc, id, err
 }
 
 func (s *Server) listEInk(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
@@ -127,11 +134,7 @@ func (s *Server) listEInk(w http.ResponseWriter, r *http.Request, _ httprouter.P
 }
 
 func (s *Server) updateEInk(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
-	svc, err := s.einkSvc()
-	if err != nil {
-		return err
-	}
-	id, err := s.einkID(svc, p)
+	svc, id, err := s.einkWithID(p)
 	if err != nil {
 		return err
 	}
@@ -148,11 +151,7 @@ func (s *Server) updateEInk(w http.ResponseWriter, r *http.Request, p httprouter
 }
 
 func (s *Server) deleteEInk(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
-	svc, err := s.einkSvc()
-	if err != nil {
-		return err
-	}
-	id, err := s.einkID(svc, p)
+	svc, id, err := s.einkWithID(p)
 	if err != nil {
 		return err
 	}
@@ -165,11 +164,7 @@ func (s *Server) deleteEInk(w http.ResponseWriter, r *http.Request, p httprouter
 }
 
 func (s *Server) setEInkState(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
-	svc, err := s.einkSvc()
-	if err != nil {
-		return err
-	}
-	id, err := s.einkID(svc, p)
+	svc, id, err := s.einkWithID(p)
 	if err != nil {
 		return err
 	}
@@ -188,11 +183,7 @@ func (s *Server) setEInkState(w http.ResponseWriter, r *http.Request, p httprout
 }
 
 func (s *Server) replaceEInkDevice(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
-	svc, err := s.einkSvc()
-	if err != nil {
-		return err
-	}
-	id, err := s.einkID(svc, p)
+	svc, id, err := s.einkWithID(p)
 	if err != nil {
 		return err
 	}

@@ -106,11 +106,7 @@ func (s *Server) deleteEInkTemplate(w http.ResponseWriter, r *http.Request, p ht
 // applyEInkTemplate loads a saved template onto a display:
 // body {template_id, sensor_map: {template sensor uid: display sensor uid}}.
 func (s *Server) applyEInkTemplate(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
-	svc, err := s.einkSvc()
-	if err != nil {
-		return err
-	}
-	id, err := s.einkID(svc, p)
+	svc, id, err := s.einkWithID(p)
 	if err != nil {
 		return err
 	}
