@@ -128,23 +128,33 @@ func (s *Server) integrationBeacons(w http.ResponseWriter, r *http.Request, _ ht
 
 // integrationLocations: GET /api/v1/integration/beacons/locations.
 func (s *Server) integrationLocations(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
-	t, err := s.tracker()
+	_, locs, err := s.trackableLocations(r)
 	if err != nil {
 		return err
+	}
+	return ok(w, map[string]any{"locations": locs})
+}
+
+// trackableLocations lists the trackable beacons the caller may see, each
+// with its live location in the integration shape.
+func (s *Server) trackableLocations(r *http.Request) ([]assets.BeaconView, []beaconLoc, error) {
+	t, err := s.tracker()
+	if err != nil {
+		return nil, nil, err
 	}
 	bs, err := s.trackableBeacons(r)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
 	names, err := s.mapNames()
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
-	out := make([]beaconLoc, 0, len(bs))
+	locs := make([]beaconLoc, len(bs))
 	for i := range bs {
-		out = append(out, beaconLocation(t, names, &bs[i]))
+		locs[i] = beaconLocation(t, names, &bs[i])
 	}
-	return ok(w, map[string]any{"locations": out})
+	return bs, locs, nil
 }
 
 // integrationLocation: GET /api/v1/integration/beacons/:mac/location

@@ -116,21 +116,13 @@ func (s *Server) visibleTrackable(r *http.Request, uid string) (assets.BeaconVie
 // userTrackableBeacons: GET /api/v1/user/rtls/trackable-beacons. Each
 // beacon carries its live location in the integration shape.
 func (s *Server) userTrackableBeacons(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
-	t, err := s.tracker()
-	if err != nil {
-		return err
-	}
-	bs, err := s.trackableBeacons(r)
-	if err != nil {
-		return err
-	}
-	names, err := s.mapNames()
+	bs, locs, err := s.trackableLocations(r)
 	if err != nil {
 		return err
 	}
 	out := make([]map[string]any, 0, len(bs))
 	for i := range bs {
-		loc := beaconLocation(t, names, &bs[i])
+		loc := locs[i]
 		out = append(out, map[string]any{"asset_uid": bs[i].AssetUID, "mac": nullIfEmpty(bs[i].MAC), "name": bs[i].Name,
 			"type": bs[i].Type, "location_id": nullIfZero(bs[i].LocationID), "zone": loc.Zone, "map": loc.Map,
 			"position": loc.Position, "since": loc.Since, "updated": loc.Updated, "last_seen": loc.LastSeen})
