@@ -1,11 +1,7 @@
 package handlers
 
 import (
-	"io/fs"
-	"mime"
 	"net/http"
-	"path"
-	"strings"
 
 	"beaconhub/appliance/apperr"
 	integrationdocs "beaconhub/web/integration-docs"
@@ -26,26 +22,11 @@ func (s *Server) integrationDocs(w http.ResponseWriter, _ *http.Request, p httpr
 	name := p.ByName("filename")
 	if name == "" {
 		name = "index.html"
-	} else if name == "index.html" || strings.ContainsAny(name, `/\`) || strings.HasPrefix(name, ".") {
+	} else if name == "index.html" || !assetName(name) {
 		return apperr.NotFound("no such file")
 	}
-	data, err := fs.ReadFile(integrationdocs.FS(), name)
-	if err != nil {
-		return apperr.NotFound("no such file")
-	}
-	ct := mime.TypeByExtension(path.Ext(name))
-	if ct == "" {
-		ct = "text/plain; charset=utf-8"
-	}
-	w.Header().Set("Content-Type", ct)
-	w.Header().Set("X-Content-Type-Options", "nosniff")
+	// Set before the lookup: a 404 for a docs path carries them too.
 	w.Header().Set("Content-Security-Policy", docsCSP)
 	w.Header().Set("Referrer-Policy", "no-referrer")
-	if name == "index.html" {
-		w.Header().Set("Cache-Control", "no-cache")
-	} else {
-		w.Header().Set("Cache-Control", "public, max-age=3600")
-	}
-	_, _ = w.Write(data)
-	return nil
+	return writeEmbedded(w, integrationdocs.FS(), name, func([]byte) string { return "text/plain; charset=utf-8" })
 }

@@ -24,7 +24,7 @@ func (s *Server) static(name string) handlerFunc {
 func (s *Server) staticDir(dir string) handlerFunc {
 	return func(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
 		f := p.ByName("filename")
-		if f == "" || strings.Contains(f, "/") || strings.Contains(f, "\\") || strings.HasPrefix(f, ".") {
+		if !assetName(f) {
 			return apperr.NotFound("no such file")
 		}
 		return s.serveFile(w, dir+"/"+f)
@@ -35,13 +35,20 @@ func (s *Server) serveFile(w http.ResponseWriter, name string) error {
 	if s.deps.Static == nil {
 		return apperr.NotFound("no such file")
 	}
-	data, err := fs.ReadFile(s.deps.Static, name)
+	return writeEmbedded(w, s.deps.Static, name, http.DetectContentType)
+}
+
+// writeEmbedded answers one embedded file: its type from the extension
+// (else fallback(data)), nosniff, and caching: index.html revalidated,
+// assets kept an hour.
+func writeEmbedded(w http.ResponseWriter, fsys fs.FS, name string, fallback func([]byte) string) error {
+	data, err := fs.ReadFile(fsys, name)
 	if err != nil {
 		return apperr.NotFound("no such file")
 	}
 	ct := mime.TypeByExtension(path.Ext(name))
 	if ct == "" {
-		ct = http.DetectContentType(data)
+		ct = fallback(data)
 	}
 	w.Header().Set("Content-Type", ct)
 	w.Header().Set("X-Content-Type-Options", "nosniff")
@@ -52,4 +59,10 @@ func (s *Server) serveFile(w http.ResponseWriter, name string) error {
 	}
 	_, _ = w.Write(data)
 	return nil
+}
+
+// assetName reports whether a :filename parameter names a file directly in
+// its folder: no separators, nothing hidden (and so no "..").
+func assetName(f string) bool {
+	return f != "" && !strings.ContainsAny(f, `/\`) && !strings.HasPrefix(f, ".")
 }
