@@ -33,14 +33,6 @@ func (s *Server) navWithID(p httprouter.Params) (*nav.Service, uint64, error) {
 	return n, id, err
 }
 
-func pathID(p httprouter.Params, name string) (uint64, error) {
-	id, err := strconv.ParseUint(p.ByName(name), 10, 64)
-	if err != nil || id == 0 {
-		return 0, apperr.InvalidField(name, "%s must be a positive integer", name)
-	}
-	return id, nil
-}
-
 func (s *Server) navRecord(r *http.Request, action, kind string, id uint64, what string) {
 	subject := kind + " " + strconv.FormatUint(id, 10)
 	s.deps.AppLog.Record(applog.Normal, action, subject, actor(r), subject+" "+what)

@@ -119,6 +119,15 @@ func (s *Server) version(w http.ResponseWriter, r *http.Request, _ httprouter.Pa
 	})
 }
 
+// pathID reads a positive integer path parameter.
+func pathID(p httprouter.Params, name string) (uint64, error) {
+	id, err := strconv.ParseUint(p.ByName(name), 10, 64)
+	if err != nil || id == 0 {
+		return 0, apperr.InvalidField(name, "%s must be a positive integer", name)
+	}
+	return id, nil
+}
+
 func queryInt(r *http.Request, name string, def, min, max int) (int, error) {
 	v := r.URL.Query().Get(name)
 	if v == "" {

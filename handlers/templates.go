@@ -234,7 +234,7 @@ func (s *Server) cloneTemplate(w http.ResponseWriter, r *http.Request, p httprou
 // assignTemplate is PUT /api/v1/users/:userId/template with
 // {"template_id": n} (null or 0 unassigns).
 func (s *Server) assignTemplate(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
-	uid, err := userID(p)
+	uid, err := pathID(p, "userId")
 	if err != nil {
 		return err
 	}

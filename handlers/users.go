@@ -3,7 +3,6 @@ package handlers
 import (
 	"net"
 	"net/http"
-	"strconv"
 	"strings"
 
 	"beaconhub/appliance/apperr"
@@ -123,16 +122,8 @@ func (s *Server) listUsers(w http.ResponseWriter, r *http.Request, _ httprouter.
 	return ok(w, map[string]any{"users": out})
 }
 
-func userID(p httprouter.Params) (uint64, error) {
-	id, err := strconv.ParseUint(p.ByName("userId"), 10, 64)
-	if err != nil || id == 0 {
-		return 0, apperr.InvalidField("userId", "userId must be a positive integer")
-	}
-	return id, nil
-}
-
 func (s *Server) getUser(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
-	id, err := userID(p)
+	id, err := pathID(p, "userId")
 	if err != nil {
 		return err
 	}
@@ -147,7 +138,7 @@ func (s *Server) getUser(w http.ResponseWriter, r *http.Request, p httprouter.Pa
 }
 
 func (s *Server) deleteUser(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
-	id, err := userID(p)
+	id, err := pathID(p, "userId")
 	if err != nil {
 		return err
 	}
