@@ -283,15 +283,5 @@ func (s *Service) finishRemint(fx *effects, res *RemintResult) {
 	if err != nil {
 		s.log.Error("uid sweep failed; run remint apply again", "err", err)
 	}
-	for _, r := range fx.renames {
-		if l := s.hooks.LastSeen; l != nil {
-			l.Rename(r.old, r.new)
-		}
-		if rec := s.hooks.Recorder; rec != nil {
-			rec.Rename(r.old, r.new)
-		}
-		for _, f := range s.hooks.Followers {
-			f.Rename(r.old, r.new)
-		}
-	}
+	s.moveLive(fx.renames) // remint renames always carry the latest readings
 }

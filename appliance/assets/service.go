@@ -172,6 +172,24 @@ func (s *Service) sweep(rs []rename) {
 	if err != nil {
 		s.log.Error("uid sweep failed; the next remint apply retries it", "err", err)
 	}
+	s.moveLive(rs)
+	for _, r := range rs {
+		s.log.Info("asset uid changed", "asset_uid", r.new, "old_uid", r.old)
+	}
+}
+
+// BatchRenamer is a follower that keeps a snapshot derived from the
+// registry: it is told once after a batch of renames, instead of rebuilding
+// per rename (a remint apply of thousands of legacy assets).
+type BatchRenamer interface {
+	Renamer
+	RenamesDone()
+}
+
+// moveLive makes the in-memory state follow committed renames: the
+// pipeline's last-seen times, the recorder's latest readings (only from
+// the source whose readings win, for a merge) and every follower.
+func (s *Service) moveLive(rs []rename) {
 	for _, r := range rs {
 		if l := s.hooks.LastSeen; l != nil {
 			l.Rename(r.old, r.new)
@@ -182,7 +200,14 @@ func (s *Service) sweep(rs []rename) {
 		for _, f := range s.hooks.Followers {
 			f.Rename(r.old, r.new)
 		}
-		s.log.Info("asset uid changed", "asset_uid", r.new, "old_uid", r.old)
+	}
+	if len(rs) == 0 {
+		return
+	}
+	for _, f := range s.hooks.Followers {
+		if b, ok := f.(BatchRenamer); ok {
+			b.RenamesDone()
+		}
 	}
 }
 

@@ -258,9 +258,14 @@ func (m *Monitor) Rename(oldUID, newUID string) {
 	}
 	m.mu.Unlock()
 	m.Conds.Rename(oldUID, newUID)
-	// The beacon snapshot (ranges, names) is keyed by uid too: without a
-	// reload the next reading would find no range and resolve the alert.
+}
+
+// RenamesDone reloads the beacon snapshot (ranges, names) after a batch of
+// renames: it is keyed by uid too, and without the reload the next reading
+// would find no range and resolve the alert. Once per batch, not per
+// rename: a remint apply renames every legacy asset.
+func (m *Monitor) RenamesDone() {
 	if err := m.Reload(); err != nil {
-		m.log.Warn("sensor monitor reload after rename failed", "asset_uid", newUID, "err", err)
+		m.log.Warn("sensor monitor reload after renames failed", "err", err)
 	}
 }
