@@ -40,6 +40,7 @@ type WriterStats struct {
 	LastBatchOps      int           // ops in the last committed transaction
 	AvgBatchReadings  float64       // Readings / Commits
 	LastCommit        time.Duration // wall time of the last transaction incl. fsync
+	MaxCommit         time.Duration // longest such time since the writer started
 	LastCommitBytes   int64         // bytes of pages the last commit wrote
 	WrittenBytes      uint64        // bytes of pages all commits wrote (flash wear)
 	PendingReadings   int           // queued, not yet picked up by the writer goroutine
@@ -448,6 +449,7 @@ func (w *Writer) commit(ents []wentry, rds []Reading) {
 		w.stats.LastBatchReadings = nReadings
 		w.stats.LastBatchOps = nOps
 		w.stats.LastCommit = elapsed
+		w.stats.MaxCommit = max(w.stats.MaxCommit, elapsed)
 		w.stats.LastCommitBytes = pageBytes
 		w.stats.WrittenBytes += uint64(pageBytes)
 	}

@@ -88,6 +88,6 @@ func runFullChild(ctx context.Context, cfg Config, qos byte, wl [][]message) (Re
 	r.Name = "beaconhub-full-proc"
 	r.Seconds = time.Since(t0).Seconds()
 	r.ReportsPerSec = float64(r.Reports) / r.Seconds
-	r.AckP50, r.AckP99 = pct(lat, 50), pct(lat, 99)
+	r.setAcks(lat)
 	return r, derr
 }

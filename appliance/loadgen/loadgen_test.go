@@ -3,6 +3,7 @@ package loadgen
 import (
 	"bytes"
 	"context"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -50,5 +51,57 @@ func TestLoadgenPipelinedQoS1(t *testing.T) {
 	}
 	if len(rs) != 1 || rs[0].Reports == 0 || rs[0].AckP50 <= 0 || rs[0].HistoryReadings == 0 {
 		t.Fatalf("pipelined QoS 1 measured nothing: %+v", rs)
+	}
+}
+
+// TestLoadgenPacedQoS1: with a rate the publishers keep to their schedule
+// (the receiver sees about the offered rate, not what the window would
+// allow) and the warm-up's latencies stay out of the percentiles.
+func TestLoadgenPacedQoS1(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts an appliance")
+	}
+	const rate = 2400 // 3 gateways x 8 reports x 100 publishes/s
+	rs, err := Run(context.Background(), Config{Gateways: 3, Beacons: 40, Duration: time.Second, Warmup: 500 * time.Millisecond,
+		QoS: []byte{1}, Baseline: true, Out: &bytes.Buffer{}, Seed: 1, Home: t.TempDir(), Window: 32, Rate: rate})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rs {
+		// Generous bounds: the run's end waits for the last PUBACKs, and
+		// loaded CI machines are slow; unpaced, this workload runs
+		// at tens of thousands of reports/s.
+		if r.ReportsPerSec < rate/3 || r.ReportsPerSec > rate*1.5 {
+			t.Fatalf("%s: %.0f reports/s, offered %d", r.Name, r.ReportsPerSec, rate)
+		}
+		// 300 publishes in all, about half of them after the warm-up.
+		if r.AckSamples == 0 || r.AckSamples >= 250 {
+			t.Fatalf("%s: %d ack latencies kept, want those after the warm-up only", r.Name, r.AckSamples)
+		}
+	}
+}
+
+// TestWorkloadNeighbourhood: each beacon is heard only by the gateways
+// around it, as in a building, so an event collects a handful of gateways.
+func TestWorkloadNeighbourhood(t *testing.T) {
+	wl := workload(Config{Gateways: 200, Beacons: 1000, Batch: 8, Seed: 1}, 0)
+	hearers := map[string]map[int]bool{}
+	for g, msgs := range wl {
+		for _, m := range msgs {
+			for _, mac := range regexp.MustCompile(`"mac":"([0-9A-F]+)"`).FindAllStringSubmatch(string(m.pk), -1) {
+				if hearers[mac[1]] == nil {
+					hearers[mac[1]] = map[int]bool{}
+				}
+				hearers[mac[1]][g] = true
+			}
+		}
+	}
+	if len(hearers) < 900 {
+		t.Fatalf("only %d beacons in the workload", len(hearers))
+	}
+	for mac, gws := range hearers {
+		if len(gws) > neighbourhood {
+			t.Fatalf("beacon %s heard by %d gateways, want at most %d", mac, len(gws), neighbourhood)
+		}
 	}
 }

@@ -123,7 +123,7 @@ func (c *conn) close() {
 // the deadline, then waits for the outstanding PUBACKs. It checks that
 // PUBACKs come in publish order, as MQTT requires, and returns the
 // publish-to-PUBACK latencies.
-func pipelined(ctx context.Context, c *conn, msgs []message, window int, deadline time.Time) ([]time.Duration, error) {
+func pipelined(ctx context.Context, c *conn, msgs []message, window int, deadline time.Time, sch schedule) ([]time.Duration, error) {
 	slots := make(chan struct{}, window)
 	// PUBACKs come in publish order and at most window are in flight, so
 	// send times fit a ring of window entries.
@@ -149,7 +149,9 @@ func pipelined(ctx context.Context, c *conn, msgs []message, window int, deadlin
 				readerDone <- fmt.Errorf("PUBACK %d arrived while %d was the oldest in flight", pid, want)
 				return
 			}
-			lat = append(lat, time.Since(sent[n%window]))
+			if at := sent[n%window]; !at.Before(sch.record) {
+				lat = append(lat, time.Since(at))
+			}
 			<-slots
 		}
 	}()
@@ -157,6 +159,13 @@ func pipelined(ctx context.Context, c *conn, msgs []message, window int, deadlin
 	var n int
 	for i := 0; ctx.Err() == nil && !(i%64 == 0 && time.Now().After(deadline)); i++ {
 		m := msgs[i%len(msgs)]
+		var at time.Time
+		if sch.every > 0 {
+			at = sch.start.Add(time.Duration(i) * sch.every)
+			if d := time.Until(at); d > 0 {
+				time.Sleep(d)
+			}
+		}
 		select {
 		case slots <- struct{}{}:
 		case err := <-readerDone:
@@ -166,7 +175,10 @@ func pipelined(ctx context.Context, c *conn, msgs []message, window int, deadlin
 			pid = 1
 		}
 		m.pk[m.pidAt], m.pk[m.pidAt+1] = byte(pid>>8), byte(pid)
-		sent[n%window] = time.Now()
+		if at.IsZero() {
+			at = time.Now()
+		}
+		sent[n%window] = at
 		n++
 		if _, err := c.c.Write(m.pk); err != nil {
 			finished.Store(true)

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime"
 	"runtime/pprof"
 	"strconv"
 	"strings"
@@ -26,8 +27,11 @@ func cmdLoadgen(args []string, stdout, stderr io.Writer) int {
 	qos := fs.String("qos", "0,1", "QoS levels to run, comma separated")
 	batch := fs.Int("batch", 8, "reports per message")
 	window := fs.Int("inflight", 8, "QoS 1 publishes each gateway keeps in flight (1 = wait for every PUBACK)")
+	rate := fs.Float64("rate", 0, "QoS 1: offer this many reports/s in total on a fixed schedule (0 = as fast as --inflight allows)")
+	warmup := fs.Duration("warmup", 0, "leave the ack latencies of the first part of each scenario out of the percentiles")
 	baseline := fs.Bool("baseline", true, "also measure a bare mochi broker whose hook only counts")
 	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file (implies --own-process=false)")
+	mutexprofile := fs.String("mutexprofile", "", "write a mutex contention profile of the whole run to this file (implies --own-process=false)")
 	ownProc := fs.Bool("own-process", true, "run the full appliance in a child process, so its peak memory is its own")
 	child := fs.Bool("child", false, "internal: be the appliance side of --own-process")
 	if err := fs.Parse(args); err != nil {
@@ -42,8 +46,8 @@ func cmdLoadgen(args []string, stdout, stderr io.Writer) int {
 		}
 		qs = append(qs, byte(n))
 	}
-	if *gws < 1 || *beacons < 1 || *batch < 1 || *batch > 500 || *window < 1 || *window > 1000 {
-		fmt.Fprintln(stderr, "--gateways and --beacons must be positive, --batch 1..500, --inflight 1..1000")
+	if *gws < 1 || *beacons < 1 || *batch < 1 || *batch > 500 || *window < 1 || *window > 1000 || *rate < 0 || *warmup < 0 || *warmup >= *dur {
+		fmt.Fprintln(stderr, "--gateways and --beacons must be positive, --batch 1..500, --inflight 1..1000, --rate >= 0, 0 <= --warmup < --duration")
 		return 2
 	}
 	if *cpuprofile != "" {
@@ -59,10 +63,27 @@ func cmdLoadgen(args []string, stdout, stderr io.Writer) int {
 		}
 		defer pprof.StopCPUProfile()
 	}
+	if *mutexprofile != "" {
+		runtime.SetMutexProfileFraction(5)
+		runtime.SetBlockProfileRate(100000)
+		defer func() {
+			if f, err := os.Create(*mutexprofile + ".block"); err == nil {
+				_ = pprof.Lookup("block").WriteTo(f, 0)
+				_ = f.Close()
+			}
+		}()
+		defer func() {
+			f, err := os.Create(*mutexprofile)
+			if err == nil {
+				_ = pprof.Lookup("mutex").WriteTo(f, 0)
+				_ = f.Close()
+			}
+		}()
+	}
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer cancel()
 	cfg := loadgen.Config{Gateways: *gws, Beacons: *beacons, Duration: *dur, QoS: qs, Batch: *batch,
-		Baseline: *baseline, Out: stdout, Seed: 1, Window: *window}
+		Baseline: *baseline, Out: stdout, Seed: 1, Window: *window, Rate: *rate, Warmup: *warmup}
 	if *child {
 		if len(qs) != 1 {
 			fmt.Fprintln(stderr, "--child takes exactly one --qos")
@@ -74,7 +95,7 @@ func cmdLoadgen(args []string, stdout, stderr io.Writer) int {
 		}
 		return 0
 	}
-	if *ownProc && *cpuprofile == "" {
+	if *ownProc && *cpuprofile == "" && *mutexprofile == "" {
 		exe, err := os.Executable()
 		if err != nil {
 			fmt.Fprintln(stderr, err)
