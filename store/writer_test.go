@@ -594,3 +594,115 @@ func TestWriterCrashChild(t *testing.T) {
 	time.Sleep(2 * time.Minute) // the parent kills us long before
 	t.Fatal("not killed")
 }
+
+// lazyWriter returns a writer whose lazy delay never ends by itself, after
+// one commit (so the delay counts from a real end), and a function that
+// waits until the writer goroutine holds queued lazy work back.
+func lazyWriter(t *testing.T, db *DB) (*Writer, func()) {
+	t.Helper()
+	w := NewWriter(db, WriterOptions{LazyDelay: time.Hour})
+	t.Cleanup(func() { _ = w.Close() })
+	if err := w.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	w.Do(func(*bolt.Tx) error { return nil }, func(err error) { done <- err })
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	waitHolding := func() {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			w.mu.Lock()
+			h := w.holding
+			w.mu.Unlock()
+			if h {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatal("the writer never held lazy work back")
+			}
+			runtime.Gosched()
+		}
+	}
+	return w, waitHolding
+}
+
+// TestWriterLazyWorkWaitsForCompany: readings nobody waits for, lazy ops
+// and observing callbacks stay queued; the next waited-for entry commits
+// them with it, in one transaction and in order.
+func TestWriterLazyWorkWaitsForCompany(t *testing.T) {
+	db := openTestDB(t)
+	w, waitHolding := lazyWriter(t, db)
+	w.AppendReadings(sensorReadings("u1", 0, 10), nil)
+	var lazyOpRan atomic.Bool
+	w.DoLazily(func(*bolt.Tx) error { lazyOpRan.Store(true); return nil }, nil)
+	observed := make(chan error, 1)
+	w.AppendReadingsLazily(sensorReadings("u2", 0, 5), func(err error) { observed <- err })
+	waitHolding()
+	if c := w.Stats().Commits; c != 1 {
+		t.Fatalf("%d commits while only lazy work was queued, want the first one only", c)
+	}
+	if lazyOpRan.Load() {
+		t.Fatal("a lazy op ran before anything needed a commit")
+	}
+	var order []string
+	done := make(chan error, 1)
+	w.Do(func(*bolt.Tx) error {
+		order = append(order[:0], fmt.Sprint(lazyOpRan.Load()))
+		return nil
+	}, func(err error) { done <- err })
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if err := <-observed; err != nil {
+		t.Fatal(err)
+	}
+	st := w.Stats()
+	if st.Commits != 2 || st.LazyWaits == 0 {
+		t.Fatalf("commits %d, lazy waits %d: want the held work and the urgent op in one more commit", st.Commits, st.LazyWaits)
+	}
+	if len(order) != 1 || order[0] != "true" {
+		t.Fatalf("the urgent op ran before the lazy op queued ahead of it: %v", order)
+	}
+	if n := countAll(t, db); n != 15 {
+		t.Fatalf("%d readings stored, want 15", n)
+	}
+}
+
+// TestWriterLazyFlushAndClose: Flush and Close do not wait out the delay.
+func TestWriterLazyFlushAndClose(t *testing.T) {
+	db := openTestDB(t)
+	w, waitHolding := lazyWriter(t, db)
+	w.AppendReadings(sensorReadings("u1", 0, 10), nil)
+	waitHolding()
+	flushed := make(chan error, 1)
+	go func() { flushed <- w.Flush() }()
+	select {
+	case err := <-flushed:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("Flush waited for the lazy delay")
+	}
+	if n := countAll(t, db); n != 10 {
+		t.Fatalf("%d readings after Flush, want 10", n)
+	}
+	w.AppendReadings(sensorReadings("u1", 10, 10), nil)
+	waitHolding()
+	closed := make(chan error, 1)
+	go func() { closed <- w.Close() }()
+	select {
+	case err := <-closed:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("Close waited for the lazy delay")
+	}
+	if n := countAll(t, db); n != 20 {
+		t.Fatalf("%d readings after Close, want 20", n)
+	}
+}

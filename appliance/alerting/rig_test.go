@@ -105,7 +105,9 @@ func newRigWith(t testing.TB, dir string, clk *clock.Fake, live *config.Live, q 
 		seed(t, db)
 	}
 	r := &rig{t: t, dir: dir, clk: clk, live: live, db: db, enq: &recorder{}}
-	r.writer = store.NewWriter(db, store.WriterOptions{Logger: quiet})
+	// Lazier than the appliance's writer: anything the tests wait for must
+	// hurry its own commit.
+	r.writer = store.NewWriter(db, store.WriterOptions{Logger: quiet, LazyDelay: time.Hour})
 	reg, err := assets.NewRegistry(db)
 	if err != nil {
 		t.Fatal(err)
@@ -139,6 +141,11 @@ func (r *rig) close() {
 // its commit, as a gateway waits for its PUBACK.
 func (r *rig) publish(gw int, isTest bool, reports ...string) {
 	r.t.Helper()
+	r.publishQoS(gw, isTest, 1, reports...)
+}
+
+func (r *rig) publishQoS(gw int, isTest bool, qos byte, reports ...string) {
+	r.t.Helper()
 	body := fmt.Sprintf(`{"is_test":%t,"reports":[`, isTest)
 	for i, rep := range reports {
 		if i > 0 {
@@ -147,7 +154,7 @@ func (r *rig) publish(gw int, isTest bool, reports ...string) {
 		body += rep
 	}
 	body += "]}"
-	if err := r.pipe.HandlePublish(gatewayMAC(gw), "gw/"+gatewayMAC(gw)+"/adv4", []byte(body), 1); err != nil {
+	if err := r.pipe.HandlePublish(gatewayMAC(gw), "gw/"+gatewayMAC(gw)+"/adv4", []byte(body), qos); err != nil {
 		r.t.Fatalf("publish: %v", err)
 	}
 }

@@ -2,6 +2,7 @@ package alerting_test
 
 import (
 	"fmt"
+	"runtime"
 	"testing"
 	"time"
 
@@ -166,5 +167,26 @@ func TestPendingAlertsysRecoveredAfterRestart(t *testing.T) {
 	}
 	if enq := r2.enq.events(); len(enq) != 1 || enq[0].AssetUID != "WAT-A1-1" {
 		t.Errorf("re-queued %+v", enq)
+	}
+}
+
+// TestQoS0PressIsNotHeldBack: the writer holds back work nobody waits for
+// (here for an hour); a press sent at QoS 0 still commits and reaches
+// alertsys at once, and the motion warning queued before it goes with it.
+func TestQoS0PressIsNotHeldBack(t *testing.T) {
+	clk := clock.NewFake(t0)
+	r := newRig(t, "", clk, liveConfig(t, ""))
+	r.publish(1, false, heartbeat(panicMAC, false)) // a first commit: the delay counts from it
+	r.publishQoS(1, false, 0, heartbeat(sensorMAC, true))
+	r.publishQoS(1, false, 0, press(panicMAC, "single", -50))
+	deadline := time.Now().Add(20 * time.Second)
+	for len(r.enq.events()) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("a QoS 0 press waited for the lazy delay")
+		}
+		runtime.Gosched()
+	}
+	if evs := r.events(); len(evs) != 2 || evs[0].Status != store.EventWarning || evs[1].Status != store.EventAlert {
+		t.Fatalf("committed events %+v, want the warning and the alert", evs)
 	}
 }

@@ -17,7 +17,9 @@ import (
 // can count what reaches it.
 type Writer interface {
 	AppendReadings(rs []store.Reading, done func(error))
+	AppendReadingsLazily(rs []store.Reading, done func(error))
 	Do(fn func(tx *bolt.Tx) error, done func(error))
+	DoLazily(fn func(tx *bolt.Tx) error, done func(error))
 }
 
 // Registry resolves MACs to assets and holds their last-heard cells
@@ -50,7 +52,24 @@ type Batch struct {
 type Writes struct {
 	Readings []store.Reading
 	Ops      []func(tx *bolt.Tx) error
+	// lazy[i] marks Ops[i] as work nobody waits for (AddLazyOp); an op
+	// appended to Ops directly is committed at once.
+	lazy []bool
 }
+
+// AddLazyOp queues an op whose commit may wait for the writer's lazy delay
+// (a motion warning, not an alert). It still commits in order with the
+// batch's other ops, and at once when anything queued after it is waited
+// for (a QoS 1 PUBACK).
+func (w *Writes) AddLazyOp(op func(tx *bolt.Tx) error) {
+	w.Ops = append(w.Ops, op)
+	for len(w.lazy) < len(w.Ops)-1 {
+		w.lazy = append(w.lazy, false)
+	}
+	w.lazy = append(w.lazy, true)
+}
+
+func (w *Writes) isLazy(i int) bool { return i < len(w.lazy) && w.lazy[i] }
 
 // Subscriber consumes resolved batches on the pipeline goroutine. It must
 // not block on I/O: durable work goes into w, everything else stays in
@@ -191,10 +210,10 @@ func (p *Pipeline) scheduleFlush() {
 // flush queues the dirty last-seen times and the discovery list.
 func (p *Pipeline) flush(done func(error)) {
 	if seen := p.seen.takeDirty(); len(seen) > 0 {
-		p.w.Do(store.PutLastSeen(seen), nil)
+		p.w.DoLazily(store.PutLastSeen(seen), nil)
 	}
 	if list, dirty := p.discover.snapshotIfDirty(); dirty {
-		p.w.Do(store.PutDiscovered(list), nil)
+		p.w.DoLazily(store.PutDiscovered(list), nil)
 	}
 	if done != nil {
 		p.w.Do(func(*bolt.Tx) error { return nil }, done)
@@ -298,7 +317,7 @@ func (p *Pipeline) process(m *Message, recv int64, ack func(error)) {
 		b.Obs = append(b.Obs, Observation{Report: *r, Asset: a})
 	}
 	w := &sc.writes
-	w.Readings, w.Ops = w.Readings[:0], w.Ops[:0]
+	w.Readings, w.Ops, w.lazy = w.Readings[:0], w.Ops[:0], w.lazy[:0]
 	p.Stats.countProcessed(len(b.Obs))
 
 	var done func(error)
@@ -319,16 +338,25 @@ func (p *Pipeline) process(m *Message, recv int64, ack func(error)) {
 	if len(w.Readings) == 0 && len(w.Ops) == 0 && ack == nil {
 		return
 	}
-	for _, op := range w.Ops {
-		p.w.Do(op, nil)
+	for i, op := range w.Ops {
+		if w.isLazy(i) {
+			p.w.DoLazily(op, nil)
+		} else {
+			p.w.Do(op, nil)
+		}
 	}
 	// The writer commits in queue order, so the callback on the last item
 	// also means everything queued before it is durable, including a
 	// reading that another gateway's copy of the same advertisement queued
 	// (subMu keeps queue order equal to the order subscribers decided in).
-	if len(w.Readings) > 0 {
+	switch {
+	case ack == nil && len(w.Readings) > 0:
+		p.w.AppendReadingsLazily(w.Readings, done) // done only samples latency
+	case len(w.Readings) > 0:
 		p.w.AppendReadings(w.Readings, done)
-	} else if done != nil {
+	case ack == nil && done != nil:
+		p.w.DoLazily(func(*bolt.Tx) error { return nil }, done)
+	case done != nil:
 		p.w.Do(func(*bolt.Tx) error { return nil }, done)
 	}
 }

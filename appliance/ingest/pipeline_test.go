@@ -3,6 +3,8 @@ package ingest_test
 import (
 	"fmt"
 	"path/filepath"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -182,8 +184,10 @@ func TestRegistryChangeAppliesAtOnce(t *testing.T) {
 // stallWriter never completes anything: a disk that hangs.
 type stallWriter struct{}
 
-func (stallWriter) AppendReadings([]store.Reading, func(error)) {}
-func (stallWriter) Do(func(*bolt.Tx) error, func(error))        {}
+func (stallWriter) AppendReadings([]store.Reading, func(error))       {}
+func (stallWriter) AppendReadingsLazily([]store.Reading, func(error)) {}
+func (stallWriter) Do(func(*bolt.Tx) error, func(error))              {}
+func (stallWriter) DoLazily(func(*bolt.Tx) error, func(error))        {}
 
 func TestQoS1WithoutDurabilityIsNotAcknowledged(t *testing.T) {
 	r := newRig(t, false)
@@ -283,5 +287,65 @@ func TestConcurrentGatewaysLoseNothing(t *testing.T) {
 	}
 	if got := len(history(t, r.db, "SEN-A1-1", store.MetricTemperature)); got != gws*each {
 		t.Fatalf("stored %d readings, want %d", got, gws*each)
+	}
+}
+
+// recordingWriter notes which writer call each op and readings took.
+type recordingWriter struct {
+	mu    sync.Mutex
+	calls []string
+}
+
+func (w *recordingWriter) note(s string, done func(error)) {
+	w.mu.Lock()
+	w.calls = append(w.calls, s)
+	w.mu.Unlock()
+	if done != nil {
+		done(nil)
+	}
+}
+func (w *recordingWriter) AppendReadings(_ []store.Reading, done func(error)) {
+	w.note("readings", done)
+}
+func (w *recordingWriter) AppendReadingsLazily(_ []store.Reading, done func(error)) {
+	w.note("readings-lazily", done)
+}
+func (w *recordingWriter) Do(fn func(*bolt.Tx) error, done func(error)) { w.note("do", done) }
+func (w *recordingWriter) DoLazily(fn func(*bolt.Tx) error, done func(error)) {
+	w.note("do-lazily", done)
+}
+
+// opsSub appends an urgent, a lazy and an urgent op for every batch.
+type opsSub struct{}
+
+func (opsSub) Observe(_ *ingest.Batch, w *ingest.Writes) {
+	nop := func(*bolt.Tx) error { return nil }
+	w.Ops = append(w.Ops, nop)
+	w.AddLazyOp(nop)
+	w.Ops = append(w.Ops, nop)
+}
+
+// TestLazyOpsKeepOrderAndQoS1Hurries: ops marked lazy go to the writer's
+// lazy door in their place among the others; a QoS 0 publish's readings
+// go lazily, a QoS 1 publish's readings (its PUBACK waits) do not.
+func TestLazyOpsKeepOrderAndQoS1Hurries(t *testing.T) {
+	r := newRig(t, false)
+	w := &recordingWriter{}
+	p := ingest.New(ingest.Options{Registry: r.reg, Writer: w, Clock: r.clock, AckWait: 5 * time.Second})
+	p.AddSubscriber(sensors.NewRecorder())
+	p.AddSubscriber(opsSub{})
+	for _, qos := range []byte{0, 1} {
+		w.calls = nil
+		r.clock.Advance(time.Minute) // a new advertisement, not a copy
+		if err := p.HandlePublish("AC233FA0B1C2", "gw/AC233FA0B1C2/adv1", adv1("C30000000A01", 3), qos); err != nil {
+			t.Fatal(err)
+		}
+		want := "do do-lazily do readings-lazily"
+		if qos == 1 {
+			want = "do do-lazily do readings"
+		}
+		if got := strings.Join(w.calls, " "); got != want {
+			t.Fatalf("QoS %d: writer calls %q, want %q", qos, got, want)
+		}
 	}
 }

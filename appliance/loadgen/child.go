@@ -26,6 +26,7 @@ func ServeChild(ctx context.Context, cfg Config, qos byte, in io.Reader, out io.
 		return err
 	}
 	defer cleanup()
+	cpu0 := cpuSeconds()
 	if _, err := fmt.Fprintf(out, "ready %s\n", app.MQTTAddr()); err != nil {
 		return err
 	}
@@ -50,6 +51,7 @@ func ServeChild(ctx context.Context, cfg Config, qos byte, in io.Reader, out io.
 	if err != nil {
 		return err
 	}
+	r.CPUSeconds = cpuSeconds() - cpu0
 	return json.NewEncoder(out).Encode(r)
 }
 

@@ -66,6 +66,7 @@ type Result struct {
 	ReportsPerSec   float64
 	AckP50, AckP99  time.Duration // QoS 1 publish -> PUBACK
 	AckSamples      int           // latencies behind them (after the warm-up)
+	CPUSeconds      float64       // the appliance's CPU time in the run (own process only)
 	CommitP50MS     int64         // receive -> commit (sampled, QoS 0)
 	CommitP99MS     int64
 	AckTimeouts     int64
@@ -192,6 +193,9 @@ func print(w io.Writer, cfg Config, rs []Result) {
 	for _, r := range rs {
 		if r.Name != "bare-mochi" && base[r.QoS] > 0 {
 			fmt.Fprintf(w, "ratio full/bare at QoS %d: %.2f\n", r.QoS, r.ReportsPerSec/base[r.QoS])
+		}
+		if r.CPUSeconds > 0 && r.Reports > 0 {
+			fmt.Fprintf(w, "appliance CPU at QoS %d: %.2f us per report, %.2f cores busy\n", r.QoS, r.CPUSeconds*1e6/float64(r.Reports), r.CPUSeconds/r.Seconds)
 		}
 		if r.Writer != "" {
 			fmt.Fprintf(w, "writer at QoS %d: %s\n", r.QoS, r.Writer)
@@ -451,6 +455,26 @@ func seed(db *store.DB, cfg Config) error {
 }
 
 // peakRSSMB reads the process's peak resident set size (VmHWM).
+// cpuSeconds is the process's user+system CPU time so far (Linux; 0
+// elsewhere). Unlike a rate, CPU per report hardly moves when other jobs
+// share the machine.
+func cpuSeconds() float64 {
+	data, err := os.ReadFile("/proc/self/stat")
+	if err != nil {
+		return 0
+	}
+	// Fields after the parenthesised command name; utime and stime are
+	// the 14th and 15th of the line, in USER_HZ (100 on Linux).
+	_, rest, ok := strings.Cut(string(data), ") ")
+	f := strings.Fields(rest)
+	if !ok || len(f) < 13 {
+		return 0
+	}
+	u, _ := strconv.ParseFloat(f[11], 64)
+	st, _ := strconv.ParseFloat(f[12], 64)
+	return (u + st) / 100
+}
+
 func peakRSSMB() float64 {
 	data, err := os.ReadFile("/proc/self/status")
 	if err != nil {

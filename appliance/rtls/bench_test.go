@@ -60,6 +60,10 @@ func (nullWriter) Do(_ func(*bolt.Tx) error, done func(error)) {
 		done(nil)
 	}
 }
+func (w nullWriter) AppendReadingsLazily(rs []store.Reading, done func(error)) {
+	w.AppendReadings(rs, done)
+}
+func (w nullWriter) DoLazily(fn func(*bolt.Tx) error, done func(error)) { w.Do(fn, done) }
 
 type publish struct {
 	client, topic string
