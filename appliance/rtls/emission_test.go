@@ -156,3 +156,34 @@ func TestFilterOddsHysteresis(t *testing.T) {
 	}
 	t.Logf("%d moves, %d holds", moves, holds)
 }
+
+// Naive Bayes counts every gateway as independent evidence. A gateway
+// duplicated under a second address (perfectly correlated twins) doubles
+// every log-likelihood; the calibration on the survey must notice and
+// halve the weight of a window, so the posterior is as confident as
+// before.
+func TestCalibrationDiscountsCorrelatedGateways(t *testing.T) {
+	s := gridSite(3, 3, false)
+	samples := surveySamples(s, 20, 12, rand.New(rand.NewPCG(31, 32)))
+	w1 := buildModel(1, DefaultParams(), s, samples).temper
+	twins := make([]Sample, len(samples))
+	for i, sm := range samples {
+		twins[i] = Sample{Zone: sm.Zone, RSSI: map[[6]byte]float64{}}
+		for mac, r := range sm.RSSI {
+			twins[i].RSSI[mac] = r
+			twin := mac
+			twin[3] = 0xEE
+			twins[i].RSSI[twin] = r
+		}
+	}
+	w2 := buildModel(1, DefaultParams(), s, twins).temper
+	if w1 <= minTemper || w1 >= maxTemper {
+		t.Fatalf("weight %v at its bound: the survey does not exercise the calibration", w1)
+	}
+	if math.Abs(w2-w1/2) > 1e-3*w1 {
+		t.Fatalf("weight %v with every gateway doubled, want half of %v", w2, w1)
+	}
+	if m := buildModel(1, DefaultParams(), s, nil); m.temper != uncalibrated {
+		t.Fatalf("weight %v without samples, want %v", m.temper, uncalibrated)
+	}
+}
