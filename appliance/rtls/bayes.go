@@ -15,7 +15,8 @@ import "math"
 // estimate.
 //
 // Update: the same likelihood as hmm (heard and unheard gateways of the
-// last SampleWindow, logLikelihood), weighted by Evidence x the
+// last SampleWindow, logLikelihood, and their k-NN vote, knnLikelihood),
+// weighted by Evidence x the
 // calibrated weight of one window x min(1, dt/SampleWindow), so
 // confidence is gained per second, not per sighting.
 //
@@ -26,7 +27,7 @@ type bayes struct{}
 
 func (bayes) info(m *model) AlgorithmInfo {
 	return infoOf(AlgBayes, "naive-Bayes classifier of heard and unheard gateways with a sticky uniform-transition prior (forgetting time MeanStay) and odds hysteresis",
-		commonParams(&m.p, map[string]any{"mean_stay_ms": m.p.MeanStay.Milliseconds(), "evidence": m.p.Evidence, "window_weight": m.temper,
+		commonParams(&m.p, map[string]any{"mean_stay_ms": m.p.MeanStay.Milliseconds(), "evidence": m.p.Evidence, "window_weight": m.temper, "knn_weight": m.knnW,
 			"switch_odds": m.p.SwitchOdds, "sigma_db": m.p.Sigma, "sigma_floor_db": m.p.SigmaFloor,
 			"floor_dbm": m.p.Floor, "lost": m.p.Lost, "sample_window_ms": m.p.SampleWindow.Milliseconds(),
 			"decide_every_ms": m.p.DecideEvery.Milliseconds()}),

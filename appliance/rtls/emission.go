@@ -49,7 +49,7 @@ func (m *model) buildEmissions() {
 	m.em = make([]emission, ng*nz)
 	m.hasEm = make([]bool, ng)
 	m.missZone = make([]float64, nz)
-	m.temper = uncalibrated
+	m.temper, m.knnW = uncalibrated, 0
 	if len(m.samples) > 0 {
 		m.learnEmissions()
 		return
@@ -128,7 +128,7 @@ func (m *model) learnEmissions() {
 			m.missZone[z] += e.logMiss
 		}
 	}
-	m.temper = m.calibrate(func(s *sampleVec, ll []float64) {
+	m.calibrate(func(s *sampleVec, ll []float64) {
 		// Leave s out: only its own zone's cells change (the site-wide
 		// shrinkage target moves by one sample in hundreds: kept).
 		copy(ll, m.missZone)
@@ -161,60 +161,105 @@ func (e *emission) heard(x float64) float64 {
 // a large survey costs a bounded time and memory at model build.
 const maxCalibrate = 2000
 
-// calibrate returns the temperature w of the naive-Bayes log-likelihood
-// that makes it honest on the survey: the w maximising the sum over
-// samples of log softmax(w * ll)[true zone], where ll are leave-one-out
-// log-likelihoods (loo fills them for one sample). Naive Bayes treats the
-// gateways as independent given the zone; they are not (one position in
-// the zone, one body, one multipath pattern moves them together), so its
-// raw posterior is overconfident by a factor that depends on the site
-// (how many gateways, how far apart, how noisy): w < 1 corrects it, and
-// w > 1 where the model is underconfident. The objective is concave in
-// w, so Newton's method converges in a few steps.
-func (m *model) calibrate(loo func(s *sampleVec, ll []float64)) float64 {
+// calibrate sets the weights of two views of one window's evidence:
+// temper for the naive-Bayes log-likelihood and knnW for the k-NN vote
+// (voteLogShare), the pair maximising the sum over survey samples of
+// log softmax(temper*nb + knnW*knn)[true zone], with both views computed
+// leaving the sample out (loo fills nb for one sample). Naive Bayes
+// treats the gateways as independent given the zone; they are not (one
+// position in the zone, one body, one multipath pattern moves them
+// together), so its raw posterior is over- or underconfident by a factor
+// that depends on the site. k-NN sees which gateways are heard together,
+// which naive Bayes cannot; how much that adds depends on the site too.
+// The objective is concave in the weights, so Newton's method converges
+// in a few steps.
+func (m *model) calibrate(loo func(s *sampleVec, ll []float64)) {
+	m.temper, m.knnW = 1, 0
 	nz := len(m.zones)
 	if nz < 2 || len(m.samples) < 2 {
-		return 1
+		return
 	}
+	withKNN := len(m.samples) > m.p.K
 	step := max(1, len(m.samples)/maxCalibrate)
-	var lls [][]float64
+	var nb, kn [][]float64
 	var truth []int
 	for i := 0; i < len(m.samples); i += step {
-		ll := make([]float64, nz)
-		loo(&m.samples[i], ll)
-		lls, truth = append(lls, ll), append(truth, m.samples[i].zone)
+		s := &m.samples[i]
+		a := make([]float64, nz)
+		loo(s, a)
+		c := make([]float64, nz)
+		if withKNN {
+			var q query
+			for g, v := range s.v {
+				if x := float64(v); x > m.p.Floor && !q.add(&m.p, g, x) {
+					break
+				}
+			}
+			m.nearest(&m.p, &q, i, c)
+			voteLogShare(m.p.K, c)
+		}
+		nb, kn, truth = append(nb, a), append(kn, c), append(truth, s.zone)
 	}
-	w := 1.0
+	w := [2]float64{1, 0}
+	if withKNN {
+		w[1] = 0.5
+	}
 	for it := 0; it < 50; it++ {
-		var d1, d2 float64 // first and second derivative of the objective
-		for k, ll := range lls {
+		// gradient g and Hessian h of the objective
+		var g [2]float64
+		var h [2][2]float64
+		for k := range nb {
 			top := math.Inf(-1)
-			for _, v := range ll {
-				top = math.Max(top, w*v)
+			for z := range nb[k] {
+				top = math.Max(top, w[0]*nb[k][z]+w[1]*kn[k][z])
 			}
-			var z0, z1, z2 float64
-			for _, v := range ll {
-				e := math.Exp(w*v - top)
+			var z0 float64
+			var z1 [2]float64
+			var z2 [2][2]float64
+			for z := range nb[k] {
+				f := [2]float64{nb[k][z], kn[k][z]}
+				e := math.Exp(w[0]*f[0] + w[1]*f[1] - top)
 				z0 += e
-				z1 += e * v
-				z2 += e * v * v
+				for a := 0; a < 2; a++ {
+					z1[a] += e * f[a]
+					for b := 0; b < 2; b++ {
+						z2[a][b] += e * f[a] * f[b]
+					}
+				}
 			}
-			mean := z1 / z0
-			d1 += ll[truth[k]] - mean
-			d2 -= z2/z0 - mean*mean
+			t := truth[k]
+			f := [2]float64{nb[k][t], kn[k][t]}
+			for a := 0; a < 2; a++ {
+				g[a] += f[a] - z1[a]/z0
+				for b := 0; b < 2; b++ {
+					h[a][b] -= z2[a][b]/z0 - z1[a]*z1[b]/(z0*z0)
+				}
+			}
 		}
-		if d2 >= 0 || math.IsNaN(d1) {
+		var next [2]float64
+		det := h[0][0]*h[1][1] - h[0][1]*h[1][0]
+		if !withKNN || det <= 1e-12 || w[1] == 0 && g[1] <= 0 {
+			// one-dimensional step in temper (k-NN off or pinned at 0)
+			if h[0][0] >= 0 {
+				break
+			}
+			next = [2]float64{w[0] - g[0]/h[0][0], 0}
+		} else {
+			next[0] = w[0] - (h[1][1]*g[0]-h[0][1]*g[1])/det
+			next[1] = w[1] - (h[0][0]*g[1]-h[1][0]*g[0])/det
+		}
+		if math.IsNaN(next[0]) || math.IsNaN(next[1]) {
 			break
 		}
-		next := math.Min(math.Max(w-d1/d2, w/4), w*4)
-		next = math.Min(math.Max(next, minTemper), maxTemper)
-		if math.Abs(next-w) < 1e-6*w {
-			w = next
-			break
-		}
+		next[0] = math.Min(math.Max(next[0], math.Max(w[0]/4, minTemper)), math.Min(w[0]*4, maxTemper))
+		next[1] = math.Min(math.Max(next[1], 0), maxTemper)
+		done := math.Abs(next[0]-w[0]) < 1e-6*w[0] && math.Abs(next[1]-w[1]) < 1e-6
 		w = next
+		if done {
+			break
+		}
 	}
-	return w
+	m.temper, m.knnW = w[0], w[1]
 }
 
 // uncalibrated is the weight of one window without survey samples (the
@@ -254,4 +299,31 @@ func logLikelihood(m *model, p *Params, b *beacon, now int64, cover float64, ll 
 		}
 	}
 	return any
+}
+
+// knnLikelihood adds to ll the k-NN view of the same raw readings
+// logLikelihood used (heard in the last SampleWindow; unheard gateways at
+// Floor), in the units of the naive-Bayes log-likelihood: its calibrated
+// weight relative to temper (the caller weighs ll by temper). Like
+// absence in logLikelihood it counts in proportion to cover, because the
+// vote reads every unheard gateway as silent.
+func knnLikelihood(m *model, p *Params, b *beacon, now int64, cover float64, ll []float64) {
+	if m.knnW <= 0 || cover <= 0 {
+		return
+	}
+	var q query
+	for i := range b.rds {
+		if rd := &b.rds[i]; rd.fresh(p, now) && !q.add(p, rd.g, float64(rd.raw)) {
+			break
+		}
+	}
+	if q.n == 0 {
+		return
+	}
+	m.nearest(p, &q, -1, b.votes)
+	voteLogShare(p.K, b.votes)
+	r := cover * m.knnW / m.temper
+	for z := range ll {
+		ll[z] += r * b.votes[z]
+	}
 }

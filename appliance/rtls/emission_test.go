@@ -187,3 +187,44 @@ func TestCalibrationDiscountsCorrelatedGateways(t *testing.T) {
 		t.Fatalf("weight %v without samples, want %v", m.temper, uncalibrated)
 	}
 }
+
+// Zones that differ only in which gateways are heard together: zone 1
+// hears exactly one of gateways 1 and 2, zone 2 both or neither (gateway
+// 3 always). Every gateway's share of hits is the same in both zones, so
+// naive Bayes cannot tell them apart; the k-NN view can, the calibration
+// must give it weight, and the filter's likelihood must then separate
+// them.
+func TestCalibrationWeighsKNNWhereNaiveBayesIsBlind(t *testing.T) {
+	site := Site{Maps: []Map{{ID: 1, Width: 200, Height: 100}}, Zones: []Zone{
+		{ID: 1, MapID: 1, X1: 0, Y1: 0, X2: 100, Y2: 100, Adjacent: []uint64{2}},
+		{ID: 2, MapID: 1, X1: 100, Y1: 0, X2: 200, Y2: 100},
+	}}
+	heard := func(gs ...int) map[[6]byte]float64 {
+		r := map[[6]byte]float64{gwMAC(3): -60}
+		for _, g := range gs {
+			r[gwMAC(g)] = -60
+		}
+		return r
+	}
+	var samples []Sample
+	for i := 0; i < 10; i++ {
+		samples = append(samples,
+			Sample{Zone: 1, RSSI: heard(1)}, Sample{Zone: 1, RSSI: heard(2)},
+			Sample{Zone: 2, RSSI: heard(1, 2)}, Sample{Zone: 2, RSSI: heard()})
+	}
+	m := buildModel(1, DefaultParams(), site, samples)
+	if m.knnW <= 0 {
+		t.Fatalf("k-NN weight %v, want > 0", m.knnW)
+	}
+	b := hearing(m, 1000, map[int]int8{1: -60, 3: -60})
+	b.votes = make([]float64, 2)
+	ll := make([]float64, 2)
+	logLikelihood(m, &m.p, b, 1000, 1, ll)
+	if d := ll[0] - ll[1]; math.Abs(d) > 0.1 {
+		t.Fatalf("naive Bayes alone separates the zones by %.2f nats: the test is not testing", d)
+	}
+	knnLikelihood(m, &m.p, b, 1000, 1, ll)
+	if d := m.temper * (ll[0] - ll[1]); d < 1 {
+		t.Fatalf("with k-NN zone 1 leads by %.2f nats, want > 1 (temper %v, knn %v)", d, m.temper, m.knnW)
+	}
+}

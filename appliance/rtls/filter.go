@@ -11,8 +11,11 @@ import "math"
 // Update: the likelihood of the beacon's raw readings of the last
 // SampleWindow in each zone (emission.go): with survey samples a naive-Bayes
 // model of which gateways hear the beacon and at what RSSI, absence
-// included; without samples, placed gateways predict the log-distance
-// RSSI at each zone centre (Gaussian, Sigma). The log-likelihood is scaled by
+// included, plus the k-NN vote of the same readings (which gateways are
+// heard together, which naive Bayes cannot see), the two weighed as
+// calibrated on the survey; without samples, placed gateways predict the
+// log-distance RSSI at each zone centre (Gaussian, Sigma). The
+// log-likelihood is scaled by
 // Evidence x the model's weight of one window (calibrated on the survey,
 // emission.go calibrate) x min(1, dt/SampleWindow), so the filter gains
 // the same confidence per second however often it decides; sightings in
@@ -31,7 +34,7 @@ type filter struct{}
 
 func (filter) info(m *model) AlgorithmInfo {
 	return infoOf(AlgFilter, "adjacency-constrained Bayes filter (HMM) over zones; naive-Bayes likelihood of heard and unheard gateways from survey samples, or the log-distance model",
-		commonParams(&m.p, map[string]any{"mean_stay_ms": m.p.MeanStay.Milliseconds(), "evidence": m.p.Evidence, "window_weight": m.temper,
+		commonParams(&m.p, map[string]any{"mean_stay_ms": m.p.MeanStay.Milliseconds(), "evidence": m.p.Evidence, "window_weight": m.temper, "knn_weight": m.knnW,
 			"switch_odds": m.p.SwitchOdds, "sigma_db": m.p.Sigma, "sigma_floor_db": m.p.SigmaFloor,
 			"floor_dbm": m.p.Floor, "sample_window_ms": m.p.SampleWindow.Milliseconds(), "decide_every_ms": m.p.DecideEvery.Milliseconds()}),
 		m.lacks(false, false, false, true))
@@ -109,7 +112,7 @@ func beginStep(m *model, p *Params, b *beacon, now int64) bool {
 	first := len(b.belief) != nz
 	if first {
 		b.belief, b.prior = make([]float64, nz), make([]float64, nz)
-		b.scratch = make([]float64, nz)
+		b.scratch, b.votes = make([]float64, nz), make([]float64, nz)
 		for i := range b.prior {
 			b.prior[i] = 1 / float64(nz)
 		}
@@ -134,6 +137,7 @@ func correct(m *model, p *Params, b *beacon, now int64, floor float64) (best int
 		copy(b.belief, b.prior)
 		return 0, false
 	}
+	knnLikelihood(m, p, b, now, cover, ll)
 	top := math.Inf(-1)
 	for _, v := range ll {
 		top = math.Max(top, v)

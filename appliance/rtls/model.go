@@ -34,6 +34,8 @@ type model struct {
 	// temper is the weight of one window's log-likelihood, calibrated on
 	// the survey samples (emission.go, calibrate), else uncalibrated.
 	temper float64
+	// knnW weighs the k-NN vote of the same window (calibrate); 0 off.
+	knnW float64
 }
 
 type position struct {
