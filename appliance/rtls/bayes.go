@@ -15,9 +15,10 @@ import "math"
 // estimate.
 //
 // Update: the same likelihood as hmm (heard and unheard gateways of the
-// last SampleWindow, logLikelihood), weighted by Evidence x
-// min(1, dt/SampleWindow), so confidence is gained per second, not per
-// sighting.
+// last SampleWindow, logLikelihood, and their k-NN vote, knnLikelihood),
+// weighted by Evidence x the
+// calibrated weight of one window x min(1, dt/SampleWindow), so
+// confidence is gained per second, not per sighting.
 //
 // Report: the first fix is the most probable zone; after that the
 // reported zone changes to the most probable zone only when it is at
@@ -26,7 +27,7 @@ type bayes struct{}
 
 func (bayes) info(m *model) AlgorithmInfo {
 	return infoOf(AlgBayes, "naive-Bayes classifier of heard and unheard gateways with a sticky uniform-transition prior (forgetting time MeanStay) and odds hysteresis",
-		commonParams(&m.p, map[string]any{"mean_stay_ms": m.p.MeanStay.Milliseconds(), "evidence": m.p.Evidence,
+		commonParams(&m.p, map[string]any{"mean_stay_ms": m.p.MeanStay.Milliseconds(), "evidence": m.p.Evidence, "window_weight": m.temper, "knn_weight": m.knnW,
 			"switch_odds": m.p.SwitchOdds, "sigma_db": m.p.Sigma, "sigma_floor_db": m.p.SigmaFloor,
 			"floor_dbm": m.p.Floor, "lost": m.p.Lost, "sample_window_ms": m.p.SampleWindow.Milliseconds(),
 			"decide_every_ms": m.p.DecideEvery.Milliseconds()}),
@@ -38,7 +39,7 @@ func (bayes) update(m *model, p *Params, b *beacon, _ *reading, now int64) (int,
 	if nz == 0 {
 		return -1, position{}
 	}
-	if !beginStep(p, b, nz, now) {
+	if !beginStep(m, p, b, now) {
 		return b.zone, b.pos
 	}
 	if dt := now - b.stepped; dt > 0 {
@@ -51,7 +52,7 @@ func (bayes) update(m *model, p *Params, b *beacon, _ *reading, now int64) (int,
 			// stay with v's mass, or arrive from any other zone
 			b.prior[z] = stay*v + jump*(1-v)
 		}
-		b.weight = p.Evidence * math.Min(1, float64(dt)/float64(p.SampleWindow.Milliseconds()))
+		b.weight = p.Evidence * m.temper * math.Min(1, float64(dt)/float64(p.SampleWindow.Milliseconds()))
 		b.stepped = now
 	}
 	best, ok := correct(m, p, b, now, 1e-12)

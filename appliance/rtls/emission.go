@@ -49,6 +49,7 @@ func (m *model) buildEmissions() {
 	m.em = make([]emission, ng*nz)
 	m.hasEm = make([]bool, ng)
 	m.missZone = make([]float64, nz)
+	m.temper, m.knnW = uncalibrated, 0
 	if len(m.samples) > 0 {
 		m.learnEmissions()
 		return
@@ -81,6 +82,20 @@ func (m *model) learnEmissions() {
 	sum := make([]float64, ng*nz)
 	sq := make([]float64, ng*nz)
 	gHit, gSum, gSq := make([]float64, ng), make([]float64, ng), make([]float64, ng)
+	gMu, gVar := make([]float64, ng), make([]float64, ng)
+	// cell is the reading model of one gateway in one zone from h hits in
+	// n samples (sum and sum of squares of the heard values), shrunk
+	// towards the gateway's site-wide mean mu0 and variance v0.
+	cell := func(h, sum, sq, n, mu0, v0 float64) emission {
+		mu := (sum + meanPrior*mu0) / (h + meanPrior)
+		// sum of squares about mu, plus the prior's spread
+		ss := sq - 2*mu*sum + h*mu*mu
+		v := (math.Max(ss, 0) + meanPrior*v0) / (h + meanPrior)
+		e := gaussian(mu, math.Max(math.Sqrt(v), sfloor))
+		ph := (1 - m.p.Lost) * (h + hitPrior) / (n + 2*hitPrior)
+		e.logHit, e.logMiss = math.Log(ph), math.Log1p(-ph)
+		return e
+	}
 	for _, s := range m.samples {
 		n[s.zone]++
 		for g, v := range s.v {
@@ -100,26 +115,166 @@ func (m *model) learnEmissions() {
 	for g := 0; g < ng; g++ {
 		m.hasEm[g] = true
 		// Site-wide reading model of the gateway: the shrinkage target.
-		gMu, gVar := floor, m.p.Sigma*m.p.Sigma
+		mu, v := floor, m.p.Sigma*m.p.Sigma
 		if gHit[g] > 0 {
-			gMu = gSum[g] / gHit[g]
-			gVar = math.Max(gSq[g]/gHit[g]-gMu*gMu, gVar)
+			mu = gSum[g] / gHit[g]
+			v = math.Max(gSq[g]/gHit[g]-mu*mu, v)
 		}
+		gMu[g], gVar[g] = mu, v
 		for z := 0; z < nz; z++ {
 			i := g*nz + z
-			h := hit[i]
-			mu := (sum[i] + meanPrior*gMu) / (h + meanPrior)
-			// sum of squares about mu, plus the prior's spread
-			ss := sq[i] - 2*mu*sum[i] + h*mu*mu
-			v := (math.Max(ss, 0) + meanPrior*gVar) / (h + meanPrior)
-			e := gaussian(mu, math.Max(math.Sqrt(v), sfloor))
-			ph := (1 - m.p.Lost) * (h + hitPrior) / (n[z] + 2*hitPrior)
-			e.logHit, e.logMiss = math.Log(ph), math.Log1p(-ph)
+			e := cell(hit[i], sum[i], sq[i], n[z], mu, v)
 			m.em[i] = e
 			m.missZone[z] += e.logMiss
 		}
 	}
+	m.calibrate(func(s *sampleVec, ll []float64) {
+		// Leave s out: only its own zone's cells change (the site-wide
+		// shrinkage target moves by one sample in hundreds: kept).
+		copy(ll, m.missZone)
+		own := 0.0
+		for g, v := range s.v {
+			x := float64(v)
+			i := g*nz + s.zone
+			if x <= floor {
+				own += cell(hit[i], sum[i], sq[i], n[s.zone]-1, gMu[g], gVar[g]).logMiss
+				continue
+			}
+			em := m.em[g*nz : (g+1)*nz]
+			for z := range em {
+				ll[z] += em[z].heard(x)
+			}
+			e := cell(hit[i]-1, sum[i]-x, sq[i]-x*x, n[s.zone]-1, gMu[g], gVar[g])
+			own += e.logHit + e.logK - (x-e.mu)*(x-e.mu)*e.inv2s2
+		}
+		ll[s.zone] = own
+	})
 }
+
+// heard is the log-likelihood of reading x relative to "not heard".
+func (e *emission) heard(x float64) float64 {
+	d := x - e.mu
+	return e.logHit - e.logMiss + e.logK - d*d*e.inv2s2
+}
+
+// maxCalibrate bounds the samples calibrate looks at (evenly spread), so
+// a large survey costs a bounded time and memory at model build.
+const maxCalibrate = 2000
+
+// calibrate sets the weights of two views of one window's evidence:
+// temper for the naive-Bayes log-likelihood and knnW for the k-NN vote
+// (voteLogShare), the pair maximising the sum over survey samples of
+// log softmax(temper*nb + knnW*knn)[true zone], with both views computed
+// leaving the sample out (loo fills nb for one sample). Naive Bayes
+// treats the gateways as independent given the zone; they are not (one
+// position in the zone, one body, one multipath pattern moves them
+// together), so its raw posterior is over- or underconfident by a factor
+// that depends on the site. k-NN sees which gateways are heard together,
+// which naive Bayes cannot; how much that adds depends on the site too.
+// The objective is concave in the weights, so Newton's method converges
+// in a few steps.
+func (m *model) calibrate(loo func(s *sampleVec, ll []float64)) {
+	m.temper, m.knnW = 1, 0
+	nz := len(m.zones)
+	if nz < 2 || len(m.samples) < 2 {
+		return
+	}
+	withKNN := len(m.samples) > m.p.K
+	step := max(1, len(m.samples)/maxCalibrate)
+	var nb, kn [][]float64
+	var truth []int
+	for i := 0; i < len(m.samples); i += step {
+		s := &m.samples[i]
+		a := make([]float64, nz)
+		loo(s, a)
+		c := make([]float64, nz)
+		if withKNN {
+			var q query
+			for g, v := range s.v {
+				if x := float64(v); x > m.p.Floor && !q.add(&m.p, g, x) {
+					break
+				}
+			}
+			m.nearest(&m.p, &q, i, c)
+			voteLogShare(m.p.K, c)
+		}
+		nb, kn, truth = append(nb, a), append(kn, c), append(truth, s.zone)
+	}
+	w := [2]float64{1, 0}
+	if withKNN {
+		w[1] = 0.5
+	}
+	for it := 0; it < 50; it++ {
+		// gradient g and Hessian h of the objective
+		var g [2]float64
+		var h [2][2]float64
+		for k := range nb {
+			top := math.Inf(-1)
+			for z := range nb[k] {
+				top = math.Max(top, w[0]*nb[k][z]+w[1]*kn[k][z])
+			}
+			var z0 float64
+			var z1 [2]float64
+			var z2 [2][2]float64
+			for z := range nb[k] {
+				f := [2]float64{nb[k][z], kn[k][z]}
+				e := math.Exp(w[0]*f[0] + w[1]*f[1] - top)
+				z0 += e
+				for a := 0; a < 2; a++ {
+					z1[a] += e * f[a]
+					for b := 0; b < 2; b++ {
+						z2[a][b] += e * f[a] * f[b]
+					}
+				}
+			}
+			t := truth[k]
+			f := [2]float64{nb[k][t], kn[k][t]}
+			for a := 0; a < 2; a++ {
+				g[a] += f[a] - z1[a]/z0
+				for b := 0; b < 2; b++ {
+					h[a][b] -= z2[a][b]/z0 - z1[a]*z1[b]/(z0*z0)
+				}
+			}
+		}
+		var next [2]float64
+		det := h[0][0]*h[1][1] - h[0][1]*h[1][0]
+		if !withKNN || det <= 1e-12 || w[1] == 0 && g[1] <= 0 {
+			// one-dimensional step in temper (k-NN off or pinned at 0)
+			if h[0][0] >= 0 {
+				break
+			}
+			next = [2]float64{w[0] - g[0]/h[0][0], 0}
+		} else {
+			next[0] = w[0] - (h[1][1]*g[0]-h[0][1]*g[1])/det
+			next[1] = w[1] - (h[0][0]*g[1]-h[1][0]*g[0])/det
+		}
+		if math.IsNaN(next[0]) || math.IsNaN(next[1]) {
+			break
+		}
+		next[0] = math.Min(math.Max(next[0], math.Max(w[0]/4, minTemper)), math.Min(w[0]*4, maxTemper))
+		next[1] = math.Min(math.Max(next[1], 0), maxTemper)
+		done := math.Abs(next[0]-w[0]) < 1e-6*w[0] && math.Abs(next[1]-w[1]) < 1e-6
+		w = next
+		if done {
+			break
+		}
+	}
+	m.temper, m.knnW = w[0], w[1]
+}
+
+// uncalibrated is the weight of one window without survey samples (the
+// log-distance model, nothing to calibrate on): successive 2 s windows
+// overlap and the gateways' readings are correlated (same body, same
+// multipath), so two windows count as one independent observation.
+const uncalibrated = 0.5
+
+// minTemper and maxTemper bound the calibrated temperature: a survey
+// whose zones cannot be told apart at all would drive w to 0, a
+// perfectly separable one to infinity.
+const (
+	minTemper = 0.05
+	maxTemper = 4
+)
 
 // logLikelihood adds to ll[z] the log-likelihood of the beacon's raw
 // readings of the last SampleWindow in each zone; false when no reading
@@ -140,9 +295,35 @@ func logLikelihood(m *model, p *Params, b *beacon, now int64, cover float64, ll 
 		any = true
 		em := m.em[rd.g*nz : (rd.g+1)*nz]
 		for z := range em {
-			d := float64(rd.raw) - em[z].mu
-			ll[z] += em[z].logHit - cover*em[z].logMiss + em[z].logK - d*d*em[z].inv2s2
+			ll[z] += em[z].heard(float64(rd.raw)) + (1-cover)*em[z].logMiss
 		}
 	}
 	return any
+}
+
+// knnLikelihood adds to ll the k-NN view of the same raw readings
+// logLikelihood used (heard in the last SampleWindow; unheard gateways at
+// Floor), in the units of the naive-Bayes log-likelihood: its calibrated
+// weight relative to temper (the caller weighs ll by temper). Like
+// absence in logLikelihood it counts in proportion to cover, because the
+// vote reads every unheard gateway as silent.
+func knnLikelihood(m *model, p *Params, b *beacon, now int64, cover float64, ll []float64) {
+	if m.knnW <= 0 || cover <= 0 {
+		return
+	}
+	var q query
+	for i := range b.rds {
+		if rd := &b.rds[i]; rd.fresh(p, now) && !q.add(p, rd.g, float64(rd.raw)) {
+			break
+		}
+	}
+	if q.n == 0 {
+		return
+	}
+	m.nearest(p, &q, -1, b.votes)
+	voteLogShare(p.K, b.votes)
+	r := cover * m.knnW / m.temper
+	for z := range ll {
+		ll[z] += r * b.votes[z]
+	}
 }

@@ -156,3 +156,75 @@ func TestFilterOddsHysteresis(t *testing.T) {
 	}
 	t.Logf("%d moves, %d holds", moves, holds)
 }
+
+// Naive Bayes counts every gateway as independent evidence. A gateway
+// duplicated under a second address (perfectly correlated twins) doubles
+// every log-likelihood; the calibration on the survey must notice and
+// halve the weight of a window, so the posterior is as confident as
+// before.
+func TestCalibrationDiscountsCorrelatedGateways(t *testing.T) {
+	s := gridSite(3, 3, false)
+	samples := surveySamples(s, 20, 12, rand.New(rand.NewPCG(31, 32)))
+	w1 := buildModel(1, DefaultParams(), s, samples).temper
+	twins := make([]Sample, len(samples))
+	for i, sm := range samples {
+		twins[i] = Sample{Zone: sm.Zone, RSSI: map[[6]byte]float64{}}
+		for mac, r := range sm.RSSI {
+			twins[i].RSSI[mac] = r
+			twin := mac
+			twin[3] = 0xEE
+			twins[i].RSSI[twin] = r
+		}
+	}
+	w2 := buildModel(1, DefaultParams(), s, twins).temper
+	if w1 <= minTemper || w1 >= maxTemper {
+		t.Fatalf("weight %v at its bound: the survey does not exercise the calibration", w1)
+	}
+	if math.Abs(w2-w1/2) > 1e-3*w1 {
+		t.Fatalf("weight %v with every gateway doubled, want half of %v", w2, w1)
+	}
+	if m := buildModel(1, DefaultParams(), s, nil); m.temper != uncalibrated {
+		t.Fatalf("weight %v without samples, want %v", m.temper, uncalibrated)
+	}
+}
+
+// Zones that differ only in which gateways are heard together: zone 1
+// hears exactly one of gateways 1 and 2, zone 2 both or neither (gateway
+// 3 always). Every gateway's share of hits is the same in both zones, so
+// naive Bayes cannot tell them apart; the k-NN view can, the calibration
+// must give it weight, and the filter's likelihood must then separate
+// them.
+func TestCalibrationWeighsKNNWhereNaiveBayesIsBlind(t *testing.T) {
+	site := Site{Maps: []Map{{ID: 1, Width: 200, Height: 100}}, Zones: []Zone{
+		{ID: 1, MapID: 1, X1: 0, Y1: 0, X2: 100, Y2: 100, Adjacent: []uint64{2}},
+		{ID: 2, MapID: 1, X1: 100, Y1: 0, X2: 200, Y2: 100},
+	}}
+	heard := func(gs ...int) map[[6]byte]float64 {
+		r := map[[6]byte]float64{gwMAC(3): -60}
+		for _, g := range gs {
+			r[gwMAC(g)] = -60
+		}
+		return r
+	}
+	var samples []Sample
+	for i := 0; i < 10; i++ {
+		samples = append(samples,
+			Sample{Zone: 1, RSSI: heard(1)}, Sample{Zone: 1, RSSI: heard(2)},
+			Sample{Zone: 2, RSSI: heard(1, 2)}, Sample{Zone: 2, RSSI: heard()})
+	}
+	m := buildModel(1, DefaultParams(), site, samples)
+	if m.knnW <= 0 {
+		t.Fatalf("k-NN weight %v, want > 0", m.knnW)
+	}
+	b := hearing(m, 1000, map[int]int8{1: -60, 3: -60})
+	b.votes = make([]float64, 2)
+	ll := make([]float64, 2)
+	logLikelihood(m, &m.p, b, 1000, 1, ll)
+	if d := ll[0] - ll[1]; math.Abs(d) > 0.1 {
+		t.Fatalf("naive Bayes alone separates the zones by %.2f nats: the test is not testing", d)
+	}
+	knnLikelihood(m, &m.p, b, 1000, 1, ll)
+	if d := m.temper * (ll[0] - ll[1]); d < 1 {
+		t.Fatalf("with k-NN zone 1 leads by %.2f nats, want > 1 (temper %v, knn %v)", d, m.temper, m.knnW)
+	}
+}

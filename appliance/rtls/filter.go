@@ -11,12 +11,16 @@ import "math"
 // Update: the likelihood of the beacon's raw readings of the last
 // SampleWindow in each zone (emission.go): with survey samples a naive-Bayes
 // model of which gateways hear the beacon and at what RSSI, absence
-// included; without samples, placed gateways predict the log-distance
-// RSSI at each zone centre (Gaussian, Sigma). The log-likelihood is scaled by
-// Evidence x min(1, dt/SampleWindow), so the filter gains the same
-// confidence per second however often it decides; sightings in the same
-// millisecond as the last update refine that update instead of counting
-// again.
+// included, plus the k-NN vote of the same readings (which gateways are
+// heard together, which naive Bayes cannot see), the two weighed as
+// calibrated on the survey; without samples, placed gateways predict the
+// log-distance RSSI at each zone centre (Gaussian, Sigma). The
+// log-likelihood is scaled by
+// Evidence x the model's weight of one window (calibrated on the survey,
+// emission.go calibrate) x min(1, dt/SampleWindow), so the filter gains
+// the same confidence per second however often it decides; sightings in
+// the same millisecond as the last update refine that update instead of
+// counting again.
 //
 // Report: the first fix is the most probable zone; after that the
 // reported zone moves one hop along the graph towards the most probable
@@ -30,7 +34,7 @@ type filter struct{}
 
 func (filter) info(m *model) AlgorithmInfo {
 	return infoOf(AlgFilter, "adjacency-constrained Bayes filter (HMM) over zones; naive-Bayes likelihood of heard and unheard gateways from survey samples, or the log-distance model",
-		commonParams(&m.p, map[string]any{"mean_stay_ms": m.p.MeanStay.Milliseconds(), "evidence": m.p.Evidence,
+		commonParams(&m.p, map[string]any{"mean_stay_ms": m.p.MeanStay.Milliseconds(), "evidence": m.p.Evidence, "window_weight": m.temper, "knn_weight": m.knnW,
 			"switch_odds": m.p.SwitchOdds, "sigma_db": m.p.Sigma, "sigma_floor_db": m.p.SigmaFloor,
 			"floor_dbm": m.p.Floor, "sample_window_ms": m.p.SampleWindow.Milliseconds(), "decide_every_ms": m.p.DecideEvery.Milliseconds()}),
 		m.lacks(false, false, false, true))
@@ -45,7 +49,7 @@ func (filter) update(m *model, p *Params, b *beacon, _ *reading, now int64) (int
 	if nz == 0 {
 		return -1, position{}
 	}
-	if !beginStep(p, b, nz, now) {
+	if !beginStep(m, p, b, now) {
 		return b.zone, b.pos
 	}
 	if dt := now - b.stepped; dt > 0 {
@@ -55,7 +59,7 @@ func (filter) update(m *model, p *Params, b *beacon, _ *reading, now int64) (int
 			predict(m, b, 1-math.Exp(-float64(s)/float64(p.MeanStay.Milliseconds())))
 			dt -= s
 		}
-		b.weight = p.Evidence * math.Min(1, float64(now-b.stepped)/float64(p.SampleWindow.Milliseconds()))
+		b.weight = p.Evidence * m.temper * math.Min(1, float64(now-b.stepped)/float64(p.SampleWindow.Milliseconds()))
 		b.stepped = now
 	}
 	best, ok := correct(m, p, b, now, 1e-9)
@@ -103,16 +107,17 @@ func predict(m *model, b *beacon, pm float64) {
 // their turn yet (each gateway publishes its own reports, in its own
 // rhythm), so absence counts only in proportion (cover, in correct). It
 // returns false when the beacon is not due for a decision.
-func beginStep(p *Params, b *beacon, nz int, now int64) bool {
+func beginStep(m *model, p *Params, b *beacon, now int64) bool {
+	nz := len(m.zones)
 	first := len(b.belief) != nz
 	if first {
 		b.belief, b.prior = make([]float64, nz), make([]float64, nz)
-		b.scratch = make([]float64, nz)
+		b.scratch, b.votes = make([]float64, nz), make([]float64, nz)
 		for i := range b.prior {
 			b.prior[i] = 1 / float64(nz)
 		}
 		copy(b.belief, b.prior)
-		b.stepped, b.weight = now, p.Evidence
+		b.stepped, b.weight = now, p.Evidence*m.temper
 	}
 	if now-b.lastSight >= p.Stale.Milliseconds() || first {
 		b.burst = now
@@ -132,6 +137,7 @@ func correct(m *model, p *Params, b *beacon, now int64, floor float64) (best int
 		copy(b.belief, b.prior)
 		return 0, false
 	}
+	knnLikelihood(m, p, b, now, cover, ll)
 	top := math.Inf(-1)
 	for _, v := range ll {
 		top = math.Max(top, v)

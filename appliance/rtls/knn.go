@@ -36,40 +36,59 @@ func (knn) update(m *model, p *Params, b *beacon, _ *reading, now int64) (int, p
 // hearing one beacon at once is far beyond any real site).
 const maxHeard = 64
 
-// vote runs the k-NN vote of b's readings into votes (one entry per
-// zone) and returns the winning zone over the live smoothed readings;
-// false when nothing was heard.
+// vote runs the k-NN vote of b's live smoothed readings into votes (one
+// entry per zone) and returns the winning zone; false when nothing was
+// heard.
 func vote(m *model, p *Params, b *beacon, now int64, votes []float64) (int, bool) {
-	// The heard gateways, gathered once. For a sample value v and a
-	// reading x, (v-x)^2 - (v-F)^2 = 2(F-x)v + (x^2 - F^2): linear in v,
-	// so each sample costs one multiply-add per heard gateway.
-	var gs [maxHeard]int32
-	var as [maxHeard]float64
-	nh, c := 0, 0.0
+	var q query
 	for j := range b.rds {
 		rd := &b.rds[j]
-		if !rd.live(p, now) {
-			continue
-		}
-		x := rd.ema
-		if nh == maxHeard {
+		if rd.live(p, now) && !q.add(p, rd.g, rd.ema) {
 			break
 		}
-		gs[nh], as[nh] = int32(rd.g), 2*(p.Floor-x)
-		c += x*x - p.Floor*p.Floor
-		nh++
 	}
-	if nh == 0 {
+	if q.n == 0 {
 		return -1, false
 	}
+	return m.nearest(p, &q, -1, votes), true
+}
+
+// query is a reading vector prepared for the nearest-sample search. For a
+// sample value v and a reading x, (v-x)^2 - (v-F)^2 = 2(F-x)v + (x^2 -
+// F^2): linear in v, so each sample costs one multiply-add per heard
+// gateway on top of its precomputed all-Floor distance.
+type query struct {
+	gs [maxHeard]int32
+	as [maxHeard]float64
+	c  float64
+	n  int
+}
+
+// add puts gateway g's reading x into q; false when q is full.
+func (q *query) add(p *Params, g int, x float64) bool {
+	if q.n == maxHeard {
+		return false
+	}
+	q.gs[q.n], q.as[q.n] = int32(g), 2*(p.Floor-x)
+	q.c += x*x - p.Floor*p.Floor
+	q.n++
+	return true
+}
+
+// nearest runs the k-NN vote of q over the samples (all but skip, -1
+// none) into votes and returns the winning zone.
+func (m *model) nearest(p *Params, q *query, skip int, votes []float64) int {
 	var topD [maxK]float64
 	var topZ [maxK]int
 	n := 0
 	for i := range m.samples {
+		if i == skip {
+			continue
+		}
 		s := &m.samples[i]
-		d := s.base + c
-		for k := 0; k < nh; k++ {
-			d += as[k] * float64(s.v[gs[k]])
+		d := s.base + q.c
+		for k := 0; k < q.n; k++ {
+			d += q.as[k] * float64(s.v[q.gs[k]])
 		}
 		// insertion into the sorted top-K
 		if n < p.K {
@@ -95,5 +114,26 @@ func vote(m *model, p *Params, b *beacon, now int64, votes []float64) (int, bool
 			best = z
 		}
 	}
-	return best, true
+	return best
+}
+
+// voteLogShare turns k-NN votes into log zone probabilities: the K
+// neighbours' vote shares as K observations of the zone distribution,
+// with one more observation's worth spread evenly over the zones (so a
+// zone without a vote keeps a finite probability).
+func voteLogShare(k int, votes []float64) {
+	var tot float64
+	for _, v := range votes {
+		tot += v
+	}
+	if tot <= 0 {
+		for z := range votes {
+			votes[z] = 0
+		}
+		return
+	}
+	nz, kf := float64(len(votes)), float64(k)
+	for z, v := range votes {
+		votes[z] = math.Log((kf*v/tot + 1/nz) / (kf + 1))
+	}
 }

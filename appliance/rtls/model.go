@@ -31,6 +31,11 @@ type model struct {
 	em       []emission
 	hasEm    []bool    // per gateway: any emission information at all
 	missZone []float64 // per zone: sum over gateways of log P(not heard)
+	// temper is the weight of one window's log-likelihood, calibrated on
+	// the survey samples (emission.go, calibrate), else uncalibrated.
+	temper float64
+	// knnW weighs the k-NN vote of the same window (calibrate); 0 off.
+	knnW float64
 }
 
 type position struct {

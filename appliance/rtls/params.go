@@ -38,14 +38,21 @@ type Params struct {
 	// filter moves probability mass to neighbours at rate 1/MeanStay.
 	MeanStay time.Duration
 	// Evidence scales the filter's log-likelihood per SampleWindow of
-	// readings. Successive windows are not independent (the same survey
-	// samples, overlapping readings, a beacon standing still), so a full
-	// weight would make the filter overconfident and quick to flip.
+	// readings on top of the model's own weight for one window: with
+	// survey samples that weight is calibrated on the survey (a
+	// temperature fitted so the leave-one-out posterior of each sample is
+	// honest, emission.go calibrate: naive Bayes counts correlated
+	// gateways as independent, by a factor that depends on the site),
+	// without samples it is 0.5. At 1 a calibrated window counts at face
+	// value.
 	Evidence float64
 	// SwitchOdds is the hysteresis of the filter in probability space:
 	// the reported zone moves (one hop) towards the most probable zone
 	// only when that zone is at least SwitchOdds times as probable as the
-	// reported one.
+	// reported one. 10 is "strong" evidence on Jeffreys' scale of Bayes
+	// factors: with calibrated posteriors the odds mean what they say,
+	// and a change needs the challenger at about 91% against the
+	// incumbent.
 	SwitchOdds float64
 	// Sigma (dB) is the spread of a reading around the log-distance
 	// model's expectation (the filter without survey samples), and the
@@ -78,8 +85,8 @@ func DefaultParams() Params {
 		PathLoss:     2.5,
 		K:            5,
 		MeanStay:     30 * time.Second,
-		Evidence:     0.5,
-		SwitchOdds:   4,
+		Evidence:     1,
+		SwitchOdds:   10,
 		Sigma:        6,
 		SigmaFloor:   3,
 		SampleWindow: 2 * time.Second,
