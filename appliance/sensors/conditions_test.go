@@ -206,6 +206,19 @@ func TestNotSeenConditions(t *testing.T) {
 	if Timeout("watch", 0) != NotSeenWatch || Timeout("navigation", 0) != 0 {
 		t.Fatal("timeouts")
 	}
+	// The count behind the heartbeat fast path matches the states: Room
+	// and Fridge are missing.
+	r.m.mu.Lock()
+	n := 0
+	for _, st := range r.m.state {
+		if st.active&bitNotSeen != 0 {
+			n++
+		}
+	}
+	r.m.mu.Unlock()
+	if got := r.m.notSeen.Load(); got != 2 || n != 2 {
+		t.Fatalf("not-seen count %d, states %d, want 2", got, n)
+	}
 }
 
 func TestCalibrationConditions(t *testing.T) {
