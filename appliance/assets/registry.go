@@ -28,9 +28,17 @@ type Asset struct {
 	Seen *Seen
 }
 
+// snapshot maps MACs packed into uint64 (macKey): every report looks one
+// up, and Go's maps take a uint64 key on their fast path, while a [6]byte
+// key is hashed as memory (measured: 5% of the CPU at QoS 0 went to the
+// beacon lookup, most of it hashing).
 type snapshot struct {
-	beacons  map[[6]byte]*Asset
-	gateways map[[6]byte]*Asset
+	beacons  map[uint64]*Asset
+	gateways map[uint64]*Asset
+}
+
+func macKey(m [6]byte) uint64 {
+	return uint64(m[0])<<40 | uint64(m[1])<<32 | uint64(m[2])<<24 | uint64(m[3])<<16 | uint64(m[4])<<8 | uint64(m[5])
 }
 
 // Registry is the MAC -> asset cache over the store.
@@ -81,13 +89,13 @@ func (r *Registry) Reload() error {
 	if err != nil {
 		return err
 	}
-	s := &snapshot{beacons: make(map[[6]byte]*Asset, len(bs)), gateways: make(map[[6]byte]*Asset, len(gs))}
+	s := &snapshot{beacons: make(map[uint64]*Asset, len(bs)), gateways: make(map[uint64]*Asset, len(gs))}
 	for _, b := range bs {
 		if !b.Active {
 			continue
 		}
 		if m, ok := ParseMAC(b.MAC); ok {
-			s.beacons[m] = &Asset{ID: b.ID, UID: b.AssetUID, Type: b.Type, Name: b.Name, Kind: "beacon", Seen: r.seen.cell(b.AssetUID)}
+			s.beacons[macKey(m)] = &Asset{ID: b.ID, UID: b.AssetUID, Type: b.Type, Name: b.Name, Kind: "beacon", Seen: r.seen.cell(b.AssetUID)}
 		}
 	}
 	for _, g := range gs {
@@ -95,7 +103,7 @@ func (r *Registry) Reload() error {
 			continue
 		}
 		if m, ok := ParseMAC(g.MAC); ok {
-			s.gateways[m] = &Asset{ID: g.ID, UID: g.AssetUID, Type: "gateway", Name: g.Name, Kind: "gateway"}
+			s.gateways[macKey(m)] = &Asset{ID: g.ID, UID: g.AssetUID, Type: "gateway", Name: g.Name, Kind: "gateway"}
 		}
 	}
 	r.snap.Store(s)
@@ -104,13 +112,13 @@ func (r *Registry) Reload() error {
 
 // Beacon resolves a beacon MAC; lock-free.
 func (r *Registry) Beacon(mac [6]byte) (*Asset, bool) {
-	a, ok := r.snap.Load().beacons[mac]
+	a, ok := r.snap.Load().beacons[macKey(mac)]
 	return a, ok
 }
 
 // Gateway resolves a gateway MAC; lock-free.
 func (r *Registry) Gateway(mac [6]byte) (*Asset, bool) {
-	a, ok := r.snap.Load().gateways[mac]
+	a, ok := r.snap.Load().gateways[macKey(mac)]
 	return a, ok
 }
 
