@@ -39,8 +39,11 @@ type bareBroker struct {
 	addr string
 }
 
+// startBare starts mochi with the options the appliance's broker uses
+// that change its own speed (the read buffer), so the ratio measures the
+// pipeline, not a broker setting.
 func startBare() (*bareBroker, error) {
-	srv := mqtt.New(&mqtt.Options{InlineClient: false, Logger: discardLogger()})
+	srv := mqtt.New(&mqtt.Options{InlineClient: false, Logger: discardLogger(), ClientNetReadBufferSize: 16 << 10})
 	h := &countingHook{}
 	if err := srv.AddHook(h, nil); err != nil {
 		return nil, err
