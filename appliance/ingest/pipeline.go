@@ -289,7 +289,7 @@ func (p *Pipeline) decode(topic string, payload []byte) (*Message, int64, bool) 
 	now := p.clock.Now().UnixMilli()
 	m := p.msgPool.Get().(*Message)
 	ok := Decode(topic, payload, now, m)
-	p.Stats.message(m, ok)
+	p.Stats.message(m, now)
 	return m, now, ok
 }
 

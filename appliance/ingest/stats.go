@@ -11,7 +11,8 @@ import (
 
 // Stats counts what the pipeline saw, per gateway and per drop reason, and
 // keeps the 1- and 15-minute rates that the status snapshot shows. The
-// counting runs in broker read loops, so it is one short lock per message.
+// counting runs in broker read loops: a message without drops from a known
+// gateway takes no lock (hot), anything else one short lock.
 type Stats struct {
 	clock clock.Clock
 
@@ -24,17 +25,21 @@ type Stats struct {
 	mu       sync.Mutex
 	drops    [numDropReasons]int64
 	gateways map[MAC]*gwStats
-	others   int // connected clients whose id is not a gateway MAC
+	// hot holds the same *gwStats as gateways, for lock-free lookups by
+	// the per-message counting (a global lock per message showed up as
+	// contention between 200 read loops).
+	hot    sync.Map
+	others int // connected clients whose id is not a gateway MAC
 
 	ring rateRing
 }
 
 type gwStats struct {
-	Messages    int64
-	Reports     int64
+	messages    atomic.Int64
+	reports     atomic.Int64
+	lastSeen    atomic.Int64
 	Drops       map[string]int64
 	AckTimeouts int64
-	LastSeen    int64
 	IP          string
 	FW          string
 	Uptime      int64
@@ -51,16 +56,34 @@ func (s *Stats) gw(m MAC) *gwStats {
 	if !ok {
 		g = &gwStats{}
 		s.gateways[m] = g
+		s.hot.Store(m, g)
 	}
 	return g
+}
+
+func (g *gwStats) count(reports int, now int64) {
+	g.messages.Add(1)
+	g.reports.Add(int64(reports))
+	for {
+		cur := g.lastSeen.Load()
+		if now <= cur || g.lastSeen.CompareAndSwap(cur, now) {
+			return
+		}
+	}
 }
 
 // maxGateways bounds per-gateway state a flood of random topics could grow.
 const maxGateways = 20000
 
-func (s *Stats) message(m *Message, ok bool) {
+func (s *Stats) message(m *Message, now int64) {
 	s.messages.Add(1)
 	s.reports.Add(int64(len(m.Reports)))
+	if len(m.Drops) == 0 {
+		if v, ok := s.hot.Load(m.Gateway); ok {
+			v.(*gwStats).count(len(m.Reports), now)
+			return
+		}
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, d := range m.Drops {
@@ -73,8 +96,7 @@ func (s *Stats) message(m *Message, ok bool) {
 		return
 	}
 	g := s.gw(m.Gateway)
-	g.Messages++
-	g.Reports += int64(len(m.Reports))
+	g.count(len(m.Reports), now)
 	if len(m.Drops) > 0 {
 		if g.Drops == nil {
 			g.Drops = map[string]int64{}
@@ -83,7 +105,6 @@ func (s *Stats) message(m *Message, ok bool) {
 			g.Drops[d.Reason.String()]++
 		}
 	}
-	g.LastSeen = s.clock.Now().UnixMilli()
 }
 
 func (s *Stats) ackTimeout(m MAC) {
@@ -206,8 +227,8 @@ func (s *Stats) Snapshot() Snapshot {
 		for k, v := range g.Drops {
 			drops[k] = v
 		}
-		out.Gateways = append(out.Gateways, GatewaySnapshot{MAC: m.String(), Connected: g.Connected, LastSeen: g.LastSeen,
-			IP: g.IP, FW: g.FW, Uptime: g.Uptime, Messages: g.Messages, Reports: g.Reports, Drops: drops, AckTimeouts: g.AckTimeouts})
+		out.Gateways = append(out.Gateways, GatewaySnapshot{MAC: m.String(), Connected: g.Connected, LastSeen: g.lastSeen.Load(),
+			IP: g.IP, FW: g.FW, Uptime: g.Uptime, Messages: g.messages.Load(), Reports: g.reports.Load(), Drops: drops, AckTimeouts: g.AckTimeouts})
 		if g.Connected {
 			out.Connected++
 		}
