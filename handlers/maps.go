@@ -191,6 +191,10 @@ func (s *Server) saveMap(w http.ResponseWriter, r *http.Request, p httprouter.Pa
 	m.ContentType, m.Width, m.Height = img.ContentType, wd, ht
 	isNew := m.ID == 0
 	m, err = s.deps.DB.PutMap(m, time.Now())
+	var inv *store.InvalidError
+	if errors.As(err, &inv) {
+		return apperr.Conflict("%s", inv.Msg) // a zone or gateway in the way of a new size
+	}
 	if err != nil {
 		return err
 	}

@@ -241,3 +241,31 @@ func TestGatewayPlacement(t *testing.T) {
 		t.Fatalf("still placed %+v", got)
 	}
 }
+
+// TestMapResizeKeepsZonesInside: a new size that would cut off a zone or a
+// placed gateway is refused (409, naming it); replacing the image removes
+// the old one once no map uses it.
+func TestMapResizeKeepsZonesInside(t *testing.T) {
+	h := newRTLSHarness(t, WSOptions{})
+	m := h.newMap("Ground", 200, 100)
+	h.newZone(m.ID, "Wing", 0, 0, 150, 50)
+	save := func(body map[string]any) *response {
+		return h.send("POST", "/api/v1/map/"+itoa(m.ID), h.admin, body)
+	}
+	r := save(map[string]any{"name": "Ground", "image_id": m.ImageID, "width": 120, "height": 100})
+	if r.Code != http.StatusConflict || !strings.Contains(r.Message, `"Wing"`) {
+		t.Fatalf("shrinking past a zone: %d %s", r.Code, r.Body)
+	}
+	var got store.Map
+	h.get("/api/v1/map/"+itoa(m.ID), h.admin).expect(t, http.StatusOK).decodePayload(t, &got)
+	if got.Width != 200 {
+		t.Fatalf("the refused size was stored: %+v", got)
+	}
+	save(map[string]any{"name": "Ground", "image_id": m.ImageID, "width": 160, "height": 100}).expect(t, http.StatusOK)
+
+	var up uploaded
+	h.upload("new.png", pngOf(t, 300, 150)).expect(t, http.StatusCreated).decodePayload(t, &up)
+	save(map[string]any{"name": "Ground", "image_id": up.ImageID}).expect(t, http.StatusOK)
+	h.get("/api/v1/maps/image?image_id="+itoa(m.ImageID), h.admin).expect(t, http.StatusNotFound)
+	h.get("/api/v1/maps/image?image_id="+itoa(up.ImageID), h.admin).expect(t, http.StatusOK)
+}

@@ -111,13 +111,18 @@ func (db *DB) GetMap(id uint64) (Map, error) {
 }
 
 // PutMap creates (ID 0) or replaces a map and returns it as stored. The
-// image it names must exist (ErrNotFound otherwise).
+// image it names must exist (ErrNotFound otherwise). A new size must still
+// hold the map's zones and gateway placements (InvalidError naming the
+// first that would fall outside: they are in map pixels, so moving them is
+// the admin's call, not ours). An image the map no longer uses is removed
+// unless another map uses it.
 func (db *DB) PutMap(m Map, now time.Time) (Map, error) {
 	err := db.Update(func(tx *bolt.Tx) error {
 		b, err := tx.CreateBucketIfNotExists(bMaps)
 		if err != nil {
 			return err
 		}
+		var oldImage uint64
 		ib := tx.Bucket(bMapImages)
 		if ib == nil || ib.Get(itob(m.ImageID)) == nil {
 			return ErrNotFound
@@ -133,11 +138,60 @@ func (db *DB) PutMap(m Map, now time.Time) (Map, error) {
 				return err
 			}
 			m.CreatedAt = old.CreatedAt
+			if err := checkMapFits(tx, m); err != nil {
+				return err
+			}
+			oldImage = old.ImageID
 		}
 		m.UpdatedAt = now
-		return putJSON(b, itob(m.ID), m)
+		if err := putJSON(b, itob(m.ID), m); err != nil {
+			return err
+		}
+		if oldImage != 0 && oldImage != m.ImageID {
+			return dropImageIfUnused(tx, oldImage)
+		}
+		return nil
 	})
 	return m, err
+}
+
+// checkMapFits refuses a size that would leave a zone or a placed gateway
+// of m outside it.
+func checkMapFits(tx *bolt.Tx, m Map) error {
+	if m.Width <= 0 || m.Height <= 0 {
+		return nil
+	}
+	zones, err := navList(tx, bZones, func(z *Zone) bool { return z.MapID == m.ID })
+	if err != nil {
+		return err
+	}
+	for _, z := range zones {
+		if z.X2 > m.Width || z.Y2 > m.Height {
+			return invalid("zone %q (%d) reaches %gx%g, outside the new map size %gx%g: move or delete it first", z.Name, z.ID, z.X2, z.Y2, m.Width, m.Height)
+		}
+	}
+	ps, err := navList(tx, bMapGateways, func(p *GatewayPlacement) bool { return p.MapID == m.ID })
+	if err != nil {
+		return err
+	}
+	for _, p := range ps {
+		if p.X > m.Width || p.Y > m.Height {
+			return invalid("gateway %d is placed at %g,%g, outside the new map size %gx%g: move it first", p.GatewayID, p.X, p.Y, m.Width, m.Height)
+		}
+	}
+	return nil
+}
+
+// dropImageIfUnused deletes image id unless a map (as stored in tx) uses it.
+func dropImageIfUnused(tx *bolt.Tx, id uint64) error {
+	users, err := navList(tx, bMaps, func(o *Map) bool { return o.ImageID == id })
+	if err != nil || len(users) > 0 {
+		return err
+	}
+	if ib := tx.Bucket(bMapImages); ib != nil {
+		return ib.Delete(itob(id))
+	}
+	return nil
 }
 
 // DeleteMap removes a map and cascades: its zones, every adjacency that
@@ -176,14 +230,7 @@ func (db *DB) DeleteMap(id uint64) error {
 		if err := b.Delete(itob(id)); err != nil {
 			return err
 		}
-		others, err := navList(tx, bMaps, func(o *Map) bool { return o.ImageID == m.ImageID })
-		if err != nil || len(others) > 0 {
-			return err
-		}
-		if ib := tx.Bucket(bMapImages); ib != nil {
-			return ib.Delete(itob(m.ImageID))
-		}
-		return nil
+		return dropImageIfUnused(tx, m.ImageID)
 	})
 }
 

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 )
@@ -124,5 +125,29 @@ func TestRTLSAlgorithmIsKept(t *testing.T) {
 	}
 	if a, _ := db.RTLSAlgorithm(); a != "hmm" {
 		t.Fatalf("algorithm %q", a)
+	}
+}
+
+// TestPutMapKeepsPlacementsInside: a size that would leave a placed
+// gateway outside the map is refused and nothing changes; a size that
+// holds it is taken.
+func TestPutMapKeepsPlacementsInside(t *testing.T) {
+	db := openRTLSDB(t)
+	m := mustMap(t, db, "Ground") // 100 x 50
+	if err := db.PlaceGateway(GatewayPlacement{GatewayID: 7, MapID: m.ID, X: 90, Y: 10}); err != nil {
+		t.Fatal(err)
+	}
+	small := m
+	small.Width = 80
+	var inv *InvalidError
+	if _, err := db.PutMap(small, time.Unix(2, 0)); !errors.As(err, &inv) || !strings.Contains(inv.Msg, "gateway 7") {
+		t.Fatalf("shrinking past a placed gateway: %v", err)
+	}
+	if got, _ := db.GetMap(m.ID); got.Width != 100 {
+		t.Fatalf("refused size stored: %+v", got)
+	}
+	small.Width = 95
+	if _, err := db.PutMap(small, time.Unix(3, 0)); err != nil {
+		t.Fatal(err)
 	}
 }
