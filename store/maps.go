@@ -61,9 +61,42 @@ func (db *DB) PutMapImage(contentType string, data []byte) (uint64, error) {
 		}
 		v := make([]byte, 0, len(contentType)+1+len(data))
 		v = append(append(append(v, contentType...), 0), data...)
-		return b.Put(itob(id), v)
+		if err := b.Put(itob(id), v); err != nil {
+			return err
+		}
+		return pruneUnattachedImages(tx, b)
 	})
 	return id, err
+}
+
+// MaxUnattachedImages is how many uploaded images no map uses are kept: an
+// upload is step one of creating or changing a map, and an admin who never
+// takes step two should not leave megabytes behind for ever. When a new
+// upload makes more, the oldest go (ids are sequential).
+const MaxUnattachedImages = 10
+
+func pruneUnattachedImages(tx *bolt.Tx, b *bolt.Bucket) error {
+	used := map[uint64]bool{}
+	maps, err := navList(tx, bMaps, func(*Map) bool { return true })
+	if err != nil {
+		return err
+	}
+	for _, m := range maps {
+		used[m.ImageID] = true
+	}
+	var loose []uint64
+	c := b.Cursor()
+	for k, _ := c.First(); k != nil; k, _ = c.Next() {
+		if id := btoi(k); !used[id] {
+			loose = append(loose, id)
+		}
+	}
+	for _, id := range loose[:max(0, len(loose)-MaxUnattachedImages)] {
+		if err := b.Delete(itob(id)); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // GetMapImage returns an uploaded image or ErrNotFound.

@@ -151,3 +151,28 @@ func TestPutMapKeepsPlacementsInside(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestUnattachedImagesAreBounded: uploads no map uses are kept up to
+// MaxUnattachedImages, the oldest going first; an image a map uses is
+// never pruned however old.
+func TestUnattachedImagesAreBounded(t *testing.T) {
+	db := openRTLSDB(t)
+	m := mustMap(t, db, "Ground")
+	var ids []uint64
+	for range MaxUnattachedImages + 3 {
+		id, err := db.PutMapImage("image/png", []byte("png"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, id)
+	}
+	for i, id := range ids {
+		_, err := db.GetMapImage(id)
+		if gone := i < 3; gone != errors.Is(err, ErrNotFound) {
+			t.Fatalf("image %d of %d: err %v, want gone=%v", i, len(ids), err, gone)
+		}
+	}
+	if _, err := db.GetMapImage(m.ImageID); err != nil {
+		t.Fatalf("the map's own image was pruned: %v", err)
+	}
+}
