@@ -677,32 +677,30 @@ func TestWriterLazyFlushAndClose(t *testing.T) {
 	w, waitHolding := lazyWriter(t, db)
 	w.AppendReadings(sensorReadings("u1", 0, 10), nil)
 	waitHolding()
-	flushed := make(chan error, 1)
-	go func() { flushed <- w.Flush() }()
-	select {
-	case err := <-flushed:
-		if err != nil {
-			t.Fatal(err)
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("Flush waited for the lazy delay")
-	}
+	promptly(t, "Flush", w.Flush)
 	if n := countAll(t, db); n != 10 {
 		t.Fatalf("%d readings after Flush, want 10", n)
 	}
 	w.AppendReadings(sensorReadings("u1", 10, 10), nil)
 	waitHolding()
-	closed := make(chan error, 1)
-	go func() { closed <- w.Close() }()
+	promptly(t, "Close", w.Close)
+	if n := countAll(t, db); n != 20 {
+		t.Fatalf("%d readings after Close, want 20", n)
+	}
+}
+
+// promptly runs fn and fails the test if it has not returned long before
+// the lazy delay (an hour) would end.
+func promptly(t *testing.T, what string, fn func() error) {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- fn() }()
 	select {
-	case err := <-closed:
+	case err := <-done:
 		if err != nil {
 			t.Fatal(err)
 		}
 	case <-time.After(30 * time.Second):
-		t.Fatal("Close waited for the lazy delay")
-	}
-	if n := countAll(t, db); n != 20 {
-		t.Fatalf("%d readings after Close, want 20", n)
+		t.Fatalf("%s waited for the lazy delay", what)
 	}
 }

@@ -24,19 +24,7 @@ func TestFilterLeadsOnNoisyWalk(t *testing.T) {
 		{seed: 11, grid: 4, gateways: 12, pathLoss: 2.5, noise: 6, miss: 0.3, legs: 40, stayMin: 20},
 		{seed: 7, grid: 3, gateways: 15, pathLoss: 2, noise: 4, miss: 0.2, legs: 40, stayMin: 30},
 	} {
-		dir := t.TempDir()
-		writeWalk(t, dir, w)
-		ds, err := Load(dir)
-		if err != nil {
-			t.Fatal(err)
-		}
-		rs, err := Run(ds, Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		var b strings.Builder
-		Format(&b, rs)
-		t.Logf("%+v\n%s", w, b.String())
+		rs := evalWalk(t, w, "")
 		by := map[string]*Result{}
 		for i := range rs {
 			by[rs[i].Algorithm] = &rs[i]
@@ -151,4 +139,24 @@ func writeWalk(t *testing.T, dir string, w walk) {
 	}
 	writeFile(t, filepath.Join(dir, "train.csv"), tr.String())
 	writeFile(t, filepath.Join(dir, "test.csv"), te.String())
+}
+
+// evalWalk writes walk w, replays it through every algorithm and logs the
+// table under name.
+func evalWalk(t *testing.T, w walk, name string) []Result {
+	t.Helper()
+	dir := t.TempDir()
+	writeWalk(t, dir, w)
+	ds, err := Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs, err := Run(ds, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	Format(&b, rs)
+	t.Logf("walk %s %+v\n%s", name, w, b.String())
+	return rs
 }

@@ -2,7 +2,6 @@ package replay
 
 import (
 	"os"
-	"strings"
 	"testing"
 )
 
@@ -22,18 +21,6 @@ func TestWalkTable(t *testing.T) {
 		{"B", walk{seed: 5, grid: 5, gateways: 8, pathLoss: 3, noise: 8, miss: 0.5, legs: 40, stayMin: 10}},
 		{"C", walk{seed: 7, grid: 3, gateways: 15, pathLoss: 2, noise: 4, miss: 0.2, legs: 40, stayMin: 30}},
 	} {
-		dir := t.TempDir()
-		writeWalk(t, dir, c.w)
-		ds, err := Load(dir)
-		if err != nil {
-			t.Fatal(err)
-		}
-		rs, err := Run(ds, Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		var b strings.Builder
-		Format(&b, rs)
-		t.Logf("walk %s %+v\n%s", c.name, c.w, b.String())
+		evalWalk(t, c.w, c.name)
 	}
 }
