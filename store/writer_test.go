@@ -659,6 +659,10 @@ func TestWriterLazyWorkWaitsForCompany(t *testing.T) {
 	if err := <-observed; err != nil {
 		t.Fatal(err)
 	}
+	// done runs before the writer books the commit; Flush waits for that.
+	if err := w.Flush(); err != nil {
+		t.Fatal(err)
+	}
 	st := w.Stats()
 	if st.Commits != 2 || st.LazyWaits == 0 {
 		t.Fatalf("commits %d, lazy waits %d: want the held work and the urgent op in one more commit", st.Commits, st.LazyWaits)
