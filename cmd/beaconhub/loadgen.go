@@ -31,6 +31,7 @@ func cmdLoadgen(args []string, stdout, stderr io.Writer) int {
 	warmup := fs.Duration("warmup", 0, "leave the ack latencies of the first part of each scenario out of the percentiles")
 	baseline := fs.Bool("baseline", true, "also measure a bare mochi broker whose hook only counts")
 	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file (implies --own-process=false)")
+	memprofile := fs.String("memprofile", "", "write an allocation profile of the whole run to this file (implies --own-process=false)")
 	mutexprofile := fs.String("mutexprofile", "", "write a mutex contention profile of the whole run to this file (implies --own-process=false)")
 	ownProc := fs.Bool("own-process", true, "run the full appliance in a child process, so its peak memory is its own")
 	child := fs.Bool("child", false, "internal: be the appliance side of --own-process")
@@ -62,6 +63,15 @@ func cmdLoadgen(args []string, stdout, stderr io.Writer) int {
 			return 1
 		}
 		defer pprof.StopCPUProfile()
+	}
+	if *memprofile != "" {
+		runtime.MemProfileRate = 64 << 10
+		defer func() {
+			if f, err := os.Create(*memprofile); err == nil {
+				_ = pprof.Lookup("allocs").WriteTo(f, 0)
+				_ = f.Close()
+			}
+		}()
 	}
 	if *mutexprofile != "" {
 		runtime.SetMutexProfileFraction(5)
@@ -95,7 +105,7 @@ func cmdLoadgen(args []string, stdout, stderr io.Writer) int {
 		}
 		return 0
 	}
-	if *ownProc && *cpuprofile == "" && *mutexprofile == "" {
+	if *ownProc && *cpuprofile == "" && *mutexprofile == "" && *memprofile == "" {
 		exe, err := os.Executable()
 		if err != nil {
 			fmt.Fprintln(stderr, err)
