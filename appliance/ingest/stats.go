@@ -22,14 +22,14 @@ type Stats struct {
 	observed    atomic.Int64
 	ackTimeouts atomic.Int64
 
-	mu       sync.Mutex
-	drops    [numDropReasons]int64
-	gateways map[MAC]*gwStats
-	// hot holds the same *gwStats as gateways, for lock-free lookups by
-	// the per-message counting (a global lock per message showed up as
-	// contention between 200 read loops).
-	hot    sync.Map
-	others int // connected clients whose id is not a gateway MAC
+	mu    sync.Mutex
+	drops [numDropReasons]int64
+	// gateways maps MAC -> *gwStats. Entries are added under mu; the
+	// per-message counting looks them up without it (a global lock per
+	// message showed up as contention between 200 read loops).
+	gateways sync.Map
+	ngw      int // entries in gateways
+	others   int // connected clients whose id is not a gateway MAC
 
 	ring rateRing
 }
@@ -48,15 +48,24 @@ type gwStats struct {
 }
 
 func newStats(c clock.Clock) *Stats {
-	return &Stats{clock: c, gateways: map[MAC]*gwStats{}}
+	return &Stats{clock: c}
 }
 
+func (s *Stats) lookup(m MAC) (*gwStats, bool) {
+	v, ok := s.gateways.Load(m)
+	if !ok {
+		return nil, false
+	}
+	return v.(*gwStats), true
+}
+
+// gw returns m's counters, creating them; call with mu held.
 func (s *Stats) gw(m MAC) *gwStats {
-	g, ok := s.gateways[m]
+	g, ok := s.lookup(m)
 	if !ok {
 		g = &gwStats{}
-		s.gateways[m] = g
-		s.hot.Store(m, g)
+		s.gateways.Store(m, g)
+		s.ngw++
 	}
 	return g
 }
@@ -79,8 +88,8 @@ func (s *Stats) message(m *Message, now int64) {
 	s.messages.Add(1)
 	s.reports.Add(int64(len(m.Reports)))
 	if len(m.Drops) == 0 {
-		if v, ok := s.hot.Load(m.Gateway); ok {
-			v.(*gwStats).count(len(m.Reports), now)
+		if g, ok := s.lookup(m.Gateway); ok {
+			g.count(len(m.Reports), now)
 			return
 		}
 	}
@@ -92,7 +101,7 @@ func (s *Stats) message(m *Message, now int64) {
 	if m.Gateway == (MAC{}) {
 		return
 	}
-	if _, known := s.gateways[m.Gateway]; !known && len(s.gateways) >= maxGateways {
+	if _, known := s.lookup(m.Gateway); !known && s.ngw >= maxGateways {
 		return
 	}
 	g := s.gw(m.Gateway)
@@ -111,7 +120,7 @@ func (s *Stats) ackTimeout(m MAC) {
 	s.ackTimeouts.Add(1)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if g, ok := s.gateways[m]; ok {
+	if g, ok := s.lookup(m); ok {
 		g.AckTimeouts++
 	}
 }
@@ -151,7 +160,7 @@ func (s *Stats) ClientDisconnected(clientID string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if m, ok := ParseMAC(clientID); ok {
-		if g, ok := s.gateways[m]; ok {
+		if g, ok := s.lookup(m); ok {
 			g.Connected = false
 		}
 		return
@@ -222,17 +231,19 @@ func (s *Stats) Snapshot() Snapshot {
 		out.Drops[r.String()] = s.drops[r]
 	}
 	out.MessagesRate, out.ReportsRate = s.ring.rates(now, out.Messages, out.Reports)
-	for m, g := range s.gateways {
+	s.gateways.Range(func(k, v any) bool {
+		m, g := k.(MAC), v.(*gwStats)
 		drops := map[string]int64{}
-		for k, v := range g.Drops {
-			drops[k] = v
+		for reason, n := range g.Drops {
+			drops[reason] = n
 		}
 		out.Gateways = append(out.Gateways, GatewaySnapshot{MAC: m.String(), Connected: g.Connected, LastSeen: g.lastSeen.Load(),
 			IP: g.IP, FW: g.FW, Uptime: g.Uptime, Messages: g.messages.Load(), Reports: g.reports.Load(), Drops: drops, AckTimeouts: g.AckTimeouts})
 		if g.Connected {
 			out.Connected++
 		}
-	}
+		return true
+	})
 	sort.Slice(out.Gateways, func(i, j int) bool { return out.Gateways[i].MAC < out.Gateways[j].MAC })
 	out.GatewaysTotal = len(out.Gateways)
 	return out
