@@ -76,22 +76,31 @@ func kindBit(kind string) uint8 {
 // set decides one ingest-path condition; msg is only built on a
 // transition. Call with mu held.
 func (m *Monitor) set(st *assetState, kind, uid string, on bool, msg func() string, at int64) (store.SensorConditionRecord, bool) {
-	bit := kindBit(kind)
-	if (st.active&bit != 0) == on {
+	if !m.mark(st, kindBit(kind), on) {
 		return store.SensorConditionRecord{}, false
+	}
+	return m.Conds.decide(kind, uid, on, msg(), at)
+}
+
+// mark sets or clears one condition bit of st and keeps the not-seen
+// count in step; it reports whether the bit changed. Call with mu held.
+func (m *Monitor) mark(st *assetState, bit uint8, on bool) bool {
+	if (st.active&bit != 0) == on {
+		return false
 	}
 	if on {
 		st.active |= bit
 	} else {
 		st.active &^= bit
 	}
-	switch {
-	case bit == bitNotSeen && on:
-		m.notSeen.Add(1)
-	case bit == bitNotSeen:
-		m.notSeen.Add(-1)
+	if bit == bitNotSeen {
+		if on {
+			m.notSeen.Add(1)
+		} else {
+			m.notSeen.Add(-1)
+		}
 	}
-	return m.Conds.decide(kind, uid, on, msg(), at)
+	return true
 }
 
 // Monitor evaluates the sensor conditions: range and battery on the ingest
@@ -139,11 +148,7 @@ func NewMonitor(db *store.DB, clk clock.Clock, log *slog.Logger) (*Monitor, erro
 	// resolves it.
 	for _, c := range conds.Active() {
 		if bit := kindBit(c.Kind); bit != 0 {
-			st := m.st(c.Subject)
-			if bit == bitNotSeen && st.active&bit == 0 {
-				m.notSeen.Add(1)
-			}
-			st.active |= bit
+			m.mark(m.st(c.Subject), bit, true)
 		}
 		if c.Kind == CondRange {
 			st := m.st(c.Subject)
@@ -274,8 +279,8 @@ func (m *Monitor) Rename(oldUID, newUID string) {
 		delete(m.state, oldUID)
 		if _, taken := m.state[newUID]; !taken {
 			m.state[newUID] = s
-		} else if s.active&bitNotSeen != 0 {
-			m.notSeen.Add(-1) // the survivor's state stands for both
+		} else {
+			m.mark(s, bitNotSeen, false) // the survivor's state stands for both
 		}
 	}
 	m.mu.Unlock()
