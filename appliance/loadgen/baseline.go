@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"sync/atomic"
 
+	"beaconhub/broker"
+
 	mqtt "github.com/mochi-mqtt/server/v2"
 	"github.com/mochi-mqtt/server/v2/listeners"
 	"github.com/mochi-mqtt/server/v2/packets"
@@ -43,7 +45,7 @@ type bareBroker struct {
 // that change its own speed (the read buffer), so the ratio measures the
 // pipeline, not a broker setting.
 func startBare() (*bareBroker, error) {
-	srv := mqtt.New(&mqtt.Options{InlineClient: false, Logger: discardLogger(), ClientNetReadBufferSize: 16 << 10})
+	srv := mqtt.New(&mqtt.Options{InlineClient: false, Logger: discardLogger(), ClientNetReadBufferSize: broker.ClientReadBuffer})
 	h := &countingHook{}
 	if err := srv.AddHook(h, nil); err != nil {
 		return nil, err
