@@ -222,7 +222,6 @@ func drive(ctx context.Context, addr string, cfg Config, qos byte, wl [][]messag
 		conns[g] = c
 	}
 	deadline := time.Now().Add(cfg.Duration)
-	warm := time.Now().Add(cfg.Warmup)
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	var lat []time.Duration
@@ -232,6 +231,7 @@ func drive(ctx context.Context, addr string, cfg Config, qos byte, wl [][]messag
 		go func(g int) {
 			defer wg.Done()
 			c, msgs := conns[g], wl[g]
+			sch := pace(cfg, g)
 			var local []time.Duration
 			var pid uint16
 			for i := 0; ctx.Err() == nil; i++ {
@@ -248,7 +248,7 @@ func drive(ctx context.Context, addr string, cfg Config, qos byte, wl [][]messag
 				}
 				if cfg.Window > 1 || cfg.Rate > 0 {
 					var err error
-					local, err = pipelined(ctx, c, msgs, max(cfg.Window, 1), deadline, pace(cfg, g))
+					local, err = pipelined(ctx, c, msgs, max(cfg.Window, 1), deadline, sch)
 					if err != nil {
 						firstErr.CompareAndSwap(nil, err)
 					}
@@ -260,7 +260,7 @@ func drive(ctx context.Context, addr string, cfg Config, qos byte, wl [][]messag
 				}
 				m.pk[m.pidAt], m.pk[m.pidAt+1] = byte(pid>>8), byte(pid)
 				t0 := time.Now()
-				keep := !t0.Before(warm)
+				keep := !t0.Before(sch.record)
 				if _, err := c.c.Write(m.pk); err != nil {
 					firstErr.CompareAndSwap(nil, err)
 					return
