@@ -32,7 +32,7 @@ func cmdLoadgen(args []string, stdout, stderr io.Writer) int {
 	baseline := fs.Bool("baseline", true, "also measure a bare mochi broker whose hook only counts")
 	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file (implies --own-process=false)")
 	memprofile := fs.String("memprofile", "", "write an allocation profile of the whole run to this file (implies --own-process=false)")
-	mutexprofile := fs.String("mutexprofile", "", "write a mutex contention profile of the whole run to this file (implies --own-process=false)")
+	mutexprofile := fs.String("mutexprofile", "", "write a mutex contention profile of the whole run to this file, and a blocking profile to it plus .block (implies --own-process=false)")
 	ownProc := fs.Bool("own-process", true, "run the full appliance in a child process, so its peak memory is its own")
 	child := fs.Bool("child", false, "internal: be the appliance side of --own-process")
 	if err := fs.Parse(args); err != nil {
@@ -66,29 +66,13 @@ func cmdLoadgen(args []string, stdout, stderr io.Writer) int {
 	}
 	if *memprofile != "" {
 		runtime.MemProfileRate = 64 << 10
-		defer func() {
-			if f, err := os.Create(*memprofile); err == nil {
-				_ = pprof.Lookup("allocs").WriteTo(f, 0)
-				_ = f.Close()
-			}
-		}()
+		defer writeProfile(stderr, "allocs", *memprofile)
 	}
 	if *mutexprofile != "" {
 		runtime.SetMutexProfileFraction(5)
 		runtime.SetBlockProfileRate(100000)
-		defer func() {
-			if f, err := os.Create(*mutexprofile + ".block"); err == nil {
-				_ = pprof.Lookup("block").WriteTo(f, 0)
-				_ = f.Close()
-			}
-		}()
-		defer func() {
-			f, err := os.Create(*mutexprofile)
-			if err == nil {
-				_ = pprof.Lookup("mutex").WriteTo(f, 0)
-				_ = f.Close()
-			}
-		}()
+		defer writeProfile(stderr, "block", *mutexprofile+".block")
+		defer writeProfile(stderr, "mutex", *mutexprofile)
 	}
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer cancel()
@@ -119,4 +103,18 @@ func cmdLoadgen(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// writeProfile saves the named runtime profile to path.
+func writeProfile(stderr io.Writer, name, path string) {
+	f, err := os.Create(path)
+	if err == nil {
+		err = pprof.Lookup(name).WriteTo(f, 0)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "loadgen: %s profile: %v\n", name, err)
+	}
 }
