@@ -57,14 +57,7 @@ func writeDataset(t testing.TB, placed bool) string {
 
 func TestRunOnSyntheticWalk(t *testing.T) {
 	for _, placed := range []bool{true, false} {
-		ds, err := Load(writeDataset(t, placed))
-		if err != nil {
-			t.Fatal(err)
-		}
-		rs, err := Run(ds, Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
+		rs := replayDir(t, writeDataset(t, placed))
 		if len(rs) != 5 {
 			t.Fatalf("%d results", len(rs))
 		}
@@ -135,14 +128,7 @@ func TestRunOnUCIDataset(t *testing.T) {
 	if _, err := os.Stat(dir); err != nil {
 		t.Skip("dataset not present")
 	}
-	ds, err := Load(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rs, err := Run(ds, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	rs := replayDir(t, dir)
 	for _, r := range rs {
 		if !r.Ready || r.Scored < 600 || r.Changes < 40 {
 			t.Fatalf("%+v", r)

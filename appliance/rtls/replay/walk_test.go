@@ -147,6 +147,17 @@ func evalWalk(t *testing.T, w walk, name string) []Result {
 	t.Helper()
 	dir := t.TempDir()
 	writeWalk(t, dir, w)
+	rs := replayDir(t, dir)
+	var b strings.Builder
+	Format(&b, rs)
+	t.Logf("walk %s %+v\n%s", name, w, b.String())
+	return rs
+}
+
+// replayDir loads the dataset in dir and replays it through every
+// algorithm with the default options.
+func replayDir(t *testing.T, dir string) []Result {
+	t.Helper()
 	ds, err := Load(dir)
 	if err != nil {
 		t.Fatal(err)
@@ -155,8 +166,5 @@ func evalWalk(t *testing.T, w walk, name string) []Result {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var b strings.Builder
-	Format(&b, rs)
-	t.Logf("walk %s %+v\n%s", name, w, b.String())
 	return rs
 }
