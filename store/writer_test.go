@@ -375,16 +375,26 @@ func TestWriterBackpressure(t *testing.T) {
 // waitBlocked waits until n producers are parked on backpressure.
 func waitBlocked(t *testing.T, w *Writer, n int) {
 	t.Helper()
+	if !writerReaches(w, func(w *Writer) bool { return w.blocked == n }) {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		t.Fatalf("%d producers blocked, want %d", w.blocked, n)
+	}
+}
+
+// writerReaches waits up to 10 s until cond holds on w's state (checked
+// under w.mu) and reports whether it did.
+func writerReaches(w *Writer, cond func(*Writer) bool) bool {
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		w.mu.Lock()
-		b := w.blocked
+		ok := cond(w)
 		w.mu.Unlock()
-		if b == n {
-			return
+		if ok {
+			return true
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%d producers blocked, want %d", b, n)
+			return false
 		}
 		runtime.Gosched()
 	}
@@ -612,18 +622,8 @@ func lazyWriter(t *testing.T, db *DB) (*Writer, func()) {
 	}
 	waitHolding := func() {
 		t.Helper()
-		deadline := time.Now().Add(10 * time.Second)
-		for {
-			w.mu.Lock()
-			h := w.holding
-			w.mu.Unlock()
-			if h {
-				return
-			}
-			if time.Now().After(deadline) {
-				t.Fatal("the writer never held lazy work back")
-			}
-			runtime.Gosched()
+		if !writerReaches(w, func(w *Writer) bool { return w.holding }) {
+			t.Fatal("the writer never held lazy work back")
 		}
 	}
 	return w, waitHolding
