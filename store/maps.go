@@ -76,13 +76,9 @@ func (db *DB) PutMapImage(contentType string, data []byte) (uint64, error) {
 const MaxUnattachedImages = 10
 
 func pruneUnattachedImages(tx *bolt.Tx, b *bolt.Bucket) error {
-	used := map[uint64]bool{}
-	maps, err := navList(tx, bMaps, func(*Map) bool { return true })
+	used, err := imagesInUse(tx)
 	if err != nil {
 		return err
-	}
-	for _, m := range maps {
-		used[m.ImageID] = true
 	}
 	var loose []uint64
 	c := b.Cursor()
@@ -191,15 +187,12 @@ func (db *DB) PutMap(m Map, now time.Time) (Map, error) {
 // checkMapFits refuses a size that would leave a zone or a placed gateway
 // of m outside it.
 func checkMapFits(tx *bolt.Tx, m Map) error {
-	if m.Width <= 0 || m.Height <= 0 {
-		return nil
-	}
 	zones, err := navList(tx, bZones, func(z *Zone) bool { return z.MapID == m.ID })
 	if err != nil {
 		return err
 	}
 	for _, z := range zones {
-		if z.X2 > m.Width || z.Y2 > m.Height {
+		if !m.holds(z.X2, z.Y2) {
 			return invalid("zone %q (%d) reaches %gx%g, outside the new map size %gx%g: move or delete it first", z.Name, z.ID, z.X2, z.Y2, m.Width, m.Height)
 		}
 	}
@@ -208,17 +201,33 @@ func checkMapFits(tx *bolt.Tx, m Map) error {
 		return err
 	}
 	for _, p := range ps {
-		if p.X > m.Width || p.Y > m.Height {
+		if !m.holds(p.X, p.Y) {
 			return invalid("gateway %d is placed at %g,%g, outside the new map size %gx%g: move it first", p.GatewayID, p.X, p.Y, m.Width, m.Height)
 		}
 	}
 	return nil
 }
 
+// holds reports whether the point x, y (map pixels, non-negative) lies on
+// the map; a map whose size is unknown holds everything.
+func (m Map) holds(x, y float64) bool {
+	return m.Width <= 0 || m.Height <= 0 || (x <= m.Width && y <= m.Height)
+}
+
+// imagesInUse returns the ids of the images maps use (as stored in tx).
+func imagesInUse(tx *bolt.Tx) (map[uint64]bool, error) {
+	maps, err := navList(tx, bMaps, func(*Map) bool { return true })
+	used := make(map[uint64]bool, len(maps))
+	for _, m := range maps {
+		used[m.ImageID] = true
+	}
+	return used, err
+}
+
 // dropImageIfUnused deletes image id unless a map (as stored in tx) uses it.
 func dropImageIfUnused(tx *bolt.Tx, id uint64) error {
-	users, err := navList(tx, bMaps, func(o *Map) bool { return o.ImageID == id })
-	if err != nil || len(users) > 0 {
+	used, err := imagesInUse(tx)
+	if err != nil || used[id] {
 		return err
 	}
 	if ib := tx.Bucket(bMapImages); ib != nil {

@@ -82,7 +82,7 @@ func (db *DB) PutZone(z Zone) (Zone, error) {
 		if err := getJSON(mb, itob(z.MapID), &m); err != nil {
 			return err
 		}
-		if m.Width > 0 && m.Height > 0 && (z.X2 > m.Width || z.Y2 > m.Height) {
+		if !m.holds(z.X2, z.Y2) {
 			return invalid("the zone must lie inside its map (%gx%g pixels)", m.Width, m.Height)
 		}
 		if z.ID == 0 {
