@@ -52,7 +52,7 @@ func (bayes) update(m *model, p *Params, b *beacon, _ *reading, now int64) (int,
 			// stay with v's mass, or arrive from any other zone
 			b.prior[z] = stay*v + jump*(1-v)
 		}
-		b.weight = p.Evidence * m.temper * math.Min(1, float64(dt)/float64(p.SampleWindow.Milliseconds()))
+		b.weight = windowWeight(m, p, dt)
 		b.stepped = now
 	}
 	best, ok := correct(m, p, b, now, 1e-12)

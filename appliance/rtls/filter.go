@@ -59,7 +59,7 @@ func (filter) update(m *model, p *Params, b *beacon, _ *reading, now int64) (int
 			predict(m, b, 1-math.Exp(-float64(s)/float64(p.MeanStay.Milliseconds())))
 			dt -= s
 		}
-		b.weight = p.Evidence * m.temper * math.Min(1, float64(now-b.stepped)/float64(p.SampleWindow.Milliseconds()))
+		b.weight = windowWeight(m, p, now-b.stepped)
 		b.stepped = now
 	}
 	best, ok := correct(m, p, b, now, 1e-9)
@@ -98,6 +98,13 @@ func predict(m *model, b *beacon, pm float64) {
 		}
 	}
 	copy(b.prior, out)
+}
+
+// windowWeight is the weight of the evidence gathered over dt ms:
+// Evidence x the model's calibrated weight of one window, pro rata up to
+// one SampleWindow.
+func windowWeight(m *model, p *Params, dt int64) float64 {
+	return p.Evidence * m.temper * math.Min(1, float64(dt)/float64(p.SampleWindow.Milliseconds()))
 }
 
 // beginStep sizes b's belief for nz zones (uniform at first) and tracks
