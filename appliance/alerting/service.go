@@ -244,12 +244,8 @@ func (s *Service) Observe(b *ingest.Batch, w *ingest.Writes) {
 			// Motion repeats every second or so from every gateway: only a
 			// new gateway is worth a write. Every press report is audited.
 			if newGW || press != nil {
-				op := store.MergeEvent(oe.id, store.EventMerge{Gateway: gwMAC(), RSSI: int(o.RSSI), At: now, Reports: oe.reports, Press: press})
-				if press != nil {
-					w.Ops = append(w.Ops, op)
-				} else {
-					w.AddLazyOp(op) // motion: nobody is waiting for it
-				}
+				// Motion (no press): nobody is waiting for it.
+				w.AddOp(store.MergeEvent(oe.id, store.EventMerge{Gateway: gwMAC(), RSSI: int(o.RSSI), At: now, Reports: oe.reports, Press: press}), press == nil)
 			}
 			continue
 		}
@@ -272,11 +268,8 @@ func (s *Service) Observe(b *ingest.Batch, w *ingest.Writes) {
 		}
 		s.events.Add(1)
 		s.open[key] = &openEvent{id: id, anchor: now, gateways: []ingest.MAC{b.Gateway}, reports: 1}
-		if op := store.InsertEvent(e, gwID, press, s.committed); status == store.EventWarning {
-			w.AddLazyOp(op) // a warning is not pushed: its commit may wait
-		} else {
-			w.Ops = append(w.Ops, op)
-		}
+		// A warning is not pushed: its commit may wait.
+		w.AddOp(store.InsertEvent(e, gwID, press, s.committed), status == store.EventWarning)
 	}
 }
 

@@ -52,17 +52,20 @@ type Batch struct {
 type Writes struct {
 	Readings []store.Reading
 	Ops      []func(tx *bolt.Tx) error
-	// lazy[i] marks Ops[i] as work nobody waits for (AddLazyOp); an op
+	// lazy[i] marks Ops[i] as work nobody waits for (AddOp); an op
 	// appended to Ops directly is committed at once.
 	lazy []bool
 }
 
-// AddLazyOp queues an op whose commit may wait for the writer's lazy delay
-// (a motion warning, not an alert). It still commits in order with the
-// batch's other ops, and at once when anything queued after it is waited
-// for (a QoS 1 PUBACK).
-func (w *Writes) AddLazyOp(op func(tx *bolt.Tx) error) {
+// AddOp queues an op; a lazy one (a motion warning, not an alert) may wait
+// for the writer's lazy delay. It still commits in order with the batch's
+// other ops, and at once when anything queued after it is waited for (a
+// QoS 1 PUBACK).
+func (w *Writes) AddOp(op func(tx *bolt.Tx) error, lazy bool) {
 	w.Ops = append(w.Ops, op)
+	if !lazy {
+		return
+	}
 	for len(w.lazy) < len(w.Ops)-1 {
 		w.lazy = append(w.lazy, false)
 	}

@@ -321,7 +321,7 @@ type opsSub struct{}
 func (opsSub) Observe(_ *ingest.Batch, w *ingest.Writes) {
 	nop := func(*bolt.Tx) error { return nil }
 	w.Ops = append(w.Ops, nop)
-	w.AddLazyOp(nop)
+	w.AddOp(nop, true)
 	w.Ops = append(w.Ops, nop)
 }
 
