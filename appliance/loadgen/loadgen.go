@@ -291,7 +291,8 @@ func drive(ctx context.Context, addr string, cfg Config, qos byte, wl [][]messag
 
 // pace returns gateway g's schedule under cfg.Rate: the interval between
 // its publishes and its first send time, staggered so that the gateways do
-// not all send in the same instant. The zero schedule means unpaced.
+// not all send in the same instant (every 0: unpaced), and the end of the
+// warm-up, before which no latency is kept.
 func pace(cfg Config, g int) schedule {
 	now := time.Now()
 	sch := schedule{record: now.Add(cfg.Warmup)}
