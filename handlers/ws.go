@@ -105,7 +105,7 @@ func (s *Server) ws(w http.ResponseWriter, r *http.Request, _ httprouter.Params)
 	if offered {
 		hdr = http.Header{"Sec-WebSocket-Protocol": {Subprotocol}}
 	}
-	conn, err := up.Upgrade(w, r, hdr)
+	conn, err := up.Upgrade(&coalescingWriter{ResponseWriter: w}, r, hdr)
 	if err != nil {
 		return nil // the upgrader has answered
 	}

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -73,8 +74,12 @@ func runFanout(b *testing.B, sc fanoutScenario, viaHub bool) {
 	var dmu sync.Mutex
 	direct := map[string][]*directConn{}
 	up := websocket.Upgrader{CheckOrigin: func(*http.Request) bool { return true }}
-	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		conn, err := up.Upgrade(w, r, nil)
+	ts := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rw := w
+		if viaHub {
+			rw = &coalescingWriter{ResponseWriter: w} // as the product's /ws does
+		}
+		conn, err := up.Upgrade(rw, r, nil)
 		if err != nil {
 			return
 		}
@@ -100,6 +105,9 @@ func runFanout(b *testing.B, sc fanoutScenario, viaHub bool) {
 			}
 		}()
 	}))
+	var writes atomic.Int64
+	ts.Listener = countingListener{ts.Listener, &writes}
+	ts.Start()
 	defer ts.Close()
 	url := "ws" + strings.TrimPrefix(ts.URL, "http")
 
@@ -164,6 +172,7 @@ func runFanout(b *testing.B, sc fanoutScenario, viaHub bool) {
 	perSlice := max(sc.rate/100, 1)
 	var emitCost time.Duration
 	events := 0
+	w0 := writes.Load()
 	b.ResetTimer()
 	for it := 0; it < b.N; it++ {
 		tick := time.NewTicker(10 * time.Millisecond)
@@ -192,6 +201,7 @@ func runFanout(b *testing.B, sc fanoutScenario, viaHub bool) {
 		tick.Stop()
 	}
 	b.StopTimer()
+	sent := writes.Load() - w0
 	// Let the last frames land, then close every client.
 	time.Sleep(200 * time.Millisecond) // settling after the measured window; not a correctness wait
 	for _, c := range conns {
@@ -206,6 +216,7 @@ func runFanout(b *testing.B, sc fanoutScenario, viaHub bool) {
 	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds()), "p99-µs")
 	b.ReportMetric(float64(emitCost.Nanoseconds())/float64(events), "emit-ns/event")
 	b.ReportMetric(float64(len(lat))/float64(events), "frames/event")
+	b.ReportMetric(float64(sent)/float64(len(lat)), "writes/frame")
 	b.ReportMetric(float64(hub.dropped.Load()), "dropped")
 }
 

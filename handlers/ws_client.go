@@ -79,13 +79,7 @@ func (c *wsClient) writer() {
 		select {
 		case f := <-c.send:
 			_ = c.conn.SetWriteDeadline(time.Now().Add(o.WriteWait))
-			var err error
-			if f.pm != nil {
-				err = c.conn.WritePreparedMessage(f.pm)
-			} else {
-				err = c.conn.WriteMessage(websocket.TextMessage, f.raw)
-			}
-			if err != nil {
+			if err := c.writeBurst(f); err != nil {
 				c.shut(websocket.CloseAbnormalClosure, "")
 				return
 			}
@@ -104,6 +98,38 @@ func (c *wsClient) writer() {
 			return
 		}
 	}
+}
+
+// writeBurst writes f and every frame queued behind it, in one socket
+// write when the connection coalesces (coalescingConn): under a burst the
+// writer wakes once and pays one syscall, not one per frame.
+func (c *wsClient) writeBurst(f outFrame) error {
+	cc, _ := c.conn.NetConn().(*coalescingConn)
+	if cc == nil {
+		return c.write(f)
+	}
+	cc.hold()
+	err := c.write(f)
+	for err == nil && !cc.full() {
+		select {
+		case f = <-c.send:
+			err = c.write(f)
+			continue
+		default:
+		}
+		break
+	}
+	if rerr := cc.release(); err == nil {
+		err = rerr
+	}
+	return err
+}
+
+func (c *wsClient) write(f outFrame) error {
+	if f.pm != nil {
+		return c.conn.WritePreparedMessage(f.pm)
+	}
+	return c.conn.WriteMessage(websocket.TextMessage, f.raw)
 }
 
 func (c *wsClient) reader() {

@@ -3,9 +3,12 @@ package handlers
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -21,11 +24,18 @@ type wsRig struct {
 	url string
 }
 
-func newWSRig(t *testing.T, o WSOptions) *wsRig {
+func newWSRig(t *testing.T, o WSOptions) *wsRig { return newWSRigOn(t, o, nil) }
+
+// newWSRigOn is newWSRig with the server's listener wrapped by wrap.
+func newWSRigOn(t *testing.T, o WSOptions, wrap func(net.Listener) net.Listener) *wsRig {
 	t.Helper()
 	h := newRTLSHarness(t, o)
 	f := h.site()
-	ts := httptest.NewServer(h.srv)
+	ts := httptest.NewUnstartedServer(h.srv)
+	if wrap != nil {
+		ts.Listener = wrap(ts.Listener)
+	}
+	ts.Start()
 	t.Cleanup(ts.Close)
 	return &wsRig{rtlsHarness: h, f: f, url: "ws" + strings.TrimPrefix(ts.URL, "http") + "/ws"}
 }
@@ -288,5 +298,74 @@ func TestWSHubClosesWithServer(t *testing.T) {
 	}
 	if _, resp, err := r.dial(bearerHeader(r.token("user"))); err == nil || resp.StatusCode != http.StatusServiceUnavailable {
 		t.Fatalf("dial after close: %v", err)
+	}
+}
+
+// countingListener counts the socket writes of the connections it accepts
+// (a hijacked connection is the accepted one, so WebSocket frames count).
+type countingListener struct {
+	net.Listener
+	writes *atomic.Int64
+}
+
+func (l countingListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	return &countingConn{Conn: c, writes: l.writes}, nil
+}
+
+type countingConn struct {
+	net.Conn
+	writes *atomic.Int64
+}
+
+func (c *countingConn) Write(p []byte) (int, error) {
+	c.writes.Add(1)
+	return c.Conn.Write(p)
+}
+
+// Frames that queue up behind a busy writer leave in one socket write,
+// complete and in order.
+func TestWSBurstLeavesInOneWrite(t *testing.T) {
+	var writes atomic.Int64
+	r := newWSRigOn(t, WSOptions{}, func(l net.Listener) net.Listener { return countingListener{l, &writes} })
+	c, _, err := r.dial(bearerHeader(r.token("user")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	send(t, c, map[string]any{"type": "subscribe", "channel": "track-" + r.f.watch})
+	next(t, c, "subscribed")
+	h := r.srv.hub
+	h.mu.RLock()
+	var sc *wsClient
+	for x := range h.clients {
+		sc = x
+	}
+	h.mu.RUnlock()
+	cc, ok := sc.conn.NetConn().(*coalescingConn)
+	if !ok {
+		t.Fatalf("the upgraded connection is a %T, not a coalescingConn", sc.conn.NetConn())
+	}
+	// Hold the writer at its next batch while a burst queues up.
+	const n = 100
+	cc.mu.Lock()
+	before := writes.Load()
+	for i := 0; i < n; i++ {
+		r.fake.emit(rtls.Event{AssetUID: r.f.watch, Location: rtls.Location{AssetUID: r.f.watch, Zone: 1, ZoneName: fmt.Sprintf("Z%03d", i)}})
+	}
+	waitFor(t, "the burst queued", func() bool { return len(sc.send) >= n-1 })
+	cc.mu.Unlock()
+	for i := 0; i < n; i++ {
+		m := next(t, c, "track")
+		if z := m["data"].(map[string]any)["zone"]; z != fmt.Sprintf("Z%03d", i) {
+			t.Fatalf("frame %d carries zone %v", i, z)
+		}
+	}
+	// The frame the writer had taken before it blocked, then the rest.
+	if w := writes.Load() - before; w > 2 {
+		t.Fatalf("%d frames took %d socket writes", n, w)
 	}
 }
