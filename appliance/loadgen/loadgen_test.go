@@ -84,7 +84,43 @@ func TestLoadgenPacedQoS1(t *testing.T) {
 // TestWorkloadNeighbourhood: each beacon is heard only by the gateways
 // around it, as in a building, so an event collects a handful of gateways.
 func TestWorkloadNeighbourhood(t *testing.T) {
-	wl := workload(Config{Gateways: 200, Beacons: 1000, Batch: 8, Seed: 1}, 0)
+	hearers := workloadHearers(t, Config{Gateways: 200, Beacons: 1000, Batch: 8, Seed: 1})
+	if len(hearers) < 900 {
+		t.Fatalf("only %d beacons in the workload", len(hearers))
+	}
+	for mac, gws := range hearers {
+		if len(gws) > neighbourhood {
+			t.Fatalf("beacon %s heard by %d gateways, want at most %d", mac, len(gws), neighbourhood)
+		}
+	}
+}
+
+// Few gateways still exercise every beacon's state, and the mix stays
+// one sensor (adv1) beacon in ten.
+func TestWorkloadCoversEveryBeacon(t *testing.T) {
+	cfg := Config{Gateways: 10, Beacons: 10000, Batch: 8, Seed: 1}
+	hearers := workloadHearers(t, cfg)
+	// A beacon's last advertisements may sit in a batch left unfinished.
+	if len(hearers) < cfg.Beacons*99/100 {
+		t.Fatalf("%d of %d beacons in the workload", len(hearers), cfg.Beacons)
+	}
+	var adv1, all int
+	for _, msgs := range workload(cfg, 0) {
+		for _, m := range msgs {
+			all++
+			if strings.Contains(string(m.pk), "/adv1") {
+				adv1++
+			}
+		}
+	}
+	if share := float64(adv1) / float64(all); share < 0.07 || share > 0.13 {
+		t.Fatalf("adv1 share %.3f, want about 0.1", share)
+	}
+}
+
+func workloadHearers(t *testing.T, cfg Config) map[string]map[int]bool {
+	t.Helper()
+	wl := workload(cfg, 0)
 	hearers := map[string]map[int]bool{}
 	for g, msgs := range wl {
 		for _, m := range msgs {
@@ -96,12 +132,5 @@ func TestWorkloadNeighbourhood(t *testing.T) {
 			}
 		}
 	}
-	if len(hearers) < 900 {
-		t.Fatalf("only %d beacons in the workload", len(hearers))
-	}
-	for mac, gws := range hearers {
-		if len(gws) > neighbourhood {
-			t.Fatalf("beacon %s heard by %d gateways, want at most %d", mac, len(gws), neighbourhood)
-		}
-	}
+	return hearers
 }
