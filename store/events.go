@@ -12,8 +12,8 @@ import (
 // key-only indexes: by time (list and export pages, since/until are seeks)
 // and by asset_uid then time (per-asset queries, uid renames).
 //
-// Ids are handed out by the alerting subsystem on the single ingest
-// pipeline goroutine and committed through the FIFO group-commit writer, so
+// Ids are handed out by the alerting subsystem, which queues each insert on
+// the FIFO group-commit writer under the same lock it took the id under, so
 // a reader always sees a prefix of the id sequence: a client that pages with
 // after_id can never skip an id that commits later. The bucket sequence is
 // raised to every id stored, so ids never repeat even if events are deleted.

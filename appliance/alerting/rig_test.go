@@ -28,6 +28,7 @@ type rig struct {
 	live   *config.Live
 	db     *store.DB
 	writer *store.Writer
+	reg    *assets.Registry
 	pipe   *ingest.Pipeline
 	svc    *alerting.Service
 	enq    *recorder
@@ -112,6 +113,7 @@ func newRigWith(t testing.TB, dir string, clk *clock.Fake, live *config.Live, q 
 	if err != nil {
 		t.Fatal(err)
 	}
+	r.reg = reg
 	r.pipe = ingest.New(ingest.Options{Registry: reg, Writer: r.writer, Clock: clk, Logger: quiet})
 	var enq alerting.Enqueuer = r.enq
 	if q != nil {

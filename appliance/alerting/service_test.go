@@ -3,6 +3,9 @@ package alerting_test
 import (
 	"fmt"
 	"runtime"
+	"slices"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -188,5 +191,75 @@ func TestQoS0PressIsNotHeldBack(t *testing.T) {
 	}
 	if evs := r.events(); len(evs) != 2 || evs[0].Status != store.EventWarning || evs[1].Status != store.EventAlert {
 		t.Fatalf("committed events %+v, want the warning and the alert", evs)
+	}
+}
+
+// TestConcurrentGatewaysKeepEventOrder: gateways' read loops observe in
+// parallel (no pipeline-wide lock), so the order the writer sees must come
+// from the service's own locks. Five gateways report presses of the same
+// 40 beacons at once, several rounds: each beacon must end as one event
+// holding every gateway and every press in its audit (a merge queued
+// before its insert is silently lost), and ids must commit in order (a
+// reader paging with after_id must never skip one that commits later).
+func TestConcurrentGatewaysKeepEventOrder(t *testing.T) {
+	clk := clock.NewFake(t0)
+	r := newRig(t, "", clk, liveConfig(t, ""))
+	const beacons, rounds, gws = 200, 4, 5
+	var reports []string
+	for i := 0; i < beacons; i++ {
+		b := store.Beacon{AssetUID: fmt.Sprintf("PAN-B1-%d", i+1), MAC: fmt.Sprintf("C30000C000%02X", i), Type: "panic", Active: true}
+		if err := r.db.CreateBeacon(&b); err != nil {
+			t.Fatal(err)
+		}
+		reports = append(reports, press(b.MAC, "single", -60))
+	}
+	if err := r.reg.Reload(); err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var committed []uint64
+	r.svc.OnCommitted(func(e store.Event) {
+		mu.Lock()
+		committed = append(committed, e.ID)
+		mu.Unlock()
+	})
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for gw := 1; gw <= gws; gw++ {
+		wg.Add(1)
+		go func(gw int) {
+			defer wg.Done()
+			// Each gateway starts at another beacon, so one gateway's
+			// merges land on events another gateway is creating.
+			k := gw * beacons / gws
+			body := `{"reports":[` + strings.Join(append(slices.Clone(reports[k:]), reports[:k]...), ",") + `]}`
+			<-start
+			for range rounds {
+				if err := r.pipe.HandlePublish(gatewayMAC(gw), "gw/"+gatewayMAC(gw)+"/adv4", []byte(body), 1); err != nil {
+					t.Errorf("gateway %d: %v", gw, err)
+					return
+				}
+			}
+		}(gw)
+	}
+	close(start)
+	wg.Wait()
+	evs := r.events()
+	if len(evs) != beacons {
+		t.Fatalf("%d events, want one per beacon (%d)", len(evs), beacons)
+	}
+	for _, e := range evs {
+		if e.Reports != gws*rounds || len(e.Gateways) != gws {
+			t.Errorf("event %d of %s: %d reports from %d gateways, want %d from %d", e.ID, e.AssetUID, e.Reports, len(e.Gateways), gws*rounds, gws)
+		}
+		a, err := r.db.GetButtonAudit(e.AssetUID, e.ID)
+		if err != nil || len(a.Reports) != gws*rounds {
+			t.Errorf("audit of event %d: %d presses (%v), want %d", e.ID, len(a.Reports), err, gws*rounds)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if !slices.IsSorted(committed) || len(committed) != beacons || committed[0] != 1 {
+		t.Errorf("ids committed in the order %v, want 1..%d ascending", committed, beacons)
 	}
 }

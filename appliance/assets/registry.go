@@ -28,6 +28,19 @@ type Asset struct {
 	Seen *Seen
 }
 
+// UIDHash is FNV-1a of a uid. The subsystems that shard per-asset state
+// by uid (the tracking engine's beacons, alerting's dedup windows) spread
+// it with this one function, and a rename finds both shards from the two
+// uids.
+func UIDHash(uid string) uint32 {
+	h := uint32(2166136261)
+	for i := 0; i < len(uid); i++ {
+		h ^= uint32(uid[i])
+		h *= 16777619
+	}
+	return h
+}
+
 // snapshot maps MACs packed into uint64 (macKey): every report looks one
 // up, and Go's maps take a uint64 key on their fast path, while a [6]byte
 // key is hashed as memory (measured: 5% of the CPU at QoS 0 went to the

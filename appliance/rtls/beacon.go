@@ -3,10 +3,13 @@ package rtls
 import (
 	"math"
 	"sync"
+
+	"beaconhub/appliance/assets"
 )
 
-// nShards spreads beacon state over independent locks so HTTP reads and
-// the timeout sweep never hold up more than a sliver of the ingest path.
+// nShards spreads beacon state over independent locks, so gateways' read
+// loops observe in parallel, and HTTP reads and the timeout sweep never
+// hold up more than a sliver of the ingest path.
 const nShards = 64
 
 type shard struct {
@@ -171,11 +174,4 @@ func (b *beacon) confirm(p *Params, z int, now int64) int {
 func (b *beacon) firstScan(now int64) bool { return b.zone >= 0 && b.fixed == now }
 
 // shardOf hashes uid (FNV-1a) without allocating.
-func shardOf(uid string) int {
-	h := uint32(2166136261)
-	for i := 0; i < len(uid); i++ {
-		h ^= uint32(uid[i])
-		h *= 16777619
-	}
-	return int(h % nShards)
-}
+func shardOf(uid string) int { return int(assets.UIDHash(uid) % nShards) }

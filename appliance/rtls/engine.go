@@ -210,6 +210,7 @@ func (e *Engine) Observe(bt *ingest.Batch, w *ingest.Writes) {
 		e.emitDebug(b)
 		z, pos := r.alg.update(m, &e.p, b, rd, now)
 		e.commit(m, b, z, pos, now, &w.Ops)
+		w.Hand() // under the shard lock: a beacon's intervals open before they close
 		sh.mu.Unlock()
 	}
 	// One atomic add per batch: a shared counter bumped per report

@@ -254,7 +254,7 @@ func (m *Monitor) Observe(b *ingest.Batch, w *ingest.Writes) {
 			if b.Kind == ingest.KindSData && o.Has&ingest.HasInterval != 0 && o.Interval > 0 && uint32(o.Interval) != st.interval {
 				st.interval = uint32(o.Interval)
 				iv := st.interval
-				w.Ops = append(w.Ops, func(tx *bolt.Tx) error { return store.PutSensorInterval(tx, uid, iv) })
+				w.AddOp(func(tx *bolt.Tx) error { return store.PutSensorInterval(tx, uid, iv) }, false)
 			}
 		case ingest.KindAdv8:
 			if o.Has&ingest.HasVBatt != 0 {
@@ -264,11 +264,14 @@ func (m *Monitor) Observe(b *ingest.Batch, w *ingest.Writes) {
 			}
 		}
 	}
-	m.mu.Unlock()
+	// Under the lock, so an asset's transitions reach the writer and the
+	// listeners in the order they were decided (active before resolved).
 	if len(recs) > 0 {
-		w.Ops = append(w.Ops, op(recs))
+		w.AddOp(op(recs), false)
+		w.Hand()
 		m.Conds.notify(recs)
 	}
+	m.mu.Unlock()
 }
 
 // Rename moves an asset's condition state to its new uid (remint, merge);

@@ -108,6 +108,9 @@ func (r *Recorder) Observe(b *ingest.Batch, w *ingest.Writes) {
 			r.record(s, w, o, Battery, float64(o.VBatt))
 		}
 	}
+	// Under the lock: another gateway's copy of the same advertisement,
+	// deduplicated against these readings, must find them queued.
+	w.Hand()
 }
 
 func (r *Recorder) record(s *series, w *ingest.Writes, o *ingest.Observation, metric uint8, v float64) {
