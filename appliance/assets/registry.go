@@ -26,6 +26,17 @@ type Asset struct {
 	// Seen is a beacon's last-heard cell, shared across reloads (nil for
 	// gateways: their last-seen is kept by MAC in ingest).
 	Seen *Seen
+
+	hash uint32 // UIDHash(UID), set by the registry
+}
+
+// Hash is UIDHash(a.UID), computed once when the registry built the asset
+// (subscribers pick their shard with it on every report).
+func (a *Asset) Hash() uint32 {
+	if a.hash != 0 {
+		return a.hash
+	}
+	return UIDHash(a.UID)
 }
 
 // UIDHash is FNV-1a of a uid. The subsystems that shard per-asset state
@@ -113,7 +124,7 @@ func (r *Registry) Reload() error {
 			continue
 		}
 		if m, ok := ParseMAC(b.MAC); ok {
-			s.beacons[macKey(m)] = &Asset{ID: b.ID, UID: b.AssetUID, Type: b.Type, Name: b.Name, Kind: "beacon", Seen: r.seen.cell(b.AssetUID)}
+			s.beacons[macKey(m)] = &Asset{ID: b.ID, UID: b.AssetUID, Type: b.Type, Name: b.Name, Kind: "beacon", Seen: r.seen.cell(b.AssetUID), hash: UIDHash(b.AssetUID)}
 		}
 	}
 	for _, g := range gs {
@@ -121,7 +132,7 @@ func (r *Registry) Reload() error {
 			continue
 		}
 		if m, ok := ParseMAC(g.MAC); ok {
-			s.gateways[macKey(m)] = &Asset{ID: g.ID, UID: g.AssetUID, Type: "gateway", Name: g.Name, Kind: "gateway"}
+			s.gateways[macKey(m)] = &Asset{ID: g.ID, UID: g.AssetUID, Type: "gateway", Name: g.Name, Kind: "gateway", hash: UIDHash(g.AssetUID)}
 		}
 	}
 	r.snap.Store(s)

@@ -196,7 +196,7 @@ func (e *Engine) Observe(bt *ingest.Batch, w *ingest.Writes) {
 			continue
 		}
 		n++
-		sh := &e.shards[shardOf(o.Asset.UID)]
+		sh := &e.shards[o.Asset.Hash()%nShards]
 		sh.mu.Lock()
 		b := sh.m[o.Asset.UID]
 		if b == nil {

@@ -9,8 +9,8 @@ package sensors
 
 import (
 	"math"
-	"sync"
 
+	"beaconhub/appliance/assets"
 	"beaconhub/appliance/ingest"
 	"beaconhub/store"
 )
@@ -42,14 +42,21 @@ type series struct {
 	lastStored [4]Latest
 }
 
-// Recorder is the sensor-history subscriber of the ingest pipeline.
+// Recorder is the sensor-history subscriber of the ingest pipeline. Its
+// state is sharded by uid: adv1 batches of different sensors arrive in
+// different gateways' read loops at once.
 type Recorder struct {
-	mu     sync.RWMutex
-	assets map[string]*series
+	shards assets.Shards[map[string]*series]
 }
 
 // NewRecorder returns an empty recorder; Restore fills it from history.
-func NewRecorder() *Recorder { return &Recorder{assets: map[string]*series{}} }
+func NewRecorder() *Recorder {
+	r := &Recorder{}
+	for i := range r.shards {
+		r.shards[i].V = map[string]*series{}
+	}
+	return r
+}
 
 // Restore loads the latest reading per asset and metric.
 func (r *Recorder) Restore(db *store.DB) error {
@@ -57,24 +64,25 @@ func (r *Recorder) Restore(db *store.DB) error {
 	if err != nil {
 		return err
 	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
 	for _, x := range rs {
 		if x.Metric < 1 || x.Metric > 3 {
 			continue
 		}
-		s := r.get(x.UID)
+		sh := r.shards.OfUID(x.UID)
+		sh.Lock()
+		s := get(sh.V, x.UID)
 		l := Latest{TS: x.TS, Value: x.Value}
 		s.latest[x.Metric], s.lastStored[x.Metric] = l, l
+		sh.Unlock()
 	}
 	return nil
 }
 
-func (r *Recorder) get(uid string) *series {
-	s, ok := r.assets[uid]
+func get(m map[string]*series, uid string) *series {
+	s, ok := m[uid]
 	if !ok {
 		s = &series{}
-		r.assets[uid] = s
+		m[uid] = s
 	}
 	return s
 }
@@ -93,11 +101,14 @@ func (r *Recorder) Observe(b *ingest.Batch, w *ingest.Writes) {
 	default:
 		return
 	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
 	for i := range b.Obs {
 		o := &b.Obs[i]
-		s := r.get(o.Asset.UID)
+		if o.Has&(ingest.HasHumidity|ingest.HasTemperature|ingest.HasVBatt) == 0 {
+			continue
+		}
+		sh := r.shards.Of(o.Asset)
+		sh.Lock()
+		s := get(sh.V, o.Asset.UID)
 		if o.Has&ingest.HasHumidity != 0 {
 			r.record(s, w, o, Humidity, round2(o.Humidity))
 		}
@@ -107,10 +118,12 @@ func (r *Recorder) Observe(b *ingest.Batch, w *ingest.Writes) {
 		if o.Has&ingest.HasVBatt != 0 {
 			r.record(s, w, o, Battery, float64(o.VBatt))
 		}
+		// Under the lock: another gateway's copy of the same
+		// advertisement, deduplicated against these readings, must find
+		// them queued.
+		w.Hand()
+		sh.Unlock()
 	}
-	// Under the lock: another gateway's copy of the same advertisement,
-	// deduplicated against these readings, must find them queued.
-	w.Hand()
 }
 
 func (r *Recorder) record(s *series, w *ingest.Writes, o *ingest.Observation, metric uint8, v float64) {
@@ -138,21 +151,40 @@ func (r *Recorder) Latest(uid string, metric uint8) (Latest, bool) {
 	if metric < 1 || metric > 3 {
 		return Latest{}, false
 	}
-	r.mu.RLock()
-	defer r.mu.RUnlock()
-	s, ok := r.assets[uid]
+	sh := r.shards.OfUID(uid)
+	sh.Lock()
+	defer sh.Unlock()
+	s, ok := sh.V[uid]
 	if !ok || s.latest[metric].TS == 0 {
 		return Latest{}, false
 	}
 	return s.latest[metric], true
 }
 
+// all returns the newest reading of every asset and metric.
+func (r *Recorder) all() map[Key]Latest {
+	out := map[Key]Latest{}
+	for i := range r.shards {
+		sh := &r.shards[i]
+		sh.Lock()
+		for uid, sr := range sh.V {
+			for m := 1; m <= 3; m++ {
+				if sr.latest[m].TS != 0 {
+					out[Key{uid, uint8(m)}] = sr.latest[m]
+				}
+			}
+		}
+		sh.Unlock()
+	}
+	return out
+}
+
 // Rename moves the in-memory state of an asset to a new uid.
 func (r *Recorder) Rename(oldUID, newUID string) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if s, ok := r.assets[oldUID]; ok {
-		delete(r.assets, oldUID)
-		r.assets[newUID] = s
+	from, to, unlock := r.shards.LockPair(oldUID, newUID)
+	defer unlock()
+	if s, ok := from.V[oldUID]; ok {
+		delete(from.V, oldUID)
+		to.V[newUID] = s
 	}
 }

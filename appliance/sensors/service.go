@@ -68,19 +68,10 @@ func (s *Service) Beacons() (map[string]store.Beacon, error) {
 func active(b *store.Beacon) bool { return b.Status == "" || b.Status == store.AssetActive }
 
 func (s *Service) latest() (map[Key]Latest, error) {
-	out := map[Key]Latest{}
 	if s.Recorder != nil {
-		s.Recorder.mu.RLock()
-		defer s.Recorder.mu.RUnlock()
-		for uid, sr := range s.Recorder.assets {
-			for m := 1; m <= 3; m++ {
-				if sr.latest[m].TS != 0 {
-					out[Key{uid, uint8(m)}] = sr.latest[m]
-				}
-			}
-		}
-		return out, nil
+		return s.Recorder.all(), nil
 	}
+	out := map[Key]Latest{}
 	rs, err := s.DB.LatestReadings()
 	for _, r := range rs {
 		out[Key{r.UID, r.Metric}] = Latest{TS: r.TS, Value: r.Value}
