@@ -92,8 +92,9 @@ func (w *Writes) isLazy(i int) bool { return i < len(w.lazy) && w.lazy[i] }
 
 // Hand gives what was added since the last Hand to the writer, ops first,
 // in the order they were added. Call it before releasing the lock under
-// which they were decided. Readings go lazily: a QoS 1 publish hurries
-// them with its barrier.
+// which they were decided. A QoS 0 publish's readings go lazily; a QoS 1
+// publish's go at once, with a callback through which its barrier learns
+// whether they were refused.
 func (w *Writes) Hand() {
 	if w.to == nil || (len(w.Readings) == 0 && len(w.Ops) == 0) {
 		return
@@ -112,14 +113,19 @@ func (w *Writes) Hand() {
 			w.to.AppendReadingsLazily(w.Readings, nil)
 		}
 	}
-	clear(w.Ops) // the writer holds them now; drop the pooled references
-	w.Readings, w.Ops, w.lazy = w.Readings[:0], w.Ops[:0], w.lazy[:0]
+	w.empty()
 	w.handed = true
 }
 
-func (w *Writes) reset(to Writer, failed func(error)) {
+// empty forgets what was added; the pooled Writes keeps its capacity but no
+// references to ops the writer now holds.
+func (w *Writes) empty() {
 	clear(w.Ops)
 	w.Readings, w.Ops, w.lazy = w.Readings[:0], w.Ops[:0], w.lazy[:0]
+}
+
+func (w *Writes) reset(to Writer, failed func(error)) {
+	w.empty()
 	w.to, w.failed, w.handed = to, failed, false
 }
 

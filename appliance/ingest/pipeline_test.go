@@ -1,6 +1,7 @@
 package ingest_test
 
 import (
+	"errors"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -349,5 +350,35 @@ func TestLazyOpsKeepOrderAndQoS1Hurries(t *testing.T) {
 		if got := strings.Join(w.calls, " "); got != want {
 			t.Fatalf("QoS %d: writer calls %q, want %q", qos, got, want)
 		}
+	}
+}
+
+// refusingWriter refuses every batch of readings and commits everything
+// else (a barrier is an empty batch of readings).
+type refusingWriter struct{ recordingWriter }
+
+func (w *refusingWriter) AppendReadings(rs []store.Reading, done func(error)) {
+	if len(rs) > 0 && done != nil {
+		done(store.ErrInvalidReading)
+		return
+	}
+	w.recordingWriter.AppendReadings(rs, done)
+}
+
+// TestQoS1RefusedReadingsGetNoAck: the PUBACK waits for a barrier queued
+// after the subscribers' writes; when the publish's own readings are
+// refused, the barrier's success must not acknowledge it.
+func TestQoS1RefusedReadingsGetNoAck(t *testing.T) {
+	r := newRig(t, false)
+	w := &refusingWriter{}
+	p := ingest.New(ingest.Options{Registry: r.reg, Writer: w, Clock: r.clock, AckWait: 5 * time.Second})
+	p.AddSubscriber(sensors.NewRecorder())
+	err := p.HandlePublish("AC233FA0B1C2", "gw/AC233FA0B1C2/adv1", adv1("C30000000A01", 3), 1)
+	if !errors.Is(err, store.ErrInvalidReading) {
+		t.Fatalf("QoS 1 with refused readings: %v, want the refusal (no PUBACK)", err)
+	}
+	// A publish with nothing to store is acknowledged by its barrier alone.
+	if err := p.HandlePublish("AC233FA0B1C2", "gw/AC233FA0B1C2/adv4", []byte(`{"reports":[{"mac":"C30000000A01","rssi":-60,"beacon_is_pushed":false}]}`), 1); err != nil {
+		t.Fatalf("QoS 1 heartbeat: %v", err)
 	}
 }
