@@ -12,10 +12,8 @@ import (
 	"beaconhub/appliance/assets"
 	"beaconhub/appliance/clock"
 	"beaconhub/appliance/ingest"
+	"beaconhub/appliance/ingest/ingesttest"
 	"beaconhub/appliance/rtls"
-	"beaconhub/store"
-
-	bolt "go.etcd.io/bbolt"
 )
 
 // Engine cost per report at scale: 10,000 trackable beacons, each heard
@@ -34,37 +32,6 @@ const (
 	benchGrid     = 10
 )
 
-type benchReg struct {
-	beacons  map[[6]byte]*assets.Asset
-	gateways map[[6]byte]*assets.Asset
-}
-
-func (r *benchReg) Beacon(m [6]byte) (*assets.Asset, bool)  { a, ok := r.beacons[m]; return a, ok }
-func (r *benchReg) Gateway(m [6]byte) (*assets.Asset, bool) { a, ok := r.gateways[m]; return a, ok }
-func (r *benchReg) SeenCell(string) *assets.Seen            { return &assets.Seen{} }
-func (r *benchReg) SeenIfAny(string) (*assets.Seen, bool)   { return nil, false }
-func (r *benchReg) RangeSeen(func(string, *assets.Seen))    {}
-func (r *benchReg) RenameSeen(string, string)               {}
-
-// nullWriter completes every write at once: the benchmark measures CPU on
-// the ingest path, not the disk.
-type nullWriter struct{}
-
-func (nullWriter) AppendReadings(_ []store.Reading, done func(error)) {
-	if done != nil {
-		done(nil)
-	}
-}
-func (nullWriter) Do(_ func(*bolt.Tx) error, done func(error)) {
-	if done != nil {
-		done(nil)
-	}
-}
-func (w nullWriter) AppendReadingsLazily(rs []store.Reading, done func(error)) {
-	w.AppendReadings(rs, done)
-}
-func (w nullWriter) DoLazily(fn func(*bolt.Tx) error, done func(error)) { w.Do(fn, done) }
-
 type publish struct {
 	client, topic string
 	payload       []byte
@@ -73,14 +40,14 @@ type publish struct {
 type benchWorld struct {
 	site    rtls.Site
 	samples []rtls.Sample
-	reg     *benchReg
+	reg     *ingesttest.Registry
 	rounds  [2][]publish // two noise draws, alternated
 	reports int          // per round
 }
 
 func buildWorld() *benchWorld {
 	rng := rand.New(rand.NewPCG(42, 7))
-	w := &benchWorld{reg: &benchReg{beacons: map[[6]byte]*assets.Asset{}, gateways: map[[6]byte]*assets.Asset{}}}
+	w := &benchWorld{reg: ingesttest.NewRegistry()}
 	w.site.Maps = []rtls.Map{{ID: 1, Width: 1000, Height: 1000, PixelsPerMeter: 10}}
 	id := func(c, r int) uint64 { return uint64(1 + r*benchGrid + c) }
 	for r := 0; r < benchGrid; r++ {
@@ -101,7 +68,7 @@ func buildWorld() *benchWorld {
 	for i := range gws {
 		gws[i] = pt{rng.Float64() * 1000, rng.Float64() * 1000}
 		gwMACs[i] = [6]byte{0xAC, 0x23, 0x3F, 0xB0, byte(i >> 8), byte(i)}
-		w.reg.gateways[gwMACs[i]] = &assets.Asset{UID: fmt.Sprintf("GW-%d", i), Type: "gateway", Kind: "gateway"}
+		w.reg.Gateways[gwMACs[i]] = &assets.Asset{UID: fmt.Sprintf("GW-%d", i), Type: "gateway", Kind: "gateway"}
 		w.site.Gateways = append(w.site.Gateways, rtls.Gateway{MAC: gwMACs[i], MapID: 1, X: gws[i].x, Y: gws[i].y, Placed: true})
 	}
 	rssi := func(g pt, x, y, noise float64) int {
@@ -129,7 +96,7 @@ func buildWorld() *benchWorld {
 	perGW := make([][]heard, benchGateways)
 	for b := 0; b < benchBeacons; b++ {
 		mac := [6]byte{0xC3, 0, 0, 0, byte(b >> 8), byte(b)}
-		w.reg.beacons[mac] = &assets.Asset{UID: fmt.Sprintf("WAT-%05d", b), Type: "watch", Kind: "beacon", Seen: &assets.Seen{}}
+		w.reg.Beacons[mac] = &assets.Asset{UID: fmt.Sprintf("WAT-%05d", b), Type: "watch", Kind: "beacon", Seen: &assets.Seen{}}
 		x, y := rng.Float64()*1000, rng.Float64()*1000
 		idx := make([]int, benchGateways)
 		for i := range idx {
@@ -196,7 +163,7 @@ func newBenchRun(b *testing.B, w *benchWorld, alg string) *benchRun {
 	// One round per second, its publishes spread evenly over the second
 	// as the gateways' would be.
 	r.step = time.Second / time.Duration(r.pubs)
-	r.p = ingest.New(ingest.Options{Registry: w.reg, Writer: nullWriter{}, Clock: r.clk})
+	r.p = ingest.New(ingest.Options{Registry: w.reg, Writer: ingesttest.Writer{}, Clock: r.clk})
 	if alg != "" {
 		r.e = rtls.New(rtls.Options{Clock: r.clk})
 		r.e.SetSite(w.site)
