@@ -11,10 +11,13 @@ const NShards = 64
 // rarely meet.
 type Shards[T any] [NShards]Shard[T]
 
-// Shard is one lock and the state it guards.
+// Shard is one lock and the state it guards. The padding keeps each
+// shard's lock on a cache line of its own: a read loop taking one shard
+// must not take the line of its neighbours from the other core.
 type Shard[T any] struct {
 	sync.Mutex
 	V T
+	_ [64]byte
 }
 
 // Of is the shard of a registered asset (its hash is precomputed).

@@ -15,6 +15,7 @@ const nShards = 64
 type shard struct {
 	mu sync.Mutex
 	m  map[string]*beacon
+	_  [64]byte // a cache line of its own (assets.Shard)
 }
 
 // reading is one gateway's view of one beacon.
