@@ -87,6 +87,7 @@ type Worker struct {
 	stats     WorkerStats
 	timer     clock.Timer
 	stopped   bool
+	started   bool // Start ran: Stop waits for the goroutine
 	listeners []func(store.Event, Result)
 
 	wake   chan struct{}
@@ -126,7 +127,12 @@ func (w *Worker) OnResult(fn func(store.Event, Result)) { w.listeners = append(w
 func (w *Worker) Configured() bool { return w.o.Client.Configured() }
 
 // Start runs the worker goroutine.
-func (w *Worker) Start() { go w.run() }
+func (w *Worker) Start() {
+	w.mu.Lock()
+	w.started = true
+	w.mu.Unlock()
+	go w.run()
+}
 
 // Stop aborts the request in flight and waits for the goroutine. Events
 // still queued stay "pending" in the store; Service.RecoverAlertsys re-queues
@@ -141,10 +147,13 @@ func (w *Worker) Stop() {
 	if w.timer != nil {
 		w.timer.Stop()
 	}
+	started := w.started
 	w.mu.Unlock()
 	w.cancel()
 	close(w.stop)
-	<-w.exited
+	if started { // a worker built but never started has no goroutine to wait for
+		<-w.exited
+	}
 }
 
 // Stats returns the counters.

@@ -50,6 +50,7 @@ type Bridge struct {
 	mu      sync.Mutex
 	timers  [3]clock.Timer
 	stopped bool
+	started bool // Start ran: Stop waits for run to end
 	st      state
 }
 
@@ -116,13 +117,18 @@ func New(o Options) (*Bridge, error) {
 func (b *Bridge) Start() {
 	b.log.Info("bridge started", "main_server", b.src.Base.Redacted(), "monitor", b.o.MonitorAddr,
 		"host", b.o.Host, "beacon_every", b.o.BeaconEvery.String(), "gateway_every", b.o.GatewayEvery.String())
+	b.mu.Lock()
+	b.started = true
+	b.mu.Unlock()
 	go b.run()
 	b.schedule(taskRefresh, 0)
 	b.schedule(taskBeacons, b.o.BeaconEvery)
 	b.schedule(taskGateways, b.o.GatewayEvery)
 }
 
-// Stop cancels any exchange in flight and waits for the loop to end.
+// Stop cancels any exchange in flight and waits for the loop to end. A
+// bridge that was never started (the appliance failed, or was only built
+// and shut down) has no loop to wait for.
 func (b *Bridge) Stop() {
 	b.mu.Lock()
 	if b.stopped {
@@ -130,6 +136,12 @@ func (b *Bridge) Stop() {
 		return
 	}
 	b.stopped = true
+	if !b.started {
+		b.mu.Unlock()
+		b.cancel()
+		b.tr.CloseIdleConnections()
+		return
+	}
 	for _, t := range b.timers {
 		if t != nil {
 			t.Stop()
