@@ -19,7 +19,10 @@ import (
 	"time"
 
 	"beaconhub/appliance"
+	"beaconhub/appliance/sensors"
 	"beaconhub/store"
+
+	bolt "go.etcd.io/bbolt"
 )
 
 // Config of a run.
@@ -51,7 +54,12 @@ type Config struct {
 	// in its own process (see ServeChild), so the peak memory reported is
 	// the appliance's alone, not shared with the publishers and the bare
 	// broker.
-	Child     []string
+	Child []string
+	// Missing registers that many more beacons that never advertise and
+	// starts with a not-seen condition active for each, as a site nearly
+	// always has (a flat battery, a watch in a drawer): the sensor monitor
+	// then decides heartbeats instead of skipping them.
+	Missing   int
 	Seed      int64
 	KeepHome  bool
 	Verbosity int
@@ -191,6 +199,9 @@ func print(w io.Writer, cfg Config, rs []Result) {
 	}
 	if cfg.Rate > 0 {
 		fmt.Fprintf(w, ", QoS 1 paced at %.0f reports/s offered (latency from the scheduled send)", cfg.Rate)
+	}
+	if cfg.Missing > 0 {
+		fmt.Fprintf(w, ", %d silent beacons not seen", cfg.Missing)
 	}
 	fmt.Fprintln(w)
 	fmt.Fprintf(w, "%-22s %4s %12s %9s %9s %10s %10s %9s %9s\n", "scenario", "qos", "reports/s", "ack p50", "ack p99", "commit p50", "commit p99", "ack-tmo", "peakRSS")
@@ -418,8 +429,19 @@ func startFull(cfg Config, qos byte) (*appliance.App, func(), error) {
 		cleanup()
 		return nil, func() {}, err
 	}
-	cleanups = append(cleanups, func() { _ = app.Shutdown(context.Background()) })
 	err = seed(app.DB(), cfg)
+	if err == nil && cfg.Missing > 0 {
+		// The monitor learns the active conditions when it is built: seed
+		// them, then build the appliance again over the same home.
+		if err = app.Shutdown(context.Background()); err == nil {
+			app, err = appliance.New(appliance.Options{Home: home, Logger: logger, HTTPListen: "127.0.0.1:0", MQTTListen: "127.0.0.1:0", BcryptCost: 4})
+		}
+		if err != nil {
+			cleanup()
+			return nil, func() {}, err
+		}
+	}
+	cleanups = append(cleanups, func() { _ = app.Shutdown(context.Background()) })
 	if err == nil {
 		err = app.Registry().Reload()
 	}
@@ -460,13 +482,28 @@ func seed(db *store.DB, cfg Config) error {
 			return err
 		}
 	}
-	return db.SeedBeacons(cfg.Beacons, func(i int) store.Beacon {
+	err := db.SeedBeacons(cfg.Beacons+cfg.Missing, func(i int) store.Beacon {
 		typ := "watch"
-		if i%10 == 0 {
+		if i%10 == 0 && i < cfg.Beacons {
 			typ = "sensor"
 		}
-		return store.Beacon{AssetUID: fmt.Sprintf("LG-%s-%d", strings.ToUpper(typ[:3]), i+1), MAC: beaconMAC(i), Name: "b" + strconv.Itoa(i), Type: typ, Active: true, CreatedAt: now}
+		return store.Beacon{AssetUID: seededUID(typ, i), MAC: beaconMAC(i), Name: "b" + strconv.Itoa(i), Type: typ, Active: true, CreatedAt: now}
 	})
+	if err != nil || cfg.Missing == 0 {
+		return err
+	}
+	// The silent ones (past the workload's beacons) are not seen.
+	var recs []store.SensorConditionRecord
+	for i := cfg.Beacons; i < cfg.Beacons+cfg.Missing; i++ {
+		uid := seededUID("watch", i)
+		recs = append(recs, store.SensorConditionRecord{Seq: uint64(len(recs) + 1), Key: sensors.CondNotSeen + ":" + uid, Kind: sensors.CondNotSeen,
+			Subject: uid, Phase: store.HealthActive, At: now.UnixMilli(), Since: now.UnixMilli(), Message: "seeded by loadgen"})
+	}
+	return db.Update(func(tx *bolt.Tx) error { return store.ApplySensorConditions(tx, recs) })
+}
+
+func seededUID(typ string, i int) string {
+	return fmt.Sprintf("LG-%s-%d", strings.ToUpper(typ[:3]), i+1)
 }
 
 // peakRSSMB reads the process's peak resident set size (VmHWM).

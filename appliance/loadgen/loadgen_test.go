@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"beaconhub/appliance/sensors"
 )
 
 // The load generator is the ingest benchmark; this keeps it working (not
@@ -133,4 +135,34 @@ func workloadHearers(t *testing.T, cfg Config) map[string]map[int]bool {
 		}
 	}
 	return hearers
+}
+
+// TestMissingBeaconsStartNotSeen: --missing adds silent beacons that the
+// rebuilt appliance starts with not-seen active, outside the workload.
+func TestMissingBeaconsStartNotSeen(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts an appliance")
+	}
+	cfg := Config{Gateways: 2, Beacons: 40, Missing: 3, Batch: 8, Seed: 1, Home: t.TempDir()}
+	app, cleanup, err := startFull(cfg, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cleanup()
+	active := app.SensorConditions().Active()
+	if len(active) != 3 {
+		t.Fatalf("%d active conditions, want 3 not-seen: %+v", len(active), active)
+	}
+	for _, c := range active {
+		if c.Kind != sensors.CondNotSeen {
+			t.Errorf("condition %+v, want not-seen", c)
+		}
+	}
+	for mac := range workloadHearers(t, cfg) {
+		for i := cfg.Beacons; i < cfg.Beacons+cfg.Missing; i++ {
+			if mac == beaconMAC(i) {
+				t.Fatalf("silent beacon %s advertises", mac)
+			}
+		}
+	}
 }

@@ -12,8 +12,8 @@ import (
 // CalibrationEvery). Timers re-arm themselves, so virtual-time tests drive
 // them with the fake clock.
 func (m *Monitor) Start() {
-	m.mu.Lock()
-	defer m.mu.Unlock()
+	m.tmu.Lock()
+	defer m.tmu.Unlock()
 	m.stopped = false
 	m.timers = append(m.timers[:0],
 		m.clk.AfterFunc(NotSeenEvery, m.notSeenTick),
@@ -22,8 +22,8 @@ func (m *Monitor) Start() {
 
 // Stop cancels the checkers.
 func (m *Monitor) Stop() {
-	m.mu.Lock()
-	defer m.mu.Unlock()
+	m.tmu.Lock()
+	defer m.tmu.Unlock()
 	m.stopped = true
 	for _, t := range m.timers {
 		t.Stop()
@@ -32,8 +32,8 @@ func (m *Monitor) Stop() {
 }
 
 func (m *Monitor) rearm(d time.Duration, f func()) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
+	m.tmu.Lock()
+	defer m.tmu.Unlock()
 	if !m.stopped {
 		m.timers = append(m.timers, m.clk.AfterFunc(d, f))
 	}
@@ -84,28 +84,33 @@ func (m *Monitor) CheckNotSeen() error {
 		return nil
 	}
 	var recs []store.SensorConditionRecord
-	m.mu.Lock()
 	for uid, b := range *bs {
-		st := m.st(uid)
-		to := Timeout(b.typ, st.interval)
-		if to == 0 {
-			continue
-		}
-		seen := st.seen
-		if m.LastSeen != nil {
-			seen = max(seen, m.LastSeen(uid))
-		}
-		if seen == 0 {
-			continue
-		}
-		late := now-seen > to.Milliseconds()
-		msg := func() string { return fmt.Sprintf("Not seen for more than %d minutes", int(to.Minutes())) }
-		if r, ok := m.set(st, CondNotSeen, uid, late, msg, now); ok {
+		sh := m.state.OfUID(uid)
+		sh.Lock()
+		if r, ok := m.checkNotSeen(st(sh, uid), uid, b.typ, now); ok {
 			recs = append(recs, r)
 		}
+		sh.Unlock()
 	}
-	m.mu.Unlock()
 	return m.Conds.commit(recs)
+}
+
+// checkNotSeen decides not-seen for one beacon; call with its shard lock.
+func (m *Monitor) checkNotSeen(st *assetState, uid, typ string, now int64) (store.SensorConditionRecord, bool) {
+	to := Timeout(typ, st.interval)
+	if to == 0 {
+		return store.SensorConditionRecord{}, false
+	}
+	seen := st.seen
+	if m.LastSeen != nil {
+		seen = max(seen, m.LastSeen(uid))
+	}
+	if seen == 0 {
+		return store.SensorConditionRecord{}, false
+	}
+	late := now-seen > to.Milliseconds()
+	msg := func() string { return fmt.Sprintf("Not seen for more than %d minutes", int(to.Minutes())) }
+	return m.set(st, CondNotSeen, uid, late, msg, now)
 }
 
 // CheckCalibration opens calibration-expired for assigned sensors and for

@@ -208,15 +208,18 @@ func TestNotSeenConditions(t *testing.T) {
 	}
 	// The count behind the heartbeat fast path matches the states: Room
 	// and Fridge are missing.
-	r.m.mu.Lock()
 	n := 0
-	for _, st := range r.m.state {
-		if st.active&bitNotSeen != 0 {
-			n++
+	for i := range r.m.state {
+		sh := &r.m.state[i]
+		sh.Lock()
+		for _, st := range sh.V {
+			if st.active&bitNotSeen != 0 {
+				n++
+			}
 		}
+		sh.Unlock()
 	}
-	r.m.mu.Unlock()
-	if got := r.m.notSeen.Load(); got != 2 || n != 2 {
+	if got := len(*r.m.missing.Load()); got != 2 || n != 2 {
 		t.Fatalf("not-seen count %d, states %d, want 2", got, n)
 	}
 }
@@ -252,4 +255,32 @@ func TestCalibrationConditions(t *testing.T) {
 	}
 	r.clk.Advance(time.Hour)
 	r.expect(cal + " resolved")
+}
+
+// TestHeartbeatsOfMissingAssetsOnly: with LastSeen wired, a heartbeat can
+// only resolve not-seen, so only the missing assets' reports are decided,
+// looked up in the missing set without a lock. The set must follow a
+// rename, or the renamed asset's heartbeat would be skipped and the
+// condition never resolve.
+func TestHeartbeatsOfMissingAssetsOnly(t *testing.T) {
+	r := newCondRig(t)
+	r.feed(ingest.KindAdv4, "Panic", ingest.Report{})
+	r.clk.Advance(NotSeenPanic + NotSeenEvery)
+	r.expect(r.key(CondNotSeen, "Panic") + " active")
+
+	// A heartbeat of an asset that is not missing changes nothing.
+	r.feed(ingest.KindAdv4, "Room", ingest.Report{})
+	r.expect()
+
+	renamed := "PAN-RENAMED-1"
+	r.m.Rename(r.uids["Panic"], renamed)
+	r.uids["Panic"] = renamed
+	if got := *r.m.missing.Load(); len(got) != 1 || !got[renamed] {
+		t.Fatalf("missing after the rename: %v, want only %s", got, renamed)
+	}
+	r.feed(ingest.KindAdv4, "Panic", ingest.Report{})
+	r.expect(r.key(CondNotSeen, "Panic") + " resolved")
+	if got := *r.m.missing.Load(); len(got) != 0 {
+		t.Fatalf("missing after the heartbeat: %v, want none", got)
+	}
 }

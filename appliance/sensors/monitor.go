@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"beaconhub/appliance/assets"
 	"beaconhub/appliance/clock"
 	"beaconhub/appliance/ingest"
 	"beaconhub/store"
@@ -51,7 +52,8 @@ type assetState struct {
 	// active mirrors which of the ingest-path conditions (not seen, range,
 	// battery) are active in Conds, so the common case — a report that
 	// changes nothing — costs no lock, key string or map lookup there.
-	// Only the Monitor decides these kinds, under mu, so it stays exact.
+	// Only the Monitor decides these kinds, under the asset's shard lock,
+	// so it stays exact.
 	active uint8
 }
 
@@ -74,17 +76,18 @@ func kindBit(kind string) uint8 {
 }
 
 // set decides one ingest-path condition; msg is only built on a
-// transition. Call with mu held.
+// transition. Call with the asset's shard lock held.
 func (m *Monitor) set(st *assetState, kind, uid string, on bool, msg func() string, at int64) (store.SensorConditionRecord, bool) {
-	if !m.mark(st, kindBit(kind), on) {
+	if !m.mark(st, uid, kindBit(kind), on) {
 		return store.SensorConditionRecord{}, false
 	}
 	return m.Conds.decide(kind, uid, on, msg(), at)
 }
 
-// mark sets or clears one condition bit of st and keeps the not-seen
-// count in step; it reports whether the bit changed. Call with mu held.
-func (m *Monitor) mark(st *assetState, bit uint8, on bool) bool {
+// mark sets or clears one condition bit of uid's state st and keeps the
+// set of missing assets in step; it reports whether the bit changed. Call
+// with the asset's shard lock held.
+func (m *Monitor) mark(st *assetState, uid string, bit uint8, on bool) bool {
 	if (st.active&bit != 0) == on {
 		return false
 	}
@@ -94,13 +97,28 @@ func (m *Monitor) mark(st *assetState, bit uint8, on bool) bool {
 		st.active &^= bit
 	}
 	if bit == bitNotSeen {
-		if on {
-			m.notSeen.Add(1)
-		} else {
-			m.notSeen.Add(-1)
-		}
+		m.setMissing(uid, on)
 	}
 	return true
+}
+
+// setMissing adds uid to the missing set or takes it out. The set is
+// replaced, never changed in place: heartbeats read it without a lock, and
+// it changes only when a beacon goes silent or comes back.
+func (m *Monitor) setMissing(uid string, on bool) {
+	m.missMu.Lock()
+	defer m.missMu.Unlock()
+	old := *m.missing.Load()
+	next := make(map[string]bool, len(old)+1)
+	for k := range old {
+		next[k] = true
+	}
+	if on {
+		next[uid] = true
+	} else {
+		delete(next, uid)
+	}
+	m.missing.Store(&next)
 }
 
 // Monitor evaluates the sensor conditions: range and battery on the ingest
@@ -115,13 +133,19 @@ type Monitor struct {
 	LastSeen func(uid string) int64
 
 	beacons atomic.Pointer[map[string]beaconInfo]
-	// notSeen counts the assets with an active not-seen condition. While
-	// it is 0 and LastSeen is wired, an adv4 batch (nine tenths of the
-	// traffic: heartbeats) has nothing to decide here and skips the lock
-	// and the per-asset lookups (10% of the appliance's CPU at QoS 0).
-	notSeen atomic.Int32
-	mu      sync.Mutex // guards state and the timers
-	state   map[string]*assetState
+	// missing holds the uids with an active not-seen condition. With
+	// LastSeen wired, a heartbeat (adv4, nine tenths of the traffic) can
+	// only resolve one of those: the others' reports skip the lock and the
+	// per-asset lookups (10% of the appliance's CPU at QoS 0 when every
+	// heartbeat took them), and while nobody is missing a heartbeat batch
+	// is not looked at at all.
+	missing atomic.Pointer[map[string]bool]
+	missMu  sync.Mutex // serialises replacing missing
+	// state is per asset, sharded: with not-seen active (a site nearly
+	// always has a silent beacon somewhere) every heartbeat batch is
+	// decided here, in all gateways' read loops at once.
+	state   assets.Shards[map[string]*assetState]
+	tmu     sync.Mutex // guards the timers
 	timers  []clock.Timer
 	stopped bool
 }
@@ -135,7 +159,11 @@ func NewMonitor(db *store.DB, clk clock.Clock, log *slog.Logger) (*Monitor, erro
 	if err != nil {
 		return nil, err
 	}
-	m := &Monitor{db: db, clk: clk, log: log, Conds: conds, state: map[string]*assetState{}}
+	m := &Monitor{db: db, clk: clk, log: log, Conds: conds}
+	m.missing.Store(&map[string]bool{})
+	for i := range m.state {
+		m.state[i].V = map[string]*assetState{}
+	}
 	iv, err := db.SensorIntervals()
 	if err != nil {
 		return nil, err
@@ -148,7 +176,7 @@ func NewMonitor(db *store.DB, clk clock.Clock, log *slog.Logger) (*Monitor, erro
 	// resolves it.
 	for _, c := range conds.Active() {
 		if bit := kindBit(c.Kind); bit != 0 {
-			m.mark(m.st(c.Subject), bit, true)
+			m.mark(m.st(c.Subject), c.Subject, bit, true)
 		}
 		if c.Kind == CondRange {
 			st := m.st(c.Subject)
@@ -158,14 +186,20 @@ func NewMonitor(db *store.DB, clk clock.Clock, log *slog.Logger) (*Monitor, erro
 	return m, m.Reload()
 }
 
-func (m *Monitor) st(uid string) *assetState {
-	s, ok := m.state[uid]
+// st returns uid's state in its shard, adding it; call with the shard's
+// lock held (or before the monitor is shared).
+func st(sh *assets.Shard[map[string]*assetState], uid string) *assetState {
+	s, ok := sh.V[uid]
 	if !ok {
 		s = &assetState{}
-		m.state[uid] = s
+		sh.V[uid] = s
 	}
 	return s
 }
+
+// st is uid's state while the monitor is built, before anything else can
+// reach it.
+func (m *Monitor) st(uid string) *assetState { return st(m.state.OfUID(uid), uid) }
 
 // Reload refreshes the beacon snapshot (ranges, types) from the registry.
 // The checkers call it each minute, so a changed range applies within one.
@@ -205,10 +239,13 @@ func (m *Monitor) Observe(b *ingest.Batch, w *ingest.Writes) {
 	if b.IsTest {
 		return
 	}
-	if b.Kind == ingest.KindAdv4 && m.LastSeen != nil && m.notSeen.Load() == 0 {
-		// Only not-seen is decided for heartbeats, and the checker reads
-		// last-heard times from LastSeen.
-		return
+	// Only not-seen is decided for heartbeats, and the checker reads
+	// last-heard times from LastSeen: only the missing assets' matter.
+	var onlyMissing map[string]bool
+	if b.Kind == ingest.KindAdv4 && m.LastSeen != nil {
+		if onlyMissing = *m.missing.Load(); len(onlyMissing) == 0 {
+			return
+		}
 	}
 	var recs []store.SensorConditionRecord
 	add := func(r store.SensorConditionRecord, ok bool) {
@@ -216,14 +253,19 @@ func (m *Monitor) Observe(b *ingest.Batch, w *ingest.Writes) {
 			recs = append(recs, r)
 		}
 	}
-	m.mu.Lock()
 	for i := range b.Obs {
 		o := &b.Obs[i]
 		if o.Asset == nil || o.Asset.Kind != store.KindBeacon {
 			continue
 		}
 		uid := o.Asset.UID
-		st := m.st(uid)
+		if onlyMissing != nil && !onlyMissing[uid] {
+			continue
+		}
+		sh := m.state.Of(o.Asset)
+		sh.Lock()
+		st := st(sh, uid)
+		recs = recs[:0]
 		st.seen = max(st.seen, o.TS, b.Received)
 		add(m.set(st, CondNotSeen, uid, false, seenAgain, b.Received))
 		switch b.Kind {
@@ -263,30 +305,34 @@ func (m *Monitor) Observe(b *ingest.Batch, w *ingest.Writes) {
 				add(m.set(st, CondBattery, uid, low, func() string { return fmt.Sprintf("battery %d mV", mv) }, o.TS))
 			}
 		}
-	}
-	// Under the lock, so an asset's transitions reach the writer and the
-	// listeners in the order they were decided (active before resolved).
-	if len(recs) > 0 {
-		w.AddOp(op(recs), false)
+		// Under the shard lock, so an asset's transitions reach the writer
+		// and the listeners in the order they were decided (active before
+		// resolved). recs is the writer's now: the next asset starts anew.
+		if len(recs) > 0 {
+			w.AddOp(op(recs), false)
+			m.Conds.notify(recs)
+			recs = nil
+		}
 		w.Hand()
-		m.Conds.notify(recs)
+		sh.Unlock()
 	}
-	m.mu.Unlock()
 }
 
 // Rename moves an asset's condition state to its new uid (remint, merge);
 // the survivor's state wins where both exist.
 func (m *Monitor) Rename(oldUID, newUID string) {
-	m.mu.Lock()
-	if s, ok := m.state[oldUID]; ok {
-		delete(m.state, oldUID)
-		if _, taken := m.state[newUID]; !taken {
-			m.state[newUID] = s
-		} else {
-			m.mark(s, bitNotSeen, false) // the survivor's state stands for both
-		}
+	from, to, unlock := m.state.LockPair(oldUID, newUID)
+	if s, ok := from.V[oldUID]; ok {
+		delete(from.V, oldUID)
+		missing := m.mark(s, oldUID, bitNotSeen, false)
+		if _, taken := to.V[newUID]; !taken {
+			to.V[newUID] = s
+			if missing {
+				m.mark(s, newUID, bitNotSeen, true)
+			}
+		} // else the survivor's state stands for both
 	}
-	m.mu.Unlock()
+	unlock()
 	m.Conds.Rename(oldUID, newUID)
 }
 
