@@ -107,7 +107,10 @@ type Service struct {
 	nextID uint64
 
 	listeners []func(store.Event)
-	pending   []store.Event // alertsys still pending at the last stop (Restore)
+	// pending: alertsys still pending at the last stop. Restore fills it
+	// and RecoverAlertsys takes it, one after the other at start, before
+	// ingest runs; nothing else touches it.
+	pending []store.Event
 
 	events, alerts, tests, merged atomic.Uint64
 }
