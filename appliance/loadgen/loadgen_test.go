@@ -166,3 +166,32 @@ func TestMissingBeaconsStartNotSeen(t *testing.T) {
 		}
 	}
 }
+
+// TestRatiosPairEachFullRunWithTheBareRunBeforeIt: with --repeat the host
+// drifts between pairs, so each full run is divided by the bare run just
+// before it, not by one bare figure for all.
+func TestRatiosPairEachFullRunWithTheBareRunBeforeIt(t *testing.T) {
+	rs := []Result{
+		{Name: "bare-mochi", QoS: 0, ReportsPerSec: 400},
+		{Name: "beaconhub-full-proc", QoS: 0, ReportsPerSec: 200},
+		{Name: "bare-mochi", QoS: 0, ReportsPerSec: 500},
+		{Name: "beaconhub-full-proc", QoS: 0, ReportsPerSec: 300},
+		{Name: "bare-mochi", QoS: 0, ReportsPerSec: 100},
+		{Name: "beaconhub-full-proc", QoS: 0, ReportsPerSec: 70},
+	}
+	got := ratios(rs)[0]
+	want := []float64{0.5, 0.6, 0.7}
+	if len(got) != len(want) {
+		t.Fatalf("ratios %v, want %v", got, want)
+	}
+	for i := range want {
+		if d := got[i] - want[i]; d > 1e-9 || d < -1e-9 {
+			t.Fatalf("ratios %v, want %v", got, want)
+		}
+	}
+	var out bytes.Buffer
+	print(&out, Config{QoS: []byte{0}, Batch: 8}, rs)
+	if !strings.Contains(out.String(), "over 3 alternating pairs: median 0.60 (0.50-0.70)") {
+		t.Fatalf("summary missing:\n%s", out.String())
+	}
+}

@@ -30,6 +30,7 @@ func cmdLoadgen(args []string, stdout, stderr io.Writer) int {
 	rate := fs.Float64("rate", 0, "QoS 1: offer this many reports/s in total on a fixed schedule (0 = as fast as --inflight allows)")
 	warmup := fs.Duration("warmup", 0, "leave the ack latencies of the first part of each scenario out of the percentiles")
 	baseline := fs.Bool("baseline", true, "also measure a bare mochi broker whose hook only counts")
+	repeat := fs.Int("repeat", 1, "run the bare and full scenarios this many times, alternating, and print the median ratio")
 	missing := fs.Int("missing", 0, "register this many more beacons that stay silent, each with not-seen active (a real site's usual state)")
 	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file (implies --own-process=false)")
 	memprofile := fs.String("memprofile", "", "write an allocation profile of the whole run to this file (implies --own-process=false)")
@@ -48,8 +49,8 @@ func cmdLoadgen(args []string, stdout, stderr io.Writer) int {
 		}
 		qs = append(qs, byte(n))
 	}
-	if *gws < 1 || *beacons < 1 || *missing < 0 || *batch < 1 || *batch > 500 || *window < 1 || *window > 1000 || *rate < 0 || *warmup < 0 || *warmup >= *dur {
-		fmt.Fprintln(stderr, "--gateways and --beacons must be positive, --missing >= 0, --batch 1..500, --inflight 1..1000, --rate >= 0, 0 <= --warmup < --duration")
+	if *gws < 1 || *beacons < 1 || *missing < 0 || *repeat < 1 || *repeat > 50 || *batch < 1 || *batch > 500 || *window < 1 || *window > 1000 || *rate < 0 || *warmup < 0 || *warmup >= *dur {
+		fmt.Fprintln(stderr, "--gateways and --beacons must be positive, --missing >= 0, --repeat 1..50, --batch 1..500, --inflight 1..1000, --rate >= 0, 0 <= --warmup < --duration")
 		return 2
 	}
 	if *cpuprofile != "" {
@@ -78,7 +79,7 @@ func cmdLoadgen(args []string, stdout, stderr io.Writer) int {
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer cancel()
 	cfg := loadgen.Config{Gateways: *gws, Beacons: *beacons, Duration: *dur, QoS: qs, Batch: *batch,
-		Baseline: *baseline, Out: stdout, Seed: 1, Window: *window, Rate: *rate, Warmup: *warmup, Missing: *missing}
+		Baseline: *baseline, Out: stdout, Seed: 1, Window: *window, Rate: *rate, Warmup: *warmup, Missing: *missing, Repeat: *repeat}
 	if *child {
 		if len(qs) != 1 {
 			fmt.Fprintln(stderr, "--child takes exactly one --qos")
