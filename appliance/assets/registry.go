@@ -17,17 +17,20 @@ import (
 )
 
 // Asset is what ingest needs to know about the owner of a MAC.
+//
+// The fields every report reads (Seen for last-seen, hash and UID for the
+// subscribers' shards and maps) come first, within one cache line: an
+// asset is a cache miss on 10,000 beacons, and one line is one miss.
 type Asset struct {
-	ID   uint64
-	UID  string
-	Type string // beacon type (watch, panic, sensor, ...) or "gateway"
-	Name string
-	Kind string // beacon, gateway, eink
 	// Seen is a beacon's last-heard cell, shared across reloads (nil for
 	// gateways: their last-seen is kept by MAC in ingest).
 	Seen *Seen
-
 	hash uint32 // UIDHash(UID), set by the registry
+	UID  string
+	Type string // beacon type (watch, panic, sensor, ...) or "gateway"
+	ID   uint64
+	Kind string // beacon, gateway, eink
+	Name string
 }
 
 // Hash is UIDHash(a.UID), computed once when the registry built the asset
