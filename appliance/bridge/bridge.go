@@ -136,20 +136,17 @@ func (b *Bridge) Stop() {
 		return
 	}
 	b.stopped = true
-	if !b.started {
-		b.mu.Unlock()
-		b.cancel()
-		b.tr.CloseIdleConnections()
-		return
-	}
 	for _, t := range b.timers {
 		if t != nil {
 			t.Stop()
 		}
 	}
+	started := b.started
 	b.mu.Unlock()
 	b.cancel()
-	<-b.done
+	if started {
+		<-b.done
+	}
 	b.tr.CloseIdleConnections()
 }
 
