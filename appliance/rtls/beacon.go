@@ -1,22 +1,6 @@
 package rtls
 
-import (
-	"math"
-	"sync"
-
-	"beaconhub/appliance/assets"
-)
-
-// nShards spreads beacon state over independent locks, so gateways' read
-// loops observe in parallel, and HTTP reads and the timeout sweep never
-// hold up more than a sliver of the ingest path.
-const nShards = 64
-
-type shard struct {
-	mu sync.Mutex
-	m  map[string]*beacon
-	_  [64]byte // a cache line of its own (assets.Shard)
-}
+import "math"
 
 // reading is one gateway's view of one beacon.
 type reading struct {
@@ -173,6 +157,3 @@ func (b *beacon) confirm(p *Params, z int, now int64) int {
 
 // firstScan reports whether now is the instant of the first fix.
 func (b *beacon) firstScan(now int64) bool { return b.zone >= 0 && b.fixed == now }
-
-// shardOf hashes uid (FNV-1a) without allocating.
-func shardOf(uid string) int { return int(assets.UIDHash(uid) % nShards) }

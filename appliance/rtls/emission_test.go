@@ -119,15 +119,15 @@ func TestFilterOddsHysteresis(t *testing.T) {
 	x, moves, holds := 50.0, 0, 0
 	for step := 0; step < 600; step++ {
 		x = math.Min(math.Max(x+rng.NormFloat64()*15, 5), 395)
-		sh := &h.e.shards[shardOf("WAT-1")]
+		sh := h.e.shards.OfUID("WAT-1")
 		var before int
-		if b := sh.m["WAT-1"]; b != nil {
+		if b := sh.V["WAT-1"]; b != nil {
 			before = b.zone
 		}
 		g := 1 + rng.IntN(4)
 		gx := float64(100*(g-1) + 50)
 		h.sight("WAT-1", gwMAC(g), modelRSSI(gx, 50, x, 50)+rng.NormFloat64()*4)
-		b := sh.m["WAT-1"]
+		b := sh.V["WAT-1"]
 		h.clk.Advance(time.Second)
 		if before < 0 || b.zone < 0 || b.fixed == b.decided {
 			continue

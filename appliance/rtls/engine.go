@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"beaconhub/appliance/assets"
 	"beaconhub/appliance/clock"
 	"beaconhub/appliance/ingest"
 
@@ -65,7 +66,10 @@ type Engine struct {
 	runMu   sync.Mutex
 	run     atomic.Pointer[run]
 	reports atomic.Uint64
-	shards  [nShards]shard
+	// shards holds beacon state by uid, so gateways' read loops observe in
+	// parallel, and HTTP reads and the timeout sweep hold up only a sliver
+	// of the ingest path.
+	shards assets.Shards[map[string]*beacon]
 
 	lmu       sync.Mutex
 	listeners atomic.Pointer[[]*listener]
@@ -93,7 +97,7 @@ func New(opts Options) *Engine {
 	}
 	e := &Engine{opts: opts, p: opts.Params.withDefaults(), clock: opts.Clock, log: opts.Logger}
 	for i := range e.shards {
-		e.shards[i].m = map[string]*beacon{}
+		e.shards[i].V = map[string]*beacon{}
 	}
 	e.rec.m = map[string]*recording{}
 	e.model.Store(buildModel(0, e.p, Site{}, nil))
@@ -196,12 +200,12 @@ func (e *Engine) Observe(bt *ingest.Batch, w *ingest.Writes) {
 			continue
 		}
 		n++
-		sh := &e.shards[o.Asset.Hash()%nShards]
-		sh.mu.Lock()
-		b := sh.m[o.Asset.UID]
+		sh := e.shards.Of(o.Asset)
+		sh.Lock()
+		b := sh.V[o.Asset.UID]
 		if b == nil {
 			b = newBeacon(o.Asset.UID)
-			sh.m[b.uid] = b
+			sh.V[b.uid] = b
 		}
 		if b.gen != m.gen {
 			b.reset(m)
@@ -211,7 +215,7 @@ func (e *Engine) Observe(bt *ingest.Batch, w *ingest.Writes) {
 		z, pos := r.alg.update(m, &e.p, b, rd, now)
 		e.commit(m, b, z, pos, now, &w.Ops)
 		w.Hand() // under the shard lock: a beacon's intervals open before they close
-		sh.mu.Unlock()
+		sh.Unlock()
 	}
 	// One atomic add per batch: a shared counter bumped per report
 	// bounces its cache line between the cores' read loops.
@@ -254,18 +258,12 @@ func (e *Engine) Rename(oldUID, newUID string) {
 		return
 	}
 	e.rec.rename(oldUID, newUID)
-	i, j := shardOf(oldUID), shardOf(newUID)
-	a, c := &e.shards[min(i, j)], &e.shards[max(i, j)]
-	a.mu.Lock()
-	if a != c {
-		c.mu.Lock()
-	}
-	so, sn := &e.shards[i], &e.shards[j]
+	so, sn, unlock := e.shards.LockPair(oldUID, newUID)
 	var ops []func(*bolt.Tx) error
 	now := e.clock.Now().UnixMilli()
-	if b, ok := so.m[oldUID]; ok {
-		delete(so.m, oldUID)
-		if cur, ok := sn.m[newUID]; ok && cur.heard >= b.heard {
+	if b, ok := so.V[oldUID]; ok {
+		delete(so.V, oldUID)
+		if cur, ok := sn.V[newUID]; ok && cur.heard >= b.heard {
 			if b.open {
 				ops = append(ops, closeOp(newUID, b.since, now))
 			}
@@ -274,13 +272,10 @@ func (e *Engine) Rename(oldUID, newUID string) {
 				ops = append(ops, closeOp(newUID, cur.since, now))
 			}
 			b.uid = newUID
-			sn.m[newUID] = b
+			sn.V[newUID] = b
 		}
 	}
-	if a != c {
-		c.mu.Unlock()
-	}
-	a.mu.Unlock()
+	unlock()
 	e.queue(ops)
 }
 

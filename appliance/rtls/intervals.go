@@ -52,14 +52,14 @@ func (e *Engine) resetState(now int64) {
 	var ops []func(*bolt.Tx) error
 	for i := range e.shards {
 		sh := &e.shards[i]
-		sh.mu.Lock()
-		for uid, b := range sh.m {
+		sh.Lock()
+		for uid, b := range sh.V {
 			if b.open {
 				ops = append(ops, closeOp(uid, b.since, now))
 			}
 		}
-		sh.m = map[string]*beacon{}
-		sh.mu.Unlock()
+		sh.V = map[string]*beacon{}
+		sh.Unlock()
 	}
 	e.queue(ops)
 }
@@ -93,8 +93,8 @@ func (e *Engine) expire(now int64) {
 	var ops []func(*bolt.Tx) error
 	for i := range e.shards {
 		sh := &e.shards[i]
-		sh.mu.Lock()
-		for _, b := range sh.m {
+		sh.Lock()
+		for _, b := range sh.V {
 			if now-b.heard < limit || (b.zone < 0 && len(b.rds) == 0) {
 				continue
 			}
@@ -104,7 +104,7 @@ func (e *Engine) expire(now int64) {
 			// the sweep noticed.
 			e.commit(m, b, -1, position{}, b.heard, &ops)
 		}
-		sh.mu.Unlock()
+		sh.Unlock()
 	}
 	e.queue(ops)
 }

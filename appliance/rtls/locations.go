@@ -10,14 +10,14 @@ func (e *Engine) Status() Status {
 	}
 	for i := range e.shards {
 		sh := &e.shards[i]
-		sh.mu.Lock()
-		st.Beacons += len(sh.m)
-		for _, b := range sh.m {
+		sh.Lock()
+		st.Beacons += len(sh.V)
+		for _, b := range sh.V {
 			if b.zone >= 0 {
 				st.Located++
 			}
 		}
-		sh.mu.Unlock()
+		sh.Unlock()
 	}
 	return st
 }
@@ -25,10 +25,10 @@ func (e *Engine) Status() Status {
 // Location is uid's live prediction; false when not seen since Start.
 func (e *Engine) Location(uid string) (Location, bool) {
 	m := e.model.Load()
-	sh := &e.shards[shardOf(uid)]
-	sh.mu.Lock()
-	defer sh.mu.Unlock()
-	b, ok := sh.m[uid]
+	sh := e.shards.OfUID(uid)
+	sh.Lock()
+	defer sh.Unlock()
+	b, ok := sh.V[uid]
 	if !ok {
 		return Location{}, false
 	}
@@ -41,11 +41,11 @@ func (e *Engine) Locations() []Location {
 	var out []Location
 	for i := range e.shards {
 		sh := &e.shards[i]
-		sh.mu.Lock()
-		for _, b := range sh.m {
+		sh.Lock()
+		for _, b := range sh.V {
 			out = append(out, b.location(m))
 		}
-		sh.mu.Unlock()
+		sh.Unlock()
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].AssetUID < out[j].AssetUID })
 	return out
