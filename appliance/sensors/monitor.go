@@ -265,7 +265,6 @@ func (m *Monitor) Observe(b *ingest.Batch, w *ingest.Writes) {
 		sh := m.state.Of(o.Asset)
 		sh.Lock()
 		st := st(sh, uid)
-		recs = recs[:0]
 		st.seen = max(st.seen, o.TS, b.Received)
 		add(m.set(st, CondNotSeen, uid, false, seenAgain, b.Received))
 		switch b.Kind {
@@ -307,7 +306,8 @@ func (m *Monitor) Observe(b *ingest.Batch, w *ingest.Writes) {
 		}
 		// Under the shard lock, so an asset's transitions reach the writer
 		// and the listeners in the order they were decided (active before
-		// resolved). recs is the writer's now: the next asset starts anew.
+		// resolved). recs is the writer's now: the next asset starts with
+		// a fresh slice.
 		if len(recs) > 0 {
 			w.AddOp(op(recs), false)
 			m.Conds.notify(recs)
