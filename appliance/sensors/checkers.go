@@ -83,16 +83,16 @@ func (m *Monitor) CheckNotSeen() error {
 	if bs == nil {
 		return nil
 	}
-	var recs []store.SensorConditionRecord
+	cw := &checkWrites{m: m}
 	for uid, b := range *bs {
 		sh := m.state.OfUID(uid)
 		sh.Lock()
 		if r, ok := m.checkNotSeen(st(sh, uid), uid, b.typ, now); ok {
-			recs = append(recs, r)
+			cw.hand([]store.SensorConditionRecord{r})
 		}
 		sh.Unlock()
 	}
-	return m.Conds.commit(recs)
+	return cw.wait()
 }
 
 // checkNotSeen decides not-seen for one beacon; call with its shard lock.
@@ -151,6 +151,10 @@ func (m *Monitor) CheckCalibration() error {
 	if err != nil {
 		return err
 	}
+	// Only this checker decides calibration; calMu keeps two runs (the
+	// timer's and a test's) from interleaving their decisions and queues.
+	m.calMu.Lock()
+	defer m.calMu.Unlock()
 	var recs []store.SensorConditionRecord
 	for subject, msg := range expired {
 		if r, ok := m.Conds.decide(CondCalibration, subject, true, msg, now); ok {
@@ -164,5 +168,7 @@ func (m *Monitor) CheckCalibration() error {
 			}
 		}
 	}
-	return m.Conds.commit(recs)
+	cw := &checkWrites{m: m}
+	cw.hand(recs)
+	return cw.wait()
 }

@@ -129,16 +129,58 @@ func op(recs []store.SensorConditionRecord) func(tx *bolt.Tx) error {
 	return func(tx *bolt.Tx) error { return store.ApplySensorConditions(tx, recs) }
 }
 
-// commit persists recs outside ingest (the checkers) and notifies.
-func (c *Conditions) commit(recs []store.SensorConditionRecord) error {
+// checkWrites carries a checker's transitions to the store. Each asset's
+// are queued before the lock they were decided under is released, as the
+// ingest path does (ingest.Writes), and wait collects the outcome once
+// every lock is released.
+//
+// Committed on their own after the decision, as they were at first, a
+// not-seen the checker had just opened could reach the store after the
+// "seen again" a heartbeat decided a moment later and the group-commit
+// writer committed first: the store (and every restart) then kept the
+// condition active while memory had resolved it, and listeners heard
+// resolved before active.
+type checkWrites struct {
+	m   *Monitor
+	wg  sync.WaitGroup
+	mu  sync.Mutex
+	err error
+}
+
+// hand queues recs and tells the listeners; call it under the lock they
+// were decided under.
+func (c *checkWrites) hand(recs []store.SensorConditionRecord) {
 	if len(recs) == 0 {
-		return nil
+		return
 	}
-	if err := c.db.Update(op(recs)); err != nil {
-		return err
+	if w := c.m.Writer; w != nil {
+		c.wg.Add(1)
+		w.Do(op(recs), func(err error) { c.note(err); c.wg.Done() })
+	} else {
+		// No writer (a monitor on its own in a unit test): committing
+		// under the lock keeps the order just as well.
+		c.note(c.m.db.Update(op(recs)))
 	}
-	c.notify(recs)
-	return nil
+	c.m.Conds.notify(recs)
+}
+
+func (c *checkWrites) note(err error) {
+	if err == nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.err == nil {
+		c.err = err
+	}
+}
+
+// wait returns once everything handed is committed, with the first error.
+func (c *checkWrites) wait() error {
+	c.wg.Wait()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.err
 }
 
 // Rename moves the active conditions of oldUID to newUID (remint, merge),

@@ -131,6 +131,12 @@ type Monitor struct {
 	// LastSeen, when set, supplies last-heard times kept elsewhere (the
 	// ingest pipeline's), so not-seen is judged right after a restart.
 	LastSeen func(uid string) int64
+	// Writer, when set, is the group-commit writer the ingest path hands
+	// to: the checkers queue their transitions on it too, so that one
+	// asset's reach the store in the order they were decided (see
+	// checkWrites). Without it they commit directly, under the lock.
+	Writer ingest.Writer
+	calMu  sync.Mutex // one calibration check at a time
 
 	beacons atomic.Pointer[map[string]beaconInfo]
 	// missing holds the uids with an active not-seen condition. With

@@ -1,0 +1,144 @@
+package sensors
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"beaconhub/appliance/assets"
+	"beaconhub/appliance/clock"
+	"beaconhub/appliance/ingest"
+	"beaconhub/store"
+)
+
+// TestNotSeenCheckerAndHeartbeatsAgreeOnDisk runs the not-seen checker
+// while the beacons it is judging are heard again, through a real ingest
+// pipeline and the real group-commit writer. Every beacon the checker
+// opens is resolved by a heartbeat decided after it, so memory ends with
+// nothing active, and the store must agree: a store that kept a condition
+// active would bring it back on the next restart, with no heartbeat left
+// to resolve it until the beacon is next heard, and listeners would have
+// heard "resolved" before "active".
+//
+// It failed when the checker committed its transitions itself after
+// releasing the asset locks: the heartbeats' resolutions, queued on the
+// writer, were committed first and the checker's openings overwrote them.
+func TestNotSeenCheckerAndHeartbeatsAgreeOnDisk(t *testing.T) {
+	const beacons = 240
+	db := openDB(t)
+	clk := clock.NewFake(time.Date(2026, 5, 1, 8, 0, 0, 0, time.UTC))
+	svc, err := assets.NewService(assets.Options{DB: db, Clock: clk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var loc assets.LocationInput
+	_ = json.Unmarshal([]byte(`{"name":"Hospital","code":"H1","parent_id":0}`), &loc)
+	lv, _, err := svc.SaveLocation(loc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	macs := make([]string, beacons)
+	for i := range macs {
+		macs[i] = fmt.Sprintf("C30000%06X", i+1)
+		data, _ := json.Marshal(map[string]any{"mac": macs[i], "name": fmt.Sprintf("Panic %d", i), "type": "panic", "location_id": lv.ID})
+		var in assets.BeaconInput
+		if err := json.Unmarshal(data, &in); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := svc.CreateBeacon(in); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	w := store.NewWriter(db, store.WriterOptions{})
+	t.Cleanup(func() { _ = w.Close() })
+	p := ingest.New(ingest.Options{Registry: svc.Registry(), Writer: w, Clock: clk})
+	m, err := NewMonitor(db, clk, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.LastSeen = p.LastSeen().Asset
+	m.Writer = w
+	p.AddSubscriber(m)
+	var mu sync.Mutex
+	var heard []store.SensorConditionRecord
+	m.Conds.Subscribe(func(r store.SensorConditionRecord) {
+		mu.Lock()
+		defer mu.Unlock()
+		heard = append(heard, r)
+	})
+
+	// Heartbeats of every beacon, 8 to a message, from two gateways.
+	heartbeats := func(gw string) {
+		for i := 0; i < beacons; i += 8 {
+			var reps []string
+			for _, mac := range macs[i:min(i+8, beacons)] {
+				reps = append(reps, fmt.Sprintf(`{"mac":%q,"rssi":-60,"beacon_is_pushed":false,"motion":false}`, mac))
+			}
+			payload := []byte(`{"reports":[` + strings.Join(reps, ",") + `]}`)
+			if err := p.HandlePublish(gw, "gw/"+gw+"/adv4", payload, 0); err != nil {
+				t.Error(err)
+			}
+		}
+	}
+	heartbeats("AC0000000001")
+
+	for round := range 6 {
+		clk.Advance(NotSeenPanic + NotSeenEvery)
+		var wg sync.WaitGroup
+		wg.Add(3)
+		go func() {
+			defer wg.Done()
+			if err := m.CheckNotSeen(); err != nil {
+				t.Error(err)
+			}
+		}()
+		go func() { defer wg.Done(); heartbeats("AC0000000001") }()
+		go func() { defer wg.Done(); heartbeats("AC0000000002") }()
+		wg.Wait()
+		// The checker may have judged some beacons after both gateways'
+		// heartbeats: those are missing now. One more heartbeat each,
+		// after the checker, resolves them all.
+		heartbeats("AC0000000001")
+		if err := w.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		if got := m.Conds.Active(); len(got) != 0 {
+			t.Fatalf("round %d: %d conditions active in memory after every beacon was heard", round, len(got))
+		}
+		onDisk, err := db.ActiveSensorConditions()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(onDisk) != 0 {
+			t.Fatalf("round %d: %d not-seen conditions active in the store, none in memory (first %s)", round, len(onDisk), onDisk[0].Key)
+		}
+	}
+
+	// Listeners heard each beacon's transitions in the order they were
+	// decided: they alternate, starting with active.
+	mu.Lock()
+	defer mu.Unlock()
+	last := map[string]string{}
+	opened := 0
+	for _, r := range heard {
+		want := store.HealthActive
+		if last[r.Key] == store.HealthActive {
+			want = store.HealthResolved
+		}
+		if r.Phase != want {
+			t.Fatalf("%s: heard %s after %q", r.Key, r.Phase, last[r.Key])
+		}
+		last[r.Key] = r.Phase
+		if r.Phase == store.HealthActive {
+			opened++
+		}
+	}
+	if opened == 0 {
+		t.Fatal("the checker opened nothing: the race was not exercised")
+	}
+	t.Logf("%d openings in 6 rounds", opened)
+}
