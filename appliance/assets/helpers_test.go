@@ -36,6 +36,8 @@ func (f *fakeMem) Rename(o, n string) {
 	}
 }
 
+func (f *fakeMem) MergeLatest(o, n string, _ int64) { f.Rename(o, n) }
+
 func (f *fakeMem) Asset(uid string) int64 {
 	f.mu.Lock()
 	defer f.mu.Unlock()

@@ -177,8 +177,13 @@ func (p *mergePlan) apply(t *store.AssetTx, fx *effects) error {
 		if err := t.PutBeacon(b); err != nil {
 			return err
 		}
-		// The newest source's latest readings become the survivor's.
-		fx.renames = append(fx.renames, rename{old: b.AssetUID, new: surv.AssetUID, latest: i == last && ms.Kept > 0})
+		// The source's readings the history kept (newer than After) may
+		// be the survivor's latest now.
+		after := int64(math.MinInt64)
+		if ms.After != nil {
+			after = *ms.After
+		}
+		fx.renames = append(fx.renames, rename{old: b.AssetUID, new: surv.AssetUID, merge: true, after: after})
 	}
 	return t.PutBeacon(surv)
 }

@@ -24,7 +24,7 @@ func renameAsset(t *store.AssetTx, old, new string, fx *effects) error {
 	if _, err := t.RenameUID(old, new); err != nil {
 		return err
 	}
-	fx.renames = append(fx.renames, rename{old: old, new: new, latest: true})
+	fx.renames = append(fx.renames, rename{old: old, new: new})
 	return nil
 }
 

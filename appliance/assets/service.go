@@ -16,6 +16,15 @@ type Renamer interface {
 	Rename(oldUID, newUID string)
 }
 
+// LatestReadings is the sensor recorder's latest reading per asset and
+// metric. A remint renames it; a merge folds a source in with the
+// history's exclusive window: only the source's readings newer than after
+// were kept, so only those may become the survivor's latest.
+type LatestReadings interface {
+	Renamer
+	MergeLatest(oldUID, newUID string, after int64)
+}
+
 // LastSeenSource is the pipeline's in-memory last-seen table.
 type LastSeenSource interface {
 	Renamer
@@ -40,7 +49,7 @@ type IngestHooks struct {
 	LastSeen  LastSeenSource
 	Discovery DiscoverySource
 	Writer    Flusher
-	Recorder  Renamer
+	Recorder  LatestReadings
 	// Followers hold other per-asset state keyed by uid (sensor and
 	// health condition sets, push cadence, the tracking engine). They
 	// follow every rename, merges included: where the new uid already
@@ -104,9 +113,10 @@ func (s *Service) now() int64 { return s.clock.Now().UnixMilli() }
 // rename is one uid change to follow outside the transaction.
 type rename struct {
 	old, new string
-	// latest moves the recorder's latest readings too; false for merge
-	// sources whose readings are older than the survivor's.
-	latest bool
+	// merge folds old into an existing new; the recorder keeps old's
+	// latest readings newer than after (math.MinInt64: no bound).
+	merge bool
+	after int64
 }
 
 // effects collects what a committed write must still do in memory.
@@ -187,15 +197,19 @@ type BatchRenamer interface {
 }
 
 // moveLive makes the in-memory state follow committed renames: the
-// pipeline's last-seen times, the recorder's latest readings (only from
-// the source whose readings win, for a merge) and every follower.
+// pipeline's last-seen times, the recorder's latest readings (for a
+// merge, the source's that the history kept) and every follower.
 func (s *Service) moveLive(rs []rename) {
 	for _, r := range rs {
 		if l := s.hooks.LastSeen; l != nil {
 			l.Rename(r.old, r.new)
 		}
-		if rec := s.hooks.Recorder; rec != nil && r.latest {
-			rec.Rename(r.old, r.new)
+		if rec := s.hooks.Recorder; rec != nil {
+			if r.merge {
+				rec.MergeLatest(r.old, r.new, r.after)
+			} else {
+				rec.Rename(r.old, r.new)
+			}
 		}
 		for _, f := range s.hooks.Followers {
 			f.Rename(r.old, r.new)

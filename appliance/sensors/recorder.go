@@ -179,12 +179,29 @@ func (r *Recorder) all() map[Key]Latest {
 	return out
 }
 
-// Rename moves the in-memory state of an asset to a new uid.
-func (r *Recorder) Rename(oldUID, newUID string) {
+// Rename moves the in-memory state of an asset to a new uid (remint).
+func (r *Recorder) Rename(oldUID, newUID string) { r.MergeLatest(oldUID, newUID, math.MinInt64) }
+
+// MergeLatest folds oldUID's state into newUID's (a merge's source into
+// its survivor). The history kept only the source's readings newer than
+// after; of those, each metric's newer reading becomes the latest, so a
+// source's newer temperature does not take the survivor's battery with
+// it, and a reading the merge deleted is never shown as the latest.
+func (r *Recorder) MergeLatest(oldUID, newUID string, after int64) {
 	from, to, unlock := r.shards.LockPair(oldUID, newUID)
 	defer unlock()
-	if s, ok := from.V[oldUID]; ok {
-		delete(from.V, oldUID)
-		to.V[newUID] = s
+	s, ok := from.V[oldUID]
+	if !ok {
+		return
+	}
+	delete(from.V, oldUID)
+	d := get(to.V, newUID)
+	for m := range d.latest {
+		if l := s.latest[m]; l.TS > after && l.TS > d.latest[m].TS {
+			d.latest[m] = l
+		}
+		if l := s.lastStored[m]; l.TS > after && l.TS > d.lastStored[m].TS {
+			d.lastStored[m] = l
+		}
 	}
 }
