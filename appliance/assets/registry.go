@@ -121,15 +121,23 @@ func (r *Registry) Reload() error {
 	if err != nil {
 		return err
 	}
+	prev := r.snap.Load()
 	s := &snapshot{beacons: make(map[uint64]*Asset, len(bs)), gateways: make(map[uint64]*Asset, len(gs))}
+	r.seen.mu.Lock()
 	for _, b := range bs {
 		if !b.Active {
 			continue
 		}
 		if m, ok := ParseMAC(b.MAC); ok {
-			s.beacons[macKey(m)] = &Asset{ID: b.ID, UID: b.AssetUID, Type: b.Type, Name: b.Name, Kind: "beacon", Seen: r.seen.cell(b.AssetUID), hash: UIDHash(b.AssetUID)}
+			k := macKey(m)
+			var old *Asset
+			if prev != nil {
+				old = prev.beacons[k]
+			}
+			s.beacons[k] = r.seen.beacon(old, b)
 		}
 	}
+	r.seen.mu.Unlock()
 	for _, g := range gs {
 		if gatewayStatus(&g) != store.AssetActive {
 			continue

@@ -3,6 +3,8 @@ package assets
 import (
 	"sync"
 	"sync/atomic"
+
+	"beaconhub/store"
 )
 
 // Seen is when an asset was last heard. Every report bumps it, from many
@@ -66,6 +68,37 @@ func (c *seenCells) cell(uid string) *Seen {
 		c.cells[uid] = s
 	}
 	return s
+}
+
+// seenAsset is a beacon's Asset with its last-seen cell beside it: every
+// report reads the asset and bumps the cell, and on 10,000 beacons each is
+// a cache miss unless they share one.
+type seenAsset struct {
+	seen  Seen
+	asset Asset
+}
+
+// beacon returns the Asset of b for a new snapshot: old (its Asset in the
+// previous one) when nothing ingest reads has changed, so that a reload
+// keeps each asset beside its cell; else a new one, allocated with its
+// cell when uid has none yet. Call with c.mu held.
+func (c *seenCells) beacon(old *Asset, b store.Beacon) *Asset {
+	if c.cells == nil {
+		c.cells = map[string]*Seen{}
+	}
+	cell := c.cells[b.AssetUID]
+	if old != nil && cell != nil && old.Seen == cell && old.ID == b.ID && old.UID == b.AssetUID &&
+		old.Type == b.Type && old.Name == b.Name {
+		return old
+	}
+	a := Asset{ID: b.ID, UID: b.AssetUID, Type: b.Type, Name: b.Name, Kind: "beacon", Seen: cell, hash: UIDHash(b.AssetUID)}
+	if cell != nil {
+		return &a
+	}
+	sa := &seenAsset{asset: a}
+	sa.asset.Seen = &sa.seen
+	c.cells[b.AssetUID] = &sa.seen
+	return &sa.asset
 }
 
 // SeenCell returns the cell of uid, creating it.
