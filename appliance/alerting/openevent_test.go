@@ -38,54 +38,29 @@ func TestOpenEventGateways(t *testing.T) {
 	}
 }
 
-// TestWindowsOfCollidingUIDs: a shard's windows are keyed by the uid's
-// 32-bit hash, so two uids can share a key. Their windows must stay
-// apart through opening, sweeping, renaming and removal. U412789 and
-// U649192 have the same FNV-1a hash.
-func TestWindowsOfCollidingUIDs(t *testing.T) {
+// TestSweepOfCollidingUIDs: the windows are keyed by the uid's 32-bit
+// hash (assets.UIDMap); a sweep must close each uid's own windows only.
+// U412789 and U649192 have the same FNV-1a hash.
+func TestSweepOfCollidingUIDs(t *testing.T) {
 	const a, b = "U412789", "U649192"
 	h := assets.UIDHash(a)
 	if assets.UIDHash(b) != h {
 		t.Fatal("the uids no longer collide: pick another pair")
 	}
-	w := windows{open: map[uint32]*slots{}}
-	*w.slots(h, a).at(classMotion, false) = openEvent{id: 1, anchor: 1000}
-	*w.slots(h, b).at(classMotion, false) = openEvent{id: 2, anchor: 30_000}
-	*w.slots(h, b).at(classPress, true) = openEvent{id: 3, anchor: 1000}
-	if got := w.slots(h, a).at(classMotion, false).id; got != 1 {
-		t.Fatalf("a's motion window holds event %d, want 1", got)
-	}
-	if got := w.slots(h, b).at(classMotion, false).id; got != 2 {
-		t.Fatalf("b's motion window holds event %d, want 2", got)
-	}
-	if w.slots(h, a).at(classPress, true).open() {
+	var w windows
+	*w.open.Add(h, a).at(classMotion, false) = openEvent{id: 1, anchor: 1000}
+	*w.open.Add(h, b).at(classMotion, false) = openEvent{id: 2, anchor: 30_000}
+	*w.open.Add(h, b).at(classPress, true) = openEvent{id: 3, anchor: 1000}
+	if w.open.Get(h, a).at(classPress, true).open() {
 		t.Fatal("b's test press leaked into a's windows")
 	}
-
 	// 40 s windows at 45 s: a's only event and b's press have closed.
 	w.sweep(45_000, 40_000)
-	if sl := w.remove(h, a); sl != nil {
-		t.Fatalf("a's windows survived the sweep: %+v", sl.ev)
+	if w.open.Get(h, a) != nil {
+		t.Fatal("a's windows survived the sweep")
 	}
-	sl := w.remove(h, b)
+	sl := w.open.Get(h, b)
 	if sl == nil || sl.at(classMotion, false).id != 2 || sl.at(classPress, true).open() {
 		t.Fatalf("b's windows after the sweep: %+v", sl)
-	}
-	if len(w.open) != 0 {
-		t.Fatalf("%d keys left after removing both uids", len(w.open))
-	}
-
-	// Removing the first or the second of a chain leaves the other.
-	for _, first := range []string{a, b} {
-		w.slots(h, a).at(classMotion, false).id = 7
-		w.slots(h, b).at(classMotion, false).id = 8
-		other := map[string]string{a: b, b: a}[first]
-		if w.remove(h, first) == nil {
-			t.Fatalf("%s not found", first)
-		}
-		if got := w.slots(h, other).at(classMotion, false).id; got == 0 {
-			t.Fatalf("removing %s lost %s's window", first, other)
-		}
-		w.remove(h, other)
 	}
 }

@@ -68,14 +68,9 @@ const (
 // slots are one asset's open windows, by class and test flag, with the
 // events in them rather than behind pointers: a motion report reads its
 // asset's slots and its event, and on 10,000 beacons every pointer
-// between them was one more cache miss. A shard's map is keyed by the
-// hash the registry computed for the asset (no hashing of the uid's bytes,
-// another miss), and the uid, chained on collision, is compared; Go
-// compares a string's data pointer first, and it is the asset's own.
+// between them was one more cache miss.
 type slots struct {
-	uid  string
-	next *slots // another uid of the same hash
-	ev   [2][2]openEvent
+	ev [2][2]openEvent
 }
 
 func (sl *slots) at(c class, test bool) *openEvent {
@@ -168,7 +163,7 @@ type Service struct {
 
 // windows are one shard's open dedup windows.
 type windows struct {
-	open      map[uint32]*slots // by assets.UIDHash of the uid
+	open      assets.UIDMap[slots]
 	lastSweep int64
 	// merged counts reports folded into an open event: one counter per
 	// shard, under its lock, instead of one every read loop writes.
@@ -184,9 +179,6 @@ func New(o Options) *Service {
 		o.Logger = slog.Default()
 	}
 	s := &Service{db: o.DB, live: o.Live, clock: o.Clock, log: o.Logger, alertsys: o.Alertsys, nextID: 1}
-	for i := range s.shards {
-		s.shards[i].V.open = map[uint32]*slots{}
-	}
 	return s
 }
 
@@ -225,7 +217,7 @@ func (s *Service) Restore() error {
 		}
 		sh := s.shards.OfUID(e.AssetUID)
 		sh.Lock()
-		*sh.V.slots(assets.UIDHash(e.AssetUID), e.AssetUID).at(c, e.Test) = oe
+		*sh.V.open.Add(assets.UIDHash(e.AssetUID), e.AssetUID).at(c, e.Test) = oe
 		sh.Unlock()
 		if e.Alertsys == store.AlertsysPending {
 			s.pending = append(s.pending, e)
@@ -325,7 +317,7 @@ func (s *Service) Observe(b *ingest.Batch, w *ingest.Writes) {
 		sh := s.shards.Of(o.Asset)
 		sh.Lock()
 		sh.V.sweep(now, window)
-		oe := sh.V.slots(o.Asset.Hash(), o.Asset.UID).at(c, b.IsTest)
+		oe := sh.V.open.Of(o.Asset).at(c, b.IsTest)
 		if oe.open() && within(now, oe.anchor, window) {
 			oe.reports++
 			sh.V.merged++
@@ -393,64 +385,16 @@ func (sh *windows) sweep(now, window int64) {
 		return
 	}
 	sh.lastSweep = now
-	for h, head := range sh.open {
-		var kept *slots
-		for sl := head; sl != nil; {
-			next := sl.next
-			for c := range sl.ev {
-				for t := range sl.ev[c] {
-					if oe := &sl.ev[c][t]; oe.open() && !within(now, oe.anchor, window) {
-						*oe = openEvent{}
-					}
+	sh.open.DeleteFunc(func(_ string, sl *slots) bool {
+		for c := range sl.ev {
+			for t := range sl.ev[c] {
+				if oe := &sl.ev[c][t]; oe.open() && !within(now, oe.anchor, window) {
+					*oe = openEvent{}
 				}
 			}
-			if !sl.empty() {
-				sl.next, kept = kept, sl
-			}
-			sl = next
 		}
-		if kept == nil {
-			delete(sh.open, h)
-		} else {
-			sh.open[h] = kept
-		}
-	}
-}
-
-// slots returns the windows of uid (whose UIDHash is h), adding an empty
-// set if it has none.
-func (sh *windows) slots(h uint32, uid string) *slots {
-	head := sh.open[h]
-	for sl := head; sl != nil; sl = sl.next {
-		if sl.uid == uid {
-			return sl
-		}
-	}
-	sl := &slots{uid: uid, next: head}
-	sh.open[h] = sl
-	return sl
-}
-
-// remove takes uid's windows out of the shard and returns them (nil if it
-// has none).
-func (sh *windows) remove(h uint32, uid string) *slots {
-	var prev *slots
-	for sl := sh.open[h]; sl != nil; prev, sl = sl, sl.next {
-		if sl.uid != uid {
-			continue
-		}
-		switch {
-		case prev != nil:
-			prev.next = sl.next
-		case sl.next != nil:
-			sh.open[h] = sl.next
-		default:
-			delete(sh.open, h)
-		}
-		sl.next = nil
-		return sl
-	}
-	return nil
+		return !sl.empty()
+	})
 }
 
 // committed runs on the writer goroutine after an insert committed.
@@ -470,12 +414,12 @@ func (s *Service) Rename(oldUID, newUID string) {
 	f, t, unlock := s.shards.LockPair(oldUID, newUID)
 	defer unlock()
 	from, to := &f.V, &t.V
-	src := from.remove(assets.UIDHash(oldUID), oldUID)
-	if src == nil {
+	src, ok := from.open.Delete(assets.UIDHash(oldUID), oldUID)
+	if !ok {
 		return
 	}
 	nh := assets.UIDHash(newUID)
-	dst := to.slots(nh, newUID)
+	dst := to.open.Add(nh, newUID)
 	for c := range src.ev {
 		for t, oe := range src.ev[c] {
 			if !dst.ev[c][t].open() {
@@ -484,6 +428,6 @@ func (s *Service) Rename(oldUID, newUID string) {
 		}
 	}
 	if dst.empty() {
-		to.remove(nh, newUID)
+		to.open.Delete(nh, newUID)
 	}
 }

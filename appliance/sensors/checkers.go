@@ -84,14 +84,14 @@ func (m *Monitor) CheckNotSeen() error {
 		return nil
 	}
 	cw := &checkWrites{m: m}
-	for uid, b := range *bs {
+	bs.Range(func(uid string, b *beaconInfo) {
 		sh := m.state.OfUID(uid)
 		sh.Lock()
 		if r, ok := m.checkNotSeen(st(sh, uid), uid, b.typ, now); ok {
 			cw.hand([]store.SensorConditionRecord{r})
 		}
 		sh.Unlock()
-	}
+	})
 	return cw.wait()
 }
 

@@ -142,3 +142,30 @@ func TestNotSeenCheckerAndHeartbeatsAgreeOnDisk(t *testing.T) {
 	}
 	t.Logf("%d openings in 6 rounds", opened)
 }
+
+// TestMissingSetOfCollidingUIDs: the missing set is keyed by the uid's
+// 32-bit hash; U412789 and U649192 share one, and each must still come
+// and go on its own.
+func TestMissingSetOfCollidingUIDs(t *testing.T) {
+	const a, b = "U412789", "U649192"
+	h := assets.UIDHash(a)
+	if assets.UIDHash(b) != h {
+		t.Fatal("the uids no longer collide: pick another pair")
+	}
+	m := &Monitor{}
+	m.missing.Store(&missingSet{})
+	m.setMissing(a, true)
+	m.setMissing(b, true)
+	m.setMissing(b, true) // twice: still once
+	if s := *m.missing.Load(); !s.has(h, a) || !s.has(h, b) || s.len() != 2 {
+		t.Fatalf("both missing: %v", s)
+	}
+	m.setMissing(a, false)
+	if s := *m.missing.Load(); s.has(h, a) || !s.has(h, b) || s.len() != 1 {
+		t.Fatalf("a back: %v", s)
+	}
+	m.setMissing(b, false)
+	if s := *m.missing.Load(); len(s) != 0 {
+		t.Fatalf("both back: %v", s)
+	}
+}

@@ -212,14 +212,14 @@ func TestNotSeenConditions(t *testing.T) {
 	for i := range r.m.state {
 		sh := &r.m.state[i]
 		sh.Lock()
-		for _, st := range sh.V {
+		sh.V.Range(func(_ string, st *assetState) {
 			if st.active&bitNotSeen != 0 {
 				n++
 			}
-		}
+		})
 		sh.Unlock()
 	}
-	if got := len(*r.m.missing.Load()); got != 2 || n != 2 {
+	if got := r.m.missing.Load().len(); got != 2 || n != 2 {
 		t.Fatalf("not-seen count %d, states %d, want 2", got, n)
 	}
 }
@@ -275,12 +275,12 @@ func TestHeartbeatsOfMissingAssetsOnly(t *testing.T) {
 	renamed := "PAN-RENAMED-1"
 	r.m.Rename(r.uids["Panic"], renamed)
 	r.uids["Panic"] = renamed
-	if got := *r.m.missing.Load(); len(got) != 1 || !got[renamed] {
+	if got := *r.m.missing.Load(); got.len() != 1 || !got.has(assets.UIDHash(renamed), renamed) {
 		t.Fatalf("missing after the rename: %v, want only %s", got, renamed)
 	}
 	r.feed(ingest.KindAdv4, "Panic", ingest.Report{})
 	r.expect(r.key(CondNotSeen, "Panic") + " resolved")
-	if got := *r.m.missing.Load(); len(got) != 0 {
+	if got := *r.m.missing.Load(); got.len() != 0 {
 		t.Fatalf("missing after the heartbeat: %v, want none", got)
 	}
 }

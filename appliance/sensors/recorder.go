@@ -46,16 +46,12 @@ type series struct {
 // state is sharded by uid: adv1 batches of different sensors arrive in
 // different gateways' read loops at once.
 type Recorder struct {
-	shards assets.Shards[map[string]*series]
+	shards assets.Shards[assets.UIDMap[series]]
 }
 
 // NewRecorder returns an empty recorder; Restore fills it from history.
 func NewRecorder() *Recorder {
-	r := &Recorder{}
-	for i := range r.shards {
-		r.shards[i].V = map[string]*series{}
-	}
-	return r
+	return &Recorder{}
 }
 
 // Restore loads the latest reading per asset and metric.
@@ -70,21 +66,12 @@ func (r *Recorder) Restore(db *store.DB) error {
 		}
 		sh := r.shards.OfUID(x.UID)
 		sh.Lock()
-		s := get(sh.V, x.UID)
+		s := sh.V.Add(assets.UIDHash(x.UID), x.UID)
 		l := Latest{TS: x.TS, Value: x.Value}
 		s.latest[x.Metric], s.lastStored[x.Metric] = l, l
 		sh.Unlock()
 	}
 	return nil
-}
-
-func get(m map[string]*series, uid string) *series {
-	s, ok := m[uid]
-	if !ok {
-		s = &series{}
-		m[uid] = s
-	}
-	return s
 }
 
 // round2 is the history's precision; the latest value shows what is stored.
@@ -108,7 +95,7 @@ func (r *Recorder) Observe(b *ingest.Batch, w *ingest.Writes) {
 		}
 		sh := r.shards.Of(o.Asset)
 		sh.Lock()
-		s := get(sh.V, o.Asset.UID)
+		s := sh.V.Of(o.Asset)
 		if o.Has&ingest.HasHumidity != 0 {
 			r.record(s, w, o, Humidity, round2(o.Humidity))
 		}
@@ -154,8 +141,8 @@ func (r *Recorder) Latest(uid string, metric uint8) (Latest, bool) {
 	sh := r.shards.OfUID(uid)
 	sh.Lock()
 	defer sh.Unlock()
-	s, ok := sh.V[uid]
-	if !ok || s.latest[metric].TS == 0 {
+	s := sh.V.Get(assets.UIDHash(uid), uid)
+	if s == nil || s.latest[metric].TS == 0 {
 		return Latest{}, false
 	}
 	return s.latest[metric], true
@@ -167,13 +154,13 @@ func (r *Recorder) all() map[Key]Latest {
 	for i := range r.shards {
 		sh := &r.shards[i]
 		sh.Lock()
-		for uid, sr := range sh.V {
+		sh.V.Range(func(uid string, sr *series) {
 			for m := 1; m <= 3; m++ {
 				if sr.latest[m].TS != 0 {
 					out[Key{uid, uint8(m)}] = sr.latest[m]
 				}
 			}
-		}
+		})
 		sh.Unlock()
 	}
 	return out
@@ -190,12 +177,11 @@ func (r *Recorder) Rename(oldUID, newUID string) { r.MergeLatest(oldUID, newUID,
 func (r *Recorder) MergeLatest(oldUID, newUID string, after int64) {
 	from, to, unlock := r.shards.LockPair(oldUID, newUID)
 	defer unlock()
-	s, ok := from.V[oldUID]
+	s, ok := from.V.Delete(assets.UIDHash(oldUID), oldUID)
 	if !ok {
 		return
 	}
-	delete(from.V, oldUID)
-	d := get(to.V, newUID)
+	d := to.V.Add(assets.UIDHash(newUID), newUID)
 	for m := range d.latest {
 		if l := s.latest[m]; l.TS > after && l.TS > d.latest[m].TS {
 			d.latest[m] = l
