@@ -30,7 +30,9 @@ func (a *App) startSensorMonitor() error {
 		return fmt.Errorf("load sensor conditions: %w", err)
 	}
 	m.LastSeen = a.pipeline.LastSeen().Asset
-	m.Writer = a.writer
+	if a.writer != nil { // no typed nil in the interface
+		m.Writer = a.writer
+	}
 	a.pipeline.AddSubscriber(m)
 	m.Start()
 	a.onStop(func(context.Context) error { m.Stop(); return nil })

@@ -123,7 +123,6 @@ func (r *Registry) Reload() error {
 	}
 	prev := r.snap.Load()
 	s := &snapshot{beacons: make(map[uint64]*Asset, len(bs)), gateways: make(map[uint64]*Asset, len(gs))}
-	r.seen.mu.Lock()
 	for _, b := range bs {
 		if !b.Active {
 			continue
@@ -137,7 +136,6 @@ func (r *Registry) Reload() error {
 			s.beacons[k] = r.seen.beacon(old, b)
 		}
 	}
-	r.seen.mu.Unlock()
 	for _, g := range gs {
 		if gatewayStatus(&g) != store.AssetActive {
 			continue

@@ -283,5 +283,5 @@ func (s *Service) finishRemint(fx *effects, res *RemintResult) {
 	if err != nil {
 		s.log.Error("uid sweep failed; run remint apply again", "err", err)
 	}
-	s.moveLive(fx.renames) // remint renames always carry the latest readings
+	s.moveLive(fx.renames)
 }

@@ -81,8 +81,11 @@ type seenAsset struct {
 // beacon returns the Asset of b for a new snapshot: old (its Asset in the
 // previous one) when nothing ingest reads has changed, so that a reload
 // keeps each asset beside its cell; else a new one, allocated with its
-// cell when uid has none yet. Call with c.mu held.
+// cell when uid has none yet. The lock is taken per beacon, not around a
+// whole reload: the not-seen checker reads cells under its shard locks.
 func (c *seenCells) beacon(old *Asset, b store.Beacon) *Asset {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	if c.cells == nil {
 		c.cells = map[string]*Seen{}
 	}

@@ -6,11 +6,13 @@ package assets
 // bytes: keyed by the uid string, every lookup hashed them, and on 10,000
 // beacons that was a cache miss per report (docs/performance.md). Uids of
 // one hash are chained and compared; Go compares a string's data pointer
-// first, and the stored uid is the asset's own string.
+// first, and an entry added through Of holds the asset's own string.
 //
 // The values live in the entries, not behind another pointer, and a
-// pointer returned by Get or Add stays valid until the uid is deleted. Not
-// safe for concurrent use: it is meant to sit in a Shard, under its lock.
+// pointer returned by Get or Add stays valid until the uid is deleted.
+// Writes need the caller's lock (a Shard's); a map that is built, then
+// published and never written again may be read by many goroutines at
+// once (Get, Range, Len).
 type UIDMap[V any] struct {
 	m map[uint32]*uidEntry[V]
 }

@@ -20,15 +20,30 @@ func (m *Monitor) Start() {
 		m.clk.AfterFunc(CalibrationBootDelay, m.calibrationTick))
 }
 
-// Stop cancels the checkers.
+// Stop cancels the checkers and waits for a check under way. The writer
+// its transitions go to closes after the monitor stops: a check still
+// running then would change memory and tell listeners of transitions the
+// store never gets, to be decided and pushed again after a restart.
 func (m *Monitor) Stop() {
 	m.tmu.Lock()
-	defer m.tmu.Unlock()
 	m.stopped = true
 	for _, t := range m.timers {
 		t.Stop()
 	}
 	m.timers = nil
+	m.tmu.Unlock()
+	m.ticks.Wait()
+}
+
+// enterTick reports whether a timer's check may run, counting it for Stop.
+func (m *Monitor) enterTick() bool {
+	m.tmu.Lock()
+	defer m.tmu.Unlock()
+	if m.stopped {
+		return false
+	}
+	m.ticks.Add(1)
+	return true
 }
 
 func (m *Monitor) rearm(d time.Duration, f func()) {
@@ -40,6 +55,10 @@ func (m *Monitor) rearm(d time.Duration, f func()) {
 }
 
 func (m *Monitor) notSeenTick() {
+	if !m.enterTick() {
+		return
+	}
+	defer m.ticks.Done()
 	if err := m.Reload(); err != nil {
 		m.log.Warn("sensors: reload beacons", "err", err)
 	}
@@ -50,6 +69,10 @@ func (m *Monitor) notSeenTick() {
 }
 
 func (m *Monitor) calibrationTick() {
+	if !m.enterTick() {
+		return
+	}
+	defer m.ticks.Done()
 	if err := m.CheckCalibration(); err != nil {
 		m.log.Warn("sensors: calibration check", "err", err)
 	}
@@ -117,6 +140,12 @@ func (m *Monitor) checkNotSeen(st *assetState, uid, typ string, now int64) (stor
 // untyped devices (unassigned, or on a beacon of type unknown) past their
 // calibration interval, and resolves those calibrated since.
 func (m *Monitor) CheckCalibration() error {
+	// Only this checker decides calibration; calMu keeps two runs (the
+	// timer's and a test's) from interleaving, from the read of the
+	// devices on: a run that read them earlier must not reopen what a
+	// later one resolved.
+	m.calMu.Lock()
+	defer m.calMu.Unlock()
 	now := m.clk.Now().UnixMilli()
 	expired := map[string]string{}
 	err := m.db.ViewAssets(func(t *store.AssetTx) error {
@@ -151,10 +180,6 @@ func (m *Monitor) CheckCalibration() error {
 	if err != nil {
 		return err
 	}
-	// Only this checker decides calibration; calMu keeps two runs (the
-	// timer's and a test's) from interleaving their decisions and queues.
-	m.calMu.Lock()
-	defer m.calMu.Unlock()
 	var recs []store.SensorConditionRecord
 	for subject, msg := range expired {
 		if r, ok := m.Conds.decide(CondCalibration, subject, true, msg, now); ok {

@@ -169,3 +169,52 @@ func TestMissingSetOfCollidingUIDs(t *testing.T) {
 		t.Fatalf("both back: %v", s)
 	}
 }
+
+// TestStopWaitsForTheCheckUnderWay: at shutdown the monitor stops before
+// the writer closes. A not-seen check still running when the writer
+// closed would change memory and tell listeners of a transition the store
+// never gets; after a restart it would be decided and pushed again.
+func TestStopWaitsForTheCheckUnderWay(t *testing.T) {
+	r := newCondRig(t)
+	w := store.NewWriter(r.db, store.WriterOptions{})
+	r.m.Writer = w
+	r.feed(ingest.KindAdv4, "Panic", ingest.Report{})
+
+	entered, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	r.m.LastSeen = func(uid string) int64 {
+		once.Do(func() { close(entered); <-release })
+		v, _ := r.seen.Load(uid)
+		ts, _ := v.(int64)
+		return ts
+	}
+	go r.clk.Advance(NotSeenPanic + NotSeenEvery) // the timer's check runs here
+	<-entered
+
+	stopped := make(chan struct{})
+	go func() {
+		r.m.Stop()
+		_ = w.Close() // what shutdown does next
+		close(stopped)
+	}()
+	select {
+	case <-stopped:
+		close(release)
+		t.Fatal("Stop returned while a check was under way")
+	case <-time.After(300 * time.Millisecond):
+	}
+	close(release)
+	select {
+	case <-stopped:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Stop did not return after the check finished")
+	}
+	onDisk, err := r.db.ActiveSensorConditions()
+	if err != nil {
+		t.Fatal(err)
+	}
+	inMemory := r.m.Conds.Active()
+	if len(onDisk) != len(inMemory) {
+		t.Fatalf("%d conditions active in the store, %d in memory", len(onDisk), len(inMemory))
+	}
+}

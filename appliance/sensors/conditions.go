@@ -52,8 +52,12 @@ func NewConditions(db *store.DB) (*Conditions, error) {
 }
 
 // Subscribe registers fn for every transition. fn runs on the deciding
-// goroutine (ingest or a checker) and must not block; the durable copy is
-// in the store (Records), which a subscriber that falls behind re-reads.
+// goroutine (ingest or a checker), under the lock the transition was
+// decided under, and must not block; the durable copy is in the store
+// (Records), which a subscriber that falls behind re-reads. fn hears a
+// transition once it is queued for the store, before it commits, so that
+// every listener hears an asset's transitions in the order they were
+// decided; if that commit fails, fn has heard one the store does not hold.
 func (c *Conditions) Subscribe(fn func(store.SensorConditionRecord)) {
 	c.mu.Lock()
 	defer c.mu.Unlock()

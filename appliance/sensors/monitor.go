@@ -175,9 +175,14 @@ type Monitor struct {
 	// always has a silent beacon somewhere) every heartbeat batch is
 	// decided here, in all gateways' read loops at once.
 	state   assets.Shards[assets.UIDMap[assetState]]
-	tmu     sync.Mutex // guards the timers
+	tmu     sync.Mutex // guards the timers and stopped
 	timers  []clock.Timer
 	stopped bool
+	ticks   sync.WaitGroup // checks under way on the timers
+	// reloadMu makes each Reload's read and store one step: a checker's
+	// reload that read before a remint must not replace the snapshot the
+	// remint's RenamesDone stored after it.
+	reloadMu sync.Mutex
 }
 
 // NewMonitor loads the active conditions, recorded intervals and beacons.
@@ -226,6 +231,8 @@ func (m *Monitor) st(uid string) *assetState { return st(m.state.OfUID(uid), uid
 // Reload refreshes the beacon snapshot (ranges, types) from the registry.
 // The checkers call it each minute, so a changed range applies within one.
 func (m *Monitor) Reload() error {
+	m.reloadMu.Lock()
+	defer m.reloadMu.Unlock()
 	bs := &assets.UIDMap[beaconInfo]{}
 	err := m.db.ViewAssets(func(t *store.AssetTx) error {
 		return t.EachBeacon(func(b *store.Beacon) error {
