@@ -5,6 +5,8 @@ import (
 	"math/rand/v2"
 	"testing"
 	"time"
+
+	"beaconhub/appliance/assets"
 )
 
 // twoZoneModel: zone 1 hears gateway 1 at -60 and never gateway 2; zone 2
@@ -121,13 +123,13 @@ func TestFilterOddsHysteresis(t *testing.T) {
 		x = math.Min(math.Max(x+rng.NormFloat64()*15, 5), 395)
 		sh := h.e.shards.OfUID("WAT-1")
 		var before int
-		if b := sh.V["WAT-1"]; b != nil {
-			before = b.zone
+		if b := sh.V.Get(assets.UIDHash("WAT-1"), "WAT-1"); b != nil {
+			before = (*b).zone
 		}
 		g := 1 + rng.IntN(4)
 		gx := float64(100*(g-1) + 50)
 		h.sight("WAT-1", gwMAC(g), modelRSSI(gx, 50, x, 50)+rng.NormFloat64()*4)
-		b := sh.V["WAT-1"]
+		b := *sh.V.Get(assets.UIDHash("WAT-1"), "WAT-1")
 		h.clk.Advance(time.Second)
 		if before < 0 || b.zone < 0 || b.fixed == b.decided {
 			continue

@@ -69,7 +69,7 @@ type Engine struct {
 	// shards holds beacon state by uid, so gateways' read loops observe in
 	// parallel, and HTTP reads and the timeout sweep hold up only a sliver
 	// of the ingest path.
-	shards assets.Shards[map[string]*beacon]
+	shards assets.Shards[assets.UIDMap[*beacon]]
 
 	lmu       sync.Mutex
 	listeners atomic.Pointer[[]*listener]
@@ -96,9 +96,6 @@ func New(opts Options) *Engine {
 		opts.Timeout = 60 * time.Second
 	}
 	e := &Engine{opts: opts, p: opts.Params.withDefaults(), clock: opts.Clock, log: opts.Logger}
-	for i := range e.shards {
-		e.shards[i].V = map[string]*beacon{}
-	}
 	e.rec.m = map[string]*recording{}
 	e.model.Store(buildModel(0, e.p, Site{}, nil))
 	e.listeners.Store(&[]*listener{})
@@ -202,11 +199,11 @@ func (e *Engine) Observe(bt *ingest.Batch, w *ingest.Writes) {
 		n++
 		sh := e.shards.Of(o.Asset)
 		sh.Lock()
-		b := sh.V[o.Asset.UID]
-		if b == nil {
-			b = newBeacon(o.Asset.UID)
-			sh.V[b.uid] = b
+		bp := sh.V.Of(o.Asset)
+		if *bp == nil {
+			*bp = newBeacon(o.Asset.UID)
 		}
+		b := *bp
 		if b.gen != m.gen {
 			b.reset(m)
 		}
@@ -261,18 +258,18 @@ func (e *Engine) Rename(oldUID, newUID string) {
 	so, sn, unlock := e.shards.LockPair(oldUID, newUID)
 	var ops []func(*bolt.Tx) error
 	now := e.clock.Now().UnixMilli()
-	if b, ok := so.V[oldUID]; ok {
-		delete(so.V, oldUID)
-		if cur, ok := sn.V[newUID]; ok && cur.heard >= b.heard {
+	if b, ok := so.V.Delete(assets.UIDHash(oldUID), oldUID); ok {
+		nh := assets.UIDHash(newUID)
+		if cur := sn.V.Get(nh, newUID); cur != nil && (*cur).heard >= b.heard {
 			if b.open {
 				ops = append(ops, closeOp(newUID, b.since, now))
 			}
 		} else {
-			if ok && cur.open {
-				ops = append(ops, closeOp(newUID, cur.since, now))
+			if cur != nil && (*cur).open {
+				ops = append(ops, closeOp(newUID, (*cur).since, now))
 			}
 			b.uid = newUID
-			sn.V[newUID] = b
+			*sn.V.Add(nh, newUID) = b
 		}
 	}
 	unlock()

@@ -3,6 +3,7 @@ package rtls
 import (
 	"time"
 
+	"beaconhub/appliance/assets"
 	"beaconhub/store"
 
 	bolt "go.etcd.io/bbolt"
@@ -53,12 +54,12 @@ func (e *Engine) resetState(now int64) {
 	for i := range e.shards {
 		sh := &e.shards[i]
 		sh.Lock()
-		for uid, b := range sh.V {
-			if b.open {
-				ops = append(ops, closeOp(uid, b.since, now))
+		sh.V.Range(func(uid string, b **beacon) {
+			if (*b).open {
+				ops = append(ops, closeOp(uid, (*b).since, now))
 			}
-		}
-		sh.V = map[string]*beacon{}
+		})
+		sh.V = assets.UIDMap[*beacon]{}
 		sh.Unlock()
 	}
 	e.queue(ops)
@@ -94,16 +95,17 @@ func (e *Engine) expire(now int64) {
 	for i := range e.shards {
 		sh := &e.shards[i]
 		sh.Lock()
-		for _, b := range sh.V {
+		sh.V.Range(func(_ string, bp **beacon) {
+			b := *bp
 			if now-b.heard < limit || (b.zone < 0 && len(b.rds) == 0) {
-				continue
+				return
 			}
 			b.rds = b.rds[:0]
 			b.reset(m)
 			// The interval ends when the beacon was last heard, not when
 			// the sweep noticed.
 			e.commit(m, b, -1, position{}, b.heard, &ops)
-		}
+		})
 		sh.Unlock()
 	}
 	e.queue(ops)

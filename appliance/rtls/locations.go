@@ -1,6 +1,10 @@
 package rtls
 
-import "sort"
+import (
+	"sort"
+
+	"beaconhub/appliance/assets"
+)
 
 // Status summarises the engine.
 func (e *Engine) Status() Status {
@@ -11,12 +15,12 @@ func (e *Engine) Status() Status {
 	for i := range e.shards {
 		sh := &e.shards[i]
 		sh.Lock()
-		st.Beacons += len(sh.V)
-		for _, b := range sh.V {
-			if b.zone >= 0 {
+		st.Beacons += sh.V.Len()
+		sh.V.Range(func(_ string, b **beacon) {
+			if (*b).zone >= 0 {
 				st.Located++
 			}
-		}
+		})
 		sh.Unlock()
 	}
 	return st
@@ -28,11 +32,11 @@ func (e *Engine) Location(uid string) (Location, bool) {
 	sh := e.shards.OfUID(uid)
 	sh.Lock()
 	defer sh.Unlock()
-	b, ok := sh.V[uid]
-	if !ok {
+	b := sh.V.Get(assets.UIDHash(uid), uid)
+	if b == nil {
 		return Location{}, false
 	}
-	return b.location(m), true
+	return (*b).location(m), true
 }
 
 // Locations lists every beacon seen since Start, by asset_uid.
@@ -42,9 +46,7 @@ func (e *Engine) Locations() []Location {
 	for i := range e.shards {
 		sh := &e.shards[i]
 		sh.Lock()
-		for _, b := range sh.V {
-			out = append(out, b.location(m))
-		}
+		sh.V.Range(func(_ string, b **beacon) { out = append(out, (*b).location(m)) })
 		sh.Unlock()
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].AssetUID < out[j].AssetUID })
