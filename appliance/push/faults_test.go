@@ -2,9 +2,11 @@ package push
 
 import (
 	"fmt"
+	"net"
 	"testing"
 	"time"
 
+	"beaconhub/appliance/config"
 	"beaconhub/appliance/push/ntfytest"
 	"beaconhub/store"
 )
@@ -22,7 +24,7 @@ func TestRateLimitWithoutRetryAfterBacksOff30s(t *testing.T) {
 	if a := r.ntfy.Attempts(); a != 1 {
 		t.Fatalf("attempts during backoff: %d", a)
 	}
-	if got := r.pub.BackoffUntil().Sub(r.clk.Now()); got != DefaultBackoff {
+	if got := r.pub.BackoffUntil(r.ntfy.URL).Sub(r.clk.Now()); got != DefaultBackoff {
 		t.Fatalf("backoff %v", got)
 	}
 	r.advance(29 * time.Second)
@@ -39,7 +41,7 @@ func TestRateLimitWithRetryAfter(t *testing.T) {
 	r := newRig(t, false)
 	r.ntfy.Set(func(s *ntfytest.Server) { s.RateLimited, s.RetryAfter = 1, 7 })
 	alarm(r, 1)
-	if got := r.pub.BackoffUntil().Sub(r.clk.Now()); got != 7*time.Second {
+	if got := r.pub.BackoffUntil(r.ntfy.URL).Sub(r.clk.Now()); got != 7*time.Second {
 		t.Fatalf("backoff %v", got)
 	}
 	r.advance(7 * time.Second)
@@ -152,4 +154,56 @@ func TestRestartKeepsQueuedImmediateAlerts(t *testing.T) {
 	if n := len(r.msgs("")); n != 5 {
 		t.Fatalf("re-sent after restart: %d", n)
 	}
+}
+
+// TestOpsServerFailuresDoNotHoldStaffAlerts: the vendor's ops copies and
+// the site's staff alerts go to different servers. An unreachable ops
+// server (a site without internet) or one rate-limiting must neither
+// queue a later SOS behind the ops copy waiting for it nor pause posts to
+// the staff server.
+func TestOpsServerFailuresDoNotHoldStaffAlerts(t *testing.T) {
+	fleet := func(r *rig, key string) {
+		r.svc.OnHealth(store.HealthRecord{Key: key, Phase: "active", At: r.clk.Now().UnixMilli(), Since: r.clk.Now().UnixMilli(), Message: "gateway offline"})
+		r.svc.Idle()
+	}
+	t.Run("unreachable", func(t *testing.T) {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		refused := "http://" + ln.Addr().String()
+		_ = ln.Close()
+		r := newRigWith(t, true, func(c *config.Config) { c.PushOpsServerURL = refused })
+		fleet(r, "fleet:gw-1")
+		fleet(r, "fleet:gw-2")
+		if r.svc.RetryQueued() != 2 {
+			t.Fatalf("ops copies queued: %d, want 2", r.svc.RetryQueued())
+		}
+		alarm(r, 1)
+		if m := r.msgs("TST000-sos"); len(m) != 1 {
+			t.Fatalf("the SOS waited behind the ops copies: %d delivered", len(m))
+		}
+	})
+	t.Run("rate limited", func(t *testing.T) {
+		ops := ntfytest.New()
+		t.Cleanup(ops.Close)
+		ops.Set(func(s *ntfytest.Server) {
+			s.RateLimited, s.RetryAfter = 1, 600
+			s.Tokens = map[string]bool{"tk_publish": true}
+		})
+		r := newRigWith(t, true, func(c *config.Config) { c.PushOpsServerURL = ops.URL })
+		fleet(r, "fleet:gw-1")
+		if got := r.pub.BackoffUntil(ops.URL).Sub(r.clk.Now()); got != 600*time.Second {
+			t.Fatalf("ops backoff %v", got)
+		}
+		alarm(r, 1)
+		if m := r.msgs("TST000-sos"); len(m) != 1 {
+			t.Fatalf("the ops server's 429 paused staff alerts: %d delivered", len(m))
+		}
+		// The ops copy goes once its server's pause is over.
+		r.advance(600 * time.Second)
+		if n := len(ops.Messages()); n != 1 {
+			t.Fatalf("ops copies after the backoff: %d, want 1", n)
+		}
+	})
 }

@@ -126,7 +126,7 @@ func (s *Service) armOutbox() {
 	}
 	s.outDelay = min(max(2*s.outDelay, 5*time.Second), 5*time.Minute)
 	d := s.outDelay
-	if w := s.pub.BackoffUntil().Sub(s.clk.Now()); w > d {
+	if w := s.pub.BackoffUntil(s.live.Get().PushServerURL).Sub(s.clk.Now()); w > d {
 		d = w
 	}
 	s.outTimer = s.clk.AfterFunc(d, func() { s.do(s.flushOutbox) })

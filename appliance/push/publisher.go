@@ -15,7 +15,7 @@ import (
 	"beaconhub/appliance/status"
 )
 
-// DefaultBackoff is the global pause after a 429 without Retry-After.
+// DefaultBackoff is the pause after a 429 without Retry-After.
 const DefaultBackoff = 30 * time.Second
 
 // Result of one publish attempt.
@@ -26,7 +26,7 @@ type Result int
 const (
 	Sent Result = iota
 	RateLimited
-	Backoff // not attempted: the global 429 backoff is running
+	Backoff // not attempted: the server's 429 backoff is running
 	Failed
 	Rejected
 	Disabled
@@ -38,7 +38,9 @@ type Recorder interface {
 }
 
 // Publisher posts rendered messages through the bounded transport and
-// owns the global 429 backoff shared by every sender.
+// owns the 429 backoff of each push server, shared by every sender to it.
+// Per server: the vendor's ops server rate-limiting its copies must not
+// pause the site's staff alerts on their own server.
 type Publisher struct {
 	live *config.Live
 	clk  clock.Clock
@@ -49,8 +51,9 @@ type Publisher struct {
 	send sync.Mutex // one POST at a time keeps topic order
 	mu   sync.Mutex
 	seq  uint64
-	// backoffUntil is the end of the 429 pause; nothing is posted before.
-	backoffUntil time.Time
+	// backoffUntil is the end of each server's 429 pause, by base URL;
+	// nothing is posted to it before.
+	backoffUntil map[string]time.Time
 	lastRan      string // transport that actually ran last
 }
 
@@ -78,12 +81,14 @@ func (p *Publisher) NextSeq() uint64 {
 	return p.seq
 }
 
-// BackoffUntil is the end of the current 429 pause (zero when none).
-func (p *Publisher) BackoffUntil() time.Time {
+// BackoffUntil is the end of base's current 429 pause (zero when none).
+func (p *Publisher) BackoffUntil(base string) time.Time {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.backoffUntil
+	return p.backoffUntil[backoffKey(base)]
 }
+
+func backoffKey(base string) string { return strings.TrimRight(base, "/") }
 
 // Post sends one rendered message to base (a server URL). staff says
 // whether it feeds the delivery probe (vendor ops copies do not).
@@ -92,7 +97,7 @@ func (p *Publisher) Post(ctx context.Context, base string, r Rendered, staff boo
 	defer p.send.Unlock()
 	now := p.clk.Now()
 	p.mu.Lock()
-	wait := now.Before(p.backoffUntil)
+	wait := now.Before(p.backoffUntil[backoffKey(base)])
 	p.mu.Unlock()
 	if wait {
 		return Backoff
@@ -121,7 +126,10 @@ func (p *Publisher) Post(ctx context.Context, base string, r Rendered, staff boo
 			d = time.Duration(s) * time.Second
 		}
 		p.mu.Lock()
-		p.backoffUntil = p.clk.Now().Add(d)
+		if p.backoffUntil == nil {
+			p.backoffUntil = map[string]time.Time{}
+		}
+		p.backoffUntil[backoffKey(base)] = p.clk.Now().Add(d)
 		p.mu.Unlock()
 		p.log.Warn("push server rate limiting; backing off", "for", d)
 		return RateLimited

@@ -29,7 +29,11 @@ type rig struct {
 	tr   *status.Transport
 }
 
-func newRig(t *testing.T, forceGo bool) *rig {
+func newRig(t *testing.T, forceGo bool) *rig { return newRigWith(t, forceGo, nil) }
+
+// newRigWith is newRig with tune applied to the configuration first (for
+// the settings that cannot change at run time).
+func newRigWith(t *testing.T, forceGo bool, tune func(*config.Config)) *rig {
 	t.Helper()
 	r := &rig{t: t, dir: t.TempDir(), clk: clock.NewFake(t0), ntfy: ntfytest.New()}
 	t.Cleanup(r.ntfy.Close)
@@ -40,6 +44,9 @@ func newRig(t *testing.T, forceGo bool) *rig {
 	cfg.PushOpsServerURL = r.ntfy.URL
 	cfg.PushOpsTopic = "beaconhub-ops"
 	cfg.PushPublishToken = "tk_publish"
+	if tune != nil {
+		tune(cfg)
+	}
 	r.live = config.NewLive(cfg, nil, "")
 	r.tr = status.NewTransport(status.Limits{Connect: time.Second, Total: time.Second}, forceGo)
 	r.open()

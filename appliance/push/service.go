@@ -11,10 +11,34 @@ import (
 	"beaconhub/store"
 )
 
-// maxRetry bounds the in-memory retry queue of immediate alerts; past it
-// the oldest is dropped (and logged), so a dead push server cannot grow
-// memory without limit.
+// maxRetry bounds each in-memory retry queue of immediate alerts; past
+// it the oldest is dropped (and logged), so a dead push server cannot
+// grow memory without limit.
 const maxRetry = 1000
+
+// Retry lanes. The site's staff alerts and the vendor's ops copies wait
+// apart: each queue is retried in order and stops at its first failure,
+// so with one queue an unreachable ops server (a site without internet)
+// held every later SOS behind the ops copy at its head.
+const (
+	laneStaff = iota
+	laneOps
+	lanes
+)
+
+func laneOf(q queued) int {
+	if q.Staff {
+		return laneStaff
+	}
+	return laneOps
+}
+
+// retryQueue is one lane's messages waiting for their server.
+type retryQueue struct {
+	items []queued
+	timer clock.Timer
+	delay time.Duration
+}
 
 // queued is an immediate message waiting in the retry queue.
 type queued struct {
@@ -23,8 +47,9 @@ type queued struct {
 	Staff bool     `json:"staff"`
 }
 
-// retryName is the state blob mirroring the retry queue, so an alert
-// waiting for the push server survives a restart.
+// retryName is the state blob mirroring the retry queues (both lanes in
+// one list, told apart by Staff), so an alert waiting for the push
+// server survives a restart.
 const retryName = "retry"
 
 // Service is the push subsystem: it receives condition transitions and
@@ -46,12 +71,10 @@ type Service struct {
 	jobs  []func()
 	busy  bool
 
-	mu         sync.Mutex
-	st         *state
-	retry      []queued
-	retryTimer clock.Timer
-	retryDelay time.Duration
-	outTimer   clock.Timer
+	mu       sync.Mutex
+	st       *state
+	retry    [lanes]retryQueue
+	outTimer clock.Timer
 	outDelay   time.Duration
 	digTimer   clock.Timer
 	remTimer   clock.Timer
@@ -77,8 +100,13 @@ func New(live *config.Live, clk clock.Clock, db *store.DB, pub *Publisher, log *
 		return nil, err
 	}
 	s.st = st
-	if _, err := db.PushState(retryName, &s.retry); err != nil {
+	var saved []queued
+	if _, err := db.PushState(retryName, &saved); err != nil {
 		return nil, err
+	}
+	for _, q := range saved {
+		l := &s.retry[laneOf(q)]
+		l.items = append(l.items, q)
 	}
 	return s, nil
 }
@@ -92,7 +120,7 @@ func (s *Service) Start(ctx context.Context) {
 		<-ctx.Done()
 		s.mu.Lock()
 		s.stopped = true
-		for _, t := range []clock.Timer{s.retryTimer, s.outTimer, s.digTimer, s.remTimer} {
+		for _, t := range []clock.Timer{s.retry[laneStaff].timer, s.retry[laneOps].timer, s.outTimer, s.digTimer, s.remTimer} {
 			if t != nil {
 				t.Stop()
 			}
@@ -106,7 +134,9 @@ func (s *Service) Start(ctx context.Context) {
 		s.wmu.Unlock()
 	}()
 	s.do(s.flushOutbox)
-	s.do(s.runRetry) // alerts a previous run could not deliver
+	for l := range lanes { // alerts a previous run could not deliver
+		s.do(func() { s.runRetry(l) })
+	}
 	s.do(s.armDigest)
 	s.armReminder()
 }
@@ -166,7 +196,7 @@ func (s *Service) immediate(m Message) {
 	m.Record.Seq = s.pub.NextSeq()
 	q := queued{Base: cfg.PushServerURL, R: m.Render(Topic(cfg.ServerID, m.Category)), Staff: true}
 	s.mu.Lock()
-	waiting := len(s.retry) > 0
+	waiting := len(s.retry[laneStaff].items) > 0
 	s.mu.Unlock()
 	if waiting && m.Category != CatTest {
 		s.enqueueRetry(q) // keep order behind earlier failures
@@ -192,6 +222,16 @@ func (s *Service) ops(m Message) {
 	m = OpsCopy(cfg.ServerID, m)
 	m.Record.Seq = s.pub.NextSeq()
 	q := queued{Base: cfg.PushOpsServerURL, R: m.Render(cfg.PushOpsTopic)}
+	s.mu.Lock()
+	waiting := len(s.retry[laneOps].items) > 0
+	s.mu.Unlock()
+	if waiting {
+		// Behind the copies already waiting, in order, and without an
+		// attempt of its own: the worker is shared with staff alerts, and
+		// each attempt at an unreachable server holds it until timeout.
+		s.enqueueRetry(q)
+		return
+	}
 	if res := s.pub.Post(s.ctx, q.Base, q.R, false); res != Sent && res != Rejected {
 		s.enqueueRetry(q)
 	}
@@ -200,67 +240,76 @@ func (s *Service) ops(m Message) {
 func (s *Service) enqueueRetry(q queued) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if len(s.retry) >= maxRetry {
-		s.log.Error("push retry queue full; dropping oldest", "topic", s.retry[0].R.Topic)
-		s.retry = s.retry[1:]
+	lane := laneOf(q)
+	l := &s.retry[lane]
+	if len(l.items) >= maxRetry {
+		s.log.Error("push retry queue full; dropping oldest", "topic", l.items[0].R.Topic)
+		l.items = l.items[1:]
 	}
-	s.retry = append(s.retry, q)
+	l.items = append(l.items, q)
 	s.saveRetryLocked()
-	s.armRetryLocked()
+	s.armRetryLocked(lane)
 }
 
-// saveRetryLocked mirrors the queue to the store (only while the push
+// saveRetryLocked mirrors the queues to the store (only while a push
 // server fails, so the write rate is bounded by the retry cadence).
 func (s *Service) saveRetryLocked() {
-	if err := s.db.PutPushState(retryName, s.retry); err != nil {
+	all := make([]queued, 0, len(s.retry[laneStaff].items)+len(s.retry[laneOps].items))
+	for l := range s.retry {
+		all = append(all, s.retry[l].items...)
+	}
+	if err := s.db.PutPushState(retryName, all); err != nil {
 		s.log.Error("persist push retry queue", "err", err)
 	}
 }
 
-// armRetryLocked schedules the next retry: after the 429 backoff when
-// one runs, else with a doubling delay (2 s .. 2 min).
-func (s *Service) armRetryLocked() {
-	if s.retryTimer != nil || s.stopped {
+// armRetryLocked schedules a lane's next retry: after its server's 429
+// backoff when one runs, else with a doubling delay (2 s .. 2 min).
+func (s *Service) armRetryLocked(lane int) {
+	l := &s.retry[lane]
+	if l.timer != nil || s.stopped || len(l.items) == 0 {
 		return
 	}
-	s.retryDelay = min(max(2*s.retryDelay, 2*time.Second), 2*time.Minute)
-	d := s.retryDelay
-	if w := s.pub.BackoffUntil().Sub(s.clk.Now()); w > d {
+	l.delay = min(max(2*l.delay, 2*time.Second), 2*time.Minute)
+	d := l.delay
+	if w := s.pub.BackoffUntil(l.items[0].Base).Sub(s.clk.Now()); w > d {
 		d = w
 	}
-	s.retryTimer = s.clk.AfterFunc(d, func() { s.do(s.runRetry) })
+	l.timer = s.clk.AfterFunc(d, func() { s.do(func() { s.runRetry(lane) }) })
 }
 
-func (s *Service) runRetry() {
+// runRetry sends a lane's queue in order, up to its first failure.
+func (s *Service) runRetry(lane int) {
+	l := &s.retry[lane]
 	s.mu.Lock()
-	s.retryTimer = nil
+	l.timer = nil
 	s.mu.Unlock()
 	for {
 		s.mu.Lock()
-		if len(s.retry) == 0 {
-			s.retryDelay = 0
+		if len(l.items) == 0 {
+			l.delay = 0
 			s.mu.Unlock()
 			return
 		}
-		q := s.retry[0]
+		q := l.items[0]
 		s.mu.Unlock()
 		res := s.pub.Post(s.ctx, q.Base, q.R, q.Staff)
 		s.mu.Lock()
 		if res == Sent || res == Rejected {
-			s.retry = s.retry[1:]
+			l.items = l.items[1:]
 			s.saveRetryLocked()
 			s.mu.Unlock()
 			continue
 		}
-		s.armRetryLocked()
+		s.armRetryLocked(lane)
 		s.mu.Unlock()
 		return
 	}
 }
 
-// RetryQueued is the number of immediate messages waiting.
+// RetryQueued is the number of immediate messages waiting, both lanes.
 func (s *Service) RetryQueued() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return len(s.retry)
+	return len(s.retry[laneStaff].items) + len(s.retry[laneOps].items)
 }
