@@ -75,9 +75,9 @@ type Service struct {
 	st       *state
 	retry    [lanes]retryQueue
 	outTimer clock.Timer
-	outDelay   time.Duration
-	digTimer   clock.Timer
-	remTimer   clock.Timer
+	outDelay time.Duration
+	digTimer clock.Timer
+	remTimer clock.Timer
 	// critical marks panic/watch not-seen keys (repeat on the critical
 	// cooldown); rebuilt from transitions, so not persisted.
 	critical map[string]bool
