@@ -77,7 +77,10 @@ type App struct {
 	alertsys *alerting.Worker
 	monitor  *status.Monitor
 	push     *push.Service // push notifications (push.go)
-	stopping atomic.Bool
+	// pushCancel ends push's context; set by startPush, taken by stopPush.
+	pushMu     sync.Mutex
+	pushCancel context.CancelFunc
+	stopping   atomic.Bool
 
 	// sensorMon evaluates sensor conditions (appliance/sensors.go).
 	sensorMon *sensors.Monitor

@@ -39,6 +39,10 @@ func (a *App) needsIngest() bool {
 func (a *App) buildIngest() error {
 	cfg := a.live.Get()
 	a.writer = store.NewWriter(a.db, store.WriterOptions{Logger: a.log, LazyDelay: lazyCommit})
+	// Stops run in reverse: push stops after the writer has closed, since
+	// the presses committed while ingest drains reach push from the
+	// writer's commits (see stopPush).
+	a.onStop(func(context.Context) error { a.stopPush(); return nil })
 	a.onStop(func(context.Context) error { return a.writer.Close() })
 	a.pipeline = ingest.New(ingest.Options{Registry: a.registry, Writer: a.writer, Clock: a.clock, Logger: a.log})
 	if err := a.pipeline.Restore(a.db); err != nil {

@@ -35,14 +35,33 @@ func (a *App) buildPush() error {
 }
 
 // startPush starts the worker, the outbox re-send and the digest
-// scheduler; shutdown cancels them.
+// scheduler; stopPush ends them.
 func (a *App) startPush() {
 	if a.push == nil {
 		return
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	a.push.Start(ctx)
-	a.onStop(func(context.Context) error { cancel(); <-a.push.Done(); return nil })
+	a.pushMu.Lock()
+	a.pushCancel = cancel
+	a.pushMu.Unlock()
+}
+
+// stopPush ends the push worker once the store writer has closed, so that
+// a press committed while ingest drains at shutdown is still handed to
+// push (stopped first, as it was, push dropped those). Work still queued
+// then runs with its context cancelled: an alert it cannot post goes to
+// the persisted retry queue and is sent at the next start.
+func (a *App) stopPush() {
+	a.pushMu.Lock()
+	cancel := a.pushCancel
+	a.pushCancel = nil
+	a.pushMu.Unlock()
+	if cancel == nil {
+		return
+	}
+	cancel()
+	<-a.push.Done()
 }
 
 // Push returns the push service (nil when nothing ingests).

@@ -207,3 +207,22 @@ func TestOpsServerFailuresDoNotHoldStaffAlerts(t *testing.T) {
 		}
 	})
 }
+
+// TestStopKeepsAlertsStillQueuedForTheWorker: at shutdown, presses that
+// committed while ingest drained reach push after the posts in flight.
+// Stopping must not drop them with the worker's queue: they go to the
+// persisted retry queue and are sent at the next start.
+func TestStopKeepsAlertsStillQueuedForTheWorker(t *testing.T) {
+	r := newRig(t, false)
+	r.ntfy.Set(func(s *ntfytest.Server) { s.Delay = time.Minute }) // the first post hangs
+	for id := uint64(1); id <= 2; id++ {
+		r.svc.OnEvent(store.Event{ID: id, Status: "alert", BeaconType: "panic", CreatedAt: r.clk.Now().UnixMilli()})
+	}
+	r.close()
+	r.ntfy.Set(func(s *ntfytest.Server) { s.Delay = 0 })
+	r.open()
+	got := r.msgs("TST000-sos")
+	if len(got) != 2 {
+		t.Fatalf("delivered after the restart: %d SOS, want 2", len(got))
+	}
+}

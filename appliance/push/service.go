@@ -127,9 +127,11 @@ func (s *Service) Start(ctx context.Context) {
 		}
 		s.mu.Unlock()
 		s.wmu.Lock()
-		// Pending jobs are dropped: what matters is durable (the outbox
-		// and the state) and is picked up at the next start.
-		s.jobs = append(s.jobs[:0], nil) // nil ends the worker
+		// Pending jobs still run, after which nil ends the worker. Their
+		// posts fail at once on the cancelled context, so an alert among
+		// them lands in the persisted retry queue (sent at the next
+		// start) instead of being dropped with the job.
+		s.jobs = append(s.jobs, nil)
 		s.wcond.Signal()
 		s.wmu.Unlock()
 	}()
