@@ -3,6 +3,8 @@ package store
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
+	"fmt"
 	"strings"
 
 	bolt "go.etcd.io/bbolt"
@@ -163,6 +165,10 @@ func InsertEvent(e Event, gatewayID uint64, press *PressReport, onCommit func(Ev
 	}
 }
 
+// ErrEventNotStored is the error of a merge into an event whose insert
+// did not commit.
+var ErrEventNotStored = errors.New("event not stored")
+
 // EventMerge is one more gateway report folded into an open event.
 type EventMerge struct {
 	Gateway string
@@ -180,7 +186,10 @@ func MergeEvent(id uint64, m EventMerge) func(tx *bolt.Tx) error {
 		var e Event
 		if err := getJSON(b, itob(id), &e); err != nil {
 			if err == ErrNotFound {
-				return nil
+				// Its insert failed: the report must not count as stored
+				// (a QoS 1 publish is then not acknowledged, and its
+				// resend opens an event of its own).
+				return fmt.Errorf("merge into event %d: %w", id, ErrEventNotStored)
 			}
 			return err
 		}

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"errors"
 	"fmt"
 	"testing"
 
@@ -95,9 +96,13 @@ func TestMergeEventAndAudit(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	// Merging into a missing event is a no-op, not an error.
-	if err := db.Update(MergeEvent(99, EventMerge{Gateway: "G9"})); err != nil {
-		t.Fatal(err)
+	// Merging into a missing event (its insert failed) is an error that
+	// says so, and writes nothing.
+	if err := db.Update(MergeEvent(99, EventMerge{Gateway: "G9"})); !errors.Is(err, ErrEventNotStored) {
+		t.Fatalf("merge into a missing event: %v", err)
+	}
+	if _, err := db.GetEvent(99); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("the merge created event 99: %v", err)
 	}
 	got, err := db.GetEvent(1)
 	if err != nil {

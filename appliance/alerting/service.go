@@ -152,6 +152,17 @@ type Service struct {
 	idMu   sync.Mutex
 	nextID uint64
 
+	// lost holds the ids of events whose insert did not commit (a disk
+	// error). Their dedup windows are still open in memory, but a report
+	// merging into one would be acknowledged and stored nowhere: it opens
+	// a new event instead. The writer reports the failure, on a goroutine
+	// that must not take a shard lock, so the ids wait here until the next
+	// report of their window looks. nLost keeps the lookup off the hot
+	// path while there are none.
+	lostMu sync.Mutex
+	lost   map[uint64]bool
+	nLost  atomic.Int32
+
 	listeners []func(store.Event)
 	// pending: alertsys still pending at the last stop. Restore fills it
 	// and RecoverAlertsys takes it, one after the other at start, before
@@ -318,7 +329,7 @@ func (s *Service) Observe(b *ingest.Batch, w *ingest.Writes) {
 		sh.Lock()
 		sh.V.sweep(now, window)
 		oe := sh.V.open.Of(o.Asset).at(c, b.IsTest)
-		if oe.open() && within(now, oe.anchor, window) {
+		if oe.open() && within(now, oe.anchor, window) && !s.wasLost(oe.id) {
 			oe.reports++
 			sh.V.merged++
 			newGW := oe.addGateway(b.Gateway)
@@ -353,7 +364,12 @@ func (s *Service) Observe(b *ingest.Batch, w *ingest.Writes) {
 		e.ID = s.nextID
 		s.nextID++
 		// A warning is not pushed: its commit may wait.
-		w.AddOp(store.InsertEvent(e, gwID, press, s.committed), status == store.EventWarning)
+		id := e.ID
+		w.AddOpDone(store.InsertEvent(e, gwID, press, s.committed), status == store.EventWarning, func(err error) {
+			if err != nil {
+				s.insertFailed(id, err)
+			}
+		})
 		w.Hand()
 		s.idMu.Unlock()
 		*oe = openEvent{id: e.ID, anchor: now, reports: 1}
@@ -395,6 +411,37 @@ func (sh *windows) sweep(now, window int64) {
 		}
 		return !sl.empty()
 	})
+}
+
+// insertFailed notes an event whose insert did not commit. It runs on the
+// writer's goroutine: it takes only lostMu, never a shard lock.
+func (s *Service) insertFailed(id uint64, err error) {
+	s.log.Error("alerting: event not stored; the next report of its window opens a new one", "event_id", id, "err", err)
+	s.lostMu.Lock()
+	defer s.lostMu.Unlock()
+	if s.lost == nil {
+		s.lost = map[uint64]bool{}
+	}
+	if !s.lost[id] {
+		s.lost[id] = true
+		s.nLost.Add(1)
+	}
+}
+
+// wasLost reports whether event id's insert failed, forgetting it: the
+// caller (under the shard lock of its window) replaces the window.
+func (s *Service) wasLost(id uint64) bool {
+	if s.nLost.Load() == 0 {
+		return false
+	}
+	s.lostMu.Lock()
+	defer s.lostMu.Unlock()
+	if !s.lost[id] {
+		return false
+	}
+	delete(s.lost, id)
+	s.nLost.Add(-1)
+	return true
 }
 
 // committed runs on the writer goroutine after an insert committed.

@@ -67,10 +67,14 @@ type Writes struct {
 	// lazy[i] marks Ops[i] as work nobody waits for (AddOp); an op
 	// appended to Ops directly is committed at once.
 	lazy []bool
+	// dones[i], when set, learns how Ops[i] ended (AddOpDone).
+	dones []func(error)
 
-	to     Writer
-	failed func(error) // QoS 1: learns whether the readings were refused
-	handed bool        // something of this batch reached the writer
+	to Writer
+	// failed (QoS 1) learns whether anything of the publish, readings or
+	// ops, was refused: then it gets no PUBACK and the gateway resends.
+	failed func(error)
+	handed bool // something of this batch reached the writer
 }
 
 // AddOp queues an op; a lazy one (a motion warning, not an alert) may wait
@@ -88,7 +92,36 @@ func (w *Writes) AddOp(op func(tx *bolt.Tx) error, lazy bool) {
 	w.lazy = append(w.lazy, true)
 }
 
+// AddOpDone is AddOp with done, called once with how the op ended (nil
+// once committed). done runs on the writer's goroutine (or the caller's,
+// once the writer has stopped), possibly while the subscriber holds the
+// lock it handed the op under: it must not take that lock, nor block.
+func (w *Writes) AddOpDone(op func(tx *bolt.Tx) error, lazy bool, done func(error)) {
+	w.AddOp(op, lazy)
+	for len(w.dones) < len(w.Ops)-1 {
+		w.dones = append(w.dones, nil)
+	}
+	w.dones = append(w.dones, done)
+}
+
 func (w *Writes) isLazy(i int) bool { return i < len(w.lazy) && w.lazy[i] }
+
+// doneOf is what learns how Ops[i] ends: its own done and, for a QoS 1
+// publish, the barrier's record of refusals.
+func (w *Writes) doneOf(i int) func(error) {
+	var own func(error)
+	if i < len(w.dones) {
+		own = w.dones[i]
+	}
+	switch f := w.failed; {
+	case own == nil:
+		return f
+	case f == nil:
+		return own
+	default:
+		return func(err error) { own(err); f(err) }
+	}
+}
 
 // Hand gives what was added since the last Hand to the writer, ops first,
 // in the order they were added. Call it before releasing the lock under
@@ -101,9 +134,9 @@ func (w *Writes) Hand() {
 	}
 	for i, op := range w.Ops {
 		if w.isLazy(i) {
-			w.to.DoLazily(op, nil)
+			w.to.DoLazily(op, w.doneOf(i))
 		} else {
-			w.to.Do(op, nil)
+			w.to.Do(op, w.doneOf(i))
 		}
 	}
 	if len(w.Readings) > 0 {
@@ -121,7 +154,8 @@ func (w *Writes) Hand() {
 // references to ops the writer now holds.
 func (w *Writes) empty() {
 	clear(w.Ops)
-	w.Readings, w.Ops, w.lazy = w.Readings[:0], w.Ops[:0], w.lazy[:0]
+	clear(w.dones)
+	w.Readings, w.Ops, w.lazy, w.dones = w.Readings[:0], w.Ops[:0], w.lazy[:0], w.dones[:0]
 }
 
 func (w *Writes) reset(to Writer, failed func(error)) {
@@ -393,7 +427,7 @@ func (p *Pipeline) process(m *Message, recv int64, ack func(error)) {
 	}
 	w := &sc.writes
 	if pa != nil {
-		w.reset(p.w, pa.readings)
+		w.reset(p.w, pa.refused)
 	} else {
 		w.reset(p.w, nil)
 	}
@@ -411,15 +445,22 @@ func (p *Pipeline) process(m *Message, recv int64, ack func(error)) {
 	}
 }
 
-// pubAck is a QoS 1 publish waiting for its barrier. Both callbacks run on
-// the writer's goroutine (or, once the writer has stopped, on the caller's),
-// the readings' first, since they were queued first.
+// pubAck is a QoS 1 publish waiting for its barrier. refused learns how
+// each of the publish's readings and ops ended, and barrier runs after
+// them all (queued after every hand-off); they run on the writer's
+// goroutine, or on the caller's once the writer has stopped.
 type pubAck struct {
 	ack func(error)
+	mu  sync.Mutex
 	err error
 }
 
-func (a *pubAck) readings(err error) {
+func (a *pubAck) refused(err error) {
+	if err == nil {
+		return
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
 	if a.err == nil {
 		a.err = err
 	}
@@ -427,7 +468,9 @@ func (a *pubAck) readings(err error) {
 
 func (a *pubAck) barrier(err error) {
 	if err == nil {
+		a.mu.Lock()
 		err = a.err
+		a.mu.Unlock()
 	}
 	a.ack(err)
 }
