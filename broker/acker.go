@@ -78,19 +78,15 @@ func (a *acker) run() {
 	}
 }
 
-// reply mirrors what the synchronous path returns to mochi: success
-// PUBACK; for MQTT 5 a failure reason code; for 3.1.1, which has no
-// negative PUBACK, the connection is closed so the gateway resends
+// reply mirrors the synchronous path: a success PUBACK, or on failure no
+// PUBACK and the connection closed (refuse), so the gateway resends
 // everything unacknowledged when it reconnects.
 func (a *acker) reply(r ackResult) {
-	ack := packets.Packet{FixedHeader: packets.FixedHeader{Type: packets.Puback}, PacketID: r.pid}
 	if r.err != nil {
-		if a.cl.Properties.ProtocolVersion != 5 {
-			a.cl.Stop(fmt.Errorf("sink: %w", r.err))
-			return
-		}
-		ack.ReasonCode = nackV5.Code
+		refuse(a.cl, r.err)
+		return
 	}
+	ack := packets.Packet{FixedHeader: packets.FixedHeader{Type: packets.Puback}, PacketID: r.pid}
 	_ = a.cl.WritePacket(ack) // a closed connection: the gateway resends
 }
 

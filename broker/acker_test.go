@@ -126,9 +126,9 @@ func TestAsyncAckFailureClosesMQTT311(t *testing.T) {
 	eventually(t, "sink error counted", func() bool { return b.Stats().SinkErrors == 1 })
 }
 
-// TestAsyncAckFailureNackMQTT5: an MQTT 5 gateway gets a failure reason
-// code instead.
-func TestAsyncAckFailureNackMQTT5(t *testing.T) {
+// TestAsyncAckFailureMQTT5: an MQTT 5 gateway gets no PUBACK either, but
+// a DISCONNECT with a failure reason code, and the connection is closed.
+func TestAsyncAckFailureMQTT5(t *testing.T) {
 	b, sink := startAsync(t, 8)
 	c := dialRaw(t, b.Addr())
 	c.connect(5, gwMAC, testUser, testPass)
@@ -136,7 +136,10 @@ func TestAsyncAckFailureNackMQTT5(t *testing.T) {
 	eventually(t, "publish taken", func() bool { return sink.n() == 1 })
 	sink.ack(0, errors.New("disk full"))
 	pk, err := c.read()
-	if err != nil || pk.FixedHeader.Type != packets.Puback || pk.PacketID != 9 || pk.ReasonCode < 0x80 {
-		t.Fatalf("want a negative PUBACK 9, got %s %v", pkString(pk), err)
+	if err != nil || pk.FixedHeader.Type != packets.Disconnect || pk.ReasonCode < 0x80 {
+		t.Fatalf("want a DISCONNECT with a failure code, got %s %v", pkString(pk), err)
+	}
+	if pk, err := c.read(); err == nil {
+		t.Fatalf("got %s after the DISCONNECT, want the connection closed", pkString(pk))
 	}
 }

@@ -34,11 +34,25 @@ const (
 	listenerID  = "beaconhub-tcp"
 )
 
-// nackV5 is the PUBACK reason code an MQTT 5 gateway gets when its QoS 1
-// message could not be made durable. mochi writes a PUBACK carrying it (and
-// nothing else happens: no retain, no PUBACK 0x00); the gateway must treat
-// the message as not accepted.
+// nackV5 is the DISCONNECT reason an MQTT 5 gateway is given when its QoS
+// 1 message could not be made durable (see refuse).
 var nackV5 = packets.Code{Code: packets.ErrUnspecifiedError.Code, Reason: "not stored, resend"}
+
+// refuse closes a gateway's connection without acknowledging a QoS 1
+// publish that was not stored: the gateway resends it, and everything
+// unacknowledged after it, when it reconnects. The gateway contract asks
+// exactly this ("the gateway must get no ack and resend"). A PUBACK with a
+// failure reason code, which MQTT 5 allows, was sent here at first; but it
+// completes the QoS 1 exchange and releases the packet id, and a gateway
+// need not publish the message again after one. An MQTT 5 gateway is told
+// why in a DISCONNECT first; MQTT 3.1.1 has no server DISCONNECT.
+func refuse(cl *mqtt.Client, err error) {
+	if cl.Properties.ProtocolVersion == 5 {
+		_ = cl.WritePacket(packets.Packet{FixedHeader: packets.FixedHeader{Type: packets.Disconnect},
+			ReasonCode: nackV5.Code, Properties: packets.Properties{ReasonString: nackV5.Reason}})
+	}
+	cl.Stop(fmt.Errorf("sink: %w", err))
+}
 
 // EmbeddedOptions configures the embedded broker.
 type EmbeddedOptions struct {
@@ -345,10 +359,9 @@ func (h *ingestHook) Provides(b byte) bool {
 //     SENDS THE SUCCESS PUBACK. Returning a plain error is therefore the
 //     one wrong choice here.
 //
-// So on a sink error for QoS 1 we return nackV5 (a failure reason code) to
-// MQTT 5 gateways, and for 3.1.1 gateways, which have no way to receive a
-// negative ack, we close the connection and return ErrRejectPacket: no
-// PUBACK is written, and the gateway resends the message when it reconnects.
+// So on a sink error for QoS 1 we close the connection (refuse) and return
+// ErrRejectPacket: no PUBACK is written, and the gateway resends the
+// message when it reconnects.
 //
 // Retain: a retained copy would only ever be replayed to subscribers, and no
 // one may subscribe, so the flag is stripped rather than the publish refused
@@ -378,14 +391,10 @@ func (h *ingestHook) OnPublish(cl *mqtt.Client, pk packets.Packet) (packets.Pack
 	if err == nil {
 		return pk, nil
 	}
-	if cl.Properties.ProtocolVersion == 5 {
-		return pk, nackV5
-	}
-	// Stop (not DisconnectClient): MQTT 3.1.1 has no server DISCONNECT,
-	// and closing the socket before returning guarantees nothing else is
+	// Closing the socket before returning guarantees nothing else is
 	// written. Anything the gateway pipelined after this message is left
 	// unread and unacknowledged, so it is resent too.
-	cl.Stop(fmt.Errorf("sink: %w", err))
+	refuse(cl, err)
 	return pk, packets.ErrRejectPacket
 }
 

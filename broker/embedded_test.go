@@ -239,7 +239,11 @@ func TestEmbeddedSinkErrorWithholdsPubackMQTT311(t *testing.T) {
 	eventually(t, "clients gone", func() bool { return b.Stats().Clients == 0 })
 }
 
-func TestEmbeddedSinkErrorNegativePubackMQTT5(t *testing.T) {
+// TestEmbeddedSinkErrorMQTT5ClosesWithoutPuback: an MQTT 5 gateway whose
+// QoS 1 message was not stored gets no PUBACK (a failure reason code would
+// complete the exchange, and it need not resend after one) but a
+// DISCONNECT saying why; its resend after reconnecting is stored.
+func TestEmbeddedSinkErrorMQTT5ClosesWithoutPuback(t *testing.T) {
 	b := startEmbedded(t, nil)
 	var fail atomic.Bool
 	fail.Store(true)
@@ -255,18 +259,25 @@ func TestEmbeddedSinkErrorNegativePubackMQTT5(t *testing.T) {
 	}
 
 	raw.publish("gw/"+gwMAC+"/adv4", []byte("p1"), 1, 1)
-	ack, err := raw.read()
+	pk, err := raw.read()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ack.FixedHeader.Type != packets.Puback || ack.PacketID != 1 || ack.ReasonCode < 0x80 {
-		t.Fatalf("got %s, want PUBACK with a failure reason code", pkString(ack))
+	if pk.FixedHeader.Type != packets.Disconnect || pk.ReasonCode < 0x80 {
+		t.Fatalf("got %s, want DISCONNECT with a failure reason code", pkString(pk))
+	}
+	if pk, err := raw.read(); err == nil {
+		t.Fatalf("got %s after the DISCONNECT, want the connection closed", pkString(pk))
 	}
 
-	// The session survives and a retry succeeds.
+	// The gateway reconnects and resends; this time it is stored.
 	fail.Store(false)
+	raw = dialRaw(t, b.Addr())
+	if rc := raw.connect(5, gwMAC, testUser, testPass); rc != 0 {
+		t.Fatalf("reconnect rc %#x", rc)
+	}
 	raw.publish("gw/"+gwMAC+"/adv4", []byte("p1"), 1, 2)
-	ack, err = raw.read()
+	ack, err := raw.read()
 	if err != nil {
 		t.Fatal(err)
 	}
