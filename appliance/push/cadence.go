@@ -31,7 +31,9 @@ func (s *Service) OnEvent(e store.Event) {
 	if e.BeaconType != "panic" && e.BeaconType != "watch" {
 		return
 	}
-	if e.Status != "alert" && !e.Test {
+	// Motion (a warning) is never pushed, a test send's included: its
+	// push would read "Test: Panic button pushed".
+	if e.Status == store.EventWarning || (e.Status != store.EventAlert && !e.Test) {
 		return
 	}
 	s.do(func() {

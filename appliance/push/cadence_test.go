@@ -116,9 +116,16 @@ func TestButtonPressesAreOnePerEvent(t *testing.T) {
 	// insert once, so push publishes once. Motion warnings are not pushed.
 	r.svc.OnEvent(store.Event{ID: 3, Status: "alert", BeaconType: "panic", AlertsysMessage: "Help in room 12"})
 	r.svc.OnEvent(store.Event{ID: 4, Status: "warning", BeaconType: "panic"})
+	// A test send's motion is a warning too: no "Test: Panic button
+	// pushed" for it; a test send's press is a test message.
+	r.svc.OnEvent(store.Event{ID: 5, Status: "warning", Type: "motion", Test: true, BeaconType: "panic"})
+	r.svc.OnEvent(store.Event{ID: 6, Status: "alert", Type: "single", Test: true, BeaconType: "watch"})
 	r.svc.Idle()
 	if m := r.msgs("TST000-sos"); len(m) != 1 || m[0].Title != "Help in room 12" {
 		t.Fatalf("%+v", m)
+	}
+	if m := r.msgs("TST000-test"); len(m) != 1 || m[0].Title != "Test: Watch button pushed" {
+		t.Fatalf("test topic: %+v", m)
 	}
 }
 
