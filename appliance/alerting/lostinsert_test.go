@@ -2,10 +2,12 @@ package alerting_test
 
 import (
 	"errors"
+	"fmt"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"beaconhub/appliance/alerting"
 	"beaconhub/appliance/clock"
 	"beaconhub/appliance/ingest"
 	"beaconhub/store"
@@ -72,5 +74,53 @@ func TestPressWhoseInsertFailedIsNotAcknowledgedAndItsResendCounts(t *testing.T)
 	}
 	if evs := r.events(); len(evs) != 1 || evs[0].Reports != 2 {
 		t.Fatalf("events after the second gateway: %+v", evs)
+	}
+}
+
+// TestResendAfterTheWindowIsTheSamePress: a gateway that got no PUBACK
+// (the appliance lost power right after the commit) resends the same
+// message once it reconnects, here 90 s later across a restart, past the
+// 40 s dedup window. The same gateway timestamp makes it the same press:
+// no second event, no second alertsys convene. A new press with its own
+// timestamp after the window is a new event.
+func TestResendAfterTheWindowIsTheSamePress(t *testing.T) {
+	clk := clock.NewFake(t0)
+	live := liveConfig(t, "")
+	r := newRig(t, "", clk, live)
+	sent := clk.Now().UnixMilli()
+	msg := func(ts int64) []byte {
+		return []byte(fmt.Sprintf(`{"ts":%d,"reports":[%s]}`, ts, press(panicMAC, "single", -55)))
+	}
+	pub := func(r *rig, gw int, body []byte) {
+		t.Helper()
+		if err := r.pipe.HandlePublish(gatewayMAC(gw), "gw/"+gatewayMAC(gw)+"/adv4", body, 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pub(r, 1, msg(sent))
+	r.close()
+
+	clk.Advance(90 * time.Second)
+	r2 := newRig(t, r.dir, clk, live)
+	pub(r2, 1, msg(sent)) // the resend: same bytes, same gateway timestamp
+	evs := r2.events()
+	if len(evs) != 1 || evs[0].Reports != 2 {
+		t.Fatalf("events after the resend: %+v", evs)
+	}
+	if n := len(r.enq.events()) + len(r2.enq.events()); n != 1 {
+		t.Fatalf("alertsys convened %d times, want 1", n)
+	}
+	// A new press, with its own timestamp, is a new event.
+	pub(r2, 1, msg(clk.Now().UnixMilli()))
+	if evs := r2.events(); len(evs) != 2 {
+		t.Fatalf("a new press after the window: %+v", evs)
+	}
+	// Past ResendHoldMS a resend is no longer recognised: the server
+	// replaces a gateway timestamp that old with its receive time, and
+	// the sweep has forgotten the event.
+	clk.Advance(time.Duration(alerting.ResendHoldMS+60_000) * time.Millisecond)
+	pub(r2, 1, msg(sent))
+	if evs := r2.events(); len(evs) != 3 {
+		t.Fatalf("after the hold: %+v", evs)
 	}
 }

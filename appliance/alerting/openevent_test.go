@@ -54,8 +54,9 @@ func TestSweepOfCollidingUIDs(t *testing.T) {
 	if w.open.Get(h, a).at(classPress, true).open() {
 		t.Fatal("b's test press leaked into a's windows")
 	}
-	// 40 s windows at 45 s: a's only event and b's press have closed.
-	w.sweep(45_000, 40_000)
+	// 40 s windows, kept ResendHoldMS for resends: 5 s after that, a's
+	// only event and b's press are forgotten, b's later motion is not.
+	w.sweep(1000+ResendHoldMS+5000, 40_000)
 	if w.open.Get(h, a) != nil {
 		t.Fatal("a's windows survived the sweep")
 	}

@@ -31,6 +31,16 @@ import (
 // this far.
 const MaxWindowMS = 3600 * 1000
 
+// ResendHoldMS is how long a window's event is remembered after the
+// window closed, for recognising a resend. A gateway that got no PUBACK
+// (a crash or power loss before it, an ack that timed out) resends the
+// same message after it reconnects, possibly after the window: a report
+// carrying the same gateway timestamp as one of the event's is that same
+// press, not a new one. Past the skew limit the server no longer trusts
+// the gateway's timestamp (ingest.MaxSkewMS), so nothing is recognised
+// later.
+const ResendHoldMS = ingest.MaxSkewMS
+
 // Enqueuer takes committed SOS/watch events for alertsys (the Worker).
 type Enqueuer interface {
 	Configured() bool
@@ -98,6 +108,11 @@ type openEvent struct {
 	anchor  int64 // server receive time of the first report
 	id      uint64
 	reports int
+	// sent holds the timestamps (the gateway's, when it sent one) of the
+	// event's last few reports, in a ring at next: a resend carries its
+	// timestamp again (ResendHoldMS).
+	sent [4]int64
+	next uint8
 	// The gateways that reported it, compared raw (motion repeats from
 	// every gateway, rendering costs). A beacon is heard by a handful of
 	// gateways, so they sit in the event itself, not behind a pointer:
@@ -110,6 +125,20 @@ type openEvent struct {
 const inlineGateways = 6
 
 func (oe *openEvent) open() bool { return oe.id != 0 }
+
+// resent reports whether a report with timestamp ts, arriving after the
+// event's window, is one of its last reports sent again. (Within
+// ResendHoldMS: the sweep forgets the event after that.)
+func (oe *openEvent) resent(ts int64) bool { return ts != 0 && slices.Contains(oe.sent[:], ts) }
+
+// note remembers a report's timestamp for resent.
+func (oe *openEvent) note(ts int64) {
+	if ts == 0 || slices.Contains(oe.sent[:], ts) {
+		return
+	}
+	oe.sent[oe.next%uint8(len(oe.sent))] = ts
+	oe.next++
+}
 
 func (oe *openEvent) gateways() int { return oe.n + len(oe.far) }
 
@@ -221,6 +250,7 @@ func (s *Service) Restore() error {
 			c = classMotion
 		}
 		oe := openEvent{id: e.ID, anchor: e.CreatedAt, reports: e.Reports}
+		oe.note(e.ReportedAt)
 		for _, g := range e.Gateways {
 			if m, ok := ingest.ParseMAC(g); ok {
 				oe.addGateway(m)
@@ -329,8 +359,9 @@ func (s *Service) Observe(b *ingest.Batch, w *ingest.Writes) {
 		sh.Lock()
 		sh.V.sweep(now, window)
 		oe := sh.V.open.Of(o.Asset).at(c, b.IsTest)
-		if oe.open() && within(now, oe.anchor, window) && !s.wasLost(oe.id) {
+		if oe.open() && (within(now, oe.anchor, window) || oe.resent(o.TS)) && !s.wasLost(oe.id) {
 			oe.reports++
+			oe.note(o.TS)
 			sh.V.merged++
 			newGW := oe.addGateway(b.Gateway)
 			// Motion repeats every second or so from every gateway: only a
@@ -373,6 +404,7 @@ func (s *Service) Observe(b *ingest.Batch, w *ingest.Writes) {
 		w.Hand()
 		s.idMu.Unlock()
 		*oe = openEvent{id: e.ID, anchor: now, reports: 1}
+		oe.note(o.TS)
 		oe.addGateway(b.Gateway)
 		sh.Unlock()
 	}
@@ -401,10 +433,11 @@ func (sh *windows) sweep(now, window int64) {
 		return
 	}
 	sh.lastSweep = now
+	hold := max(window, ResendHoldMS)
 	sh.open.DeleteFunc(func(_ string, sl *slots) bool {
 		for c := range sl.ev {
 			for t := range sl.ev[c] {
-				if oe := &sl.ev[c][t]; oe.open() && !within(now, oe.anchor, window) {
+				if oe := &sl.ev[c][t]; oe.open() && !within(now, oe.anchor, hold) {
 					*oe = openEvent{}
 				}
 			}
