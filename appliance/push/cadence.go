@@ -28,19 +28,74 @@ func (s *Service) OnHealth(h store.HealthRecord) { s.do(func() { s.health(h) }) 
 // dedup window into one event and calls this once per inserted event, so
 // push shares that dedup instead of keeping a second window.
 func (s *Service) OnEvent(e store.Event) {
+	if !pushed(e) {
+		return
+	}
+	s.do(func() { s.button(e) })
+}
+
+// pushed reports whether an event is announced: presses on panic buttons
+// and watches, and test sends of them. Motion (a warning) never is, a
+// test send's included: its push would read "Test: Panic button pushed".
+func pushed(e store.Event) bool {
 	if e.BeaconType != "panic" && e.BeaconType != "watch" {
+		return false
+	}
+	return e.Status != store.EventWarning && (e.Status == store.EventAlert || e.Test)
+}
+
+// button publishes a press (or queues it for retry, durably) and then
+// records that its event was handled, for the replay at start.
+func (s *Service) button(e store.Event) {
+	if m, ok := ButtonPress(e); ok {
+		s.immediate(m)
+	}
+	s.mu.Lock()
+	if s.st.LastEvent == nil || *s.st.LastEvent < e.ID {
+		id := e.ID
+		s.st.LastEvent = &id
+	}
+	s.mu.Unlock()
+	s.save()
+}
+
+// EventReplayWindow is how far back the start looks for presses that were
+// committed but never handed to the push server (a crash while they
+// waited for the push worker): as far as alertsys recovery looks.
+const EventReplayWindow = 5 * time.Minute
+
+// replayEvents hands the presses committed after the last one handled,
+// within EventReplayWindow, to the worker again. A crash between a post
+// and the record of it repeats that push once: a repeat is better than a
+// lost SOS. Test sends are not replayed. Runs before ingest starts.
+func (s *Service) replayEvents() {
+	s.mu.Lock()
+	last := s.st.LastEvent
+	s.mu.Unlock()
+	recent, err := s.db.RecentEvents(s.clk.Now().Add(-EventReplayWindow).UnixMilli())
+	if err != nil {
+		s.log.Error("push: recent events for the replay", "err", err)
 		return
 	}
-	// Motion (a warning) is never pushed, a test send's included: its
-	// push would read "Test: Panic button pushed".
-	if e.Status == store.EventWarning || (e.Status != store.EventAlert && !e.Test) {
-		return
-	}
-	s.do(func() {
-		if m, ok := ButtonPress(e); ok {
-			s.immediate(m)
+	if last == nil {
+		// First start with this record (a fresh install or an upgrade):
+		// what was committed before was announced by the previous run.
+		var top uint64
+		for _, e := range recent {
+			top = max(top, e.ID)
 		}
-	})
+		s.mu.Lock()
+		s.st.LastEvent = &top
+		s.mu.Unlock()
+		s.save()
+		return
+	}
+	for _, e := range recent {
+		if e.ID > *last && pushed(e) && !e.Test {
+			s.log.Warn("push: announcing a press the previous run had not handed to the push server", "event_id", e.ID)
+			s.do(func() { s.button(e) })
+		}
+	}
 }
 
 func (s *Service) identify(subject string) Device {

@@ -3,6 +3,7 @@ package push
 import (
 	"fmt"
 	"net"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -224,5 +225,68 @@ func TestStopKeepsAlertsStillQueuedForTheWorker(t *testing.T) {
 	got := r.msgs("TST000-sos")
 	if len(got) != 2 {
 		t.Fatalf("delivered after the restart: %d SOS, want 2", len(got))
+	}
+}
+
+// TestPressesNeverHandedToPushAreAnnouncedAtStart: a crash while an SOS
+// waited for the push worker left it committed but never posted nor
+// queued. The next start announces it, once; an event handled before the
+// crash is not announced again; and the first start that keeps this
+// record (an upgrade) announces nothing old.
+func TestPressesNeverHandedToPushAreAnnouncedAtStart(t *testing.T) {
+	r := newRig(t, false)
+	insert := func(id uint64) store.Event {
+		t.Helper()
+		e := store.Event{ID: id, Status: store.EventAlert, Type: "single", AssetUID: "P1", BeaconType: "panic",
+			BeaconName: "Panic 1", CreatedAt: r.clk.Now().UnixMilli(), ReportedAt: r.clk.Now().UnixMilli()}
+		if err := r.db.Update(store.InsertEvent(e, 0, nil, nil)); err != nil {
+			t.Fatal(err)
+		}
+		return e
+	}
+	sos := func() int { return len(r.msgs("TST000-sos")) }
+
+	r.svc.OnEvent(insert(1)) // handled as usual
+	r.svc.Idle()
+	insert(2) // committed, then the crash: push never saw it
+	r.restart()
+	if n := sos(); n != 2 {
+		t.Fatalf("SOS after the restart: %d, want 2 (event 1 once, event 2 replayed)", n)
+	}
+	r.restart()
+	if n := sos(); n != 2 {
+		t.Fatalf("SOS after a second restart: %d, want still 2", n)
+	}
+
+	// offline runs fn on the store while the service is down.
+	offline := func(fn func()) {
+		t.Helper()
+		r.close()
+		db, err := store.Open(filepath.Join(r.dir, "service.db"), store.OpenOptions{LockTimeout: time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.db = db
+		fn()
+		_ = db.Close()
+		r.db = nil
+	}
+	// An upgrade: the state has no record of handled events yet.
+	offline(func() {
+		insert(3)
+		if err := r.db.PutPushState(stateName, &state{}); err != nil {
+			t.Fatal(err)
+		}
+	})
+	r.open()
+	if n := sos(); n != 2 {
+		t.Fatalf("SOS after the upgrade: %d, want still 2", n)
+	}
+	// A press older than the replay window is not announced that late.
+	offline(func() { insert(4) })
+	r.clk.Advance(EventReplayWindow + time.Minute)
+	r.open()
+	if n := sos(); n != 2 {
+		t.Fatalf("SOS after the window: %d, want still 2", n)
 	}
 }

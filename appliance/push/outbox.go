@@ -17,6 +17,9 @@ type state struct {
 	LastBucket map[string]int64           `json:"last_bucket"`
 	// LastDelivery is the last acknowledged outbox publish (ms).
 	LastDelivery int64 `json:"last_delivery"`
+	// LastEvent is the highest event id whose press was posted or queued
+	// for retry (nil until the first start that records it).
+	LastEvent *uint64 `json:"last_event,omitempty"`
 }
 
 const stateName = "cadence"

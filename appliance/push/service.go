@@ -139,6 +139,7 @@ func (s *Service) Start(ctx context.Context) {
 	for l := range lanes { // alerts a previous run could not deliver
 		s.do(func() { s.runRetry(l) })
 	}
+	s.replayEvents() // and presses it never got to
 	s.do(s.armDigest)
 	s.armReminder()
 }
