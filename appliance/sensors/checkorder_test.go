@@ -1,7 +1,6 @@
 package sensors
 
 import (
-	"encoding/json"
 	"fmt"
 	"strings"
 	"sync"
@@ -30,27 +29,11 @@ func TestNotSeenCheckerAndHeartbeatsAgreeOnDisk(t *testing.T) {
 	const beacons = 240
 	db := openDB(t)
 	clk := clock.NewFake(time.Date(2026, 5, 1, 8, 0, 0, 0, time.UTC))
-	svc, err := assets.NewService(assets.Options{DB: db, Clock: clk})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var loc assets.LocationInput
-	_ = json.Unmarshal([]byte(`{"name":"Hospital","code":"H1","parent_id":0}`), &loc)
-	lv, _, err := svc.SaveLocation(loc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	svc, create := assetsWithLocation(t, db, clk)
 	macs := make([]string, beacons)
 	for i := range macs {
 		macs[i] = fmt.Sprintf("C30000%06X", i+1)
-		data, _ := json.Marshal(map[string]any{"mac": macs[i], "name": fmt.Sprintf("Panic %d", i), "type": "panic", "location_id": lv.ID})
-		var in assets.BeaconInput
-		if err := json.Unmarshal(data, &in); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := svc.CreateBeacon(in); err != nil {
-			t.Fatal(err)
-		}
+		create(map[string]any{"mac": macs[i], "name": fmt.Sprintf("Panic %d", i), "type": "panic"})
 	}
 
 	w := store.NewWriter(db, store.WriterOptions{})

@@ -25,19 +25,41 @@ type condRig struct {
 	seen sync.Map
 }
 
-func newCondRig(t *testing.T) *condRig {
-	r := &condRig{t: t, db: openDB(t), clk: clock.NewFake(time.Date(2026, 5, 1, 8, 0, 0, 0, time.UTC)),
-		uids: map[string]string{}, types: map[string]string{}}
-	reg, err := assets.NewService(assets.Options{DB: r.db, Clock: r.clk})
+// assetsWithLocation builds the asset service over db with one location
+// (Hospital, H1) and returns it with a function that creates a beacon
+// there from JSON-shaped fields, as the API takes them.
+func assetsWithLocation(t *testing.T, db *store.DB, clk clock.Clock) (*assets.Service, func(fields map[string]any) assets.BeaconView) {
+	t.Helper()
+	svc, err := assets.NewService(assets.Options{DB: db, Clock: clk})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var loc assets.LocationInput
 	_ = json.Unmarshal([]byte(`{"name":"Hospital","code":"H1","parent_id":0}`), &loc)
-	lv, _, err := reg.SaveLocation(loc)
+	lv, _, err := svc.SaveLocation(loc)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return svc, func(fields map[string]any) assets.BeaconView {
+		t.Helper()
+		fields["location_id"] = lv.ID
+		data, _ := json.Marshal(fields)
+		var in assets.BeaconInput
+		if err := json.Unmarshal(data, &in); err != nil {
+			t.Fatal(err)
+		}
+		v, err := svc.CreateBeacon(in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+}
+
+func newCondRig(t *testing.T) *condRig {
+	r := &condRig{t: t, db: openDB(t), clk: clock.NewFake(time.Date(2026, 5, 1, 8, 0, 0, 0, time.UTC)),
+		uids: map[string]string{}, types: map[string]string{}}
+	_, create := assetsWithLocation(t, r.db, r.clk)
 	now := r.clk.Now().UnixMilli()
 	for _, b := range []map[string]any{
 		{"mac": "C3000000000A", "name": "Fridge", "type": "sensor", "temperature_range": map[string]any{"min": 2, "max": 8},
@@ -45,16 +67,7 @@ func newCondRig(t *testing.T) *condRig {
 		{"mac": "C3000000000B", "name": "Room", "type": "sensor", "calibrated_at": now - 364*86400e3, "calibration_interval_days": 365},
 		{"mac": "C3000000000C", "name": "Panic", "type": "panic"},
 	} {
-		b["location_id"] = lv.ID
-		data, _ := json.Marshal(b)
-		var in assets.BeaconInput
-		if err := json.Unmarshal(data, &in); err != nil {
-			t.Fatal(err)
-		}
-		v, err := reg.CreateBeacon(in)
-		if err != nil {
-			t.Fatal(err)
-		}
+		v := create(b)
 		r.uids[v.Name], r.types[v.Name] = v.AssetUID, v.Type
 	}
 	r.start()

@@ -1,7 +1,6 @@
 package sensors
 
 import (
-	"encoding/json"
 	"testing"
 	"time"
 
@@ -19,28 +18,10 @@ import (
 func TestMergeLeavesTheLatestReadingsTheHistoryHolds(t *testing.T) {
 	db := openDB(t)
 	clk := clock.NewFake(time.Date(2026, 5, 1, 8, 0, 0, 0, time.UTC))
-	svc, err := assets.NewService(assets.Options{DB: db, Clock: clk})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var loc assets.LocationInput
-	_ = json.Unmarshal([]byte(`{"name":"Hospital","code":"H1","parent_id":0}`), &loc)
-	lv, _, err := svc.SaveLocation(loc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	svc, create := assetsWithLocation(t, db, clk)
 	var views []assets.BeaconView
 	for _, mac := range []string{"C3000000000A", "C3000000000B", "C3000000000C"} {
-		data, _ := json.Marshal(map[string]any{"mac": mac, "name": mac, "type": "sensor", "location_id": lv.ID})
-		var in assets.BeaconInput
-		if err := json.Unmarshal(data, &in); err != nil {
-			t.Fatal(err)
-		}
-		v, err := svc.CreateBeacon(in)
-		if err != nil {
-			t.Fatal(err)
-		}
-		views = append(views, v)
+		views = append(views, create(map[string]any{"mac": mac, "name": mac, "type": "sensor"}))
 	}
 	surv, src0, src1 := views[0].AssetUID, views[1].AssetUID, views[2].AssetUID
 	base := clk.Now().Add(-time.Hour).UnixMilli()
