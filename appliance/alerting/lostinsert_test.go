@@ -98,14 +98,16 @@ func TestResendAfterTheWindowIsTheSamePress(t *testing.T) {
 		}
 	}
 	pub(r, 1, msg(sent))
+	pub(r, 2, msg(sent+250)) // another gateway's copy, its own clock
 	r.close()
 
 	clk.Advance(90 * time.Second)
 	r2 := newRig(t, r.dir, clk, live)
-	pub(r2, 1, msg(sent)) // the resend: same bytes, same gateway timestamp
+	pub(r2, 1, msg(sent))     // the resends: same bytes, same gateway timestamps,
+	pub(r2, 2, msg(sent+250)) // whichever gateway's PUBACK was lost
 	evs := r2.events()
-	if len(evs) != 1 || evs[0].Reports != 2 {
-		t.Fatalf("events after the resend: %+v", evs)
+	if len(evs) != 1 || evs[0].Reports != 4 {
+		t.Fatalf("events after the resends: %+v", evs)
 	}
 	if n := len(r.enq.events()) + len(r2.enq.events()); n != 1 {
 		t.Fatalf("alertsys convened %d times, want 1", n)

@@ -1,9 +1,11 @@
 package alerting
 
 import (
+	"errors"
 	"testing"
 
 	"beaconhub/appliance/assets"
+	"beaconhub/appliance/config"
 	"beaconhub/appliance/ingest"
 	"beaconhub/store"
 )
@@ -63,5 +65,47 @@ func TestSweepOfCollidingUIDs(t *testing.T) {
 	sl := w.open.Get(h, b)
 	if sl == nil || sl.at(classMotion, false).id != 2 || sl.at(classPress, true).open() {
 		t.Fatalf("b's windows after the sweep: %+v", sl)
+	}
+}
+
+// TestLostInsertsLeaveTheHotPath: an event whose insert failed is
+// remembered until a report of its window asks, or until its window (and
+// resend hold) is over; then the global lookup is off the hot path again.
+func TestLostInsertsLeaveTheHotPath(t *testing.T) {
+	s := New(Options{Live: config.NewLive(config.Defaults(config.ActiveBrand()), nil, "")})
+	s.insertFailed(7, 1000, false, errors.New("fsync"))
+	s.insertFailed(8, 1000, true, errors.New("fsync"))
+	if !s.wasLost(7, 2000) || s.wasLost(7, 2000) {
+		t.Fatal("a lost id must be reported once")
+	}
+	if s.nLost.Load() != 1 {
+		t.Fatalf("%d lost ids left, want 1 (event 8)", s.nLost.Load())
+	}
+	// Nobody asks for 8; once its hold is over, any lookup drops it.
+	if s.wasLost(99, 1000+ResendHoldMS+1) || s.nLost.Load() != 0 {
+		t.Fatalf("%d lost ids left after the hold", s.nLost.Load())
+	}
+}
+
+// TestRenameKeepsTheNewerWindow: a merge renames the source's windows onto
+// the survivor. A survivor window kept only for resends (its window long
+// closed) must not win over the source's live one: the source's next
+// report would open a second event.
+func TestRenameKeepsTheNewerWindow(t *testing.T) {
+	s := New(Options{Live: config.NewLive(config.Defaults(config.ActiveBrand()), nil, "")})
+	put := func(uid string, id uint64, anchor int64) {
+		sh := s.shards.OfUID(uid)
+		sh.Lock()
+		*sh.V.open.Add(assets.UIDHash(uid), uid).at(classPress, false) = openEvent{id: id, anchor: anchor}
+		sh.Unlock()
+	}
+	put("SURV", 1, 1000)   // two minutes ago: closed, kept for resends
+	put("SRC", 2, 121_000) // live
+	s.Rename("SRC", "SURV")
+	sh := s.shards.OfUID("SURV")
+	sh.Lock()
+	defer sh.Unlock()
+	if got := sh.V.open.Get(assets.UIDHash("SURV"), "SURV").at(classPress, false).id; got != 2 {
+		t.Fatalf("the survivor's window holds event %d, want the live 2", got)
 	}
 }

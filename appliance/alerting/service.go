@@ -13,6 +13,7 @@
 package alerting
 
 import (
+	"context"
 	"log/slog"
 	"slices"
 	"sync"
@@ -189,7 +190,7 @@ type Service struct {
 	// report of their window looks. nLost keeps the lookup off the hot
 	// path while there are none.
 	lostMu sync.Mutex
-	lost   map[uint64]bool
+	lost   map[uint64]int64 // event id -> when its insert failed (ms)
 	nLost  atomic.Int32
 
 	listeners []func(store.Event)
@@ -251,6 +252,15 @@ func (s *Service) Restore() error {
 		}
 		oe := openEvent{id: e.ID, anchor: e.CreatedAt, reports: e.Reports}
 		oe.note(e.ReportedAt)
+		if c == classPress && within(now, e.CreatedAt, ResendHoldMS) {
+			// Any of its gateways may resend, not only the first: the
+			// audit lists every press report with its timestamp.
+			if a, err := s.db.GetButtonAudit(e.AssetUID, e.ID); err == nil {
+				for _, r := range a.Reports[max(0, len(a.Reports)-len(oe.sent)):] {
+					oe.note(r.ReportedAt)
+				}
+			}
+		}
 		for _, g := range e.Gateways {
 			if m, ok := ingest.ParseMAC(g); ok {
 				oe.addGateway(m)
@@ -359,7 +369,7 @@ func (s *Service) Observe(b *ingest.Batch, w *ingest.Writes) {
 		sh.Lock()
 		sh.V.sweep(now, window)
 		oe := sh.V.open.Of(o.Asset).at(c, b.IsTest)
-		if oe.open() && (within(now, oe.anchor, window) || oe.resent(o.TS)) && !s.wasLost(oe.id) {
+		if oe.open() && (within(now, oe.anchor, window) || oe.resent(o.TS)) && !s.wasLost(oe.id, now) {
 			oe.reports++
 			oe.note(o.TS)
 			sh.V.merged++
@@ -396,9 +406,10 @@ func (s *Service) Observe(b *ingest.Batch, w *ingest.Writes) {
 		s.nextID++
 		// A warning is not pushed: its commit may wait.
 		id := e.ID
-		w.AddOpDone(store.InsertEvent(e, gwID, press, s.committed), status == store.EventWarning, func(err error) {
+		warning := status == store.EventWarning
+		w.AddOpDone(store.InsertEvent(e, gwID, press, s.committed), warning, func(err error) {
 			if err != nil {
-				s.insertFailed(id, err)
+				s.insertFailed(id, now, warning, err)
 			}
 		})
 		w.Hand()
@@ -448,33 +459,45 @@ func (sh *windows) sweep(now, window int64) {
 
 // insertFailed notes an event whose insert did not commit. It runs on the
 // writer's goroutine: it takes only lostMu, never a shard lock.
-func (s *Service) insertFailed(id uint64, err error) {
-	s.log.Error("alerting: event not stored; the next report of its window opens a new one", "event_id", id, "err", err)
+func (s *Service) insertFailed(id uint64, at int64, warning bool, err error) {
+	// A failed commit fails every motion warning in it too: those are
+	// logged quietly, the alarms loudly.
+	lvl := slog.LevelError
+	if warning {
+		lvl = slog.LevelDebug
+	}
+	s.log.Log(context.Background(), lvl, "alerting: event not stored; the next report of its window opens a new one", "event_id", id, "err", err)
 	s.lostMu.Lock()
 	defer s.lostMu.Unlock()
 	if s.lost == nil {
-		s.lost = map[uint64]bool{}
+		s.lost = map[uint64]int64{}
 	}
-	if !s.lost[id] {
-		s.lost[id] = true
+	if _, ok := s.lost[id]; !ok {
+		s.lost[id] = at
 		s.nLost.Add(1)
 	}
 }
 
 // wasLost reports whether event id's insert failed, forgetting it: the
-// caller (under the shard lock of its window) replaces the window.
-func (s *Service) wasLost(id uint64) bool {
+// caller (under the shard lock of its window) replaces the window. Ids
+// whose window is over by now are forgotten too (no report will ask for
+// them), so that the lookup, under one lock for every read loop, leaves
+// the hot path again soon after a failure.
+func (s *Service) wasLost(id uint64, now int64) bool {
 	if s.nLost.Load() == 0 {
 		return false
 	}
 	s.lostMu.Lock()
 	defer s.lostMu.Unlock()
-	if !s.lost[id] {
-		return false
+	_, lost := s.lost[id]
+	hold := max(int64(s.live.Get().PushButtonDedupSeconds)*1000, ResendHoldMS)
+	for x, at := range s.lost {
+		if x == id || !within(now, at, hold) {
+			delete(s.lost, x)
+			s.nLost.Add(-1)
+		}
 	}
-	delete(s.lost, id)
-	s.nLost.Add(-1)
-	return true
+	return lost
 }
 
 // committed runs on the writer goroutine after an insert committed.
@@ -489,7 +512,7 @@ func (s *Service) committed(e store.Event) {
 
 // Rename moves the open dedup windows of oldUID to newUID (remint, merge),
 // so a press whose reports straddle the rename stays one event. Where the
-// new uid has its own open window (a merge), that one is kept.
+// new uid has its own window too (a merge), the newer one is kept.
 func (s *Service) Rename(oldUID, newUID string) {
 	f, t, unlock := s.shards.LockPair(oldUID, newUID)
 	defer unlock()
@@ -502,8 +525,10 @@ func (s *Service) Rename(oldUID, newUID string) {
 	dst := to.open.Add(nh, newUID)
 	for c := range src.ev {
 		for t, oe := range src.ev[c] {
-			if !dst.ev[c][t].open() {
-				dst.ev[c][t] = oe
+			// Where both have one, the newer window wins: the other may
+			// be closed and only kept for resends (ResendHoldMS).
+			if d := &dst.ev[c][t]; oe.open() && (!d.open() || oe.anchor > d.anchor) {
+				*d = oe
 			}
 		}
 	}

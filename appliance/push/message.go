@@ -1,9 +1,11 @@
 // Package push publishes BeaconHub's staff notifications to an ntfy
 // server: eight staff categories ({server_id}-{topic_id}), the vendor ops
 // topic, per-category cadence (immediate with cooldowns, or scheduled
-// digests), a global 429 backoff, an in-memory retry queue for immediate
-// alerts and a durable outbox for digest work. Every message ends with
-// the machine-readable "alert data v1" record (see record.go).
+// digests), a 429 backoff per server, retry queues for immediate alerts
+// (staff and ops apart, mirrored to the store), a replay at start of the
+// presses a crash kept from the push server, and a durable outbox for
+// digest work. Every message ends with the machine-readable "alert data
+// v1" record (see record.go).
 package push
 
 import (
