@@ -185,6 +185,32 @@ func TestOpsServerFailuresDoNotHoldStaffAlerts(t *testing.T) {
 			t.Fatalf("the SOS waited behind the ops copies: %d delivered", len(m))
 		}
 	})
+	t.Run("hanging", func(t *testing.T) {
+		// A server that takes its time (a firewall dropping packets
+		// holds each attempt until the transport's timeout): the ops
+		// copy is posted on a worker of its own.
+		ops := ntfytest.New()
+		t.Cleanup(ops.Close)
+		ops.Set(func(s *ntfytest.Server) {
+			s.Delay = 500 * time.Millisecond
+			s.Tokens = map[string]bool{"tk_publish": true}
+		})
+		r := newRigWith(t, true, func(c *config.Config) { c.PushOpsServerURL = ops.URL })
+		r.svc.OnHealth(store.HealthRecord{Key: "fleet:gw-1", Phase: "active", At: r.clk.Now().UnixMilli(), Since: r.clk.Now().UnixMilli(), Message: "gateway offline"})
+		r.svc.staff.idle()
+		r.svc.OnEvent(store.Event{ID: 1, Status: "alert", BeaconType: "panic", CreatedAt: r.clk.Now().UnixMilli()})
+		r.svc.staff.idle()
+		if m := r.msgs("TST000-sos"); len(m) != 1 {
+			t.Fatalf("SOS delivered: %d", len(m))
+		}
+		if n := len(ops.Messages()); n != 0 {
+			t.Fatal("the SOS waited for the ops post to finish")
+		}
+		r.svc.Idle()
+		if n := len(ops.Messages()); n != 1 {
+			t.Fatalf("ops copies: %d, want 1", n)
+		}
+	})
 	t.Run("rate limited", func(t *testing.T) {
 		ops := ntfytest.New()
 		t.Cleanup(ops.Close)

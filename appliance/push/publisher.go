@@ -48,9 +48,12 @@ type Publisher struct {
 	rec  Recorder
 	log  *slog.Logger
 
-	send sync.Mutex // one POST at a time keeps topic order
-	mu   sync.Mutex
-	seq  uint64
+	mu sync.Mutex
+	// sends holds one lock per server: one POST at a time to a server
+	// keeps its topics in order, and a server that hangs holds up only
+	// the posts to it.
+	sends map[string]*sync.Mutex
+	seq   uint64
 	// backoffUntil is the end of each server's 429 pause, by base URL;
 	// nothing is posted to it before.
 	backoffUntil map[string]time.Time
@@ -81,6 +84,21 @@ func (p *Publisher) NextSeq() uint64 {
 	return p.seq
 }
 
+func (p *Publisher) sendLock(base string) *sync.Mutex {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	k := backoffKey(base)
+	l := p.sends[k]
+	if l == nil {
+		if p.sends == nil {
+			p.sends = map[string]*sync.Mutex{}
+		}
+		l = &sync.Mutex{}
+		p.sends[k] = l
+	}
+	return l
+}
+
 // BackoffUntil is the end of base's current 429 pause (zero when none).
 func (p *Publisher) BackoffUntil(base string) time.Time {
 	p.mu.Lock()
@@ -93,8 +111,9 @@ func backoffKey(base string) string { return strings.TrimRight(base, "/") }
 // Post sends one rendered message to base (a server URL). staff says
 // whether it feeds the delivery probe (vendor ops copies do not).
 func (p *Publisher) Post(ctx context.Context, base string, r Rendered, staff bool) Result {
-	p.send.Lock()
-	defer p.send.Unlock()
+	send := p.sendLock(base)
+	send.Lock()
+	defer send.Unlock()
 	now := p.clk.Now()
 	p.mu.Lock()
 	wait := now.Before(p.backoffUntil[backoffKey(base)])

@@ -66,10 +66,7 @@ type Service struct {
 	// device; nil leaves only the subject.
 	Identify func(subject string) Device
 
-	wmu   sync.Mutex
-	wcond *sync.Cond
-	jobs  []func()
-	busy  bool
+	staff, opsw *worker // see worker
 
 	mu       sync.Mutex
 	st       *state
@@ -93,8 +90,8 @@ func New(live *config.Live, clk clock.Clock, db *store.DB, pub *Publisher, log *
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	s := &Service{live: live, clk: clk, db: db, pub: pub, log: log, ctx: context.Background(), done: make(chan struct{}), critical: map[string]bool{}}
-	s.wcond = sync.NewCond(&s.wmu)
+	s := &Service{live: live, clk: clk, db: db, pub: pub, log: log, ctx: context.Background(), done: make(chan struct{}), critical: map[string]bool{},
+		staff: newWorker(), opsw: newWorker()}
 	st, err := loadState(db)
 	if err != nil {
 		return nil, err
@@ -115,7 +112,13 @@ func New(live *config.Live, clk clock.Clock, db *store.DB, pub *Publisher, log *
 // run and arms the digest scheduler. ctx ends it.
 func (s *Service) Start(ctx context.Context) {
 	s.ctx = ctx
-	go s.work()
+	go s.staff.run()
+	go s.opsw.run()
+	go func() {
+		<-s.staff.done
+		<-s.opsw.done
+		close(s.done)
+	}()
 	go func() {
 		<-ctx.Done()
 		s.mu.Lock()
@@ -126,55 +129,23 @@ func (s *Service) Start(ctx context.Context) {
 			}
 		}
 		s.mu.Unlock()
-		s.wmu.Lock()
-		// Pending jobs still run, after which nil ends the worker. Their
-		// posts fail at once on the cancelled context, so an alert among
-		// them lands in the persisted retry queue (sent at the next
-		// start) instead of being dropped with the job.
-		s.jobs = append(s.jobs, nil)
-		s.wcond.Signal()
-		s.wmu.Unlock()
+		// Pending jobs still run, then the workers end. Their posts fail
+		// at once on the cancelled context, so an alert among them lands
+		// in the persisted retry queue (sent at the next start) instead
+		// of being dropped with the job.
+		s.staff.end()
+		s.opsw.end()
 	}()
 	s.do(s.flushOutbox)
-	for l := range lanes { // alerts a previous run could not deliver
-		s.do(func() { s.runRetry(l) })
-	}
-	s.replayEvents() // and presses it never got to
+	s.do(func() { s.runRetry(laneStaff) }) // alerts a previous run could not deliver
+	s.replayEvents()                       // and presses it never got to
+	s.opsw.do(func() { s.runRetry(laneOps) })
 	s.do(s.armDigest)
 	s.armReminder()
 }
 
-// do hands fn to the worker.
-func (s *Service) do(fn func()) {
-	s.wmu.Lock()
-	s.jobs = append(s.jobs, fn)
-	s.wcond.Signal()
-	s.wmu.Unlock()
-}
-
-func (s *Service) work() {
-	for {
-		s.wmu.Lock()
-		for len(s.jobs) == 0 {
-			s.busy = false
-			s.wcond.Broadcast()
-			s.wcond.Wait()
-		}
-		fn := s.jobs[0]
-		s.jobs = s.jobs[1:]
-		s.busy = true
-		s.wmu.Unlock()
-		if fn == nil {
-			close(s.done)
-			s.wmu.Lock()
-			s.busy = false
-			s.wcond.Broadcast()
-			s.wmu.Unlock()
-			return
-		}
-		fn()
-	}
-}
+// do hands fn to the staff worker.
+func (s *Service) do(fn func()) { s.staff.do(fn) }
 
 // Done is closed once the service has stopped after its context ended:
 // no timer or job of it runs any more, so the store may close.
@@ -182,11 +153,8 @@ func (s *Service) Done() <-chan struct{} { return s.done }
 
 // Idle waits until every handed-off job ran (tests and the QR handler).
 func (s *Service) Idle() {
-	s.wmu.Lock()
-	for len(s.jobs) > 0 || s.busy {
-		s.wcond.Wait()
-	}
-	s.wmu.Unlock()
+	s.staff.idle()
+	s.opsw.idle()
 }
 
 // immediate publishes now; retryable failures go to the retry queue,
@@ -225,13 +193,19 @@ func (s *Service) ops(m Message) {
 	m = OpsCopy(cfg.ServerID, m)
 	m.Record.Seq = s.pub.NextSeq()
 	q := queued{Base: cfg.PushOpsServerURL, R: m.Render(cfg.PushOpsTopic)}
+	s.opsw.do(func() { s.postOps(q) })
+}
+
+// postOps runs on the ops worker: it posts an ops copy, or queues it
+// behind those already waiting.
+func (s *Service) postOps(q queued) {
 	s.mu.Lock()
 	waiting := len(s.retry[laneOps].items) > 0
 	s.mu.Unlock()
 	if waiting {
 		// Behind the copies already waiting, in order, and without an
-		// attempt of its own: the worker is shared with staff alerts, and
-		// each attempt at an unreachable server holds it until timeout.
+		// attempt of its own: each attempt at a server that drops packets
+		// holds the ops worker until the transport's timeout.
 		s.enqueueRetry(q)
 		return
 	}
@@ -278,7 +252,11 @@ func (s *Service) armRetryLocked(lane int) {
 	if w := s.pub.BackoffUntil(l.items[0].Base).Sub(s.clk.Now()); w > d {
 		d = w
 	}
-	l.timer = s.clk.AfterFunc(d, func() { s.do(func() { s.runRetry(lane) }) })
+	w := s.staff
+	if lane == laneOps {
+		w = s.opsw
+	}
+	l.timer = s.clk.AfterFunc(d, func() { w.do(func() { s.runRetry(lane) }) })
 }
 
 // runRetry sends a lane's queue in order, up to its first failure.
