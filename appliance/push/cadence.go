@@ -1,6 +1,8 @@
 package push
 
 import (
+	"cmp"
+	"slices"
 	"strings"
 	"time"
 
@@ -90,6 +92,9 @@ func (s *Service) replayEvents() {
 		s.save()
 		return
 	}
+	// In id order, the order they committed in: the record only ever
+	// moves up, so a crash during the replay must not skip a lower id.
+	slices.SortFunc(recent, func(a, b store.Event) int { return cmp.Compare(a.ID, b.ID) })
 	for _, e := range recent {
 		if e.ID > *last && pushed(e) && !e.Test {
 			s.log.Warn("push: announcing a press the previous run had not handed to the push server", "event_id", e.ID)
