@@ -109,3 +109,27 @@ func TestRenameKeepsTheNewerWindow(t *testing.T) {
 		t.Fatalf("the survivor's window holds event %d, want the live 2", got)
 	}
 }
+
+// TestPrepareRenameKeepsAPressOneEvent: the registry resolves a beacon's
+// MAC to its new uid (remint, merge) two commits before Rename moves the
+// dedup windows. PrepareRename, called before that reload, makes the
+// window reachable under the new uid: the press's next report merges
+// into its event instead of opening a second one.
+func TestPrepareRenameKeepsAPressOneEvent(t *testing.T) {
+	s := New(Options{Live: config.NewLive(config.Defaults(config.ActiveBrand()), nil, "")})
+	press := func(uid string, at int64) {
+		var w ingest.Writes
+		s.Observe(&ingest.Batch{Kind: ingest.KindAdv4, Received: at, Gateway: ingest.MAC{0xAC, 1},
+			Obs: []ingest.Observation{{Report: ingest.Report{TS: at, Pushed: true, Press: ingest.PressSingle},
+				Asset: &assets.Asset{UID: uid, Type: "panic", Kind: "beacon"}}}}, &w)
+	}
+	press("OLD", 1000)
+	s.PrepareRename("OLD", "NEW")
+	press("NEW", 2000) // resolved through the reloaded registry
+	press("OLD", 2500) // resolved just before the reload
+	s.Rename("OLD", "NEW")
+	press("NEW", 3000)
+	if st := s.Stats(); st.Events != 1 || st.Merged != 3 {
+		t.Fatalf("%d events, %d merged reports; want 1 event and 3 merged", st.Events, st.Merged)
+	}
+}

@@ -510,6 +510,40 @@ func (s *Service) committed(e store.Event) {
 	}
 }
 
+// PrepareRename (assets.PreRenamer) copies oldUID's windows to newUID
+// before the registry resolves MACs to newUID: a report of the same press
+// arriving before Rename merges into the same event under either uid.
+func (s *Service) PrepareRename(oldUID, newUID string) {
+	if oldUID == newUID {
+		return
+	}
+	f, t, unlock := s.shards.LockPair(oldUID, newUID)
+	defer unlock()
+	src := f.V.open.Get(assets.UIDHash(oldUID), oldUID)
+	if src == nil {
+		return
+	}
+	nh := assets.UIDHash(newUID)
+	dst := t.V.open.Add(nh, newUID)
+	mergeWindows(dst, src)
+	if dst.empty() {
+		t.V.open.Delete(nh, newUID)
+	}
+}
+
+// mergeWindows takes src's windows into dst where dst has none or an
+// older one: the other may be closed and only kept for resends
+// (ResendHoldMS).
+func mergeWindows(dst, src *slots) {
+	for c := range src.ev {
+		for t, oe := range src.ev[c] {
+			if d := &dst.ev[c][t]; oe.open() && (!d.open() || oe.anchor > d.anchor) {
+				*d = oe
+			}
+		}
+	}
+}
+
 // Rename moves the open dedup windows of oldUID to newUID (remint, merge),
 // so a press whose reports straddle the rename stays one event. Where the
 // new uid has its own window too (a merge), the newer one is kept.
@@ -523,15 +557,7 @@ func (s *Service) Rename(oldUID, newUID string) {
 	}
 	nh := assets.UIDHash(newUID)
 	dst := to.open.Add(nh, newUID)
-	for c := range src.ev {
-		for t, oe := range src.ev[c] {
-			// Where both have one, the newer window wins: the other may
-			// be closed and only kept for resends (ResendHoldMS).
-			if d := &dst.ev[c][t]; oe.open() && (!d.open() || oe.anchor > d.anchor) {
-				*d = oe
-			}
-		}
-	}
+	mergeWindows(dst, &src)
 	if dst.empty() {
 		to.open.Delete(nh, newUID)
 	}

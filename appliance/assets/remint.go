@@ -255,6 +255,7 @@ func remintOne(t *store.AssetTx, it RemintItem, fx *effects) (RemintDone, error)
 // finishRemint reloads the cache, then sweeps every former uid (this run's
 // and any a crash or a late write left behind) and moves in-memory state.
 func (s *Service) finishRemint(fx *effects, res *RemintResult) {
+	s.prepareRenames(fx.renames)
 	if err := s.reg.Reload(); err != nil {
 		s.log.Error("asset cache reload failed", "err", err)
 	}

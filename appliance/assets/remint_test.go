@@ -216,3 +216,40 @@ func TestRemintSweepsLateWrites(t *testing.T) {
 		t.Errorf("swept history = %v", got)
 	}
 }
+
+// preFollower records, for each PrepareRename, which uid the registry
+// resolved the beacon's MAC to at that moment.
+type preFollower struct {
+	reg     *Registry
+	mac     [6]byte
+	resolve []string
+	renamed [][2]string
+}
+
+func (f *preFollower) PrepareRename(oldUID, newUID string) {
+	a, _ := f.reg.Beacon(f.mac)
+	f.resolve = append(f.resolve, a.UID)
+}
+func (f *preFollower) Rename(o, n string) { f.renamed = append(f.renamed, [2]string{o, n}) }
+
+// TestPrepareRenameRunsBeforeTheReload: a follower that must be reachable
+// under the new uid (alerting's windows) is told while the registry still
+// resolves the MAC to the old uid, then renamed as usual.
+func TestPrepareRenameRunsBeforeTheReload(t *testing.T) {
+	e := newEnv(t)
+	w := e.loc("Wing", "W2", 0)
+	old := e.legacyRow("C30000000C01", "sensor", w)
+	mac, _ := ParseMAC("C30000000C01")
+	f := &preFollower{reg: e.svc.Registry(), mac: mac}
+	e.svc.Connect(IngestHooks{LastSeen: e.mem, Recorder: e.mem, Discovery: e.disc, Followers: []Renamer{f}})
+	if _, err := e.svc.RemintApply(); err != nil {
+		t.Fatal(err)
+	}
+	if len(f.resolve) != 1 || f.resolve[0] != old {
+		t.Fatalf("PrepareRename saw the MAC resolve to %v, want the old uid %s", f.resolve, old)
+	}
+	if len(f.renamed) != 1 || f.renamed[0] != [2]string{old, "SEN-W2-1"} {
+		t.Fatalf("renames %v", f.renamed)
+	}
+	e.resolves("C30000000C01", "SEN-W2-1")
+}

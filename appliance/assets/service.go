@@ -148,6 +148,7 @@ func (s *Service) view(fn func(t *store.AssetTx) error) error { return s.db.View
 // commit already happened, so failures here are logged, not returned: the
 // next write reloads again and the next remint apply sweeps again.
 func (s *Service) afterCommit(fx *effects) {
+	s.prepareRenames(fx.renames)
 	if err := s.reg.Reload(); err != nil {
 		s.log.Error("asset cache reload failed", "err", err)
 	}
@@ -186,6 +187,28 @@ func (s *Service) sweep(rs []rename) {
 	for _, r := range rs {
 		s.log.Info("asset uid changed", "asset_uid", r.new, "old_uid", r.old)
 	}
+}
+
+// prepareRenames tells the PreRenamer followers of renames about to be
+// made visible by a registry reload; call it before the reload.
+func (s *Service) prepareRenames(rs []rename) {
+	for _, f := range s.hooks.Followers {
+		if p, ok := f.(PreRenamer); ok {
+			for _, r := range rs {
+				p.PrepareRename(r.old, r.new)
+			}
+		}
+	}
+}
+
+// PreRenamer is a follower whose state must be reachable under the new
+// uid before the reload makes MACs resolve to it, rather than only after
+// the uid sweep (two commits later): alerting's dedup windows, where a
+// press's next report in between would otherwise open a second event.
+// PrepareRename makes the state reachable under both uids; Rename then
+// moves it as for any follower.
+type PreRenamer interface {
+	PrepareRename(oldUID, newUID string)
 }
 
 // BatchRenamer is a follower that keeps a snapshot derived from the
