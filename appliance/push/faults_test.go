@@ -316,3 +316,29 @@ func TestPressesNeverHandedToPushAreAnnouncedAtStart(t *testing.T) {
 		t.Fatalf("SOS after the window: %d, want still 2", n)
 	}
 }
+
+// TestFullRetryQueueKeepsButtonPresses: after a long outage the staff
+// queue is full; a new message makes room by dropping the oldest message
+// that is not a button press, not the SOS waiting at the head.
+func TestFullRetryQueueKeepsButtonPresses(t *testing.T) {
+	r := newRig(t, false)
+	q := func(topic string) queued { return queued{Base: r.ntfy.URL, R: Rendered{Topic: topic}, Staff: true} }
+	r.svc.mu.Lock()
+	l := &r.svc.retry[laneStaff]
+	l.items = append(l.items, q("TST000-sos"), q("TST000-watches"))
+	for len(l.items) < maxRetry {
+		l.items = append(l.items, q("TST000-sensors"))
+	}
+	r.svc.stopped = true // no retry timer: this test looks at the queue only
+	r.svc.mu.Unlock()
+
+	r.svc.enqueueRetry(q("TST000-health"))
+	r.svc.mu.Lock()
+	defer r.svc.mu.Unlock()
+	if n := len(l.items); n != maxRetry {
+		t.Fatalf("queue holds %d, want %d", n, maxRetry)
+	}
+	if l.items[0].R.Topic != "TST000-sos" || l.items[1].R.Topic != "TST000-watches" || l.items[maxRetry-1].R.Topic != "TST000-health" {
+		t.Fatalf("head %s %s, tail %s", l.items[0].R.Topic, l.items[1].R.Topic, l.items[maxRetry-1].R.Topic)
+	}
+}

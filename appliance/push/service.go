@@ -3,6 +3,8 @@ package push
 import (
 	"context"
 	"log/slog"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -220,12 +222,23 @@ func (s *Service) enqueueRetry(q queued) {
 	lane := laneOf(q)
 	l := &s.retry[lane]
 	if len(l.items) >= maxRetry {
-		s.log.Error("push retry queue full; dropping oldest", "topic", l.items[0].R.Topic)
-		l.items = l.items[1:]
+		// The oldest message that is not a button press goes first: a
+		// long outage must not cost the SOS waiting at the head.
+		i := slices.IndexFunc(l.items, func(x queued) bool { return !buttonTopic(x.R.Topic) })
+		if i < 0 {
+			i = 0
+		}
+		s.log.Error("push retry queue full; dropping a message", "topic", l.items[i].R.Topic)
+		l.items = slices.Delete(l.items, i, i+1)
 	}
 	l.items = append(l.items, q)
 	s.saveRetryLocked()
 	s.armRetryLocked(lane)
+}
+
+// buttonTopic reports whether a topic is a button press's (SOS, watches).
+func buttonTopic(topic string) bool {
+	return strings.HasSuffix(topic, "-"+CatSOS) || strings.HasSuffix(topic, "-"+CatWatches)
 }
 
 // saveRetryLocked mirrors the queues to the store (only while a push
