@@ -35,8 +35,15 @@ type WorkerOptions struct {
 	// while alertsys is down the newest press matters most, and memory must
 	// not grow with the outage.
 	QueueSize int
-	// Attempts per event (default 3) and the waits between them (default
-	// 1 s, 3 s; the last value repeats).
+	// GiveUpAfter bounds the retries of an event whose failures are
+	// retryable, counted from the press (its CreatedAt): an emergency
+	// convened a minute late still helps, and alertsys restarting for 30 s
+	// must not cost the presses made meanwhile; one convened much later
+	// would mislead. Default RecoverWindow, the same bound as the re-send
+	// of pending presses at start.
+	GiveUpAfter time.Duration
+	// Attempts, when > 0, also caps the attempts per event. Backoff is the
+	// waits between them (default 1 s, 3 s, 10 s, 30 s; the last repeats).
 	Attempts int
 	Backoff  []time.Duration
 }
@@ -63,6 +70,7 @@ type WorkerStats struct {
 
 type job struct {
 	ev        store.Event
+	queued    time.Time // stands for the press time of an event without CreatedAt
 	attempts  int
 	notBefore time.Time
 	inflight  bool
@@ -108,11 +116,11 @@ func NewWorker(o WorkerOptions) *Worker {
 	if o.QueueSize <= 0 {
 		o.QueueSize = 64
 	}
-	if o.Attempts <= 0 {
-		o.Attempts = 3
+	if o.GiveUpAfter <= 0 {
+		o.GiveUpAfter = RecoverWindow
 	}
 	if len(o.Backoff) == 0 {
-		o.Backoff = []time.Duration{time.Second, 3 * time.Second}
+		o.Backoff = []time.Duration{time.Second, 3 * time.Second, 10 * time.Second, 30 * time.Second}
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Worker{o: o, log: o.Logger, clock: o.Clock, stats: WorkerStats{QueueCap: o.QueueSize},
@@ -185,7 +193,7 @@ func (w *Worker) Enqueue(e store.Event) {
 			break
 		}
 	}
-	w.queue = append(w.queue, &job{ev: e})
+	w.queue = append(w.queue, &job{ev: e, queued: w.clock.Now()})
 	w.stats.Queued++
 	w.mu.Unlock()
 	w.signal()
@@ -268,8 +276,8 @@ func (w *Worker) attempt(j *job) {
 	}
 	var ae *Error
 	retryable := !errors.As(err, &ae) || ae.Retryable
-	if retryable && j.attempts < w.o.Attempts {
-		b := w.o.Backoff[min(j.attempts-1, len(w.o.Backoff)-1)]
+	b := w.o.Backoff[min(j.attempts-1, len(w.o.Backoff)-1)]
+	if retryable && (w.o.Attempts <= 0 || j.attempts < w.o.Attempts) && w.inTime(j, w.clock.Now().Add(b)) {
 		w.mu.Lock()
 		j.inflight = false
 		j.notBefore = w.clock.Now().Add(b)
@@ -278,6 +286,16 @@ func (w *Worker) attempt(j *job) {
 		return
 	}
 	w.finish(j, Result{State: store.AlertsysFailed, Attempts: j.attempts, Err: err})
+}
+
+// inTime reports whether an attempt at t is still within GiveUpAfter of
+// the press.
+func (w *Worker) inTime(j *job, t time.Time) bool {
+	pressed := j.queued
+	if j.ev.CreatedAt != 0 {
+		pressed = time.UnixMilli(j.ev.CreatedAt)
+	}
+	return t.Sub(pressed) <= w.o.GiveUpAfter
 }
 
 func (w *Worker) finish(j *job, r Result) {

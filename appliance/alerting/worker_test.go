@@ -92,3 +92,52 @@ func TestWorkerRetriesInVirtualTimeAndGivesUpOnFinalErrors(t *testing.T) {
 		t.Errorf("unconfigured = %+v", r)
 	}
 }
+
+// TestWorkerOutlastsAShortAlertsysOutage: alertsys restarting for 30 s
+// must not cost the press made meanwhile. The worker keeps retrying a
+// retryable failure, with growing waits, until RecoverWindow after the
+// press; past that it gives up and the event is failed.
+func TestWorkerOutlastsAShortAlertsysOutage(t *testing.T) {
+	clk := clock.NewFake(t0)
+	down := &alerting.Error{Code: "connection_refused", Retryable: true, Msg: "refused"}
+	c := &scripted{configured: true, script: []error{down, down, down, down}} // answered again at 44 s
+	w := alerting.NewWorker(alerting.WorkerOptions{Client: c, Clock: clk, Logger: quiet})
+	var mu sync.Mutex
+	results := map[uint64]alerting.Result{}
+	w.OnResult(func(e store.Event, r alerting.Result) {
+		mu.Lock()
+		results[e.ID] = r
+		mu.Unlock()
+	})
+	w.Start()
+	defer w.Stop()
+	result := func(id uint64) (alerting.Result, bool) {
+		mu.Lock()
+		defer mu.Unlock()
+		r, ok := results[id]
+		return r, ok
+	}
+
+	w.Enqueue(store.Event{ID: 1, BeaconType: "panic", CreatedAt: clk.Now().UnixMilli()})
+	poll(t, "convened after the outage", clk, time.Second, func() bool { _, ok := result(1); return ok })
+	if r, _ := result(1); r.State != store.AlertsysSent || r.Attempts != 5 {
+		t.Fatalf("event 1 = %+v, want sent at the 5th attempt", r)
+	}
+
+	// Down for good: failed once the next attempt would be past the window.
+	c.mu.Lock()
+	for range 100 {
+		c.script = append(c.script, down)
+	}
+	c.mu.Unlock()
+	pressed := clk.Now()
+	w.Enqueue(store.Event{ID: 2, BeaconType: "panic", CreatedAt: pressed.UnixMilli()})
+	poll(t, "given up", clk, 5*time.Second, func() bool { _, ok := result(2); return ok })
+	r, _ := result(2)
+	if r.State != store.AlertsysFailed || r.Attempts < 10 {
+		t.Fatalf("event 2 = %+v, want failed after retrying for the window", r)
+	}
+	if waited := clk.Now().Sub(pressed); waited < alerting.RecoverWindow-time.Minute || waited > alerting.RecoverWindow+time.Minute {
+		t.Fatalf("gave up after %v, want about %v", waited, alerting.RecoverWindow)
+	}
+}
