@@ -37,13 +37,10 @@ func (s *scripted) n() int {
 	return len(s.calls)
 }
 
-func TestWorkerRetriesInVirtualTimeAndGivesUpOnFinalErrors(t *testing.T) {
-	clk := clock.NewFake(t0)
-	retry := &alerting.Error{Code: "timeout", Retryable: true, Msg: "slow"}
-	final := &alerting.Error{Code: "http_status", HTTPStatus: 404, Msg: "no such path"}
-	c := &scripted{configured: true, script: []error{retry, final, retry}}
-	w := alerting.NewWorker(alerting.WorkerOptions{Client: c, Clock: clk, Logger: quiet,
-		Backoff: []time.Duration{time.Second, 3 * time.Second}})
+// startWorker starts a worker stopped at the end of the test, and returns
+// it with a lookup of the final result of each event.
+func startWorker(t *testing.T, o alerting.WorkerOptions) (*alerting.Worker, func(id uint64) (alerting.Result, bool)) {
+	w := alerting.NewWorker(o)
 	var mu sync.Mutex
 	results := map[uint64]alerting.Result{}
 	w.OnResult(func(e store.Event, r alerting.Result) {
@@ -52,13 +49,22 @@ func TestWorkerRetriesInVirtualTimeAndGivesUpOnFinalErrors(t *testing.T) {
 		mu.Unlock()
 	})
 	w.Start()
-	defer w.Stop()
-	result := func(id uint64) (alerting.Result, bool) {
+	t.Cleanup(w.Stop)
+	return w, func(id uint64) (alerting.Result, bool) {
 		mu.Lock()
 		defer mu.Unlock()
 		r, ok := results[id]
 		return r, ok
 	}
+}
+
+func TestWorkerRetriesInVirtualTimeAndGivesUpOnFinalErrors(t *testing.T) {
+	clk := clock.NewFake(t0)
+	retry := &alerting.Error{Code: "timeout", Retryable: true, Msg: "slow"}
+	final := &alerting.Error{Code: "http_status", HTTPStatus: 404, Msg: "no such path"}
+	c := &scripted{configured: true, script: []error{retry, final, retry}}
+	w, result := startWorker(t, alerting.WorkerOptions{Client: c, Clock: clk, Logger: quiet,
+		Backoff: []time.Duration{time.Second, 3 * time.Second}})
 
 	w.Enqueue(store.Event{ID: 1, BeaconType: "panic"})
 	poll(t, "first attempt", clk, 0, func() bool { return c.n() == 1 })
@@ -101,22 +107,7 @@ func TestWorkerOutlastsAShortAlertsysOutage(t *testing.T) {
 	clk := clock.NewFake(t0)
 	down := &alerting.Error{Code: "connection_refused", Retryable: true, Msg: "refused"}
 	c := &scripted{configured: true, script: []error{down, down, down, down}} // answered again at 44 s
-	w := alerting.NewWorker(alerting.WorkerOptions{Client: c, Clock: clk, Logger: quiet})
-	var mu sync.Mutex
-	results := map[uint64]alerting.Result{}
-	w.OnResult(func(e store.Event, r alerting.Result) {
-		mu.Lock()
-		results[e.ID] = r
-		mu.Unlock()
-	})
-	w.Start()
-	defer w.Stop()
-	result := func(id uint64) (alerting.Result, bool) {
-		mu.Lock()
-		defer mu.Unlock()
-		r, ok := results[id]
-		return r, ok
-	}
+	w, result := startWorker(t, alerting.WorkerOptions{Client: c, Clock: clk, Logger: quiet})
 
 	w.Enqueue(store.Event{ID: 1, BeaconType: "panic", CreatedAt: clk.Now().UnixMilli()})
 	poll(t, "convened after the outage", clk, time.Second, func() bool { _, ok := result(1); return ok })
