@@ -187,8 +187,9 @@ type Service struct {
 	// merging into one would be acknowledged and stored nowhere: it opens
 	// a new event instead. The writer reports the failure, on a goroutine
 	// that must not take a shard lock, so the ids wait here until the next
-	// report of their window looks. nLost keeps the lookup off the hot
-	// path while there are none.
+	// report of their window looks, or until the window and its resend
+	// hold are over (wasLost). nLost keeps the lookup off the hot path
+	// while there are none.
 	lostMu sync.Mutex
 	lost   map[uint64]int64 // event id -> when its insert failed (ms)
 	nLost  atomic.Int32
