@@ -24,3 +24,41 @@ func TestWalkTable(t *testing.T) {
 		evalWalk(t, c.w, c.name)
 	}
 }
+
+// TestWalkSeedMeans prints each algorithm's mean score over the walk
+// settings A, B and C with four fresh seeds each plus the documented one
+// (the "seeds 101-104" rows of docs/performance.md), so a change to the
+// engine is judged on fifteen recordings, not three. Like TestWalkTable
+// it runs only with RTLS_WALKS=1 and asserts nothing.
+func TestWalkSeedMeans(t *testing.T) {
+	if os.Getenv("RTLS_WALKS") == "" {
+		t.Skip("set RTLS_WALKS=1 to print the synthetic walk means")
+	}
+	settings := []struct {
+		name  string
+		w     walk
+		seeds []uint64
+	}{
+		{"A", walk{grid: 4, gateways: 12, pathLoss: 2.5, noise: 6, miss: 0.3, legs: 40, stayMin: 20}, []uint64{11, 101, 102, 103, 104}},
+		{"B", walk{grid: 5, gateways: 8, pathLoss: 3, noise: 8, miss: 0.5, legs: 40, stayMin: 10}, []uint64{5, 201, 202, 203, 204}},
+		{"C", walk{grid: 3, gateways: 15, pathLoss: 2, noise: 4, miss: 0.2, legs: 40, stayMin: 30}, []uint64{7, 301, 302, 303, 304}},
+	}
+	for _, s := range settings {
+		acc, flips := map[string]float64{}, map[string]float64{}
+		var order []string
+		for _, seed := range s.seeds {
+			w := s.w
+			w.seed = seed
+			for _, r := range evalWalk(t, w, "") {
+				if _, seen := acc[r.Algorithm]; !seen {
+					order = append(order, r.Algorithm)
+				}
+				acc[r.Algorithm] += r.Accuracy() / float64(len(s.seeds))
+				flips[r.Algorithm] += r.FlipsPerMin() / float64(len(s.seeds))
+			}
+		}
+		for _, a := range order {
+			t.Logf("walk %s, seeds %v: %-9s %.1f%% / %.2f flips/min", s.name, s.seeds, a, 100*acc[a], flips[a])
+		}
+	}
+}
