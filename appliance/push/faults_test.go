@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -340,5 +341,78 @@ func TestFullRetryQueueKeepsButtonPresses(t *testing.T) {
 	}
 	if l.items[0].R.Topic != "TST000-sos" || l.items[1].R.Topic != "TST000-watches" || l.items[maxRetry-1].R.Topic != "TST000-health" {
 		t.Fatalf("head %s %s, tail %s", l.items[0].R.Topic, l.items[1].R.Topic, l.items[maxRetry-1].R.Topic)
+	}
+}
+
+// TestLateDeliveryIsMarked: an alert held by an outage is still delivered,
+// in order and across a restart, but one delivered LateAfter or more after
+// its moment says when it happened (in the site's zone), on health
+// messages and their ops copies too; one held briefly is not marked, and the record keeps its time.
+func TestLateDeliveryIsMarked(t *testing.T) {
+	r := newRig(t, false)
+	r.ntfy.Set(func(s *ntfytest.Server) { s.FailStatus, s.FailN = 503, 1 })
+	alarm(r, 1)
+	r.advance(2 * time.Second)
+	brief := r.msgs("TST000-sos")
+	if len(brief) != 1 || strings.Contains(brief[0].Message, "Delivered late") {
+		t.Fatalf("a press retried after 2 s: %+v", brief)
+	}
+
+	pressed := r.clk.Now()
+	r.ntfy.Set(func(s *ntfytest.Server) { s.FailN = 1 << 30 })
+	alarm(r, 2)
+	r.svc.OnHealth(store.HealthRecord{Key: "mqtt_down", Phase: "active", At: pressed.UnixMilli(), Since: pressed.UnixMilli(), Message: "MQTT down"})
+	r.svc.Idle()
+	r.advance(time.Hour)
+	r.restart() // the queue, with each alert's time, is persisted
+	r.advance(time.Hour)
+	r.ntfy.Set(func(s *ntfytest.Server) { s.FailN = 0 })
+	r.advance(2 * time.Minute)
+	delivered := r.clk.Now()
+	want := "Delivered late: this happened at " + pressed.In(mustZone(t, r.live.Get().PushDigestTimezone)).Format("2006-01-02 15:04:05 MST") +
+		", " + ago(delivered.Sub(pressed)) + " before delivery.\n"
+	for _, topic := range []string{"TST000-sos", "TST000-health", "beaconhub-ops"} {
+		got := r.msgs(topic)
+		if len(got) == 0 {
+			t.Fatalf("%s: nothing delivered", topic)
+		}
+		m := got[len(got)-1]
+		if !strings.HasPrefix(m.Message, want) {
+			t.Fatalf("%s: body %q, want it to start %q", topic, m.Message, want)
+		}
+		rec, err := ParseRecord(m.Message)
+		if err != nil || rec.At != pressed.UnixMilli() || topic == "TST000-sos" && rec.Subject != "event:2" {
+			t.Fatalf("%s: record %+v %v", topic, rec, err)
+		}
+		if strings.Contains(m.Title, "late") {
+			t.Fatalf("%s: title changed: %q", topic, m.Title)
+		}
+	}
+	if !strings.Contains(want, " 2 h ") {
+		t.Fatalf("the delay is said as %q", want)
+	}
+}
+
+func mustZone(t *testing.T, name string) *time.Location {
+	t.Helper()
+	loc, err := time.LoadLocation(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return loc
+}
+
+func TestAgoSaysDelaysForPeople(t *testing.T) {
+	for d, want := range map[time.Duration]string{
+		30 * time.Second:                "1 min",
+		59*time.Minute + 59*time.Second: "59 min",
+		time.Hour:                       "1 h",
+		2*time.Hour + 5*time.Minute:     "2 h 5 min",
+		47*time.Hour + 59*time.Minute:   "47 h 59 min",
+		72 * time.Hour:                  "3 days",
+	} {
+		if got := ago(d); got != want {
+			t.Errorf("ago(%v) = %q, want %q", d, got, want)
+		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -47,7 +48,18 @@ type queued struct {
 	Base  string   `json:"base"`
 	R     Rendered `json:"r"`
 	Staff bool     `json:"staff"`
+	// At is the record's time (the press or transition, Unix ms), so a
+	// delivery long after it says so (post); 0 in queues saved before it
+	// existed.
+	At int64 `json:"at,omitempty"`
 }
+
+// LateAfter is how long after its moment a message counts as late: its
+// body then starts with a line saying when it happened. An SOS held by
+// an outage is still delivered (a late alarm can be checked, a lost one
+// cannot), but nobody should read a two-hour-old press as happening now.
+// The machine record keeps its original time either way.
+const LateAfter = time.Minute
 
 // retryName is the state blob mirroring the retry queues (both lanes in
 // one list, told apart by Staff), so an alert waiting for the push
@@ -167,7 +179,7 @@ func (s *Service) immediate(m Message) {
 		return
 	}
 	m.Record.Seq = s.pub.NextSeq()
-	q := queued{Base: cfg.PushServerURL, R: m.Render(Topic(cfg.ServerID, m.Category)), Staff: true}
+	q := queued{Base: cfg.PushServerURL, R: m.Render(Topic(cfg.ServerID, m.Category)), Staff: true, At: m.Record.At}
 	s.mu.Lock()
 	waiting := len(s.retry[laneStaff].items) > 0
 	s.mu.Unlock()
@@ -175,7 +187,7 @@ func (s *Service) immediate(m Message) {
 		s.enqueueRetry(q) // keep order behind earlier failures
 		return
 	}
-	res := s.pub.Post(s.ctx, q.Base, q.R, true)
+	res := s.post(q)
 	if res == Sent {
 		s.mu.Lock()
 		s.st.LastDelivery = s.clk.Now().UnixMilli() // persisted with the next state write
@@ -194,7 +206,7 @@ func (s *Service) ops(m Message) {
 	}
 	m = OpsCopy(cfg.ServerID, m)
 	m.Record.Seq = s.pub.NextSeq()
-	q := queued{Base: cfg.PushOpsServerURL, R: m.Render(cfg.PushOpsTopic)}
+	q := queued{Base: cfg.PushOpsServerURL, R: m.Render(cfg.PushOpsTopic), At: m.Record.At}
 	s.opsw.do(func() { s.postOps(q) })
 }
 
@@ -211,8 +223,52 @@ func (s *Service) postOps(q queued) {
 		s.enqueueRetry(q)
 		return
 	}
-	if res := s.pub.Post(s.ctx, q.Base, q.R, false); res != Sent && res != Rejected {
+	if res := s.post(q); res != Sent && res != Rejected {
 		s.enqueueRetry(q)
+	}
+}
+
+// post sends one immediate message, first marking it late when it is
+// (LateAfter).
+func (s *Service) post(q queued) Result {
+	r := q.R
+	if q.At > 0 {
+		now := s.clk.Now()
+		if age := now.Sub(time.UnixMilli(q.At)); age >= LateAfter {
+			r.Message = lateLine(time.UnixMilli(q.At), age, s.siteZone()) + "\n" + r.Message
+		}
+	}
+	return s.pub.Post(s.ctx, q.Base, r, q.Staff)
+}
+
+// siteZone is the site's time zone for human-readable times: the digest
+// time zone, the one zone the configuration names.
+func (s *Service) siteZone() *time.Location {
+	loc, err := time.LoadLocation(s.live.Get().PushDigestTimezone)
+	if err != nil {
+		return time.UTC
+	}
+	return loc
+}
+
+// lateLine is the first body line of a late message.
+func lateLine(at time.Time, age time.Duration, loc *time.Location) string {
+	return "Delivered late: this happened at " + at.In(loc).Format("2006-01-02 15:04:05 MST") + ", " + ago(age) + " before delivery."
+}
+
+// ago renders a delay for people: minutes, hours and minutes, or days.
+func ago(d time.Duration) string {
+	m := int(d / time.Minute)
+	switch {
+	case m < 60:
+		return strconv.Itoa(max(m, 1)) + " min"
+	case m < 48*60:
+		if m%60 == 0 {
+			return strconv.Itoa(m/60) + " h"
+		}
+		return strconv.Itoa(m/60) + " h " + strconv.Itoa(m%60) + " min"
+	default:
+		return strconv.Itoa(m/(24*60)) + " days"
 	}
 }
 
@@ -287,7 +343,7 @@ func (s *Service) runRetry(lane int) {
 		}
 		q := l.items[0]
 		s.mu.Unlock()
-		res := s.pub.Post(s.ctx, q.Base, q.R, q.Staff)
+		res := s.post(q)
 		s.mu.Lock()
 		if res == Sent || res == Rejected {
 			l.items = l.items[1:]
