@@ -48,7 +48,7 @@ type queued struct {
 	Base  string   `json:"base"`
 	R     Rendered `json:"r"`
 	Staff bool     `json:"staff"`
-	// At is the record's time (the press or transition, Unix ms), so a
+	// At is when the alert became known (heldSince, Unix ms), so a
 	// delivery long after it says so (post); 0 in queues saved before it
 	// existed.
 	At int64 `json:"at,omitempty"`
@@ -179,7 +179,7 @@ func (s *Service) immediate(m Message) {
 		return
 	}
 	m.Record.Seq = s.pub.NextSeq()
-	q := queued{Base: cfg.PushServerURL, R: m.Render(Topic(cfg.ServerID, m.Category)), Staff: true, At: m.Record.At}
+	q := queued{Base: cfg.PushServerURL, R: m.Render(Topic(cfg.ServerID, m.Category)), Staff: true, At: s.heldSince(m)}
 	s.mu.Lock()
 	waiting := len(s.retry[laneStaff].items) > 0
 	s.mu.Unlock()
@@ -206,7 +206,7 @@ func (s *Service) ops(m Message) {
 	}
 	m = OpsCopy(cfg.ServerID, m)
 	m.Record.Seq = s.pub.NextSeq()
-	q := queued{Base: cfg.PushOpsServerURL, R: m.Render(cfg.PushOpsTopic), At: m.Record.At}
+	q := queued{Base: cfg.PushOpsServerURL, R: m.Render(cfg.PushOpsTopic), At: s.heldSince(m)}
 	s.opsw.do(func() { s.postOps(q) })
 }
 
@@ -239,6 +239,20 @@ func (s *Service) post(q queued) Result {
 		}
 	}
 	return s.pub.Post(s.ctx, q.Base, r, q.Staff)
+}
+
+// heldSince is the time from which push answers for a message's delay:
+// a press's own time (the server's clock when alerting created the
+// event, so a press replayed at start counts from then), else now, when
+// the transition reaches push. A condition's record time can be a
+// gateway's reading time, up to the accepted clock skew off the server's
+// clock or buffered by the gateway: that is not push's delay, and a
+// fresh alert must not read "late" because a gateway's clock is.
+func (s *Service) heldSince(m Message) int64 {
+	if m.Record.Kind == KindMoment && m.Record.At > 0 {
+		return m.Record.At
+	}
+	return s.clk.Now().UnixMilli()
 }
 
 // siteZone is the site's time zone for human-readable times: the digest
