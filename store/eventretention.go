@@ -91,6 +91,9 @@ func DeleteEventsBefore(tx *bolt.Tx, warningsBefore, allBefore int64, limit int)
 		if err := evs.Delete(itob(d.id)); err != nil {
 			return 0, false, err
 		}
+		if err := notePending(tx, d.id, false); err != nil {
+			return 0, false, err
+		}
 		if err := byTime.Delete(d.key); err != nil {
 			return 0, false, err
 		}

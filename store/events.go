@@ -3,6 +3,7 @@ package store
 import (
 	"bytes"
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -153,6 +154,9 @@ func InsertEvent(e Event, gatewayID uint64, press *PressReport, onCommit func(Ev
 		if err := putEventIndexes(tx, &ev); err != nil {
 			return err
 		}
+		if err := notePending(tx, ev.ID, ev.Alertsys == AlertsysPending); err != nil {
+			return err
+		}
 		if press != nil {
 			if err := appendAudit(tx, &ev, *press); err != nil {
 				return err
@@ -222,6 +226,9 @@ func SetEventAlertsys(id uint64, state, message string, at int64) func(tx *bolt.
 		}
 		e.Alertsys, e.AlertsysMessage, e.AlertsysAt = state, message, at
 		e.UpdatedAt = max(e.UpdatedAt, at)
+		if err := notePending(tx, id, state == AlertsysPending); err != nil {
+			return err
+		}
 		return putJSON(b, itob(id), &e)
 	}
 }
@@ -258,6 +265,56 @@ func (db *DB) EventSequence() (uint64, error) {
 		return nil
 	})
 	return n, err
+}
+
+// notePending keeps the index of events pending for alertsys: the
+// restart recovery must find a press left pending however old it is (a
+// long outage), and without the index it would read every event.
+func notePending(tx *bolt.Tx, id uint64, pending bool) error {
+	b := tx.Bucket(bEventsPending)
+	if pending {
+		return b.Put(itob(id), nil)
+	}
+	return b.Delete(itob(id))
+}
+
+// indexPendingEvents is the migration filling the index from the events
+// an older version stored.
+func indexPendingEvents(tx *bolt.Tx) error {
+	idx, err := tx.CreateBucketIfNotExists(bEventsPending)
+	if err != nil {
+		return err
+	}
+	evs := tx.Bucket(bEvents)
+	if evs == nil {
+		return nil
+	}
+	return evs.ForEach(func(k, v []byte) error {
+		var e struct {
+			Alertsys string `json:"alertsys"`
+		}
+		if json.Unmarshal(v, &e) == nil && e.Alertsys == AlertsysPending {
+			return idx.Put(clone(k), nil)
+		}
+		return nil
+	})
+}
+
+// PendingAlertsysEvents returns every event whose alertsys state is still
+// pending, oldest id first.
+func (db *DB) PendingAlertsysEvents() ([]Event, error) {
+	var out []Event
+	err := db.bolt.View(func(tx *bolt.Tx) error {
+		evs := tx.Bucket(bEvents)
+		return tx.Bucket(bEventsPending).ForEach(func(k, _ []byte) error {
+			var e Event
+			if err := getJSON(evs, k, &e); err == nil && e.Alertsys == AlertsysPending {
+				out = append(out, e)
+			}
+			return nil
+		})
+	})
+	return out, err
 }
 
 // ---- uid rewriter (remint, merge, the 8.0 upgrade) ----

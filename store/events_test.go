@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"testing"
+	"time"
 
 	bolt "go.etcd.io/bbolt"
 )
@@ -278,4 +279,51 @@ func TestHealthTransitionsPersist(t *testing.T) {
 	if len(log) != 3 || log[2].Phase != HealthResolved || log[2].Key != "mqtt_down" {
 		t.Errorf("log = %+v", log)
 	}
+}
+
+// TestPendingAlertsysIndex: the restart recovery reads the presses still
+// pending for alertsys from an index, at any age; the index follows
+// inserts, state changes and retention, and the migration builds it from
+// events an older version stored.
+func TestPendingAlertsysIndex(t *testing.T) {
+	db, path := regOpen(t)
+	pend := func(e Event) Event { e.Alertsys = AlertsysPending; return e }
+	insertEvents(t, db, pend(mkEvent(1, "A", EventAlert, 100)), mkEvent(2, "A", EventAlert, 200),
+		pend(mkEvent(3, "B", EventAlert, 300)), pend(mkEvent(4, "B", EventAlert, 5000)))
+	want := func(s string) {
+		t.Helper()
+		got, err := db.PendingAlertsysEvents()
+		if err != nil || fmt.Sprint(ids(got)) != s {
+			t.Fatalf("pending = %v %v, want %s", ids(got), err, s)
+		}
+	}
+	want("[1 3 4]")
+	if err := db.Update(SetEventAlertsys(3, AlertsysSent, "", 400)); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Update(SetEventAlertsys(4, AlertsysPending, "", 5100)); err != nil {
+		t.Fatal(err)
+	}
+	want("[1 4]")
+	if err := db.Update(func(tx *bolt.Tx) error { _, _, err := DeleteEventsBefore(tx, 0, 150, 100); return err }); err != nil {
+		t.Fatal(err)
+	}
+	want("[4]")
+
+	// A database from before the index: the step re-runs and finds event 4.
+	_ = db.Close()
+	b, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Update(func(tx *bolt.Tx) error { return tx.DeleteBucket(bEventsPending) }); err != nil {
+		t.Fatal(err)
+	}
+	_ = b.Close()
+	writeSchemaVersion(t, path, SchemaVersion()-1)
+	if db, err = Open(path, OpenOptions{LockTimeout: 200 * time.Millisecond}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = db.Close() })
+	want("[4]")
 }

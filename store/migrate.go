@@ -32,12 +32,13 @@ var (
 	bUIDAliases  = []byte("uid_aliases") // former asset_uid -> the uid it became
 
 	// Alerting (events.go, eventquery.go, buttonaudit.go, health.go).
-	bEvents        = []byte("events")         // id -> Event
-	bEventsByTime  = []byte("events_by_time") // created_at|id -> nil
-	bEventsByUID   = []byte("events_by_uid")  // asset_uid\x00created_at|id -> nil
-	bButtonAudit   = []byte("button_audit")   // asset_uid\x00event id -> ButtonAudit
-	bHealthState   = []byte("health_state")   // condition key -> HealthCondition (active only)
-	bHealthRecords = []byte("health_records") // id -> HealthRecord (transitions)
+	bEvents        = []byte("events")                  // id -> Event
+	bEventsByTime  = []byte("events_by_time")          // created_at|id -> nil
+	bEventsByUID   = []byte("events_by_uid")           // asset_uid\x00created_at|id -> nil
+	bButtonAudit   = []byte("button_audit")            // asset_uid\x00event id -> ButtonAudit
+	bHealthState   = []byte("health_state")            // condition key -> HealthCondition (active only)
+	bHealthRecords = []byte("health_records")          // id -> HealthRecord (transitions)
+	bEventsPending = []byte("events_alertsys_pending") // id -> nil while the event's alertsys state is pending
 
 	// E-ink displays (eink.go).
 	bEInk          = []byte("eink_displays")  // id -> EInkDisplay (admin-edited)
@@ -115,6 +116,7 @@ var migrations = []migration{
 		}
 		return nil
 	}},
+	{"events still pending for alertsys, indexed so a restart finds them at any age", indexPendingEvents},
 }
 
 // SchemaVersion is the version a fully migrated database has.

@@ -271,11 +271,11 @@ func (s *Service) Restore() error {
 		sh.Lock()
 		*sh.V.open.Add(assets.UIDHash(e.AssetUID), e.AssetUID).at(c, e.Test) = oe
 		sh.Unlock()
-		if e.Alertsys == store.AlertsysPending {
-			s.pending = append(s.pending, e)
-		}
 	}
-	return nil
+	// Pending presses of any age, not only this last hour's: one left
+	// pending by a longer outage would otherwise say "pending" forever.
+	s.pending, err = s.db.PendingAlertsysEvents()
+	return err
 }
 
 // RecoverWindow is how old a press still pending for alertsys at start

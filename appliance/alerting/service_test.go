@@ -173,6 +173,33 @@ func TestPendingAlertsysRecoveredAfterRestart(t *testing.T) {
 	}
 }
 
+// TestPendingAlertsysResolvedAfterLongOutage: a press still pending when
+// the appliance stopped, restarted hours later (past the dedup windows
+// the restart reads), is marked failed rather than left "pending" for
+// ever, and is not re-sent.
+func TestPendingAlertsysResolvedAfterLongOutage(t *testing.T) {
+	clk := clock.NewFake(t0)
+	live := liveConfig(t, "")
+	r := newRig(t, "", clk, live)
+	r.publish(1, false, press(panicMAC, "single", -50))
+	r.close()
+
+	clk.Advance(3 * time.Hour)
+	r2 := newRig(t, r.dir, clk, live)
+	if n := r2.svc.RecoverAlertsys(r2.enq, r2.writer); n != 0 {
+		t.Fatalf("re-sent %d presses from 3 hours ago", n)
+	}
+	if err := r2.writer.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if evs := r2.events(); len(evs) != 1 || evs[0].Alertsys != store.AlertsysFailed {
+		t.Fatalf("after the outage: %+v", evs)
+	}
+	if p, err := r2.db.PendingAlertsysEvents(); err != nil || len(p) != 0 {
+		t.Fatalf("still pending: %+v %v", p, err)
+	}
+}
+
 // TestQoS0PressIsNotHeldBack: the writer holds back work nobody waits for
 // (here for an hour); a press sent at QoS 0 still commits and reaches
 // alertsys at once, and the motion warning queued before it goes with it.
