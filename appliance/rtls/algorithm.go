@@ -16,9 +16,10 @@ const (
 	AlgKNN       = "knn"
 	AlgFilter    = "hmm"
 	AlgBayes     = "bayes"
+	AlgGrid      = "grid"
 )
 
-var algorithmNames = []string{AlgStrongest, AlgCentroid, AlgKNN, AlgFilter, AlgBayes}
+var algorithmNames = []string{AlgStrongest, AlgCentroid, AlgKNN, AlgFilter, AlgBayes, AlgGrid}
 
 func newAlgorithm(name string) algorithm {
 	switch name {
@@ -32,6 +33,8 @@ func newAlgorithm(name string) algorithm {
 		return filter{}
 	case AlgBayes:
 		return bayes{}
+	case AlgGrid:
+		return grid{}
 	}
 	return nil
 }

@@ -42,6 +42,8 @@ type beacon struct {
 	weight                 float64 // evidence weight of the current update
 	// k-NN scratch
 	votes []float64
+	// grid: belief per cell
+	cells []float32
 }
 
 func newBeacon(uid string) *beacon {
@@ -61,7 +63,7 @@ func (b *beacon) reset(m *model) {
 		b.rds[i].g = g
 	}
 	b.cand, b.gw, b.challenger = -1, -1, -1
-	b.prior, b.belief, b.scratch, b.votes = nil, nil, nil, nil
+	b.prior, b.belief, b.scratch, b.votes, b.cells = nil, nil, nil, nil, nil
 	b.decided = 0
 	// Zone indexes are per model: find the zone again by id. A zone that
 	// no longer exists becomes unknown; its interval (still open) is

@@ -140,7 +140,7 @@ func BenchmarkEngine(b *testing.B) {
 	if world == nil {
 		world = buildWorld()
 	}
-	for _, alg := range []string{rtls.AlgStrongest, rtls.AlgCentroid, rtls.AlgKNN, rtls.AlgFilter, rtls.AlgBayes} {
+	for _, alg := range []string{rtls.AlgStrongest, rtls.AlgCentroid, rtls.AlgKNN, rtls.AlgFilter, rtls.AlgBayes, rtls.AlgGrid} {
 		b.Run(alg, func(b *testing.B) { benchAlg(b, world, alg) })
 	}
 }

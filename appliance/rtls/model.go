@@ -36,6 +36,9 @@ type model struct {
 	temper float64
 	// knnW weighs the k-NN vote of the same window (calibrate); 0 off.
 	knnW float64
+	// grid is the cell grid and per-gateway radio model of AlgGrid
+	// (grid.go).
+	grid *gridModel
 }
 
 type position struct {
@@ -149,6 +152,7 @@ func buildModel(gen uint64, p Params, site Site, samples []Sample) *model {
 	}
 	m.learnGatewayZones()
 	m.buildEmissions()
+	m.buildGrid()
 	return m
 }
 

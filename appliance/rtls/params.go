@@ -46,7 +46,8 @@ type Params struct {
 	// without samples it is 0.5. At 1 a calibrated window counts at face
 	// value.
 	Evidence float64
-	// SwitchOdds is the hysteresis of the filter in probability space:
+	// SwitchOdds is the hysteresis of the filters (hmm, bayes, grid) in
+	// probability space:
 	// the reported zone moves (one hop) towards the most probable zone
 	// only when that zone is at least SwitchOdds times as probable as the
 	// reported one. 10 is "strong" evidence on Jeffreys' scale of Bayes

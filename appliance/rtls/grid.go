@@ -1,0 +1,576 @@
+package rtls
+
+import (
+	"math"
+	"sync"
+)
+
+// grid is a Bayes filter over positions, not zones: the zones are cut
+// into cells of about a metre, a beacon's belief is spread over the
+// cells, and the reported zone is the one holding most of it.
+//
+// Reading model: every gateway follows the log-distance law with its own
+// transmit power P0, exponent n and spread sigma, is not heard below the
+// site's sensitivity floor, and misses a reading it could have heard with
+// probability miss. Placed gateways keep their placement; the others get
+// the position that best explains the survey. The parameters are fitted
+// to the survey samples (each at its zone's centre) by maximum likelihood
+// with the unheard samples as censored observations (a Tobit model): a
+// plain regression on heard readings alone sees only the lucky far
+// readings and flattens the law (exponent 1.5 where the truth was 2.5).
+// Without survey samples placed gateways use TxPower, PathLoss, Sigma and
+// Lost.
+//
+// Prediction: each second the belief diffuses to the neighbouring cells
+// (walking pace), so it moves continuously: a beacon standing near a
+// boundary accumulates evidence about where it stands instead of
+// re-deciding the zone from each window.
+//
+// Update: the log-likelihood of the window's raw readings (heard and, in
+// proportion to cover as for hmm, unheard gateways) in every cell,
+// weighted min(1, dt/SampleWindow) so each reading counts about once.
+//
+// Report: the first fix is the zone with most mass; after that the zone
+// changes when another holds SwitchOdds times the mass of the reported
+// one (any zone: the belief itself only moves through neighbouring
+// cells).
+type grid struct{}
+
+func (grid) info(m *model) AlgorithmInfo {
+	g := m.grid
+	params := map[string]any{"switch_odds": m.p.SwitchOdds, "floor_dbm": 0.0, "cells": 0, "cell_px": 0.0,
+		"sample_window_ms": m.p.SampleWindow.Milliseconds(), "decide_every_ms": m.p.DecideEvery.Milliseconds(), "gateways_modelled": 0}
+	reason := m.lacks(false, false, false, false)
+	if g != nil {
+		params["floor_dbm"], params["cells"], params["cell_px"], params["gateways_modelled"] = g.floor, len(g.czone), g.cellPx, g.modelled
+		if reason == "" && g.modelled == 0 {
+			reason = "needs survey samples or placed gateways"
+		}
+	}
+	return infoOf(AlgGrid, "Bayes filter over metre cells of the zones with a fitted log-distance model per gateway (censored maximum likelihood on the survey; unplaced gateways located by it)",
+		commonParams(&m.p, params), reason)
+}
+
+// gridModel is the compiled grid of a model (model.grid).
+type gridModel struct {
+	cellPx   []float64 // per map index: cell edge in pixels (cell centres are the map grid)
+	cx, cy   []float32
+	cmap     []int32 // map index (into mapIDs)
+	czone    []int32
+	nbrOff   []int32 // neighbours of cell c: nbr[nbrOff[c]:nbrOff[c+1]], self included
+	nbr      []int32
+	nbrW     []float32 // normalised weights
+	mix      []float32 // per cell: share of the belief that diffuses per second
+	mapIDs   []uint64
+	floor    float64
+	modelled int
+
+	gw    []gridGW  // per model gateway
+	mu    []float32 // [g*nc+c] expected dBm
+	lmiss []float32 // [g*nc+c] log P(not heard)
+	base  []float32 // per cell: sum over modelled gateways of lmiss
+	pool  sync.Pool // *gridScratch
+}
+
+type gridGW struct {
+	ok             bool
+	x, y           float64
+	mapIdx         int
+	p0, n, sig     float64
+	miss           float64
+	lhitK, inv2s2  float64 // log(1-miss) - log(sig), 1/(2 sig^2)
+	fittedOnSurvey bool
+}
+
+type gridScratch struct{ ll, tmp []float32 }
+
+// maxGridCells bounds the cells of a site (all maps): the belief is one
+// float32 per cell per tracked beacon (4 KiB at the bound), and each
+// decision costs one term per cell and heard gateway. A larger site gets
+// larger cells.
+const maxGridCells = 1024
+
+// gridStep is the prediction step (one diffusion per second of time).
+const gridStep = 1000
+
+func (m *model) buildGrid() {
+	g := &gridModel{}
+	m.grid = g
+	byMap := map[uint64][]int{}
+	for z := range m.zones {
+		byMap[m.zones[z].MapID] = append(byMap[m.zones[z].MapID], z)
+	}
+	for id := range byMap {
+		g.mapIDs = append(g.mapIDs, id)
+	}
+	sortU64(g.mapIDs)
+	scale := 1.0
+	for {
+		n := 0
+		for _, id := range g.mapIDs {
+			n += countCells(m, byMap[id], scale*m.pixelsPerMeter(id))
+		}
+		if n <= maxGridCells || scale > 1e6 {
+			break
+		}
+		scale *= math.Sqrt(float64(n) / maxGridCells * 1.05)
+	}
+	type key struct{ mi, ix, iy int32 }
+	at := map[key]int32{}
+	type cellRef struct {
+		key   key
+		dummy bool
+	}
+	var refs []cellRef
+	for mi, id := range g.mapIDs {
+		px := scale * m.pixelsPerMeter(id)
+		g.cellPx = append(g.cellPx, px)
+		zs := byMap[id]
+		x0, y0, _, _ := bbox(m, zs)
+		covered := map[int]bool{}
+		for _, z := range zs {
+			ix0, ix1, iy0, iy1 := cellSpan(&m.zones[z], x0, y0, px)
+			for iy := iy0; iy < iy1; iy++ {
+				for ix := ix0; ix < ix1; ix++ {
+					k := key{int32(mi), ix, iy}
+					if _, taken := at[k]; taken {
+						continue // overlapping zones: the first one listed
+					}
+					covered[z] = true
+					at[k] = int32(len(g.czone))
+					refs = append(refs, cellRef{key: k})
+					g.cx = append(g.cx, float32(x0+(float64(ix)+0.5)*px))
+					g.cy = append(g.cy, float32(y0+(float64(iy)+0.5)*px))
+					g.cmap, g.czone = append(g.cmap, int32(mi)), append(g.czone, int32(z))
+				}
+			}
+		}
+		// A zone smaller than a cell still gets one, at its centre, so
+		// every zone can be reported.
+		for _, z := range zs {
+			if covered[z] {
+				continue
+			}
+			x, y := m.zones[z].centre()
+			k := key{int32(mi), int32((x - x0) / px), int32((y - y0) / px)}
+			if _, taken := at[k]; !taken {
+				at[k] = int32(len(g.czone))
+			}
+			refs = append(refs, cellRef{key: k, dummy: true})
+			g.cx, g.cy = append(g.cx, float32(x)), append(g.cy, float32(y))
+			g.cmap, g.czone = append(g.cmap, int32(mi)), append(g.czone, int32(z))
+		}
+	}
+	nc := len(g.czone)
+	g.nbrOff = make([]int32, 0, nc+1)
+	for c := 0; c < nc; c++ {
+		g.nbrOff = append(g.nbrOff, int32(len(g.nbr)))
+		k := refs[c].key
+		var wsum float32
+		start := len(g.nbr)
+		for dy := int32(-1); dy <= 1; dy++ {
+			for dx := int32(-1); dx <= 1; dx++ {
+				j, ok := at[key{k.mi, k.ix + dx, k.iy + dy}]
+				if dx == 0 && dy == 0 {
+					j, ok = int32(c), true
+				}
+				if !ok {
+					continue
+				}
+				w := float32(1)
+				switch {
+				case dx != 0 && dy != 0:
+					w = 0.35
+				case dx != 0 || dy != 0:
+					w = 0.6
+				}
+				g.nbr, g.nbrW = append(g.nbr, j), append(g.nbrW, w)
+				wsum += w
+			}
+		}
+		for i := start; i < len(g.nbrW); i++ {
+			g.nbrW[i] /= wsum
+		}
+		// Cells larger than a metre diffuse less per second.
+		r := m.pixelsPerMeter(g.mapIDs[k.mi]) / g.cellPx[k.mi]
+		g.mix = append(g.mix, float32(math.Min(1, r*r)))
+	}
+	g.nbrOff = append(g.nbrOff, int32(len(g.nbr)))
+	g.pool.New = func() any { return &gridScratch{ll: make([]float32, nc), tmp: make([]float32, nc)} }
+	m.fitGridGateways()
+}
+
+// countCells bounds the cells of zones zs at edge px (overlaps counted
+// twice, plus one per zone for those smaller than a cell).
+func countCells(m *model, zs []int, px float64) int {
+	x0, y0, _, _ := bbox(m, zs)
+	n := 0
+	for _, z := range zs {
+		ix0, ix1, iy0, iy1 := cellSpan(&m.zones[z], x0, y0, px)
+		n += int(max(ix1-ix0, 0)) * int(max(iy1-iy0, 0))
+	}
+	return n + len(zs)
+}
+
+// cellSpan is the range of grid indices (origin x0, y0, edge px) whose
+// cell centres lie inside zone z.
+func cellSpan(z *Zone, x0, y0, px float64) (ix0, ix1, iy0, iy1 int32) {
+	lo := func(a, o float64) int32 { return int32(math.Ceil((a-o)/px - 0.5)) }
+	hi := func(b, o float64) int32 { return int32(math.Ceil((b-o)/px - 0.5)) }
+	ix0, ix1 = lo(math.Min(z.X1, z.X2), x0), hi(math.Max(z.X1, z.X2), x0)
+	iy0, iy1 = lo(math.Min(z.Y1, z.Y2), y0), hi(math.Max(z.Y1, z.Y2), y0)
+	return
+}
+
+func bbox(m *model, zs []int) (x0, y0, x1, y1 float64) {
+	x0, y0, x1, y1 = math.Inf(1), math.Inf(1), math.Inf(-1), math.Inf(-1)
+	for _, z := range zs {
+		r := &m.zones[z]
+		x0, x1 = math.Min(x0, math.Min(r.X1, r.X2)), math.Max(x1, math.Max(r.X1, r.X2))
+		y0, y1 = math.Min(y0, math.Min(r.Y1, r.Y2)), math.Max(y1, math.Max(r.Y1, r.Y2))
+	}
+	return
+}
+
+func sortU64(s []uint64) {
+	for i := 1; i < len(s); i++ {
+		for j := i; j > 0 && s[j] < s[j-1]; j-- {
+			s[j], s[j-1] = s[j-1], s[j]
+		}
+	}
+}
+
+// fitGridGateways fits every gateway's reading model and fills the
+// per-cell tables.
+func (m *model) fitGridGateways() {
+	g := m.grid
+	nc, ng := len(g.czone), len(m.gwMAC)
+	g.gw = make([]gridGW, ng)
+	g.floor = m.p.Floor
+	heardMin := math.Inf(1)
+	for i := range m.samples {
+		for _, v := range m.samples[i].v {
+			if x := float64(v); x > m.p.Floor {
+				heardMin = math.Min(heardMin, x)
+			}
+		}
+	}
+	if !math.IsInf(heardMin, 1) {
+		g.floor = heardMin
+	}
+	mapIdx := func(id uint64) int {
+		for i, x := range g.mapIDs {
+			if x == id {
+				return i
+			}
+		}
+		return -1
+	}
+	for gi := 0; gi < ng; gi++ {
+		gw := &g.gw[gi]
+		mi := -1
+		switch {
+		case m.gwPlaced[gi]:
+			mi = mapIdx(m.gwPos[gi].mapID)
+		case m.gwZone[gi] >= 0:
+			mi = mapIdx(m.zones[m.gwZone[gi]].MapID)
+		}
+		if mi < 0 {
+			continue
+		}
+		gw.mapIdx = mi
+		if len(m.samples) > 0 {
+			m.fitGridGateway(gi, gw)
+		} else if m.gwPlaced[gi] {
+			gw.ok, gw.x, gw.y = true, m.gwPos[gi].x, m.gwPos[gi].y
+			gw.p0, gw.n, gw.sig, gw.miss = m.p.TxPower, m.p.PathLoss, m.p.Sigma, m.p.Lost
+		}
+		if gw.ok {
+			gw.lhitK = math.Log(1-gw.miss) - math.Log(gw.sig)
+			gw.inv2s2 = 1 / (2 * gw.sig * gw.sig)
+			g.modelled++
+		}
+	}
+	g.mu = make([]float32, ng*nc)
+	g.lmiss = make([]float32, ng*nc)
+	g.base = make([]float32, nc)
+	for gi := range g.gw {
+		gw := &g.gw[gi]
+		if !gw.ok {
+			continue
+		}
+		for c := 0; c < nc; c++ {
+			mu := g.floor - 4*gw.sig // another floor: practically never heard
+			if int(g.cmap[c]) == gw.mapIdx {
+				ppm := m.pixelsPerMeter(g.mapIDs[gw.mapIdx])
+				d := math.Max(math.Hypot(gw.x-float64(g.cx[c]), gw.y-float64(g.cy[c]))/ppm, 0.5)
+				mu = gw.p0 - 10*gw.n*math.Log10(d)
+			}
+			pc := stdNormCDF((g.floor - mu) / gw.sig)
+			lm := math.Log(pc + (1-pc)*gw.miss)
+			g.mu[gi*nc+c] = float32(mu)
+			g.lmiss[gi*nc+c] = float32(lm)
+			g.base[c] += float32(lm)
+		}
+	}
+}
+
+func stdNormCDF(z float64) float64 { return 0.5 * math.Erfc(-z/math.Sqrt2) }
+
+// fitGridGateway fits one gateway on the survey: its placement, or the
+// cell centre (then refined by half a cell) whose censored fit is most
+// likely.
+func (m *model) fitGridGateway(gi int, gw *gridGW) {
+	g := m.grid
+	mapID := g.mapIDs[gw.mapIdx]
+	ppm := m.pixelsPerMeter(mapID)
+	// The samples of this map, each at its zone's centre, with the
+	// gateway's reading or NaN.
+	var sx, sy, ys []float64
+	step := max(1, len(m.samples)/maxCalibrate)
+	for i := 0; i < len(m.samples); i += step {
+		s := &m.samples[i]
+		z := &m.zones[s.zone]
+		if z.MapID != mapID {
+			continue
+		}
+		x, y := z.centre()
+		sx, sy = append(sx, x), append(sy, y)
+		if v := float64(s.v[gi]); v > m.p.Floor {
+			ys = append(ys, v)
+		} else {
+			ys = append(ys, math.NaN())
+		}
+	}
+	if len(ys) < 3 {
+		return
+	}
+	lx := make([]float64, len(ys))
+	try := func(x, y float64) (tobit, float64) {
+		for i := range lx {
+			d := math.Max(math.Hypot(x-sx[i], y-sy[i])/ppm, 0.5)
+			lx[i] = -10 * math.Log10(d)
+		}
+		return fitTobit(lx, ys, g.floor, m.p.SigmaFloor)
+	}
+	// A placed gateway's position, or an unplaced one's first guess: the
+	// centre of the zone where the survey heard it loudest.
+	bx, by := m.gwPos[gi].x, m.gwPos[gi].y
+	best, bestLL := try(bx, by)
+	if !m.gwPlaced[gi] {
+		var cells []int
+		for c := range g.czone {
+			if int(g.cmap[c]) == gw.mapIdx {
+				cells = append(cells, c)
+			}
+		}
+		stride := max(1, len(cells)/256)
+		for i := 0; i < len(cells); i += stride {
+			c := cells[i]
+			if f, ll := try(float64(g.cx[c]), float64(g.cy[c])); ll > bestLL {
+				best, bestLL, bx, by = f, ll, float64(g.cx[c]), float64(g.cy[c])
+			}
+		}
+		h := g.cellPx[gw.mapIdx] * float64(stride) / 2
+		cx, cy := bx, by
+		for _, d := range [][2]float64{{-h, 0}, {h, 0}, {0, -h}, {0, h}, {-h, -h}, {h, h}, {-h, h}, {h, -h}} {
+			if f, ll := try(cx+d[0], cy+d[1]); ll > bestLL {
+				best, bestLL, bx, by = f, ll, cx+d[0], cy+d[1]
+			}
+		}
+	}
+	*gw = gridGW{ok: true, x: bx, y: by, mapIdx: gw.mapIdx, p0: best.p0, n: best.n, sig: best.sig, miss: best.miss, fittedOnSurvey: true}
+}
+
+type tobit struct{ p0, n, sig, miss float64 }
+
+// fitTobit fits y = p0 + n*x + N(0, sig^2), observed when y >= floor and
+// not missed (probability miss); NaN marks an unheard sample. EM over the
+// censored/missed mixture of each unheard sample; returns the fit and its
+// log-likelihood.
+func fitTobit(x, y []float64, floor, sigFloor float64) (tobit, float64) {
+	f := tobit{p0: -60, n: 2, sig: 6, miss: 0.2}
+	var ll float64
+	ey := make([]float64, len(x))
+	ey2 := make([]float64, len(x))
+	w := make([]float64, len(x))
+	for it := 0; it < 12; it++ {
+		ll = 0
+		var heard, missed float64
+		for i := range x {
+			mu := f.p0 + f.n*x[i]
+			if !math.IsNaN(y[i]) {
+				z := (y[i] - mu) / f.sig
+				ll += math.Log(1-f.miss) - math.Log(f.sig) - 0.5*z*z
+				w[i], ey[i], ey2[i] = 1, y[i], y[i]*y[i]
+				heard++
+				continue
+			}
+			a := (floor - mu) / f.sig
+			pc := stdNormCDF(a)
+			tot := math.Max(pc+(1-pc)*f.miss, 1e-300)
+			ll += math.Log(tot)
+			rc := pc / tot // responsibility of "below the floor"
+			missed += 1 - rc
+			w[i] = rc
+			if pc < 1e-12 {
+				ey[i], ey2[i] = floor, floor*floor
+				continue
+			}
+			// moments of y given y < floor
+			lam := math.Exp(-0.5*a*a) / math.Sqrt(2*math.Pi) / pc
+			m1 := mu - f.sig*lam
+			v := f.sig * f.sig * math.Max(1-a*lam-lam*lam, 0)
+			ey[i], ey2[i] = m1, v+m1*m1
+		}
+		var sw, sx, sy, sxx, sxy float64
+		for i := range x {
+			sw += w[i]
+			sx += w[i] * x[i]
+			sy += w[i] * ey[i]
+			sxx += w[i] * x[i] * x[i]
+			sxy += w[i] * x[i] * ey[i]
+		}
+		den := sw*sxx - sx*sx
+		if sw <= 0 || den <= 1e-9 {
+			break
+		}
+		f.n = math.Min(math.Max((sw*sxy-sx*sy)/den, 1), 5)
+		f.p0 = (sy - f.n*sx) / sw
+		var ss float64
+		for i := range x {
+			mu := f.p0 + f.n*x[i]
+			ss += w[i] * (ey2[i] - 2*mu*ey[i] + mu*mu)
+		}
+		f.sig = math.Max(math.Sqrt(math.Max(ss, 0)/sw), sigFloor)
+		f.miss = math.Min(math.Max(missed/(heard+missed), 0.01), 0.95)
+	}
+	return f, ll
+}
+
+func (grid) update(m *model, p *Params, b *beacon, rd *reading, now int64) (int, position) {
+	g := m.grid
+	if g == nil || len(g.czone) == 0 || g.modelled == 0 {
+		return -1, position{}
+	}
+	if !beginStep(m, p, b, now) {
+		return b.zone, b.pos
+	}
+	nc := len(g.czone)
+	whole := len(b.cells) != nc // the first update: the whole window
+	if whole {
+		b.cells = make([]float32, nc)
+		for c := range b.cells {
+			b.cells[c] = 1 / float32(nc)
+		}
+		b.stepped, b.weight = now, 1
+	}
+	sc := g.pool.Get().(*gridScratch)
+	defer g.pool.Put(sc)
+	if dt := now - b.stepped; dt > 0 {
+		for steps := 0; dt > 0 && steps < 60; steps++ {
+			s := min(dt, gridStep)
+			g.diffuse(b.cells, sc.tmp, float32(s)/gridStep)
+			dt -= s
+		}
+		b.weight = math.Min(1, float64(now-b.stepped)/float64(p.SampleWindow.Milliseconds()))
+		b.stepped = now
+		whole = true
+	}
+	cover := float32(math.Min(1, float64(now-b.burst)/float64(p.SampleWindow.Milliseconds())))
+	ll := sc.ll
+	if whole {
+		// The window's readings: every modelled gateway unheard (in
+		// proportion to cover), then each heard one.
+		for c := range ll {
+			ll[c] = cover * g.base[c]
+		}
+		any := false
+		for i := range b.rds {
+			if r := &b.rds[i]; r.fresh(p, now) && g.gw[r.g].ok {
+				g.addHeard(ll, r, cover)
+				any = true
+			}
+		}
+		if !any {
+			return b.zone, b.pos
+		}
+	} else {
+		// Another report in the millisecond of the last update (the rest
+		// of a scan): the update gains this reading's term at the same
+		// weight. A gateway's previous reading, counted by the update
+		// that began this millisecond, keeps its term: each reading
+		// counts in two updates at half weight (the window is two
+		// decision periods), once in all.
+		if rd == nil || !rd.fresh(p, now) || !g.gw[rd.g].ok {
+			return b.zone, b.pos
+		}
+		for c := range ll {
+			ll[c] = 0
+		}
+		g.addHeard(ll, rd, cover)
+	}
+	top := float32(math.Inf(-1))
+	for _, v := range ll {
+		top = max(top, v)
+	}
+	w := float32(b.weight)
+	var sum float32
+	for c := range b.cells {
+		b.cells[c] *= float32(math.Exp(float64(w * (ll[c] - top))))
+		sum += b.cells[c]
+	}
+	mass := b.scratch
+	for z := range mass {
+		mass[z] = 0
+	}
+	for c := range b.cells {
+		v := max(b.cells[c]/sum, 1e-9)
+		b.cells[c] = v
+		mass[g.czone[c]] += float64(v)
+	}
+	best := 0
+	for z := range mass {
+		if mass[z] > mass[best] {
+			best = z
+		}
+	}
+	if b.zone < 0 || b.firstScan(now) {
+		return best, position{}
+	}
+	if best != b.zone && mass[best] >= p.SwitchOdds*mass[b.zone] {
+		return best, position{}
+	}
+	return b.zone, position{}
+}
+
+// addHeard adds a heard reading's term to every cell: its Gaussian
+// log-likelihood and hit rate, less the "unheard" term the window's base
+// already counted for its gateway (in proportion to cover).
+func (g *gridModel) addHeard(ll []float32, rd *reading, cover float32) {
+	nc := len(ll)
+	gw := &g.gw[rd.g]
+	x := float32(rd.raw)
+	k, inv := float32(gw.lhitK), float32(gw.inv2s2)
+	mu, lm := g.mu[rd.g*nc:(rd.g+1)*nc], g.lmiss[rd.g*nc:(rd.g+1)*nc]
+	for c := range ll {
+		d := x - mu[c]
+		ll[c] += k - d*d*inv - cover*lm[c]
+	}
+}
+
+// diffuse moves share f (of a second's walk) of the belief to the
+// neighbouring cells.
+func (g *gridModel) diffuse(bel, tmp []float32, f float32) {
+	for c := range bel {
+		var s float32
+		for i := g.nbrOff[c]; i < g.nbrOff[c+1]; i++ {
+			s += g.nbrW[i] * bel[g.nbr[i]]
+		}
+		tmp[c] = s
+	}
+	for c := range bel {
+		a := f * g.mix[c]
+		bel[c] = (1-a)*bel[c] + a*tmp[c]
+	}
+}
