@@ -207,10 +207,15 @@ func (e *Engine) Observe(bt *ingest.Batch, w *ingest.Writes) {
 		if b.gen != m.gen {
 			b.reset(m)
 		}
-		rd := b.sight(m, &e.p, bt.Gateway, o.RSSI, now)
+		// A report stamped before the beacon's latest sighting (another
+		// gateway's read loop took the lock first) counts as heard then:
+		// a beacon's time never runs backwards, so no zone is entered
+		// before the one it leaves.
+		t := max(now, b.heard)
+		rd := b.sight(m, &e.p, bt.Gateway, o.RSSI, t)
 		e.emitDebug(b)
-		z, pos := r.alg.update(m, &e.p, b, rd, now)
-		e.commit(m, b, z, pos, now, &w.Ops)
+		z, pos := r.alg.update(m, &e.p, b, rd, t)
+		e.commit(m, b, z, pos, t, &w.Ops)
 		w.Hand() // under the shard lock: a beacon's intervals open before they close
 		sh.Unlock()
 	}
