@@ -517,7 +517,13 @@ func (grid) update(m *model, p *Params, b *beacon, rd *reading, now int64) (int,
 	w := float32(b.weight)
 	var sum float32
 	for c := range b.cells {
-		b.cells[c] *= float32(math.Exp(float64(w * (ll[c] - top))))
+		// Below e^-30 of the best cell a cell's share is under the 1e-9
+		// floor it gets below whatever its prior was: no exp needed.
+		if d := w * (ll[c] - top); d > -30 {
+			b.cells[c] *= float32(math.Exp(float64(d)))
+		} else {
+			b.cells[c] = 0
+		}
 		sum += b.cells[c]
 	}
 	mass := b.scratch
