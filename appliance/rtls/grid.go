@@ -517,9 +517,10 @@ func (grid) update(m *model, p *Params, b *beacon, rd *reading, now int64) (int,
 	w := float32(b.weight)
 	var sum float32
 	for c := range b.cells {
-		// Below e^-30 of the best cell a cell's share is under the 1e-9
-		// floor it gets below whatever its prior was: no exp needed.
-		if d := w * (ll[c] - top); d > -30 {
+		// A cell more than e^-42 below the best one ends under the 1e-9
+		// floor whatever the priors (at most 1 against at least 1e-9:
+		// e^-42 / 1e-9 < 1e-9), so its exp is not needed.
+		if d := w * (ll[c] - top); d > -42 {
 			b.cells[c] *= float32(math.Exp(float64(d)))
 		} else {
 			b.cells[c] = 0
