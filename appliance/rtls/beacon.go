@@ -9,6 +9,9 @@ type reading struct {
 	raw  int8    // last raw dBm
 	ema  float64 // smoothed dBm
 	last int64   // Unix ms of the last sighting
+	// counted is the last sighting grid has counted (grid.go): each
+	// reading counts once however many updates see it.
+	counted int64
 }
 
 // beacon is the live state of one tracked beacon.

@@ -2,6 +2,7 @@ package rtls
 
 import (
 	"math"
+	"sort"
 	"sync"
 )
 
@@ -26,9 +27,9 @@ import (
 // boundary accumulates evidence about where it stands instead of
 // re-deciding the zone from each window.
 //
-// Update: the log-likelihood of the window's raw readings (heard and, in
-// proportion to cover as for hmm, unheard gateways) in every cell,
-// weighted min(1, dt/SampleWindow) so each reading counts about once.
+// Update: each reading's log-likelihood in every cell, once, when it is
+// first seen; and, per unit of time, the "not heard" term of every
+// gateway silent for SampleWindow (docs/rtls.md).
 //
 // Report: the first fix is the zone with most mass; after that the zone
 // changes when another holds SwitchOdds times the mass of the reported
@@ -38,11 +39,14 @@ type grid struct{}
 
 func (grid) info(m *model) AlgorithmInfo {
 	g := m.grid
-	params := map[string]any{"switch_odds": m.p.SwitchOdds, "floor_dbm": 0.0, "cells": 0, "cell_px": 0.0,
+	params := map[string]any{"switch_odds": m.p.SwitchOdds, "floor_dbm": 0.0, "cells": 0, "cell_px": []float64{},
 		"sample_window_ms": m.p.SampleWindow.Milliseconds(), "decide_every_ms": m.p.DecideEvery.Milliseconds(), "gateways_modelled": 0}
 	reason := m.lacks(false, false, false, false)
 	if g != nil {
-		params["floor_dbm"], params["cells"], params["cell_px"], params["gateways_modelled"] = g.floor, len(g.czone), g.cellPx, g.modelled
+		params["floor_dbm"], params["cells"], params["gateways_modelled"] = g.floor, len(g.czone), g.modelled
+		if g.cellPx != nil {
+			params["cell_px"] = g.cellPx
+		}
 		if reason == "" && g.modelled == 0 {
 			reason = "needs survey samples or placed gateways"
 		}
@@ -104,23 +108,23 @@ func (m *model) buildGrid() {
 		g.mapIDs = append(g.mapIDs, id)
 	}
 	sortU64(g.mapIDs)
+	// Every zone gets at least one cell, so a site of more zones than
+	// maxGridCells gets one cell per zone.
+	budget := max(maxGridCells, len(m.zones))
 	scale := 1.0
 	for {
 		n := 0
 		for _, id := range g.mapIDs {
 			n += countCells(m, byMap[id], scale*m.pixelsPerMeter(id))
 		}
-		if n <= maxGridCells || scale > 1e6 {
+		if n <= budget || scale > 1e6 {
 			break
 		}
-		scale *= math.Sqrt(float64(n) / maxGridCells * 1.05)
+		scale *= math.Sqrt(float64(n) / float64(budget) * 1.05)
 	}
 	type key struct{ mi, ix, iy int32 }
 	at := map[key]int32{}
-	type cellRef struct {
-		key   key
-		dummy bool
-	}
+	type cellRef struct{ key key }
 	var refs []cellRef
 	for mi, id := range g.mapIDs {
 		px := scale * m.pixelsPerMeter(id)
@@ -128,13 +132,17 @@ func (m *model) buildGrid() {
 		zs := byMap[id]
 		x0, y0, _, _ := bbox(m, zs)
 		covered := map[int]bool{}
-		for _, z := range zs {
+		// Smaller zones claim their cells first: an office inside the
+		// room that contains it keeps its own cells.
+		byArea := append([]int(nil), zs...)
+		sort.SliceStable(byArea, func(i, j int) bool { return zoneArea(&m.zones[byArea[i]]) < zoneArea(&m.zones[byArea[j]]) })
+		for _, z := range byArea {
 			ix0, ix1, iy0, iy1 := cellSpan(&m.zones[z], x0, y0, px)
 			for iy := iy0; iy < iy1; iy++ {
 				for ix := ix0; ix < ix1; ix++ {
 					k := key{int32(mi), ix, iy}
 					if _, taken := at[k]; taken {
-						continue // overlapping zones: the first one listed
+						continue // inside a smaller zone
 					}
 					covered[z] = true
 					at[k] = int32(len(g.czone))
@@ -156,7 +164,7 @@ func (m *model) buildGrid() {
 			if _, taken := at[k]; !taken {
 				at[k] = int32(len(g.czone))
 			}
-			refs = append(refs, cellRef{key: k, dummy: true})
+			refs = append(refs, cellRef{key: k})
 			g.cx, g.cy = append(g.cx, float32(x)), append(g.cy, float32(y))
 			g.cmap, g.czone = append(g.cmap, int32(mi)), append(g.czone, int32(z))
 		}
@@ -201,16 +209,18 @@ func (m *model) buildGrid() {
 }
 
 // countCells bounds the cells of zones zs at edge px (overlaps counted
-// twice, plus one per zone for those smaller than a cell).
+// twice; a zone smaller than a cell counts its one cell).
 func countCells(m *model, zs []int, px float64) int {
 	x0, y0, _, _ := bbox(m, zs)
 	n := 0
 	for _, z := range zs {
 		ix0, ix1, iy0, iy1 := cellSpan(&m.zones[z], x0, y0, px)
-		n += int(max(ix1-ix0, 0)) * int(max(iy1-iy0, 0))
+		n += max(int(max(ix1-ix0, 0))*int(max(iy1-iy0, 0)), 1)
 	}
-	return n + len(zs)
+	return n
 }
+
+func zoneArea(z *Zone) float64 { return math.Abs((z.X2 - z.X1) * (z.Y2 - z.Y1)) }
 
 // cellSpan is the range of grid indices (origin x0, y0, edge px) whose
 // cell centres lie inside zone z.
@@ -281,9 +291,12 @@ func (m *model) fitGridGateways() {
 		gw.mapIdx = mi
 		if len(m.samples) > 0 {
 			m.fitGridGateway(gi, gw)
-		} else if m.gwPlaced[gi] {
-			gw.ok, gw.x, gw.y = true, m.gwPos[gi].x, m.gwPos[gi].y
-			gw.p0, gw.n, gw.sig, gw.miss = m.p.TxPower, m.p.PathLoss, m.p.Sigma, m.p.Lost
+		}
+		if !gw.ok && m.gwPlaced[gi] {
+			// No survey, or too little of it for this gateway (its floor
+			// not surveyed, or installed since): the default law.
+			*gw = gridGW{ok: true, x: m.gwPos[gi].x, y: m.gwPos[gi].y, mapIdx: mi,
+				p0: m.p.TxPower, n: m.p.PathLoss, sig: m.p.Sigma, miss: m.p.Lost}
 		}
 		if gw.ok {
 			gw.lhitK = math.Log(1-gw.miss) - math.Log(gw.sig)
@@ -317,9 +330,25 @@ func (m *model) fitGridGateways() {
 
 func stdNormCDF(z float64) float64 { return 0.5 * math.Erfc(-z/math.Sqrt2) }
 
-// fitGridGateway fits one gateway on the survey: its placement, or the
-// cell centre (then refined by half a cell) whose censored fit is most
-// likely.
+// minHeardToFit is how many survey samples must have heard a gateway
+// before its law is fitted rather than assumed: with fewer, the fit is
+// made of censoring alone (a gateway installed after the survey would
+// get a law the data never supported).
+const minHeardToFit = 5
+
+// maxFitSamples bounds the samples the position search of an unplaced
+// gateway reads (evenly spread), and searchIters the EM iterations of
+// each try: the build runs on every site or survey change, for every
+// gateway.
+const (
+	maxFitSamples = 200
+	searchIters   = 12
+)
+
+// fitGridGateway fits one gateway on the survey: at its placement, or at
+// the position whose censored fit is most likely (about 64 of its map's
+// cells, then a pattern search halving the step down to half a metre). It leaves gw not ok when the survey of its map
+// heard it fewer than minHeardToFit times.
 func (m *model) fitGridGateway(gi int, gw *gridGW) {
 	g := m.grid
 	mapID := g.mapIDs[gw.mapIdx]
@@ -327,8 +356,8 @@ func (m *model) fitGridGateway(gi int, gw *gridGW) {
 	// The samples of this map, each at its zone's centre, with the
 	// gateway's reading or NaN.
 	var sx, sy, ys []float64
-	step := max(1, len(m.samples)/maxCalibrate)
-	for i := 0; i < len(m.samples); i += step {
+	heard := 0
+	for i := range m.samples {
 		s := &m.samples[i]
 		z := &m.zones[s.zone]
 		if z.MapID != mapID {
@@ -338,47 +367,72 @@ func (m *model) fitGridGateway(gi int, gw *gridGW) {
 		sx, sy = append(sx, x), append(sy, y)
 		if v := float64(s.v[gi]); v > m.p.Floor {
 			ys = append(ys, v)
+			heard++
 		} else {
 			ys = append(ys, math.NaN())
 		}
 	}
-	if len(ys) < 3 {
+	if heard < minHeardToFit {
 		return
 	}
 	lx := make([]float64, len(ys))
-	try := func(x, y float64) (tobit, float64) {
-		for i := range lx {
+	// fit fits at (x, y) on every stride-th sample (searching), or on all
+	// of them fully converged (stride 0).
+	fit := func(x, y float64, stride int) (tobit, float64) {
+		step := max(stride, 1)
+		n := 0
+		for i := 0; i < len(ys); i += step {
 			d := math.Max(math.Hypot(x-sx[i], y-sy[i])/ppm, 0.5)
-			lx[i] = -10 * math.Log10(d)
+			lx[n], n = -10*math.Log10(d), n+1
 		}
-		return fitTobit(lx, ys, g.floor, m.p.SigmaFloor)
+		sub := ys
+		if step > 1 {
+			sub = make([]float64, 0, n)
+			for i := 0; i < len(ys); i += step {
+				sub = append(sub, ys[i])
+			}
+		}
+		// Ranking candidate positions needs less convergence than the
+		// final fit.
+		iters := 12
+		if stride > 0 {
+			iters = searchIters
+		}
+		return fitTobit(lx[:n], sub, g.floor, m.p.SigmaFloor, m.p.PathLoss, iters)
 	}
-	// A placed gateway's position, or an unplaced one's first guess: the
-	// centre of the zone where the survey heard it loudest.
 	bx, by := m.gwPos[gi].x, m.gwPos[gi].y
-	best, bestLL := try(bx, by)
 	if !m.gwPlaced[gi] {
+		// A placed gateway's position is known; an unplaced one starts at
+		// the centre of the zone where the survey heard it loudest.
+		stride := max(1, len(ys)/maxFitSamples)
+		_, bestLL := fit(bx, by, stride)
+		// Candidates: about 64 of the map's cells (where the survey
+		// can see a gateway; outside the surveyed zones a fit is an
+		// extrapolation).
 		var cells []int
 		for c := range g.czone {
 			if int(g.cmap[c]) == gw.mapIdx {
 				cells = append(cells, c)
 			}
 		}
-		stride := max(1, len(cells)/256)
-		for i := 0; i < len(cells); i += stride {
-			c := cells[i]
-			if f, ll := try(float64(g.cx[c]), float64(g.cy[c])); ll > bestLL {
-				best, bestLL, bx, by = f, ll, float64(g.cx[c]), float64(g.cy[c])
+		every := max(1, len(cells)/64)
+		for i := 0; i < len(cells); i += every {
+			x, y := float64(g.cx[cells[i]]), float64(g.cy[cells[i]])
+			if _, ll := fit(x, y, stride); ll > bestLL {
+				bestLL, bx, by = ll, x, y
 			}
 		}
-		h := g.cellPx[gw.mapIdx] * float64(stride) / 2
-		cx, cy := bx, by
-		for _, d := range [][2]float64{{-h, 0}, {h, 0}, {0, -h}, {0, h}, {-h, -h}, {h, h}, {-h, h}, {h, -h}} {
-			if f, ll := try(cx+d[0], cy+d[1]); ll > bestLL {
-				best, bestLL, bx, by = f, ll, cx+d[0], cy+d[1]
+		step := g.cellPx[gw.mapIdx] * math.Sqrt(float64(every))
+		for h := step / 2; h >= ppm/2; h /= 2 {
+			cx, cy := bx, by
+			for _, d := range [][2]float64{{-h, 0}, {h, 0}, {0, -h}, {0, h}, {-h, -h}, {h, h}, {-h, h}, {h, -h}} {
+				if _, ll := fit(cx+d[0], cy+d[1], stride); ll > bestLL {
+					bestLL, bx, by = ll, cx+d[0], cy+d[1]
+				}
 			}
 		}
 	}
+	best, _ := fit(bx, by, 0) // the law at the chosen position, on every sample
 	*gw = gridGW{ok: true, x: bx, y: by, mapIdx: gw.mapIdx, p0: best.p0, n: best.n, sig: best.sig, miss: best.miss, fittedOnSurvey: true}
 }
 
@@ -386,15 +440,16 @@ type tobit struct{ p0, n, sig, miss float64 }
 
 // fitTobit fits y = p0 + n*x + N(0, sig^2), observed when y >= floor and
 // not missed (probability miss); NaN marks an unheard sample. EM over the
-// censored/missed mixture of each unheard sample; returns the fit and its
+// censored/missed mixture of each unheard sample, starting from exponent
+// n0 (kept when all samples share one x); returns the fit and its
 // log-likelihood.
-func fitTobit(x, y []float64, floor, sigFloor float64) (tobit, float64) {
-	f := tobit{p0: -60, n: 2, sig: 6, miss: 0.2}
+func fitTobit(x, y []float64, floor, sigFloor, n0 float64, iters int) (tobit, float64) {
+	f := tobit{p0: -60, n: n0, sig: 6, miss: 0.2}
 	var ll float64
 	ey := make([]float64, len(x))
 	ey2 := make([]float64, len(x))
 	w := make([]float64, len(x))
-	for it := 0; it < 12; it++ {
+	for it := 0; it < iters; it++ {
 		ll = 0
 		var heard, missed float64
 		for i := range x {
@@ -431,11 +486,13 @@ func fitTobit(x, y []float64, floor, sigFloor float64) (tobit, float64) {
 			sxx += w[i] * x[i] * x[i]
 			sxy += w[i] * x[i] * ey[i]
 		}
-		den := sw*sxx - sx*sx
-		if sw <= 0 || den <= 1e-9 {
+		if sw <= 0 {
 			break
 		}
-		f.n = math.Min(math.Max((sw*sxy-sx*sy)/den, 1), 5)
+		if den := sw*sxx - sx*sx; den > 1e-6*sw*sw {
+			f.n = math.Min(math.Max((sw*sxy-sx*sy)/den, 1), 5)
+		} // else every sample at one distance (one surveyed zone): the
+		// exponent cannot be told from the data and stays n0
 		f.p0 = (sy - f.n*sx) / sw
 		var ss float64
 		for i := range x {
@@ -448,7 +505,7 @@ func fitTobit(x, y []float64, floor, sigFloor float64) (tobit, float64) {
 	return f, ll
 }
 
-func (grid) update(m *model, p *Params, b *beacon, rd *reading, now int64) (int, position) {
+func (grid) update(m *model, p *Params, b *beacon, _ *reading, now int64) (int, position) {
 	g := m.grid
 	if g == nil || len(g.czone) == 0 || g.modelled == 0 {
 		return -1, position{}
@@ -457,70 +514,63 @@ func (grid) update(m *model, p *Params, b *beacon, rd *reading, now int64) (int,
 		return b.zone, b.pos
 	}
 	nc := len(g.czone)
-	whole := len(b.cells) != nc // the first update: the whole window
-	if whole {
+	if len(b.cells) != nc {
 		b.cells = make([]float32, nc)
 		for c := range b.cells {
 			b.cells[c] = 1 / float32(nc)
 		}
-		b.stepped, b.weight = now, 1
+		b.stepped = now
 	}
 	sc := g.pool.Get().(*gridScratch)
 	defer g.pool.Put(sc)
-	if dt := now - b.stepped; dt > 0 {
-		for steps := 0; dt > 0 && steps < 60; steps++ {
-			s := min(dt, gridStep)
+	dt := now - b.stepped
+	if dt > 0 {
+		for left, steps := dt, 0; left > 0 && steps < 60; steps++ {
+			s := min(left, gridStep)
 			g.diffuse(b.cells, sc.tmp, float32(s)/gridStep)
-			dt -= s
+			left -= s
 		}
-		b.weight = math.Min(1, float64(now-b.stepped)/float64(p.SampleWindow.Milliseconds()))
 		b.stepped = now
-		whole = true
 	}
-	cover := float32(math.Min(1, float64(now-b.burst)/float64(p.SampleWindow.Milliseconds())))
+	// Each reading counts once, when it is first seen, whatever the
+	// order or number of reports in a millisecond. Absence is evidence
+	// per unit of time: each modelled gateway not heard in the window
+	// counts for the time since the last update, as a share of the
+	// window its miss rate was fitted on (and in proportion to cover).
+	win := float64(p.SampleWindow.Milliseconds())
+	absent := float32(math.Min(1, float64(now-b.burst)/win) * math.Min(1, float64(dt)/win))
 	ll := sc.ll
-	if whole {
-		// The window's readings: every modelled gateway unheard (in
-		// proportion to cover), then each heard one.
-		for c := range ll {
-			ll[c] = cover * g.base[c]
+	for c := range ll {
+		ll[c] = absent * g.base[c]
+	}
+	heard := false
+	for i := range b.rds {
+		r := &b.rds[i]
+		if !r.fresh(p, now) || !g.gw[r.g].ok {
+			continue
 		}
-		any := false
-		for i := range b.rds {
-			if r := &b.rds[i]; r.fresh(p, now) && g.gw[r.g].ok {
-				g.addHeard(ll, r, cover)
-				any = true
-			}
+		heard = true
+		// Heard in the window, so not absent; and its reading, if new.
+		if r.last > r.counted {
+			g.addHeard(ll, r, absent)
+			r.counted = r.last
+		} else if absent > 0 {
+			g.addTerm(ll, r.g, -absent)
 		}
-		if !any {
-			return b.zone, b.pos
-		}
-	} else {
-		// Another report in the millisecond of the last update (the rest
-		// of a scan): the update gains this reading's term at the same
-		// weight. A gateway's previous reading, counted by the update
-		// that began this millisecond, keeps its term: each reading
-		// counts in two updates at half weight (the window is two
-		// decision periods), once in all.
-		if rd == nil || !rd.fresh(p, now) || !g.gw[rd.g].ok {
-			return b.zone, b.pos
-		}
-		for c := range ll {
-			ll[c] = 0
-		}
-		g.addHeard(ll, rd, cover)
+	}
+	if !heard {
+		return b.zone, b.pos
 	}
 	top := float32(math.Inf(-1))
 	for _, v := range ll {
 		top = max(top, v)
 	}
-	w := float32(b.weight)
 	var sum float32
 	for c := range b.cells {
 		// A cell more than e^-42 below the best one ends under the 1e-9
 		// floor whatever the priors (at most 1 against at least 1e-9:
 		// e^-42 / 1e-9 < 1e-9), so its exp is not needed.
-		if d := w * (ll[c] - top); d > -42 {
+		if d := ll[c] - top; d > -42 {
 			b.cells[c] *= float32(math.Exp(float64(d)))
 		} else {
 			b.cells[c] = 0
@@ -551,10 +601,10 @@ func (grid) update(m *model, p *Params, b *beacon, rd *reading, now int64) (int,
 	return b.zone, position{}
 }
 
-// addHeard adds a heard reading's term to every cell: its Gaussian
-// log-likelihood and hit rate, less the "unheard" term the window's base
-// already counted for its gateway (in proportion to cover).
-func (g *gridModel) addHeard(ll []float32, rd *reading, cover float32) {
+// addHeard adds a heard reading's log-likelihood to every cell (its hit
+// rate and Gaussian) and takes back absent times its gateway's "not
+// heard" term, which the window's base counted.
+func (g *gridModel) addHeard(ll []float32, rd *reading, absent float32) {
 	nc := len(ll)
 	gw := &g.gw[rd.g]
 	x := float32(rd.raw)
@@ -562,7 +612,16 @@ func (g *gridModel) addHeard(ll []float32, rd *reading, cover float32) {
 	mu, lm := g.mu[rd.g*nc:(rd.g+1)*nc], g.lmiss[rd.g*nc:(rd.g+1)*nc]
 	for c := range ll {
 		d := x - mu[c]
-		ll[c] += k - d*d*inv - cover*lm[c]
+		ll[c] += k - d*d*inv - absent*lm[c]
+	}
+}
+
+// addTerm adds w times gateway gi's "not heard" log-likelihood.
+func (g *gridModel) addTerm(ll []float32, gi int, w float32) {
+	nc := len(ll)
+	lm := g.lmiss[gi*nc : (gi+1)*nc]
+	for c := range ll {
+		ll[c] += w * lm[c]
 	}
 }
 

@@ -3,7 +3,11 @@ package rtls
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
+	"time"
+
+	"beaconhub/appliance/assets"
 )
 
 // TestGridKnownAnswer: with placed gateways and no survey (the
@@ -49,17 +53,23 @@ func TestGridLocatesUnplacedGateways(t *testing.T) {
 	h.e.SetSite(s)
 	h.e.SetSamples(surveySamples(s, 10, 3, rand.New(rand.NewPCG(3, 4))))
 	m := h.e.model.Load()
+	var ns []float64
 	for _, gs := range s.Gateways {
 		gw := m.grid.gw[m.gwIdx[gs.MAC]]
-		if !gw.ok {
-			t.Fatalf("gateway at (%.0f,%.0f) not modelled", gs.X, gs.Y)
+		if !gw.ok || !gw.fittedOnSurvey {
+			t.Fatalf("gateway at (%.0f,%.0f) not fitted: %+v", gs.X, gs.Y, gw)
 		}
 		if d := math.Hypot(gw.x-gs.X, gw.y-gs.Y); d > 50 {
 			t.Errorf("gateway at (%.0f,%.0f) located at (%.0f,%.0f), %.0f px off", gs.X, gs.Y, gw.x, gw.y, d)
 		}
-		if p := DefaultParams(); math.Abs(gw.n-p.PathLoss) > 0.8 {
-			t.Errorf("gateway at (%.0f,%.0f): exponent %.2f, the survey was made with %.1f", gs.X, gs.Y, gw.n, p.PathLoss)
-		}
+		ns = append(ns, gw.n)
+	}
+	// One gateway's exponent is poorly determined (the samples of its own
+	// zone are taken at the zone's centre, where it stands); the site's
+	// median is not.
+	slices.Sort(ns)
+	if med, p := ns[len(ns)/2], DefaultParams(); math.Abs(med-p.PathLoss) > 0.5 {
+		t.Errorf("median exponent %.2f (all %.2f), the survey was made with %.1f", med, ns, p.PathLoss)
 	}
 }
 
@@ -84,7 +94,7 @@ func TestTobitSeesThroughTheFloor(t *testing.T) {
 		y = append(y, r)
 		hx, hy = append(hx, lx), append(hy, r)
 	}
-	f, _ := fitTobit(x, y, floor, 1)
+	f, _ := fitTobit(x, y, floor, 1, 2, 12)
 	if math.Abs(f.n-n) > 0.15 || math.Abs(f.sig-sig) > 0.6 || math.Abs(f.miss-miss) > 0.04 || math.Abs(f.p0-p0) > 2 {
 		t.Fatalf("censored fit %+v, drawn with p0 %v n %v sig %v miss %v", f, p0, n, sig, miss)
 	}
@@ -108,7 +118,7 @@ func TestGridCellsCoverEveryZone(t *testing.T) {
 	h := newHarness(t, Options{})
 	h.e.SetSite(s)
 	g := h.e.model.Load().grid
-	if n := len(g.czone); n > maxGridCells+len(s.Zones) || n < len(s.Zones) {
+	if n := len(g.czone); n > max(maxGridCells, len(s.Zones)) || n < len(s.Zones) {
 		t.Fatalf("%d cells for %d zones", n, len(s.Zones))
 	}
 	seen := map[int32]bool{}
@@ -117,5 +127,215 @@ func TestGridCellsCoverEveryZone(t *testing.T) {
 	}
 	if len(seen) != len(s.Zones) {
 		t.Fatalf("%d of %d zones have a cell", len(seen), len(s.Zones))
+	}
+}
+
+// TestGridCountsEachReadingOnce: the reports of one scan arrive one by
+// one in the same millisecond, in any order, and a gateway may deliver
+// the same advertisement twice. The belief must not depend on either:
+// two gateways hearing a beacon halfway between them equally leave the
+// two zones equally likely, whatever the order and however many copies.
+func TestGridCountsEachReadingOnce(t *testing.T) {
+	s := gridSite(2, 1, true)
+	a, b := s.Gateways[0].MAC, s.Gateways[1].MAC
+	rssi := modelRSSI(50, 50, 100, 50)
+	for _, order := range [][][6]byte{{a, b}, {b, a}, {a, a, a, b}, {b, b, a, a, a}} {
+		h := newHarness(t, Options{})
+		h.e.SetSite(s)
+		if err := h.e.Start(AlgGrid); err != nil {
+			t.Fatal(err)
+		}
+		for _, g := range order {
+			h.sight("WAT-1", g, rssi)
+		}
+		sh := h.e.shards.OfUID("WAT-1")
+		sh.Lock()
+		bp := sh.V.Get(assets.UIDHash("WAT-1"), "WAT-1")
+		m1, m2 := (*bp).scratch[0], (*bp).scratch[1]
+		sh.Unlock()
+		if math.Abs(m1-m2) > 1e-3 {
+			t.Errorf("reports %v: zone masses %.4f / %.4f, want equal", order, m1, m2)
+		}
+	}
+}
+
+// gridMass is the share of the belief in each zone index after the last
+// update.
+func gridMass(h *harness, uid string) []float64 {
+	sh := h.e.shards.OfUID(uid)
+	sh.Lock()
+	defer sh.Unlock()
+	bp := sh.V.Get(assets.UIDHash(uid), uid)
+	return append([]float64(nil), (*bp).scratch...)
+}
+
+// TestGridAbsenceCounts: with a sensitivity floor of -85 dBm, a beacon
+// heard only by gateway A, as loud as A would be 8 m away, fits a spot
+// 8 m from A in zone 2 best by its one reading; but zone 2's own gateway
+// B would have heard it there, so silence puts it in zone 1's far
+// corners, where B is too far to hear.
+func TestGridAbsenceCounts(t *testing.T) {
+	s := gridSite(2, 1, true)
+	h := newHarness(t, Options{Params: Params{Floor: -85}})
+	h.e.SetSite(s)
+	if err := h.e.Start(AlgGrid); err != nil {
+		t.Fatal(err)
+	}
+	p := DefaultParams()
+	for i := 0; i < 15; i++ {
+		h.sight("WAT-1", s.Gateways[0].MAC, p.rssiAt(8))
+		h.clk.Advance(time.Second)
+	}
+	// The belief, not the reported zone: the first fix (zone 2, before
+	// any silence had counted) still holds by SwitchOdds.
+	if m := gridMass(h, "WAT-1"); m[0] < 0.7 {
+		t.Fatalf("zone masses %v: B's silence should rule zone 2 out", m)
+	}
+}
+
+// TestGridHysteresis: the reported zone changes only when another holds
+// SwitchOdds times its mass; with odds no walk can reach, a beacon that
+// walked into the next zone is still reported where it started.
+func TestGridHysteresis(t *testing.T) {
+	s := gridSite(2, 1, true)
+	for _, odds := range []float64{10, 1e30} {
+		h := newHarness(t, Options{Params: Params{SwitchOdds: odds}})
+		h.e.SetSite(s)
+		if err := h.e.Start(AlgGrid); err != nil {
+			t.Fatal(err)
+		}
+		standAt(h, s, "WAT-1", 50, 50, 0, 5, nil)
+		standAt(h, s, "WAT-1", 150, 50, 0, 20, nil)
+		want := uint64(2)
+		if odds > 1e20 {
+			want = 1
+		}
+		if z := h.zone("WAT-1"); z != want {
+			t.Errorf("odds %g: zone %d, want %d (mass %v)", odds, z, want, gridMass(h, "WAT-1"))
+		}
+	}
+}
+
+// TestGridNestedZone: an office inside the room that contains it keeps
+// its own cells whatever the order the zones are listed in.
+func TestGridNestedZone(t *testing.T) {
+	s := gridSite(1, 1, true) // zone 1: 10 m x 10 m, gateway at its centre
+	office := Zone{ID: 9, MapID: 1, Name: "office", X1: 60, Y1: 60, X2: 100, Y2: 100}
+	s.Gateways = append(s.Gateways, Gateway{MAC: gwMAC(9), MapID: 1, X: 80, Y: 80, Placed: true})
+	for _, first := range []bool{true, false} {
+		site := s
+		site.Zones = append([]Zone(nil), s.Zones...)
+		if first {
+			site.Zones = append([]Zone{office}, site.Zones...)
+		} else {
+			site.Zones = append(site.Zones, office)
+		}
+		h := newHarness(t, Options{})
+		h.e.SetSite(site)
+		g := h.e.model.Load().grid
+		n := 0
+		for _, z := range g.czone {
+			if h.e.model.Load().zones[z].ID == 9 {
+				n++
+			}
+		}
+		if n != 16 {
+			t.Fatalf("office listed first=%v: %d cells, want 16 (4 m x 4 m)", first, n)
+		}
+		if err := h.e.Start(AlgGrid); err != nil {
+			t.Fatal(err)
+		}
+		standAt(h, site, "WAT-1", 80, 80, 0, 5, nil)
+		if z := h.zone("WAT-1"); z != 9 {
+			t.Fatalf("office listed first=%v: zone %d, want the office", first, z)
+		}
+	}
+}
+
+// TestGridCellLayout: a 3 x 3 site of 10 m zones at 10 px/m is exactly
+// 900 one-metre cells, each zone 100 of them, an inner cell with its 8
+// neighbours; a site too large for the budget keeps to it with larger
+// cells that still have neighbours.
+func TestGridCellLayout(t *testing.T) {
+	h := newHarness(t, Options{})
+	h.e.SetSite(gridSite(3, 3, true))
+	g := h.e.model.Load().grid
+	if len(g.czone) != 900 || g.cellPx[0] != 10 {
+		t.Fatalf("%d cells of %v px, want 900 of 10", len(g.czone), g.cellPx)
+	}
+	per := map[int32]int{}
+	inner := 0
+	for c, z := range g.czone {
+		per[z]++
+		if g.nbrOff[c+1]-g.nbrOff[c] == 9 {
+			inner++
+		}
+	}
+	for z, n := range per {
+		if n != 100 {
+			t.Fatalf("zone index %d has %d cells", z, n)
+		}
+	}
+	if inner != 28*28 {
+		t.Fatalf("%d cells with 8 neighbours, want %d", inner, 28*28)
+	}
+	h.e.SetSite(gridSite(20, 20, true)) // 200 m x 200 m
+	g = h.e.model.Load().grid
+	if n := len(g.czone); n > maxGridCells || n < maxGridCells/2 {
+		t.Fatalf("%d cells, budget %d", n, maxGridCells)
+	}
+	if g.nbrOff[len(g.czone)/2+1]-g.nbrOff[len(g.czone)/2] < 4 {
+		t.Fatalf("large cells (%v px) lost their neighbours", g.cellPx)
+	}
+}
+
+// TestGridGatewaysOutsideTheSurvey: a placed gateway the survey never
+// heard (installed since, or on an unsurveyed floor) keeps the default
+// law instead of a fit made of silence, and a beacon on the unsurveyed
+// floor is still located.
+func TestGridGatewaysOutsideTheSurvey(t *testing.T) {
+	floor1 := gridSite(2, 1, true)
+	s := floor1
+	s.Maps = append(s.Maps, Map{ID: 2, Name: "floor 2", Width: 200, Height: 100, PixelsPerMeter: 10})
+	for i, z := range floor1.Zones {
+		z2 := z
+		z2.ID, z2.MapID, z2.Name, z2.Adjacent = 100+z.ID, 2, "up"+z.Name, nil
+		s.Zones = append(s.Zones, z2)
+		g := floor1.Gateways[i]
+		s.Gateways = append(s.Gateways, Gateway{MAC: gwMAC(100 + i), MapID: 2, X: g.X, Y: g.Y, Placed: true})
+	}
+	h := newHarness(t, Options{})
+	h.e.SetSite(s)
+	h.e.SetSamples(surveySamples(floor1, 10, 2, rand.New(rand.NewPCG(1, 1))))
+	m := h.e.model.Load()
+	up := m.grid.gw[m.gwIdx[gwMAC(100)]]
+	if !up.ok || up.fittedOnSurvey || up.n != DefaultParams().PathLoss {
+		t.Fatalf("unsurveyed gateway: %+v, want the default law", up)
+	}
+	if down := m.grid.gw[m.gwIdx[floor1.Gateways[0].MAC]]; !down.fittedOnSurvey {
+		t.Fatalf("surveyed gateway not fitted: %+v", down)
+	}
+	if err := h.e.Start(AlgGrid); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 5; i++ {
+		h.sight("WAT-1", gwMAC(101), modelRSSI(150, 50, 150, 50))
+		h.sight("WAT-1", gwMAC(100), modelRSSI(50, 50, 150, 50))
+		h.clk.Advance(time.Second)
+	}
+	if z := h.zone("WAT-1"); z != 102 {
+		t.Fatalf("on floor 2: zone %d, want 102", z)
+	}
+}
+
+// TestTobitOneDistance: a survey of one zone puts every sample at one
+// distance, which cannot tell the exponent; the fit keeps the one it was
+// given and still fits the level to the data.
+func TestTobitOneDistance(t *testing.T) {
+	x := []float64{-10, -10, -10, -10, -10, -10}
+	y := []float64{-80, -82, -78, math.NaN(), -81, -79}
+	f, _ := fitTobit(x, y, -95, 1, 2.5, 12)
+	if f.n != 2.5 || math.Abs(f.p0+2.5*-10-(-80)) > 1.5 {
+		t.Fatalf("fit %+v: want exponent 2.5 and about -80 dBm at the samples", f)
 	}
 }
