@@ -9,9 +9,10 @@ type reading struct {
 	raw  int8    // last raw dBm
 	ema  float64 // smoothed dBm
 	last int64   // Unix ms of the last sighting
-	// counted is the last sighting grid has counted (grid.go): each
-	// reading counts once however many updates see it.
-	counted int64
+	// counted is the last sighting grid has counted, prev the sighting
+	// before last (grid.go): each reading counts once however many
+	// updates see it.
+	counted, prev int64
 }
 
 // beacon is the live state of one tracked beacon.
@@ -45,8 +46,9 @@ type beacon struct {
 	weight                 float64 // evidence weight of the current update
 	// k-NN scratch
 	votes []float64
-	// grid: belief per cell
-	cells []float32
+	// grid: belief per cell, and the silence charged at the last update
+	cells   []float32
+	absentW float32
 }
 
 func newBeacon(uid string) *beacon {
@@ -64,6 +66,7 @@ func (b *beacon) reset(m *model) {
 			g = -1
 		}
 		b.rds[i].g = g
+		b.rds[i].counted = 0 // a new belief counts the window's readings again
 	}
 	b.cand, b.gw, b.challenger = -1, -1, -1
 	b.prior, b.belief, b.scratch, b.votes, b.cells = nil, nil, nil, nil, nil
@@ -106,7 +109,7 @@ func (b *beacon) sight(m *model, p *Params, mac [6]byte, rssi int8, now int64) *
 	}
 	rd.raw = rssi
 	if now > rd.last {
-		rd.last = now
+		rd.prev, rd.last = rd.last, now
 	}
 	if now > b.heard {
 		b.heard = now

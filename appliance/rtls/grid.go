@@ -97,6 +97,13 @@ const maxGridCells = 1024
 // gridStep is the prediction step (one diffusion per second of time).
 const gridStep = 1000
 
+// evidencePeriod (ms) is the least time between two readings of one
+// gateway that count in full: BLE beacons advertise about once a second,
+// and readings closer together share their fading, so a gateway that
+// reports faster (or a decision on every report, DecideEvery 0) must not
+// multiply the evidence.
+const evidencePeriod = 1000.0
+
 func (m *model) buildGrid() {
 	g := &gridModel{}
 	m.grid = g
@@ -337,12 +344,12 @@ func stdNormCDF(z float64) float64 { return 0.5 * math.Erfc(-z/math.Sqrt2) }
 const minHeardToFit = 5
 
 // maxFitSamples bounds the samples the position search of an unplaced
-// gateway reads (evenly spread), and searchIters the EM iterations of
-// each try: the build runs on every site or survey change, for every
-// gateway.
+// gateway reads (evenly spread, every len/maxFitSamples-th: 200 to 399):
+// the build runs on every site or survey change, for every gateway. tobitIters is the EM iterations of a fit
+// (fewer made the search's ranking, and the UCI score, unstable).
 const (
 	maxFitSamples = 200
-	searchIters   = 12
+	tobitIters    = 12
 )
 
 // fitGridGateway fits one gateway on the survey: at its placement, or at
@@ -392,13 +399,7 @@ func (m *model) fitGridGateway(gi int, gw *gridGW) {
 				sub = append(sub, ys[i])
 			}
 		}
-		// Ranking candidate positions needs less convergence than the
-		// final fit.
-		iters := 12
-		if stride > 0 {
-			iters = searchIters
-		}
-		return fitTobit(lx[:n], sub, g.floor, m.p.SigmaFloor, m.p.PathLoss, iters)
+		return fitTobit(lx[:n], sub, g.floor, m.p.SigmaFloor, m.p.PathLoss, tobitIters)
 	}
 	bx, by := m.gwPos[gi].x, m.gwPos[gi].y
 	if !m.gwPlaced[gi] {
@@ -406,9 +407,9 @@ func (m *model) fitGridGateway(gi int, gw *gridGW) {
 		// the centre of the zone where the survey heard it loudest.
 		stride := max(1, len(ys)/maxFitSamples)
 		_, bestLL := fit(bx, by, stride)
-		// Candidates: about 64 of the map's cells (where the survey
-		// can see a gateway; outside the surveyed zones a fit is an
-		// extrapolation).
+		// Candidates: every len/64-th of the map's cells, 64 to 127 of
+		// them (where the survey can see a gateway; outside the
+		// surveyed zones a fit is an extrapolation).
 		var cells []int
 		for c := range g.czone {
 			if int(g.cmap[c]) == gw.mapIdx {
@@ -513,13 +514,25 @@ func (grid) update(m *model, p *Params, b *beacon, _ *reading, now int64) (int, 
 	if !beginStep(m, p, b, now) {
 		return b.zone, b.pos
 	}
+	// Nothing a modelled gateway heard in the window: no update, and the
+	// time is left for the next one (its silence then counts in full).
+	heard := false
+	for i := range b.rds {
+		if r := &b.rds[i]; r.fresh(p, now) && g.gw[r.g].ok {
+			heard = true
+			break
+		}
+	}
+	if !heard {
+		return b.zone, b.pos
+	}
 	nc := len(g.czone)
 	if len(b.cells) != nc {
 		b.cells = make([]float32, nc)
 		for c := range b.cells {
 			b.cells[c] = 1 / float32(nc)
 		}
-		b.stepped = now
+		b.stepped, b.absentW = now, 0
 	}
 	sc := g.pool.Get().(*gridScratch)
 	defer g.pool.Put(sc)
@@ -532,34 +545,47 @@ func (grid) update(m *model, p *Params, b *beacon, _ *reading, now int64) (int, 
 		}
 		b.stepped = now
 	}
-	// Each reading counts once, when it is first seen, whatever the
-	// order or number of reports in a millisecond. Absence is evidence
-	// per unit of time: each modelled gateway not heard in the window
-	// counts for the time since the last update, as a share of the
-	// window its miss rate was fitted on (and in proportion to cover).
+	// Evidence is per unit of time. A new reading counts as the share of
+	// a second (evidencePeriod) since its gateway's last counted one (a
+	// first reading counts whole), so a gateway reporting faster than
+	// once a second adds no more evidence;
+	// and every modelled gateway silent for a window counts its "not
+	// heard" term for the time since the last update (and in proportion
+	// to cover). A report in the millisecond of the last update (the
+	// rest of a scan) adds its reading and takes back the silence its
+	// gateway was charged at that update, so the order of a
+	// millisecond's reports does not matter.
 	win := float64(p.SampleWindow.Milliseconds())
-	absent := float32(math.Min(1, float64(now-b.burst)/win) * math.Min(1, float64(dt)/win))
+	absent := float32(0)
+	if dt > 0 {
+		absent = float32(math.Min(1, float64(now-b.burst)/win) * math.Min(1, float64(dt)/win))
+		b.absentW = absent
+	}
 	ll := sc.ll
 	for c := range ll {
 		ll[c] = absent * g.base[c]
 	}
-	heard := false
 	for i := range b.rds {
 		r := &b.rds[i]
 		if !r.fresh(p, now) || !g.gw[r.g].ok {
 			continue
 		}
-		heard = true
-		// Heard in the window, so not absent; and its reading, if new.
-		if r.last > r.counted {
-			g.addHeard(ll, r, absent)
-			r.counted = r.last
-		} else if absent > 0 {
-			g.addTerm(ll, r.g, -absent)
+		if r.last <= r.counted {
+			if absent > 0 {
+				g.addTerm(ll, r.g, -absent) // heard in the window: not absent
+			}
+			continue
 		}
-	}
-	if !heard {
-		return b.zone, b.pos
+		w := float32(1)
+		if r.counted > 0 {
+			w = float32(math.Min(1, float64(r.last-r.counted)/evidencePeriod))
+		}
+		refund := absent
+		if dt == 0 && (r.prev == 0 || now-r.prev >= int64(win)) {
+			refund = b.absentW // silent at this millisecond's first update
+		}
+		g.addHeard(ll, r, w, refund)
+		r.counted = r.last
 	}
 	top := float32(math.Inf(-1))
 	for _, v := range ll {
@@ -601,18 +627,18 @@ func (grid) update(m *model, p *Params, b *beacon, _ *reading, now int64) (int, 
 	return b.zone, position{}
 }
 
-// addHeard adds a heard reading's log-likelihood to every cell (its hit
-// rate and Gaussian) and takes back absent times its gateway's "not
-// heard" term, which the window's base counted.
-func (g *gridModel) addHeard(ll []float32, rd *reading, absent float32) {
+// addHeard adds w times a heard reading's log-likelihood to every cell
+// (its hit rate and Gaussian) and takes back refund times its gateway's
+// "not heard" term, which the update's base charged it.
+func (g *gridModel) addHeard(ll []float32, rd *reading, w, refund float32) {
 	nc := len(ll)
 	gw := &g.gw[rd.g]
 	x := float32(rd.raw)
-	k, inv := float32(gw.lhitK), float32(gw.inv2s2)
+	k, inv := w*float32(gw.lhitK), w*float32(gw.inv2s2)
 	mu, lm := g.mu[rd.g*nc:(rd.g+1)*nc], g.lmiss[rd.g*nc:(rd.g+1)*nc]
 	for c := range ll {
 		d := x - mu[c]
-		ll[c] += k - d*d*inv - absent*lm[c]
+		ll[c] += k - d*d*inv - refund*lm[c]
 	}
 }
 
