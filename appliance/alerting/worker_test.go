@@ -78,10 +78,11 @@ func TestWorkerRetriesInVirtualTimeAndGivesUpOnFinalErrors(t *testing.T) {
 	if _, ok := result(1); ok {
 		t.Fatal("event 1 finished before its backoff")
 	}
-	clk.Advance(time.Second)
-	poll(t, "second attempt", clk, 0, func() bool { return c.n() == 3 })
-	clk.Advance(3 * time.Second)
-	poll(t, "event 1 sent", clk, 0, func() bool { _, ok := result(1); return ok })
+	// The worker arms each backoff after its attempt returns, so a single
+	// Advance could come before the timer exists: step the clock until
+	// the next attempt has been made.
+	poll(t, "second attempt", clk, 250*time.Millisecond, func() bool { return c.n() >= 3 })
+	poll(t, "event 1 sent", clk, 500*time.Millisecond, func() bool { _, ok := result(1); return ok })
 	if r, _ := result(1); r.State != store.AlertsysSent || r.Attempts != 3 || r.Message != "ok" {
 		t.Errorf("event 1 = %+v", r)
 	}
