@@ -2,6 +2,7 @@ package rtls
 
 import (
 	"math"
+	"slices"
 	"sort"
 	"sync"
 )
@@ -19,8 +20,8 @@ import (
 // with the unheard samples as censored observations (a Tobit model): a
 // plain regression on heard readings alone sees only the lucky far
 // readings and flattens the law (exponent 1.5 where the truth was 2.5).
-// Without survey samples placed gateways use TxPower, PathLoss, Sigma and
-// Lost.
+// Placed gateways without a survey, or that the survey heard fewer than
+// minHeardToFit times, use TxPower, PathLoss, Sigma and Lost.
 //
 // Prediction: each second the belief diffuses to the neighbouring cells
 // (walking pace), so it moves continuously: a beacon standing near a
@@ -114,7 +115,7 @@ func (m *model) buildGrid() {
 	for id := range byMap {
 		g.mapIDs = append(g.mapIDs, id)
 	}
-	sortU64(g.mapIDs)
+	slices.Sort(g.mapIDs)
 	// Every zone gets at least one cell, so a site of more zones than
 	// maxGridCells gets one cell per zone.
 	budget := max(maxGridCells, len(m.zones))
@@ -247,14 +248,6 @@ func bbox(m *model, zs []int) (x0, y0, x1, y1 float64) {
 		y0, y1 = math.Min(y0, math.Min(r.Y1, r.Y2)), math.Max(y1, math.Max(r.Y1, r.Y2))
 	}
 	return
-}
-
-func sortU64(s []uint64) {
-	for i := 1; i < len(s); i++ {
-		for j := i; j > 0 && s[j] < s[j-1]; j-- {
-			s[j], s[j-1] = s[j-1], s[j]
-		}
-	}
 }
 
 // fitGridGateways fits every gateway's reading model and fills the
