@@ -9,10 +9,7 @@ import (
 // changed timezone, anchor or interval applies from the next bucket.
 func (s *Service) armDigest() {
 	cfg := s.live.Get()
-	loc, err := time.LoadLocation(cfg.PushDigestTimezone)
-	if err != nil {
-		loc = time.UTC
-	}
+	loc := s.siteZone()
 	now := s.clk.Now()
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -43,10 +40,7 @@ func (s *Service) armDigest() {
 // and re-arms.
 func (s *Service) runDigest() {
 	cfg := s.live.Get()
-	loc, err := time.LoadLocation(cfg.PushDigestTimezone)
-	if err != nil {
-		loc = time.UTC
-	}
+	loc := s.siteZone()
 	now := s.clk.Now()
 	var msgs []Message
 	s.mu.Lock()

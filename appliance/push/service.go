@@ -255,8 +255,9 @@ func (s *Service) heldSince(m Message) int64 {
 	return s.clk.Now().UnixMilli()
 }
 
-// siteZone is the site's time zone for human-readable times: the digest
-// time zone, the one zone the configuration names.
+// siteZone is the site's time zone (digest buckets, human-readable
+// times): the digest time zone, the one zone the configuration names;
+// UTC if it does not load.
 func (s *Service) siteZone() *time.Location {
 	loc, err := time.LoadLocation(s.live.Get().PushDigestTimezone)
 	if err != nil {
