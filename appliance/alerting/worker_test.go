@@ -16,6 +16,8 @@ type scripted struct {
 	mu         sync.Mutex
 	script     []error
 	calls      []uint64
+	at         []time.Time // of each call, on clock when set
+	clock      *clock.Fake
 	configured bool
 }
 
@@ -24,6 +26,9 @@ func (s *scripted) Convene(_ context.Context, r alerting.ConveneRequest) (alerti
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.calls = append(s.calls, r.EventID)
+	if s.clock != nil {
+		s.at = append(s.at, s.clock.Now())
+	}
 	if len(s.script) == 0 {
 		return alerting.ConveneResponse{OK: true, Message: "ok"}, nil
 	}
@@ -62,7 +67,7 @@ func TestWorkerRetriesInVirtualTimeAndGivesUpOnFinalErrors(t *testing.T) {
 	clk := clock.NewFake(t0)
 	retry := &alerting.Error{Code: "timeout", Retryable: true, Msg: "slow"}
 	final := &alerting.Error{Code: "http_status", HTTPStatus: 404, Msg: "no such path"}
-	c := &scripted{configured: true, script: []error{retry, final, retry}}
+	c := &scripted{configured: true, script: []error{retry, final, retry}, clock: clk}
 	w, result := startWorker(t, alerting.WorkerOptions{Client: c, Clock: clk, Logger: quiet,
 		Backoff: []time.Duration{time.Second, 3 * time.Second}})
 
@@ -83,6 +88,14 @@ func TestWorkerRetriesInVirtualTimeAndGivesUpOnFinalErrors(t *testing.T) {
 	// the next attempt has been made.
 	poll(t, "second attempt", clk, 250*time.Millisecond, func() bool { return c.n() >= 3 })
 	poll(t, "event 1 sent", clk, 500*time.Millisecond, func() bool { _, ok := result(1); return ok })
+	// Event 1's attempts (calls 0, 2 and 3) waited out the backoffs, 1 s
+	// then 3 s, give or take the poll's step.
+	c.mu.Lock()
+	first, second := c.at[2].Sub(c.at[0]), c.at[3].Sub(c.at[2])
+	c.mu.Unlock()
+	if first < time.Second || first > 1500*time.Millisecond || second < 3*time.Second || second > 4*time.Second {
+		t.Errorf("retries %v then %v after the previous attempt, want 1 s then 3 s", first, second)
+	}
 	if r, _ := result(1); r.State != store.AlertsysSent || r.Attempts != 3 || r.Message != "ok" {
 		t.Errorf("event 1 = %+v", r)
 	}

@@ -427,3 +427,54 @@ func TestAgoSaysDelaysForPeople(t *testing.T) {
 		}
 	}
 }
+
+// TestLateCountsFromHandOver: a condition handed to push while its worker
+// is held by a slow post waits behind it; its delay counts from the hand
+// over, not from when the worker got to it.
+func TestLateCountsFromHandOver(t *testing.T) {
+	r := newRig(t, false)
+	r.ntfy.Set(func(s *ntfytest.Server) { s.Delay = 300 * time.Millisecond })
+	handed := r.clk.Now()
+	r.svc.OnEvent(store.Event{ID: 1, Status: "alert", BeaconType: "panic", CreatedAt: handed.UnixMilli()})
+	r.svc.OnHealth(store.HealthRecord{Key: "mqtt_down", Phase: "active", At: handed.UnixMilli(), Since: handed.UnixMilli(), Message: "MQTT down"})
+	r.clk.Advance(10 * time.Minute) // while the press's post is still on the wire
+	r.svc.Idle()
+	got := r.msgs("TST000-health")
+	if len(got) != 1 || !strings.HasPrefix(got[0].Message, "Delivered late: ") || !strings.Contains(got[0].Message, ", 10 min before delivery.\n") {
+		t.Fatalf("health message after waiting 10 min in push: %+v", got)
+	}
+}
+
+// TestLateDigestAndOldQueueAreMarked: a digest that waited in the
+// durable outbox through an outage says when it was made, and so does a
+// press queued by a version that did not store the time with it (the
+// record still knows the moment).
+func TestLateDigestAndOldQueueAreMarked(t *testing.T) {
+	r := newRig(t, false)
+	r.svc.OnSensor(sensorRec("calibration", "D1", "active", "expired", r.clk.Now()))
+	r.svc.Idle()
+	r.ntfy.Set(func(s *ntfytest.Server) { s.FailStatus, s.FailN = 503, 1 << 30 })
+	r.advance(21 * time.Hour) // the next 09:00 Prague: the digest is queued, the server fails
+	if r.svc.OutboxLen() == 0 {
+		t.Fatal("no digest queued")
+	}
+	made := r.clk.Now()
+	pressed := made.Add(-3 * time.Hour)
+	rec := Record{Category: CatSOS, Kind: KindMoment, Phase: PhaseMoment, Intent: IntentAlert, Subject: "event:9", At: pressed.UnixMilli()}
+	old := []queued{{Base: r.ntfy.URL, Staff: true, R: Message{Category: CatSOS, Title: "Panic button pushed", Body: "Panic 1", Record: rec}.Render("TST000-sos")}}
+	if err := r.db.PutPushState(retryName, old); err != nil {
+		t.Fatal(err)
+	}
+	r.restart()
+	r.advance(2 * time.Hour)
+	r.ntfy.Set(func(s *ntfytest.Server) { s.FailN = 0 })
+	r.advance(6 * time.Minute)
+	digests := r.msgs("TST000-calibration")
+	if len(digests) == 0 || !strings.HasPrefix(digests[len(digests)-1].Message, "Delivered late: ") {
+		t.Fatalf("digest delivered 2 h after it was made: %+v", digests)
+	}
+	sos := r.msgs("TST000-sos")
+	if len(sos) != 1 || !strings.HasPrefix(sos[0].Message, "Delivered late: ") || !strings.Contains(sos[0].Message, ", 5 h ") {
+		t.Fatalf("press queued without its time: %+v", sos)
+	}
+}

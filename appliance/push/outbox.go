@@ -102,7 +102,8 @@ func (s *Service) flushOutbox() {
 			return
 		}
 		for _, row := range rows {
-			res := s.pub.Post(s.ctx, base, Rendered{Topic: row.Topic, Title: row.Title, Message: row.Message, Tags: row.Tags, Priority: row.Priority}, true)
+			r := s.markLate(Rendered{Topic: row.Topic, Title: row.Title, Message: row.Message, Tags: row.Tags, Priority: row.Priority}, row.Created)
+			res := s.pub.Post(s.ctx, base, r, true)
 			if res != Sent && res != Rejected {
 				s.armOutbox()
 				return

@@ -93,6 +93,10 @@ type Service struct {
 	// cooldown); rebuilt from transitions, so not persisted.
 	critical map[string]bool
 	stopped  bool
+	// handed is when the staff worker's running job was handed to it
+	// (do): what push received waited from then, behind other jobs'
+	// posts, and heldSince counts from it. Staff worker only.
+	handed int64
 	// ctx bounds every POST; cancelled at stop so shutdown never waits
 	// for a slow push server.
 	ctx  context.Context
@@ -159,7 +163,13 @@ func (s *Service) Start(ctx context.Context) {
 }
 
 // do hands fn to the staff worker.
-func (s *Service) do(fn func()) { s.staff.do(fn) }
+func (s *Service) do(fn func()) {
+	at := s.clk.Now().UnixMilli()
+	s.staff.do(func() {
+		s.handed = at
+		fn()
+	})
+}
 
 // Done is closed once the service has stopped after its context ended:
 // no timer or job of it runs any more, so the store may close.
@@ -231,26 +241,42 @@ func (s *Service) postOps(q queued) {
 // post sends one immediate message, first marking it late when it is
 // (LateAfter).
 func (s *Service) post(q queued) Result {
-	r := q.R
-	if q.At > 0 {
-		now := s.clk.Now()
-		if age := now.Sub(time.UnixMilli(q.At)); age >= LateAfter {
-			r.Message = lateLine(time.UnixMilli(q.At), age, s.siteZone()) + "\n" + r.Message
+	at := q.At
+	if at == 0 {
+		// Queued by a version before At: a press still knows its moment.
+		if rec, err := ParseRecord(q.R.Message); err == nil && rec.Kind == KindMoment {
+			at = rec.At
 		}
 	}
-	return s.pub.Post(s.ctx, q.Base, r, q.Staff)
+	return s.pub.Post(s.ctx, q.Base, s.markLate(q.R, at), q.Staff)
+}
+
+// markLate starts r's body with the late line when it goes out
+// LateAfter or more after at (Unix ms; 0 unknown).
+func (s *Service) markLate(r Rendered, at int64) Rendered {
+	if at <= 0 {
+		return r
+	}
+	if age := s.clk.Now().Sub(time.UnixMilli(at)); age >= LateAfter {
+		r.Message = lateLine(time.UnixMilli(at), age, s.siteZone()) + "\n" + r.Message
+	}
+	return r
 }
 
 // heldSince is the time from which push answers for a message's delay:
 // a press's own time (the server's clock when alerting created the
-// event, so a press replayed at start counts from then), else now, when
-// the transition reaches push. A condition's record time can be a
-// gateway's reading time, up to the accepted clock skew off the server's
-// clock or buffered by the gateway: that is not push's delay, and a
-// fresh alert must not read "late" because a gateway's clock is.
+// event, so a press replayed at start counts from then), else when the
+// transition was handed to push (do), however long it then waited
+// behind other posts. A condition's record time can be a gateway's
+// reading time, up to the accepted clock skew off the server's clock or
+// buffered by the gateway: that is not push's delay, and a fresh alert
+// must not read "late" because a gateway's clock is.
 func (s *Service) heldSince(m Message) int64 {
 	if m.Record.Kind == KindMoment && m.Record.At > 0 {
 		return m.Record.At
+	}
+	if s.handed > 0 {
+		return s.handed
 	}
 	return s.clk.Now().UnixMilli()
 }
