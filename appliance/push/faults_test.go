@@ -453,7 +453,7 @@ func TestLateDigestAndOldQueueAreMarked(t *testing.T) {
 	r := newRig(t, false)
 	r.svc.OnSensor(sensorRec("calibration", "D1", "active", "expired", r.clk.Now()))
 	r.svc.Idle()
-	r.ntfy.Set(func(s *ntfytest.Server) { s.FailStatus, s.FailN = 503, 1 << 30 })
+	r.ntfy.Set(func(s *ntfytest.Server) { s.FailStatus, s.FailN = 503, 1<<30 })
 	r.advance(21 * time.Hour) // the next 09:00 Prague: the digest is queued, the server fails
 	if r.svc.OutboxLen() == 0 {
 		t.Fatal("no digest queued")
