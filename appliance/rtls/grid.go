@@ -1,9 +1,9 @@
 package rtls
 
 import (
+	"cmp"
 	"math"
 	"slices"
-	"sort"
 	"sync"
 )
 
@@ -143,7 +143,7 @@ func (m *model) buildGrid() {
 		// Smaller zones claim their cells first: an office inside the
 		// room that contains it keeps its own cells.
 		byArea := append([]int(nil), zs...)
-		sort.SliceStable(byArea, func(i, j int) bool { return zoneArea(&m.zones[byArea[i]]) < zoneArea(&m.zones[byArea[j]]) })
+		slices.SortStableFunc(byArea, func(a, b int) int { return cmp.Compare(zoneArea(&m.zones[a]), zoneArea(&m.zones[b])) })
 		for _, z := range byArea {
 			ix0, ix1, iy0, iy1 := cellSpan(&m.zones[z], x0, y0, px)
 			for iy := iy0; iy < iy1; iy++ {
@@ -312,10 +312,10 @@ func (m *model) fitGridGateways() {
 		if !gw.ok {
 			continue
 		}
+		ppm := m.pixelsPerMeter(g.mapIDs[gw.mapIdx])
 		for c := 0; c < nc; c++ {
 			mu := g.floor - 4*gw.sig // another floor: practically never heard
 			if int(g.cmap[c]) == gw.mapIdx {
-				ppm := m.pixelsPerMeter(g.mapIDs[gw.mapIdx])
 				d := math.Max(math.Hypot(gw.x-float64(g.cx[c]), gw.y-float64(g.cy[c]))/ppm, 0.5)
 				mu = gw.p0 - 10*gw.n*math.Log10(d)
 			}
