@@ -178,3 +178,62 @@ func replayDir(t *testing.T, dir string) []Result {
 	}
 	return rs
 }
+
+// TestWalkGeneratorKeepsItsPromises checks writeWalk against its own
+// description, because every walk figure in docs/performance.md rests on
+// it: each leg crosses one zone boundary (a stay that sat on a
+// boundary flipped the true zone with its jitter: 71 changes for 40 legs),
+// and stays spread over stayMin..2*stayMin seconds (a bound re-drawn on
+// every pass of the loop ended them soon after stayMin).
+func TestWalkGeneratorKeepsItsPromises(t *testing.T) {
+	for _, s := range walkSettings {
+		w := s.w
+		w.seed = s.seeds[0]
+		dir := t.TempDir()
+		writeWalk(t, dir, w)
+		ds, err := Load(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		changes, longest := 0, 0
+		prevZone, runFrom, run := "", "", 0
+		var prevT int64
+		for _, r := range ds.Test {
+			if r.T == prevT {
+				continue // the rest of one scan
+			}
+			prevT = r.T
+			if prevZone != "" && r.Zone != prevZone {
+				changes++
+			}
+			prevZone = r.Zone
+			// a stay: scans within 2 m of where it began (a walk moves
+			// 1.4 m a second)
+			if runFrom != "" && posDist(runFrom, r.Pos) <= 20 {
+				run++
+			} else {
+				runFrom, run = r.Pos, 1
+			}
+			longest = max(longest, run)
+		}
+		// A whole stay can go unheard (walk B loses half its readings),
+		// which merges two changes into one; none may be added.
+		if changes > w.legs || changes < w.legs*9/10 {
+			t.Errorf("walk %s: %d true zone changes for %d legs between adjacent zones", s.name, changes, w.legs)
+		}
+		if longest < w.stayMin*9/5 {
+			t.Errorf("walk %s: longest stay %d s, want stays spread up to %d s", s.name, longest, 2*w.stayMin)
+		}
+	}
+}
+
+func posDist(a, b string) float64 {
+	var ax, ay, bx, by float64
+	if _, err := fmt.Sscanf(a, "%g,%g", &ax, &ay); err != nil {
+		return math.Inf(1)
+	}
+	if _, err := fmt.Sscanf(b, "%g,%g", &bx, &by); err != nil {
+		return math.Inf(1)
+	}
+	return math.Hypot(ax-bx, ay-by)
+}
