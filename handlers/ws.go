@@ -83,13 +83,13 @@ func (s *Server) ws(w http.ResponseWriter, r *http.Request, _ httprouter.Params)
 		}
 		offered = offered || p == Subprotocol
 	}
-	var claims *auth.Claims
+	var sess *wsSession
 	if tok != "" {
-		c, err := s.wsVerify(tok)
+		ss, err := s.wsSessionFor(tok)
 		if err != nil {
 			return err
 		}
-		claims = c
+		sess = ss
 	}
 	up := websocket.Upgrader{
 		ReadBufferSize:  1024,
@@ -109,16 +109,24 @@ func (s *Server) ws(w http.ResponseWriter, r *http.Request, _ httprouter.Params)
 	if err != nil {
 		return nil // the upgrader has answered
 	}
-	sc := scope{}
-	if claims != nil {
-		if sc, err = s.scopeFor(claims); err != nil {
-			s.log.Error("websocket scope", "err", err)
-			_ = conn.Close()
-			return nil
-		}
-	}
-	s.hub.serve(conn, claims, sc)
+	s.hub.serve(conn, sess)
 	return nil
+}
+
+// wsSessionFor verifies tok for the feed and resolves the location scope
+// of its user. An *apperr.Error of kind Forbidden means the token or
+// account does not (or no longer) allow the feed; any other error is the
+// store's.
+func (s *Server) wsSessionFor(tok string) (*wsSession, error) {
+	c, err := s.wsVerify(tok)
+	if err != nil {
+		return nil, err
+	}
+	sc, err := s.scopeFor(c)
+	if err != nil {
+		return nil, err
+	}
+	return &wsSession{tok: tok, claims: c, scope: sc}, nil
 }
 
 // wsVerify checks a token for the feed: any role but api, and not an

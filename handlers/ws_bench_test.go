@@ -61,7 +61,9 @@ type directConn struct {
 func runFanout(b *testing.B, sc fanoutScenario, viaHub bool) {
 	fake := newFakeTracker()
 	srv := &Server{log: slog.New(slog.NewTextHandler(io.Discard, nil))}
-	hub := newWSHub(srv, fake, WSOptions{SendBuffer: 1024})
+	// No ping (and so no session re-check) within a run: this server has
+	// no accounts to check the session against.
+	hub := newWSHub(srv, fake, WSOptions{SendBuffer: 1024, PingInterval: time.Hour})
 	defer hub.close()
 
 	channelsOf := func(i int) []string {
@@ -85,7 +87,7 @@ func runFanout(b *testing.B, sc fanoutScenario, viaHub bool) {
 		}
 		i, _ := strconv.Atoi(r.URL.Query().Get("i"))
 		if viaHub {
-			c := hub.serve(conn, &auth.Claims{Role: auth.RoleAdmin}, scope{all: true})
+			c := hub.serve(conn, &wsSession{claims: &auth.Claims{Role: auth.RoleAdmin}, scope: scope{all: true}})
 			for _, ch := range channelsOf(i) {
 				hub.add(c, ch, strings.TrimPrefix(ch, chanTrack), false)
 			}

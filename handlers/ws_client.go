@@ -8,15 +8,18 @@ import (
 	"sync/atomic"
 	"time"
 
+	"beaconhub/appliance/apperr"
 	"beaconhub/appliance/auth"
 
 	"github.com/gorilla/websocket"
 )
 
 // wsClient is one connection: a reader goroutine (auth, subscribe,
-// unsubscribe, pongs) and a writer goroutine (queued frames, pings), the
-// two joined by done. subs is guarded by the hub's lock; claims and scope
-// are set and read by the reader only.
+// unsubscribe, pongs) and a writer goroutine (queued frames, pings, and
+// the periodic re-check of the session), the two joined by done. subs is
+// guarded by the hub's lock; authMu orders the reader's subscribe
+// decisions against the writer's re-check, so no subscription is granted
+// on rights the re-check has just withdrawn.
 type wsClient struct {
 	hub  *wsHub
 	conn *websocket.Conn
@@ -28,6 +31,16 @@ type wsClient struct {
 	closeText atomic.Value
 
 	subs   map[string]bool
+	authMu sync.Mutex
+	sess   atomic.Pointer[wsSession] // nil until authenticated
+}
+
+// wsSession is who a connection speaks for. The token is kept so the
+// session can be verified again: a role, a location scope, a password
+// change or the token's own expiry changes what the feed may show, and
+// HTTP applies such a change at once (docs/api.md).
+type wsSession struct {
+	tok    string
 	claims *auth.Claims
 	scope  scope
 }
@@ -88,6 +101,7 @@ func (c *wsClient) writer() {
 				c.shut(websocket.CloseAbnormalClosure, "")
 				return
 			}
+			c.recheck()
 		case <-c.done:
 			text, _ := c.closeText.Load().(string)
 			if code := int(c.closeCode.Load()); code != websocket.CloseAbnormalClosure {
@@ -140,28 +154,44 @@ func (c *wsClient) reader() {
 		c.hub.wg.Done()
 	}()
 	c.conn.SetReadLimit(maxWSMessage)
-	c.conn.SetPongHandler(func(string) error { return c.conn.SetReadDeadline(time.Now().Add(o.PongWait)) })
-	if c.claims == nil {
+	// Only an authenticated client earns a longer read deadline: pongs
+	// may be sent unsolicited, and one every few seconds must not hold an
+	// unauthenticated connection (and its two goroutines) open past
+	// AuthWait.
+	c.conn.SetPongHandler(func(string) error {
+		if c.sess.Load() == nil {
+			return nil
+		}
+		return c.conn.SetReadDeadline(time.Now().Add(o.PongWait))
+	})
+	if s := c.sess.Load(); s == nil {
 		_ = c.conn.SetReadDeadline(time.Now().Add(o.AuthWait))
 	} else {
 		_ = c.conn.SetReadDeadline(time.Now().Add(o.PongWait))
-		c.reply(serverMsg{Type: "ready", Role: c.claims.Role})
+		c.reply(serverMsg{Type: "ready", Role: s.claims.Role})
 	}
 	for {
 		_, data, err := c.conn.ReadMessage()
 		if err != nil {
-			if c.claims == nil {
+			if c.sess.Load() == nil {
 				c.shut(websocket.ClosePolicyViolation, "authentication required")
 			}
 			return
 		}
-		if c.claims != nil {
+		authed := c.sess.Load() != nil
+		if authed {
 			_ = c.conn.SetReadDeadline(time.Now().Add(o.PongWait))
 		}
 		var m clientMsg
 		dec := json.NewDecoder(bytes.NewReader(data))
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(&m); err != nil {
+			if !authed {
+				// docs/websocket.md: anything but an auth message first
+				// closes the connection.
+				c.shut(websocket.ClosePolicyViolation, "authentication required")
+				return
+			}
 			c.reply(serverMsg{Type: "error", Message: "malformed message: expected a JSON object with type"})
 			continue
 		}
@@ -174,27 +204,21 @@ func (c *wsClient) reader() {
 // handle acts on one client message; false ends the connection.
 func (c *wsClient) handle(m clientMsg) bool {
 	if m.Type == "auth" {
-		if c.claims != nil {
+		if c.sess.Load() != nil {
 			c.reply(serverMsg{Type: "error", Message: "already authenticated"})
 			return true
 		}
-		claims, err := c.hub.srv.wsVerify(m.Token)
+		s, err := c.hub.srv.wsSessionFor(m.Token)
 		if err != nil {
 			c.shut(websocket.ClosePolicyViolation, "authentication failed")
 			return false
 		}
-		sc, err := c.hub.srv.scopeFor(claims)
-		if err != nil {
-			c.hub.log.Error("websocket scope", "err", err)
-			c.shut(websocket.CloseInternalServerErr, "internal error")
-			return false
-		}
-		c.claims, c.scope = claims, sc
+		c.sess.Store(s)
 		_ = c.conn.SetReadDeadline(time.Now().Add(c.hub.opts.PongWait))
-		c.reply(serverMsg{Type: "ready", Role: claims.Role})
+		c.reply(serverMsg{Type: "ready", Role: s.claims.Role})
 		return true
 	}
-	if c.claims == nil {
+	if c.sess.Load() == nil {
 		c.shut(websocket.ClosePolicyViolation, "authentication required")
 		return false
 	}
@@ -212,36 +236,22 @@ func (c *wsClient) handle(m clientMsg) bool {
 	return true
 }
 
-// subscribe checks the channel against the caller's role and scope:
-// track-debug- is for admins only; a non-admin may follow only active
-// trackable beacons inside its scope; an admin any beacon.
+// subscribe checks the channel against the caller's rights as they are
+// now (the session is verified again first) and adds it.
 func (c *wsClient) subscribe(ch string) {
-	fail := func(msg string) { c.reply(serverMsg{Type: "error", Channel: ch, Message: msg}) }
-	uid, debug := strings.CutPrefix(ch, chanDebug)
-	if !debug {
-		var isTrack bool
-		if uid, isTrack = strings.CutPrefix(ch, chanTrack); !isTrack || uid == "" {
-			fail("unknown channel; use track-<asset_uid> or track-debug-<asset_uid>")
-			return
-		}
-	}
-	admin := c.claims.Role == auth.RoleAdmin
-	if debug && !admin {
-		fail("debug channels are for admins only")
+	c.authMu.Lock()
+	defer c.authMu.Unlock()
+	s := c.refresh()
+	if s == nil {
 		return
 	}
-	reg, err := c.hub.srv.registry()
-	if err != nil {
-		fail("the asset registry is not running")
-		return
-	}
-	b, err := reg.Beacon(uid)
-	if err != nil || (!admin && (!isTrackable(&b) || !c.scope.allows(b.LocationID))) {
-		fail("no trackable beacon " + uid + " visible to you")
+	uid, debug, refusal := c.allowed(s, ch)
+	if refusal != "" {
+		c.reply(serverMsg{Type: "error", Channel: ch, Message: refusal})
 		return
 	}
 	if !c.hub.add(c, ch, uid, debug) {
-		fail("too many subscriptions on this connection")
+		c.reply(serverMsg{Type: "error", Channel: ch, Message: "too many subscriptions on this connection"})
 		return
 	}
 	c.reply(serverMsg{Type: "subscribed", Channel: ch})
@@ -250,6 +260,83 @@ func (c *wsClient) subscribe(ch string) {
 			if f, err := encodeFrame(trackFrame{Type: "track", Channel: ch, Data: loc, Snapshot: true}, 1); err == nil {
 				c.offer(f)
 			}
+		}
+	}
+}
+
+// allowed checks channel ch against session s: track-debug- is for
+// admins only; a non-admin may follow only active trackable beacons
+// inside its scope; an admin any registered beacon. It returns the
+// beacon's uid, whether ch is a debug channel, and the refusal ("" when
+// allowed).
+func (c *wsClient) allowed(s *wsSession, ch string) (uid string, debug bool, refusal string) {
+	uid, debug = strings.CutPrefix(ch, chanDebug)
+	if !debug {
+		var isTrack bool
+		if uid, isTrack = strings.CutPrefix(ch, chanTrack); !isTrack || uid == "" {
+			return "", false, "unknown channel; use track-<asset_uid> or track-debug-<asset_uid>"
+		}
+	}
+	admin := s.claims.Role == auth.RoleAdmin
+	if debug && !admin {
+		return uid, debug, "debug channels are for admins only"
+	}
+	reg, err := c.hub.srv.registry()
+	if err != nil {
+		return uid, debug, "the asset registry is not running"
+	}
+	b, err := reg.Beacon(uid)
+	if err != nil || (!admin && (!isTrackable(&b) || !s.scope.allows(b.LocationID))) {
+		return uid, debug, "no trackable beacon " + uid + " visible to you"
+	}
+	return uid, debug, ""
+}
+
+// refresh verifies the session again (token, account, role, scope) and
+// stores the result; a session that no longer verifies ends the
+// connection (1008) and refresh returns nil. Called with authMu held.
+func (c *wsClient) refresh() *wsSession {
+	old := c.sess.Load()
+	if old == nil {
+		return nil
+	}
+	s, err := c.hub.srv.wsSessionFor(old.tok)
+	if err != nil {
+		if apperr.KindOf(err) != apperr.KindForbidden {
+			// The store, not the session, failed: keep the rights the
+			// connection had rather than cut every client at once.
+			c.hub.log.Error("websocket session re-check", "err", err)
+			return old
+		}
+		c.shut(websocket.ClosePolicyViolation, "session ended: sign in again")
+		return nil
+	}
+	c.sess.Store(s)
+	return s
+}
+
+// recheck runs on the writer every PingInterval: it verifies the session
+// again and drops the subscriptions its rights no longer cover (each
+// answered with "unsubscribed" and the reason), so a demotion, a
+// narrowed location scope, a deleted or deactivated beacon, a password
+// change or an expired token reach an open feed within one ping period.
+func (c *wsClient) recheck() {
+	c.authMu.Lock()
+	defer c.authMu.Unlock()
+	s := c.refresh()
+	if s == nil {
+		return
+	}
+	c.hub.mu.RLock()
+	chans := make([]string, 0, len(c.subs))
+	for ch := range c.subs {
+		chans = append(chans, ch)
+	}
+	c.hub.mu.RUnlock()
+	for _, ch := range chans {
+		if _, _, refusal := c.allowed(s, ch); refusal != "" {
+			c.hub.removeSub(c, ch)
+			c.reply(serverMsg{Type: "unsubscribed", Channel: ch, Message: refusal})
 		}
 	}
 }

@@ -8,7 +8,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"beaconhub/appliance/auth"
 	"beaconhub/appliance/rtls"
 
 	"github.com/gorilla/websocket"
@@ -171,9 +170,12 @@ func (h *wsHub) wantsDebug(uid string) bool {
 
 // serve runs a connected client until it or the hub goes away; it
 // returns the client (nil when the hub is closed).
-func (h *wsHub) serve(conn *websocket.Conn, claims *auth.Claims, sc scope) *wsClient {
+func (h *wsHub) serve(conn *websocket.Conn, sess *wsSession) *wsClient {
 	c := &wsClient{hub: h, conn: conn, send: make(chan outFrame, h.opts.SendBuffer),
-		done: make(chan struct{}), subs: map[string]bool{}, claims: claims, scope: sc}
+		done: make(chan struct{}), subs: map[string]bool{}}
+	if sess != nil {
+		c.sess.Store(sess)
+	}
 	h.mu.Lock()
 	if h.closed {
 		h.mu.Unlock()

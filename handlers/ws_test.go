@@ -12,7 +12,9 @@ import (
 	"testing"
 	"time"
 
+	"beaconhub/appliance/auth"
 	"beaconhub/appliance/rtls"
+	"beaconhub/store"
 
 	"github.com/gorilla/websocket"
 )
@@ -368,4 +370,160 @@ func TestWSBurstLeavesInOneWrite(t *testing.T) {
 	if w := writes.Load() - before; w > 2 {
 		t.Fatalf("%d frames took %d socket writes", n, w)
 	}
+}
+
+// docs/websocket.md: before authenticating, a client may send only an
+// auth message; anything else, malformed or not, closes the connection
+// at once with 1008 (not after AuthWait).
+func TestWSGarbageBeforeAuthCloses(t *testing.T) {
+	r := newWSRig(t, WSOptions{AuthWait: time.Minute})
+	c, _, err := r.dial(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if err := c.WriteMessage(websocket.TextMessage, []byte("hello")); err != nil {
+		t.Fatal(err)
+	}
+	if code := closeCode(t, c, 5*time.Second); code != websocket.ClosePolicyViolation {
+		t.Fatalf("close code %d, want 1008 at once", code)
+	}
+}
+
+// Pongs may come unsolicited; they extend the read deadline of an
+// authenticated client only, so one every few milliseconds does not hold
+// an unauthenticated connection open past AuthWait.
+func TestWSPongsDoNotExtendAuthWait(t *testing.T) {
+	authWait := 200 * time.Millisecond
+	r := newWSRig(t, WSOptions{AuthWait: authWait})
+	c, _, err := r.dial(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ended := make(chan int, 1)
+	go func() {
+		var ce *websocket.CloseError
+		for {
+			if _, _, err := c.ReadMessage(); err != nil {
+				code := -1
+				if errors.As(err, &ce) {
+					code = ce.Code
+				}
+				ended <- code
+				return
+			}
+		}
+	}()
+	tick := time.NewTicker(authWait / 10)
+	defer tick.Stop()
+	deadline := time.After(5 * time.Second)
+	for {
+		select {
+		case code := <-ended:
+			if code != websocket.ClosePolicyViolation {
+				t.Fatalf("closed with %d, want 1008", code)
+			}
+			return
+		case <-tick.C:
+			_ = c.WriteControl(websocket.PongMessage, nil, time.Now().Add(time.Second))
+		case <-deadline:
+			t.Fatalf("an unauthenticated client sending pongs is still connected (AuthWait %v)", authWait)
+		}
+	}
+}
+
+// An open feed follows its account as HTTP does (docs/api.md: a demotion
+// or deletion applies at once): a subscribe is judged on the rights of
+// the moment, and every ping period the session is verified again, its
+// subscriptions that the rights no longer cover are dropped
+// ("unsubscribed" with the reason), and a session that no longer
+// verifies (password changed, token expired) is closed with 1008.
+func TestWSSessionFollowsAccountChanges(t *testing.T) {
+	opts := WSOptions{PingInterval: 20 * time.Millisecond}
+	newAdmin := func(r *wsRig, email string) (uint64, string) {
+		u, err := r.auth.CreateUser(email, userPassword, auth.RoleAdmin, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := r.auth.Login(u.Email, userPassword, "127.0.0.1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return u.ID, res.Token
+	}
+	dialAs := func(r *wsRig, tok string) *websocket.Conn {
+		c, _, err := r.dial(bearerHeader(tok))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		next(t, c, "ready")
+		return c
+	}
+
+	t.Run("demotion", func(t *testing.T) {
+		r := newWSRig(t, opts)
+		id, tok := newAdmin(r, "boss@example.com")
+		c := dialAs(r, tok)
+		send(t, c, map[string]any{"type": "subscribe", "channel": "track-debug-" + r.f.watch})
+		next(t, c, "subscribed")
+		if _, err := r.db.UpdateUser(id, func(x *store.User) error { x.Role = auth.RoleUser; return nil }); err != nil {
+			t.Fatal(err)
+		}
+		m := next(t, c, "unsubscribed")
+		if m["channel"] != "track-debug-"+r.f.watch || !strings.Contains(m["message"].(string), "admins only") {
+			t.Fatalf("after the demotion: %v", m)
+		}
+		if r.srv.hub.wantsDebug(r.f.watch) {
+			t.Fatal("the engine still produces debug data for a demoted admin")
+		}
+		// and a new debug subscription is refused at once
+		send(t, c, map[string]any{"type": "subscribe", "channel": "track-debug-" + r.f.watch})
+		if m := next(t, c, "error"); !strings.Contains(m["message"].(string), "admins only") {
+			t.Fatalf("debug subscribe after demotion: %v", m)
+		}
+	})
+
+	t.Run("narrowed scope", func(t *testing.T) {
+		r := newWSRig(t, opts)
+		c := dialAs(r, r.token("user"))
+		send(t, c, map[string]any{"type": "subscribe", "channel": "track-" + r.f.watch})
+		next(t, c, "subscribed")
+		send(t, c, map[string]any{"type": "subscribe", "channel": "track-" + r.f.annex})
+		next(t, c, "subscribed")
+		// The user is moved to the annex: the watch (in the hospital's
+		// root) is out of sight, the porter (in the annex) is not.
+		if _, err := r.db.UpdateUser(r.users["user"].ID, func(x *store.User) error { x.LocationID = r.f.annexLoc; return nil }); err != nil {
+			t.Fatal(err)
+		}
+		if m := next(t, c, "unsubscribed"); m["channel"] != "track-"+r.f.watch {
+			t.Fatalf("after the scope change: %v", m)
+		}
+		r.fake.emit(rtls.Event{AssetUID: r.f.annex, Location: rtls.Location{AssetUID: r.f.annex, Zone: r.f.ward.ID, ZoneName: "Ward", MapID: r.f.m.ID}})
+		if m := next(t, c, "track"); m["channel"] != "track-"+r.f.annex {
+			t.Fatalf("the annex beacon's frame: %v", m)
+		}
+	})
+
+	t.Run("password changed", func(t *testing.T) {
+		r := newWSRig(t, opts)
+		id, tok := newAdmin(r, "boss@example.com")
+		c := dialAs(r, tok)
+		if _, err := r.auth.ChangePassword(id, userPassword, userPassword+"-new"); err != nil {
+			t.Fatal(err)
+		}
+		if code := closeCode(t, c, 5*time.Second); code != websocket.ClosePolicyViolation {
+			t.Fatalf("close code %d after a password change, want 1008", code)
+		}
+	})
+
+	t.Run("token expired", func(t *testing.T) {
+		r := newWSRig(t, opts)
+		c := dialAs(r, r.token("user"))
+		r.clock.Advance(30 * 24 * time.Hour)
+		if code := closeCode(t, c, 5*time.Second); code != websocket.ClosePolicyViolation {
+			t.Fatalf("close code %d after the token expired, want 1008", code)
+		}
+	})
 }
