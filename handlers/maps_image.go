@@ -6,6 +6,7 @@ import (
 	"image"
 	"image/jpeg"
 	"image/png"
+	"io"
 	"strconv"
 	"strings"
 
@@ -35,13 +36,24 @@ func imageSize(contentType string, data []byte) (float64, float64, error) {
 	return float64(cfg.Width), float64(cfg.Height), nil
 }
 
-// svgSize parses the root element only. encoding/xml expands no external
-// entities, and a document whose root is not <svg> is refused.
+// svgSize reads the size from the root element and checks the whole
+// document: a truncated file or mismatched tags would be stored and then
+// drawn as a broken floor plan. encoding/xml expands no external
+// entities, a DOCTYPE (which could define some) is refused, and so is a
+// document whose root is not <svg>.
 func svgSize(data []byte) (float64, float64, error) {
-	dec := xml.NewDecoder(bytes.NewReader(data))
+	dec := xml.NewDecoder(bytes.NewReader(bytes.TrimPrefix(data, []byte("\ufeff"))))
 	dec.Strict = true
+	var w, h float64
+	root, depth := false, 0
 	for {
 		tok, err := dec.Token()
+		if err == io.EOF && root {
+			if w <= 0 || h <= 0 {
+				return 0, 0, nil
+			}
+			return w, h, nil
+		}
 		if err != nil {
 			return 0, 0, apperr.Invalid("the SVG image is not well-formed XML")
 		}
@@ -49,34 +61,51 @@ func svgSize(data []byte) (float64, float64, error) {
 		case xml.Directive:
 			// A DTD can define entities; a floor plan needs none.
 			return 0, 0, apperr.Invalid("the SVG image may not carry a DOCTYPE")
+		case xml.EndElement:
+			depth--
 		case xml.StartElement:
+			depth++
+			if depth > 1 {
+				continue
+			}
+			if root {
+				return 0, 0, apperr.Invalid("the SVG image is not well-formed XML") // a second root
+			}
 			if t.Name.Local != "svg" {
 				return 0, 0, apperr.Invalid("the SVG image's root element must be <svg>")
 			}
-			var w, h float64
-			var vb string
-			for _, a := range t.Attr {
-				switch a.Name.Local {
-				case "width":
-					w = svgLength(a.Value)
-				case "height":
-					h = svgLength(a.Value)
-				case "viewBox":
-					vb = a.Value
-				}
+			root = true
+			w, h = svgRootSize(t.Attr)
+		case xml.CharData:
+			if depth == 0 && len(bytes.TrimSpace(t)) > 0 {
+				return 0, 0, apperr.Invalid("the SVG image is not well-formed XML") // text outside the root
 			}
-			if (w <= 0 || h <= 0) && vb != "" {
-				f := strings.FieldsFunc(vb, func(r rune) bool { return r == ' ' || r == ',' })
-				if len(f) == 4 {
-					w, h = svgLength(f[2]), svgLength(f[3])
-				}
-			}
-			if w <= 0 || h <= 0 {
-				return 0, 0, nil
-			}
-			return w, h, nil
 		}
 	}
+}
+
+// svgRootSize is the size the root's width and height state, else its
+// viewBox's, else 0 x 0.
+func svgRootSize(attrs []xml.Attr) (float64, float64) {
+	var w, h float64
+	var vb string
+	for _, a := range attrs {
+		switch a.Name.Local {
+		case "width":
+			w = svgLength(a.Value)
+		case "height":
+			h = svgLength(a.Value)
+		case "viewBox":
+			vb = a.Value
+		}
+	}
+	if (w <= 0 || h <= 0) && vb != "" {
+		f := strings.FieldsFunc(vb, func(r rune) bool { return r == ' ' || r == ',' })
+		if len(f) == 4 {
+			w, h = svgLength(f[2]), svgLength(f[3])
+		}
+	}
+	return w, h
 }
 
 // svgLength reads a plain or px length; anything relative (%, em) is 0.

@@ -2,6 +2,7 @@ package handlers
 
 import (
 	"bytes"
+	"encoding/xml"
 	"errors"
 	"io"
 	"net/http"
@@ -20,18 +21,34 @@ import (
 
 const maxFloorImage = 5 << 20
 
-// sniffImage trusts the bytes, never the client's Content-Type.
+// sniffImage trusts the bytes, never the client's Content-Type. An SVG is
+// XML whose first element is <svg>, whatever precedes it (a declaration,
+// comments, a DOCTYPE: exported floor plans often open with a generator
+// or licence comment of any length); svgSize then judges the whole
+// document.
 func sniffImage(data []byte) (string, bool) {
 	switch ct := http.DetectContentType(data); ct {
 	case "image/png", "image/jpeg":
 		return ct, true
 	}
-	head := strings.ToLower(string(data[:min(len(data), 1024)]))
-	head = strings.TrimSpace(strings.TrimPrefix(head, "\ufeff"))
-	if strings.HasPrefix(head, "<svg") || (strings.HasPrefix(head, "<?xml") && strings.Contains(head, "<svg")) {
-		return "image/svg+xml", true
+	dec := xml.NewDecoder(bytes.NewReader(bytes.TrimPrefix(data, []byte("\ufeff"))))
+	for {
+		tok, err := dec.RawToken()
+		if err != nil {
+			return "", false
+		}
+		switch t := tok.(type) {
+		case xml.StartElement:
+			if strings.EqualFold(t.Name.Local, "svg") {
+				return "image/svg+xml", true
+			}
+			return "", false
+		case xml.CharData:
+			if len(bytes.TrimSpace(t)) > 0 {
+				return "", false // text before the root: not XML
+			}
+		}
 	}
-	return "", false
 }
 
 func (s *Server) putFloorImage(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
@@ -49,6 +66,11 @@ func (s *Server) putFloorImage(w http.ResponseWriter, r *http.Request, p httprou
 	ct, isImage := sniffImage(data)
 	if !isImage {
 		return apperr.Invalid("the floor image must be PNG, JPEG or SVG")
+	}
+	// The same checks as a map image: a damaged or malformed image would
+	// be shipped to every phone and drawn broken.
+	if _, _, err := imageSize(ct, data); err != nil {
+		return err
 	}
 	if err := s.deps.DB.PutFloorImage(id, ct, data); err != nil {
 		if errors.Is(err, store.ErrNotFound) {

@@ -16,7 +16,7 @@ func TestFloorImage(t *testing.T) {
 	get := "/api/v1/navigation/floor/" + itoa(f.ID) + "/map"
 	h.get(get, admin).expect(t, http.StatusNotFound)
 
-	png := append([]byte("\x89PNG\r\n\x1a\n"), make([]byte, 64)...)
+	png := pngOf(t, 8, 4)
 	h.do(req{method: "POST", path: up, token: admin, body: png}).expect(t, http.StatusOK)
 	r := h.get(get, admin).expect(t, http.StatusOK)
 	if r.Header.Get("Content-Type") != "image/png" || !bytes.Equal([]byte(r.Body), png) {
@@ -31,6 +31,9 @@ func TestFloorImage(t *testing.T) {
 	}
 
 	h.do(req{method: "POST", path: up, token: admin, body: []byte("<html><script>x</script>")}).expect(t, http.StatusBadRequest)
+	// Magic bytes alone are not an image; nor is an SVG cut short.
+	h.do(req{method: "POST", path: up, token: admin, body: append([]byte("\x89PNG\r\n\x1a\n"), make([]byte, 64)...)}).expect(t, http.StatusBadRequest)
+	h.do(req{method: "POST", path: up, token: admin, body: []byte(`<svg xmlns="http://www.w3.org/2000/svg"><g>`)}).expect(t, http.StatusBadRequest)
 	h.do(req{method: "POST", path: up, token: admin, body: make([]byte, maxFloorImage+1)}).expect(t, http.StatusRequestEntityTooLarge)
 	h.do(req{method: "POST", path: "/api/v1/floor/999/map", token: admin, body: png}).expect(t, http.StatusNotFound)
 

@@ -175,8 +175,7 @@ func TestNavAppLogRecords(t *testing.T) {
 	h.send("DELETE", "/api/v1/edge/"+itoa(e.ID), admin, nil).expect(t, http.StatusOK)
 	h.send("DELETE", "/api/v1/node/"+itoa(b.ID), admin, nil).expect(t, http.StatusOK)
 	h.send("POST", fb+"/graph", admin, map[string]any{"nodes": []map[string]any{{"key": "a", "x": 1, "y": 1}}}).expect(t, http.StatusOK)
-	png := "\x89PNG\r\n\x1a\n" + strings.Repeat("\x00", 32)
-	h.send("POST", fb+"/map", admin, png).expect(t, http.StatusOK)
+	h.send("POST", fb+"/map", admin, string(pngOf(t, 4, 4))).expect(t, http.StatusOK)
 	var tok struct {
 		Token string `json:"token"`
 		ID    uint64 `json:"id"`
