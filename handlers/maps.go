@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"beaconhub/appliance/apperr"
 	"beaconhub/appliance/applog"
@@ -149,7 +150,7 @@ func (s *Server) saveMap(w http.ResponseWriter, r *http.Request, p httprouter.Pa
 	}
 	in.Name = strings.TrimSpace(in.Name)
 	switch {
-	case in.Name == "" || len(in.Name) > maxMapName:
+	case in.Name == "" || utf8.RuneCountInString(in.Name) > maxMapName:
 		return apperr.InvalidField("name", "name must be 1 to %d characters", maxMapName)
 	case in.PixelsPerMeter < 0 || in.PixelsPerMeter > 10000 || math.IsNaN(in.PixelsPerMeter):
 		return apperr.InvalidField("pixels_per_meter", "pixels_per_meter must be between 0 (unknown) and 10000")

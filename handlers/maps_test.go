@@ -2,6 +2,7 @@ package handlers
 
 import (
 	"bytes"
+	"encoding/json"
 	"image"
 	"image/color"
 	"image/png"
@@ -79,6 +80,33 @@ func TestMapUploadSniffsContent(t *testing.T) {
 	h.upload("plan.png", append([]byte("\x89PNG\r\n\x1a\n"), make([]byte, 40)...)).expect(t, http.StatusBadRequest)
 	h.upload("big.png", make([]byte, maxMapImage+1)).expect(t, http.StatusRequestEntityTooLarge)
 	h.upload("x.svg", []byte(`<?xml version="1.0"?><!DOCTYPE svg [<!ENTITY a "b">]><svg width="10" height="10"/>`)).expect(t, http.StatusBadRequest)
+	// The whole SVG must be well-formed, not only its root element: a
+	// truncated or mismatched file would be stored and drawn broken.
+	for name, bad := range map[string]string{
+		"mismatched tags":    `<svg xmlns="http://www.w3.org/2000/svg" width="100" height="50"><rect></svg>`,
+		"truncated":          `<svg xmlns="http://www.w3.org/2000/svg" width="100" height="50"><rect x="1"`,
+		"text before root":   `hello <svg width="10" height="10"/>`,
+		"html root":          `<!-- <svg> --><html><svg width="10" height="10"/></html>`,
+		"second root":        `<svg width="10" height="10"/><svg width="10" height="10"/>`,
+		"doctype after root": `<svg width="10" height="10"></svg><!DOCTYPE x>`,
+	} {
+		if r := h.upload("plan.svg", []byte(bad)); r.Code != http.StatusBadRequest {
+			t.Errorf("%s SVG: %d %s, want 400", name, r.Code, r.Body)
+		}
+	}
+	// Exported plans often open with a generator or licence comment, of
+	// any length: still an SVG.
+	for name, good := range map[string]string{
+		"comment first":   `<!-- Ground floor, exported by CAD --><svg xmlns="http://www.w3.org/2000/svg" width="100" height="50"/>`,
+		"long licence":    `<?xml version="1.0"?><!-- ` + strings.Repeat("licence text ", 100) + `--><svg xmlns="http://www.w3.org/2000/svg" width="100" height="50"/>`,
+		"byte order mark": "\ufeff<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"100\" height=\"50\"/>",
+	} {
+		var got uploaded
+		h.upload("plan.svg", []byte(good)).expect(t, http.StatusCreated).decodePayload(t, &got)
+		if got.ContentType != "image/svg+xml" || got.Width != 100 || got.Height != 50 {
+			t.Errorf("%s: %+v", name, got)
+		}
+	}
 
 	// A raw body works too; an SVG gives its size from the viewBox.
 	svg := `<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 800 600"><script>alert(1)</script></svg>`
@@ -110,11 +138,14 @@ func TestMapsCRUD(t *testing.T) {
 		"negative ppm": {"name": "x", "image_id": m.ImageID, "pixels_per_meter": -1},
 		"bad location": {"name": "x", "image_id": m.ImageID, "location_id": 999},
 		"unknown key":  {"name": "x", "image_id": m.ImageID, "colour": "red"},
+		"long name":    {"name": strings.Repeat("ž", 101), "image_id": m.ImageID},
 	} {
 		if r := h.send("POST", "/api/v1/maps", h.admin, body); r.Code != http.StatusBadRequest {
 			t.Errorf("%s: %d %s", name, r.Code, r.Body)
 		}
 	}
+	// 100 characters fit however many bytes they take.
+	h.post("/api/v1/map/"+itoa(m.ID), map[string]any{"name": strings.Repeat("ž", 100), "image_id": m.ImageID}, http.StatusOK)
 	h.post("/api/v1/map/"+itoa(m.ID), map[string]any{"name": "Ground floor", "image_id": m.ImageID, "pixels_per_meter": 25}, http.StatusOK)
 	var got store.Map
 	h.get("/api/v1/map/"+itoa(m.ID), h.token("user")).expect(t, http.StatusOK).decodePayload(t, &got)
@@ -148,23 +179,37 @@ func TestZoneValidation(t *testing.T) {
 	b := h.newZone(m.ID, "B", 50, 0, 100, 50)
 	up := h.newZone(other.ID, "Up", 0, 0, 10, 10)
 	path := "/api/v1/maps/" + itoa(m.ID) + "/zones"
+	// payload.field names the field at fault, so a form can mark it
+	// (docs/api.md).
 	cases := map[string]struct {
-		body map[string]any
-		want string
+		body  map[string]any
+		want  string
+		field string
 	}{
-		"no name":        {map[string]any{"x1": 0, "y1": 0, "x2": 1, "y2": 1}, "name"},
-		"missing corner": {map[string]any{"name": "z", "x1": 0, "y1": 0, "x2": 1}, "y2"},
-		"inverted":       {map[string]any{"name": "z", "x1": 10, "y1": 0, "x2": 5, "y2": 5}, "x1 < x2"},
-		"negative":       {map[string]any{"name": "z", "x1": -1, "y1": 0, "x2": 5, "y2": 5}, "x1"},
-		"outside map":    {map[string]any{"name": "z", "x1": 0, "y1": 0, "x2": 201, "y2": 5}, "inside its map"},
-		"extra field":    {map[string]any{"name": "z", "x1": 0, "y1": 0, "x2": 1, "y2": 1, "z": 3}, "unknown field"},
+		"no name":          {map[string]any{"x1": 0, "y1": 0, "x2": 1, "y2": 1}, "name", "name"},
+		"name too long":    {map[string]any{"name": strings.Repeat("ř", 101), "x1": 0, "y1": 0, "x2": 1, "y2": 1}, "1 to 100 characters", "name"},
+		"missing corner":   {map[string]any{"name": "z", "x1": 0, "y1": 0, "x2": 1}, "y2", "y2"},
+		"inverted":         {map[string]any{"name": "z", "x1": 10, "y1": 0, "x2": 5, "y2": 5}, "x1 < x2", "x2"},
+		"zero height":      {map[string]any{"name": "z", "x1": 0, "y1": 5, "x2": 5, "y2": 5}, "y1 < y2", "y2"},
+		"negative":         {map[string]any{"name": "z", "x1": -1, "y1": 0, "x2": 5, "y2": 5}, "x1", "x1"},
+		"outside map":      {map[string]any{"name": "z", "x1": 0, "y1": 0, "x2": 201, "y2": 5}, "inside its map", "x2"},
+		"below the map":    {map[string]any{"name": "z", "x1": 0, "y1": 0, "x2": 20, "y2": 101}, "inside its map", "y2"},
+		"extra field":      {map[string]any{"name": "z", "x1": 0, "y1": 0, "x2": 1, "y2": 1, "z": 3}, "unknown field", ""},
+		"not a rectangle":  {map[string]any{"name": "z", "x1": "0", "y1": 0, "x2": 1, "y2": 1}, "", ""},
+		"empty after trim": {map[string]any{"name": "  ", "x1": 0, "y1": 0, "x2": 1, "y2": 1}, "name", "name"},
 	}
 	for name, c := range cases {
 		r := h.send("POST", path, h.admin, c.body)
-		if r.Code != http.StatusBadRequest || !strings.Contains(r.Message, c.want) {
-			t.Errorf("%s: %d %s (want 400 mentioning %q)", name, r.Code, r.Body, c.want)
+		var p struct {
+			Field string `json:"field"`
+		}
+		_ = json.Unmarshal(r.Payload, &p)
+		if r.Code != http.StatusBadRequest || !strings.Contains(r.Message, c.want) || (c.field != "" && p.Field != c.field) {
+			t.Errorf("%s: %d %s (want 400 mentioning %q, field %q)", name, r.Code, r.Body, c.want, c.field)
 		}
 	}
+	// A name is counted in characters, not bytes: 100 Czech letters fit.
+	h.newZone(other.ID, strings.Repeat("ř", 100), 100, 0, 150, 50)
 	h.send("POST", "/api/v1/maps/999/zones", h.admin, map[string]any{"name": "z", "x1": 0, "y1": 0, "x2": 1, "y2": 1}).expect(t, http.StatusNotFound)
 	h.send("POST", "/api/v1/zone/999", h.admin, map[string]any{"name": "z", "x1": 0, "y1": 0, "x2": 1, "y2": 1}).expect(t, http.StatusNotFound)
 
@@ -179,7 +224,11 @@ func TestZoneValidation(t *testing.T) {
 		"missing":   {map[string]any{}, "adjacent is required"},
 	} {
 		r := h.send("POST", adjPath, h.admin, c.body)
-		if r.Code != http.StatusBadRequest || !strings.Contains(r.Message, c.want) {
+		var p struct {
+			Field string `json:"field"`
+		}
+		_ = json.Unmarshal(r.Payload, &p)
+		if r.Code != http.StatusBadRequest || !strings.Contains(r.Message, c.want) || p.Field != "adjacent" {
 			t.Errorf("adjacency %s: %d %s", name, r.Code, r.Body)
 		}
 	}

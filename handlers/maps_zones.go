@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"beaconhub/appliance/apperr"
 	"beaconhub/appliance/applog"
@@ -40,7 +41,7 @@ type adjacencyInput struct {
 // validZone checks a zone body and fills z from it.
 func validZone(in *zoneInput, z *store.Zone) error {
 	in.Name = strings.TrimSpace(in.Name)
-	if in.Name == "" || len(in.Name) > maxMapName {
+	if in.Name == "" || utf8.RuneCountInString(in.Name) > maxMapName {
 		return apperr.InvalidField("name", "name must be 1 to %d characters", maxMapName)
 	}
 	for _, c := range []struct {
@@ -55,7 +56,11 @@ func validZone(in *zoneInput, z *store.Zone) error {
 		}
 	}
 	if *in.X1 >= *in.X2 || *in.Y1 >= *in.Y2 {
-		return apperr.Invalid("a zone needs x1 < x2 and y1 < y2 (top-left, then bottom-right corner)")
+		field := "y2"
+		if *in.X1 >= *in.X2 {
+			field = "x2"
+		}
+		return apperr.InvalidField(field, "a zone needs x1 < x2 and y1 < y2 (top-left, then bottom-right corner)")
 	}
 	z.Name, z.X1, z.Y1, z.X2, z.Y2 = in.Name, *in.X1, *in.Y1, *in.X2, *in.Y2
 	return nil
@@ -65,6 +70,8 @@ func validZone(in *zoneInput, z *store.Zone) error {
 func zoneErr(err error, what string) error {
 	var inv *store.InvalidError
 	switch {
+	case errors.As(err, &inv) && inv.Field != "":
+		return apperr.InvalidField(inv.Field, "%s", inv.Msg)
 	case errors.As(err, &inv):
 		return apperr.Invalid("%s", inv.Msg)
 	case errors.Is(err, store.ErrNotFound):

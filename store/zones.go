@@ -26,13 +26,18 @@ type Zone struct {
 }
 
 // InvalidError is a request the store refuses for what it says, not for a
-// fault; its message is meant for the client.
-type InvalidError struct{ Msg string }
+// fault; its message is meant for the client, and Field names the
+// request field at fault when there is one.
+type InvalidError struct{ Msg, Field string }
 
 func (e *InvalidError) Error() string { return e.Msg }
 
 func invalid(format string, args ...any) error {
 	return &InvalidError{Msg: fmt.Sprintf(format, args...)}
+}
+
+func invalidField(field, format string, args ...any) error {
+	return &InvalidError{Msg: fmt.Sprintf(format, args...), Field: field}
 }
 
 // ListZones returns every zone (mapID 0) or those of one map, in id order.
@@ -83,7 +88,11 @@ func (db *DB) PutZone(z Zone) (Zone, error) {
 			return err
 		}
 		if !m.holds(z.X2, z.Y2) {
-			return invalid("the zone must lie inside its map (%gx%g pixels)", m.Width, m.Height)
+			field := "y2"
+			if !m.holds(z.X2, 0) {
+				field = "x2"
+			}
+			return invalidField(field, "the zone must lie inside its map (%gx%g pixels)", m.Width, m.Height)
 		}
 		if z.ID == 0 {
 			if z.ID, err = b.NextSequence(); err != nil {
@@ -156,17 +165,17 @@ func (db *DB) SetAdjacency(id uint64, adjacent []uint64, allowCrossMap bool) (Zo
 		want = slices.Compact(want)
 		for _, n := range want {
 			if n == id {
-				return invalid("a zone cannot be adjacent to itself")
+				return invalidField("adjacent", "a zone cannot be adjacent to itself")
 			}
 			var nz Zone
 			if err := getJSON(b, itob(n), &nz); err != nil {
 				if errors.Is(err, ErrNotFound) {
-					return invalid("zone %d does not exist", n)
+					return invalidField("adjacent", "zone %d does not exist", n)
 				}
 				return err
 			}
 			if nz.MapID != z.MapID && !allowCrossMap {
-				return invalid("zone %d is on another map; set allow_cross_map to link maps", n)
+				return invalidField("adjacent", "zone %d is on another map; set allow_cross_map to link maps", n)
 			}
 		}
 		for _, n := range z.Adjacent {

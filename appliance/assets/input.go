@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math"
 	"strings"
+	"unicode/utf8"
 
 	"beaconhub/appliance/apperr"
 	"beaconhub/store"
@@ -58,7 +59,7 @@ type GatewayInput struct {
 
 func cleanName(p *string) (string, error) {
 	n := strings.TrimSpace(*p)
-	if n == "" || len(n) > maxNameLen {
+	if n == "" || utf8.RuneCountInString(n) > maxNameLen {
 		return "", apperr.InvalidField("name", "name must be 1 to %d characters", maxNameLen)
 	}
 	return n, nil

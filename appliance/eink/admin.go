@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"strings"
+	"unicode/utf8"
 
 	"beaconhub/appliance/apperr"
 	"beaconhub/appliance/assets"
@@ -79,7 +80,7 @@ func validRange(field string, p *int, lo, hi int) error {
 }
 
 func (in *Input) validate() error {
-	if in.Name != nil && (len(*in.Name) > 100 || strings.TrimSpace(*in.Name) != *in.Name) {
+	if in.Name != nil && (utf8.RuneCountInString(*in.Name) > 100 || strings.TrimSpace(*in.Name) != *in.Name) {
 		return apperr.InvalidField("name", "name must be at most 100 characters without surrounding spaces")
 	}
 	return errors.Join(validRange("width", in.Width, 1, 4096), validRange("height", in.Height, 1, 4096),

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"sort"
 	"strings"
+	"unicode/utf8"
 
 	"beaconhub/appliance/apperr"
 	"beaconhub/store"
@@ -60,7 +61,7 @@ func (s *Service) SaveTemplate(id uint64, in TemplateInput) (store.EInkTemplate,
 		}
 		if in.Name != nil {
 			n := strings.TrimSpace(*in.Name)
-			if n == "" || len(n) > 100 {
+			if n == "" || utf8.RuneCountInString(n) > 100 {
 				return apperr.InvalidField("name", "name must be 1 to 100 characters")
 			}
 			tp.Name = n

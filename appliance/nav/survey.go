@@ -9,6 +9,7 @@ import (
 	"io"
 	"math"
 	"strings"
+	"unicode/utf8"
 
 	"beaconhub/appliance/apperr"
 	"beaconhub/store"
@@ -106,7 +107,7 @@ func parseSurveyLine(raw []byte, line int, floor uint64) (store.SurveySample, er
 		return store.SurveySample{}, lineErr(line, "t must be Unix milliseconds")
 	}
 	for _, f := range []string{in.Device.Model, in.Device.OS, in.Device.App, in.Device.DeviceID} {
-		if len(f) > maxDeviceField {
+		if utf8.RuneCountInString(f) > maxDeviceField {
 			return store.SurveySample{}, lineErr(line, "device fields are at most %d characters", maxDeviceField)
 		}
 	}
