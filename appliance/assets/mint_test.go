@@ -25,6 +25,7 @@ func TestLocationValidation(t *testing.T) {
 		"unknown parent":        {LocationInput{Name: sp("x"), ParentID: up(999)}, "parent_id"},
 		"missing name":          {LocationInput{Code: sp("Z")}, "name"},
 		"blank name":            {LocationInput{Name: sp("  ")}, "name"},
+		"name too long":         {LocationInput{Name: sp(strings.Repeat("š", 101))}, "name"},
 		"own parent":            {LocationInput{ID: w, ParentID: up(w)}, "parent_id"},
 		"cycle via descendant":  {LocationInput{ID: h, ParentID: up(room)}, "parent_id"},
 		"sibling clash on move": {LocationInput{ID: room, Code: sp("W2"), ParentID: up(h)}, "code"},
@@ -133,6 +134,7 @@ func TestBeaconValidationWritesNothing(t *testing.T) {
 		"duplicate mac":     {BeaconInput{MAC: sp("c3:00:00:00:0a:01"), Name: sp("x")}, "mac"},
 		"missing mac":       {BeaconInput{Name: sp("x")}, "mac"},
 		"missing name":      {BeaconInput{MAC: sp("C30000000A02")}, "name"},
+		"name too long":     {BeaconInput{MAC: sp("C30000000A02"), Name: sp(strings.Repeat("x", 101))}, "name"},
 		"bad type":          {BeaconInput{MAC: sp("C30000000A02"), Name: sp("x"), Type: sp("fridge")}, "type"},
 		"unknown location":  {BeaconInput{MAC: sp("C30000000A02"), Name: sp("x"), LocationID: up(42)}, "location_id"},
 		"inverted range":    {BeaconInput{MAC: sp("C30000000A02"), Name: sp("x"), HumidityRange: Opt[store.Range]{Set: true, V: store.Range{Min: 60, Max: 20}}}, "humidity_range"},
@@ -150,6 +152,13 @@ func TestBeaconValidationWritesNothing(t *testing.T) {
 				t.Errorf("refused create left %d devices", len(ds))
 			}
 		})
+	}
+	// Names are counted in characters: 100 Czech letters are 200 bytes.
+	if _, err := e.svc.UpdateBeacon("SEN-H1-1", BeaconInput{Name: sp(strings.Repeat("ř", 100))}); err != nil {
+		t.Errorf("a 100-character name: %v", err)
+	}
+	if _, _, err := e.svc.SaveLocation(LocationInput{Name: sp(strings.Repeat("ž", 100))}); err != nil {
+		t.Errorf("a 100-character location name: %v", err)
 	}
 	_, err := e.svc.UpdateBeacon("SEN-H1-1", BeaconInput{MAC: sp("C30000000A09")})
 	wantField(t, err, "mac")
