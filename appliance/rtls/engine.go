@@ -54,7 +54,7 @@ type Engine struct {
 	clock clock.Clock
 	log   *slog.Logger
 
-	cfgMu   sync.Mutex // serialises SetSite/SetSamples
+	cfgMu   sync.Mutex // serialises SetSite/SetSamples and Start(grid)'s fit (runMu, then cfgMu)
 	site    Site
 	samples []Sample
 	nSample atomic.Int64
@@ -128,9 +128,18 @@ func (e *Engine) SetSamples(s []Sample) {
 	e.rebuild()
 }
 
+// rebuild publishes a model of the current site and samples. Only while
+// grid runs is its radio model fitted, before the swap, so grid never
+// runs on an unfitted model; for the other algorithms the edit skips the
+// fit (seconds on a large unplaced site) and Start(grid) makes it. Start
+// stores a grid run under cfgMu, so this load sees it.
 func (e *Engine) rebuild() {
 	e.gen++
-	e.model.Store(buildModel(e.gen, e.p, e.site, e.samples))
+	m := buildModel(e.gen, e.p, e.site, e.samples)
+	if r := e.run.Load(); r != nil && r.name == AlgGrid {
+		m = m.withGrid(e.gen)
+	}
+	e.model.Store(m)
 }
 
 // Algorithms lists every algorithm with its parameters and readiness
@@ -146,7 +155,9 @@ func (e *Engine) Algorithms() []AlgorithmInfo {
 
 // Start (re)starts tracking with the named algorithm. Live state is reset
 // and open zone intervals are closed, so every interval belongs to one
-// algorithm's run.
+// algorithm's run. Start(grid) on a model built while another algorithm
+// ran first fits grid's radio model (seconds on a large unplaced site),
+// while the previous run goes on.
 func (e *Engine) Start(name string) error {
 	alg := newAlgorithm(name)
 	if alg == nil {
@@ -154,6 +165,17 @@ func (e *Engine) Start(name string) error {
 	}
 	e.runMu.Lock()
 	defer e.runMu.Unlock()
+	if name == AlgGrid {
+		// Under cfgMu until the run is stored: an edit waits, then sees
+		// grid running and fits its model too; an edit that came first
+		// is the model fitted here.
+		e.cfgMu.Lock()
+		defer e.cfgMu.Unlock()
+		if m := e.model.Load(); !m.grid.fitted {
+			e.gen++
+			e.model.Store(m.withGrid(e.gen))
+		}
+	}
 	now := e.clock.Now().UnixMilli()
 	e.run.Store(nil)
 	e.resetState(now)

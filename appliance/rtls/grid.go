@@ -21,7 +21,9 @@ import (
 // plain regression on heard readings alone sees only the lucky far
 // readings and flattens the law (exponent 1.5 where the truth was 2.5).
 // Placed gateways without a survey, or that the survey heard fewer than
-// minHeardToFit times, use TxPower, PathLoss, Sigma and Lost.
+// minHeardToFit times, use TxPower, PathLoss, Sigma and Lost. The fit is
+// made only for grid to run (gridModel): an edit while another algorithm
+// runs does not wait for it.
 //
 // Prediction: each second the belief diffuses to the neighbouring cells
 // (walking pace), so it moves continuously: a beacon standing near a
@@ -44,6 +46,9 @@ func (grid) info(m *model) AlgorithmInfo {
 		"sample_window_ms": m.p.SampleWindow.Milliseconds(), "decide_every_ms": m.p.DecideEvery.Milliseconds(), "gateways_modelled": 0}
 	reason := m.lacks(false, false, false, false)
 	if g != nil {
+		// The layout's figures, the same whether the radio model is
+		// fitted yet or not (gateways_modelled is the gateways the fit
+		// models: TestGridInfoBeforeTheFit).
 		params["floor_dbm"], params["cells"], params["gateways_modelled"] = g.floor, len(g.czone), g.modelled
 		if g.cellPx != nil {
 			params["cell_px"] = g.cellPx
@@ -56,25 +61,42 @@ func (grid) info(m *model) AlgorithmInfo {
 		commonParams(&m.p, params), reason)
 }
 
-// gridModel is the compiled grid of a model (model.grid).
+// gridModel is the grid of a model (model.grid): its layout, which
+// buildModel always makes, and the radio model (the fit of every gateway
+// and the per-cell tables), made only for grid to run: by SetSite and
+// SetSamples while grid runs, before the model is published, and by
+// Start(grid) on a model built while another algorithm ran (withGrid).
+// The fit of 196 unplaced gateways takes seconds; the layout does not.
 type gridModel struct {
-	cellPx   []float64 // per map index: cell edge in pixels (cell centres are the map grid)
-	cx, cy   []float32
-	cmap     []int32 // map index (into mapIDs)
-	czone    []int32
-	nbrOff   []int32 // neighbours of cell c: nbr[nbrOff[c]:nbrOff[c+1]], self included
-	nbr      []int32
-	nbrW     []float32 // normalised weights
-	mix      []float32 // per cell: share of the belief that diffuses per second
-	mapIDs   []uint64
-	floor    float64
-	modelled int
+	*gridLayout // shared by a model and its fitted copy
+	// fitted: gw, mu, lmiss and base hold the radio model. A published
+	// model is never fitted in place (withGrid fits a copy).
+	fitted bool
+	gw     []gridGW  // per model gateway
+	mu     []float32 // [g*nc+c] expected dBm
+	lmiss  []float32 // [g*nc+c] log P(not heard)
+	base   []float32 // per cell: sum over modelled gateways of lmiss
+}
 
-	gw    []gridGW  // per model gateway
-	mu    []float32 // [g*nc+c] expected dBm
-	lmiss []float32 // [g*nc+c] log P(not heard)
-	base  []float32 // per cell: sum over modelled gateways of lmiss
-	pool  sync.Pool // *gridScratch
+// gridLayout is the part of the grid that needs no fit: the cells, the
+// sensitivity floor and which gateways the fit will model.
+type gridLayout struct {
+	cellPx []float64 // per map index: cell edge in pixels (cell centres are the map grid)
+	cx, cy []float32
+	cmap   []int32 // map index (into mapIDs)
+	czone  []int32
+	nbrOff []int32 // neighbours of cell c: nbr[nbrOff[c]:nbrOff[c+1]], self included
+	nbr    []int32
+	nbrW   []float32 // normalised weights
+	mix    []float32 // per cell: share of the belief that diffuses per second
+	mapIDs []uint64
+	floor  float64
+	// gwMap is per model gateway its map index (placed, or its learned
+	// zone's), -1 when it is on no map with zones; modelled counts the
+	// gateways the fit will model (planGridGateways).
+	gwMap    []int32
+	modelled int
+	pool     sync.Pool // *gridScratch
 }
 
 type gridGW struct {
@@ -105,9 +127,11 @@ const gridStep = 1000
 // multiply the evidence.
 const evidencePeriod = 1000.0
 
+// buildGrid lays out the grid's cells and plans its gateways; the radio
+// model is left to withGrid.
 func (m *model) buildGrid() {
-	g := &gridModel{}
-	m.grid = g
+	g := &gridLayout{}
+	m.grid = &gridModel{gridLayout: g}
 	byMap := map[uint64][]int{}
 	for z := range m.zones {
 		byMap[m.zones[z].MapID] = append(byMap[m.zones[z].MapID], z)
@@ -213,7 +237,7 @@ func (m *model) buildGrid() {
 	}
 	g.nbrOff = append(g.nbrOff, int32(len(g.nbr)))
 	g.pool.New = func() any { return &gridScratch{ll: make([]float32, nc), tmp: make([]float32, nc)} }
-	m.fitGridGateways()
+	m.planGridGateways()
 }
 
 // countCells bounds the cells of zones zs at edge px (overlaps counted
@@ -250,12 +274,14 @@ func bbox(m *model, zs []int) (x0, y0, x1, y1 float64) {
 	return
 }
 
-// fitGridGateways fits every gateway's reading model and fills the
-// per-cell tables.
-func (m *model) fitGridGateways() {
-	g := m.grid
-	nc, ng := len(g.czone), len(m.gwMAC)
-	g.gw = make([]gridGW, ng)
+// planGridGateways finds the sensitivity floor, each gateway's map and
+// the gateways the fit will model, without fitting: a gateway on a map
+// with zones that is placed (its fit, or the default law) or that its
+// map's survey heard at least minHeardToFit times (fitGridGateway fits
+// exactly those). One pass over the samples.
+func (m *model) planGridGateways() {
+	g := m.grid.gridLayout
+	ng := len(m.gwMAC)
 	g.floor = m.p.Floor
 	heardMin := math.Inf(1)
 	for i := range m.samples {
@@ -268,23 +294,72 @@ func (m *model) fitGridGateways() {
 	if !math.IsInf(heardMin, 1) {
 		g.floor = heardMin
 	}
-	mapIdx := func(id uint64) int {
-		for i, x := range g.mapIDs {
-			if x == id {
-				return i
-			}
+	mapIdx := func(id uint64) int32 {
+		if i, ok := slices.BinarySearch(g.mapIDs, id); ok {
+			return int32(i)
 		}
 		return -1
 	}
-	for gi := 0; gi < ng; gi++ {
-		gw := &g.gw[gi]
-		mi := -1
+	g.gwMap = make([]int32, ng)
+	for gi := range g.gwMap {
+		g.gwMap[gi] = -1
 		switch {
 		case m.gwPlaced[gi]:
-			mi = mapIdx(m.gwPos[gi].mapID)
+			g.gwMap[gi] = mapIdx(m.gwPos[gi].mapID)
 		case m.gwZone[gi] >= 0:
-			mi = mapIdx(m.zones[m.gwZone[gi]].MapID)
+			g.gwMap[gi] = mapIdx(m.zones[m.gwZone[gi]].MapID)
 		}
+	}
+	heard := make([]int, ng)
+	for i := range m.samples {
+		s := &m.samples[i]
+		mi := mapIdx(m.zones[s.zone].MapID)
+		for gi, v := range s.v {
+			if float64(v) > m.p.Floor && g.gwMap[gi] == mi {
+				heard[gi]++
+			}
+		}
+	}
+	for gi, mi := range g.gwMap {
+		if mi >= 0 && (m.gwPlaced[gi] || heard[gi] >= minHeardToFit) {
+			g.modelled++
+		}
+	}
+}
+
+// gridFitHook, when set (by tests only, before the engine is used), is
+// called as each radio model fit begins: tests count the fits, or hold
+// one to order an edit against it.
+var gridFitHook func()
+
+// withGrid returns m when its grid's radio model is fitted, else a copy
+// of m numbered gen whose grid (the same layout) is. m is left as it
+// was: it may be published, and the ingest path reads it unlocked. The
+// fit takes seconds on a large unplaced site, so it is never called from
+// Observe; the engine calls it under cfgMu (Engine.rebuild, Start).
+func (m *model) withGrid(gen uint64) *model {
+	if m.grid.fitted {
+		return m
+	}
+	cp := *m
+	cp.gen = gen
+	cp.grid = &gridModel{gridLayout: m.grid.gridLayout}
+	cp.fitGridGateways()
+	return &cp
+}
+
+// fitGridGateways fits every gateway's reading model and fills the
+// per-cell tables of m's grid, which must not be published yet.
+func (m *model) fitGridGateways() {
+	if gridFitHook != nil {
+		gridFitHook()
+	}
+	g := m.grid
+	nc, ng := len(g.czone), len(m.gwMAC)
+	g.gw = make([]gridGW, ng)
+	for gi := 0; gi < ng; gi++ {
+		gw := &g.gw[gi]
+		mi := int(g.gwMap[gi])
 		if mi < 0 {
 			continue
 		}
@@ -301,7 +376,6 @@ func (m *model) fitGridGateways() {
 		if gw.ok {
 			gw.lhitK = math.Log(1-gw.miss) - math.Log(gw.sig)
 			gw.inv2s2 = 1 / (2 * gw.sig * gw.sig)
-			g.modelled++
 		}
 	}
 	g.mu = make([]float32, ng*nc)
@@ -326,6 +400,7 @@ func (m *model) fitGridGateways() {
 			g.base[c] += float32(lm)
 		}
 	}
+	g.fitted = true
 }
 
 func stdNormCDF(z float64) float64 { return 0.5 * math.Erfc(-z/math.Sqrt2) }
@@ -338,7 +413,8 @@ const minHeardToFit = 5
 
 // maxFitSamples bounds the samples the position search of an unplaced
 // gateway reads (evenly spread, every len/maxFitSamples-th: 200 to 399):
-// the build runs on every site or survey change, for every gateway. tobitIters is the EM iterations of a fit
+// the fit runs for every gateway on every site or survey change while grid
+// runs, and at Start(grid). tobitIters is the EM iterations of a fit
 // (fewer made the search's ranking, and the UCI score, unstable).
 const (
 	maxFitSamples = 200
@@ -501,7 +577,9 @@ func fitTobit(x, y []float64, floor, sigFloor, n0 float64, iters int) (tobit, fl
 
 func (grid) update(m *model, p *Params, b *beacon, _ *reading, now int64) (int, position) {
 	g := m.grid
-	if g == nil || len(g.czone) == 0 || g.modelled == 0 {
+	// Not fitted: the engine never publishes such a model while grid
+	// runs (Engine.rebuild, Start); and Observe must not fit one.
+	if g == nil || !g.fitted || len(g.czone) == 0 || g.modelled == 0 {
 		return -1, position{}
 	}
 	if !beginStep(m, p, b, now) {

@@ -53,6 +53,9 @@ func TestGridLocatesUnplacedGateways(t *testing.T) {
 	h := newHarness(t, Options{})
 	h.e.SetSite(s)
 	h.e.SetSamples(surveySamples(s, 10, 3, rand.New(rand.NewPCG(3, 4))))
+	if err := h.e.Start(AlgGrid); err != nil { // the fit is made for grid to run
+		t.Fatal(err)
+	}
 	m := h.e.model.Load()
 	var ns, off []float64
 	for _, gs := range s.Gateways {
@@ -313,6 +316,9 @@ func TestGridGatewaysOutsideTheSurvey(t *testing.T) {
 	h := newHarness(t, Options{})
 	h.e.SetSite(s)
 	h.e.SetSamples(surveySamples(floor1, 10, 2, rand.New(rand.NewPCG(1, 1))))
+	if err := h.e.Start(AlgGrid); err != nil {
+		t.Fatal(err)
+	}
 	m := h.e.model.Load()
 	up := m.grid.gw[m.gwIdx[gwMAC(100)]]
 	if !up.ok || up.fittedOnSurvey || up.n != DefaultParams().PathLoss {
@@ -320,9 +326,6 @@ func TestGridGatewaysOutsideTheSurvey(t *testing.T) {
 	}
 	if down := m.grid.gw[m.gwIdx[floor1.Gateways[0].MAC]]; !down.fittedOnSurvey {
 		t.Fatalf("surveyed gateway not fitted: %+v", down)
-	}
-	if err := h.e.Start(AlgGrid); err != nil {
-		t.Fatal(err)
 	}
 	for i := 0; i < 5; i++ {
 		h.sight("WAT-1", gwMAC(101), modelRSSI(150, 50, 150, 50))

@@ -37,7 +37,8 @@ type model struct {
 	// knnW weighs the k-NN vote of the same window (calibrate); 0 off.
 	knnW float64
 	// grid is the cell grid and per-gateway radio model of AlgGrid
-	// (grid.go).
+	// (grid.go); the radio model is fitted only for grid to run
+	// (withGrid), never in a published model.
 	grid *gridModel
 }
 
