@@ -33,7 +33,16 @@ type wsClient struct {
 	subs   map[string]bool
 	authMu sync.Mutex
 	sess   atomic.Pointer[wsSession] // nil until authenticated
+	// checked is when the session was last verified (guarded by authMu).
+	checked time.Time
 }
+
+// subscribeRecheck is how stale a session may be when a subscribe is
+// judged. A verification costs about 50 µs (a signature and two store
+// reads); a dashboard subscribing to a thousand beacons, times every
+// client reconnecting after a restart, would otherwise cost the box
+// seconds of CPU in one burst.
+const subscribeRecheck = time.Second
 
 // wsSession is who a connection speaks for. The token is kept so the
 // session can be verified again: a role, a location scope, a password
@@ -213,7 +222,10 @@ func (c *wsClient) handle(m clientMsg) bool {
 			c.shut(websocket.ClosePolicyViolation, "authentication failed")
 			return false
 		}
+		c.authMu.Lock()
 		c.sess.Store(s)
+		c.checked = time.Now()
+		c.authMu.Unlock()
 		_ = c.conn.SetReadDeadline(time.Now().Add(c.hub.opts.PongWait))
 		c.reply(serverMsg{Type: "ready", Role: s.claims.Role})
 		return true
@@ -237,13 +249,16 @@ func (c *wsClient) handle(m clientMsg) bool {
 }
 
 // subscribe checks the channel against the caller's rights as they are
-// now (the session is verified again first) and adds it.
+// now (the session verified again unless that was done within
+// subscribeRecheck) and adds it.
 func (c *wsClient) subscribe(ch string) {
 	c.authMu.Lock()
 	defer c.authMu.Unlock()
-	s := c.refresh()
-	if s == nil {
-		return
+	s := c.sess.Load()
+	if time.Since(c.checked) >= subscribeRecheck {
+		if s = c.refresh(); s == nil {
+			return
+		}
 	}
 	uid, debug, refusal := c.allowed(s, ch)
 	if refusal != "" {
@@ -300,6 +315,7 @@ func (c *wsClient) refresh() *wsSession {
 	if old == nil {
 		return nil
 	}
+	c.checked = time.Now()
 	s, err := c.hub.srv.wsSessionFor(old.tok)
 	if err != nil {
 		if apperr.KindOf(err) != apperr.KindForbidden {

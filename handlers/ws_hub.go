@@ -175,6 +175,7 @@ func (h *wsHub) serve(conn *websocket.Conn, sess *wsSession) *wsClient {
 		done: make(chan struct{}), subs: map[string]bool{}}
 	if sess != nil {
 		c.sess.Store(sess)
+		c.checked = time.Now()
 	}
 	h.mu.Lock()
 	if h.closed {
