@@ -77,8 +77,7 @@ func (c *rtlsControl) Reload() error {
 		}
 		samples = append(samples, sm)
 	}
-	c.Engine.SetSite(site)
-	c.Engine.SetSamples(samples)
+	c.Engine.Configure(site, samples)
 	c.gateways = sig
 	return nil
 }

@@ -123,9 +123,25 @@ func (e *Engine) SetSite(s Site) {
 func (e *Engine) SetSamples(s []Sample) {
 	e.cfgMu.Lock()
 	defer e.cfgMu.Unlock()
+	e.setSamples(s)
+	e.rebuild()
+}
+
+// Configure replaces the site and the samples together, in one model
+// build: a reload from the store publishes no model of the new site with
+// the old samples, and builds (and, while grid runs, fits) once, not
+// twice.
+func (e *Engine) Configure(s Site, samples []Sample) {
+	e.cfgMu.Lock()
+	defer e.cfgMu.Unlock()
+	e.site = s
+	e.setSamples(samples)
+	e.rebuild()
+}
+
+func (e *Engine) setSamples(s []Sample) {
 	e.samples = append([]Sample(nil), s...)
 	e.nSample.Store(int64(len(s)))
-	e.rebuild()
 }
 
 // rebuild publishes a model of the current site and samples. Only while
@@ -140,6 +156,34 @@ func (e *Engine) rebuild() {
 		m = m.withGrid(e.gen)
 	}
 	e.model.Store(m)
+	e.leaveVanishedZones(m)
+}
+
+// leaveVanishedZones makes every beacon whose zone the new model m no
+// longer has unknown now: its interval closes at the edit and listeners
+// get the zone-0 event, instead of both waiting for the beacon's next
+// sighting (or, for a beacon gone quiet, for the timeout) while the
+// location endpoints already call it unknown.
+func (e *Engine) leaveVanishedZones(m *model) {
+	if e.run.Load() == nil {
+		return
+	}
+	now := e.clock.Now().UnixMilli()
+	var ops []func(*bolt.Tx) error
+	for i := range e.shards {
+		sh := &e.shards[i]
+		sh.Lock()
+		sh.V.Range(func(_ string, bp **beacon) {
+			b := *bp
+			if _, ok := m.zoneIdx[b.zoneID]; b.zoneID == 0 || ok {
+				return
+			}
+			e.commit(m, b, -1, position{}, max(now, b.heard), &ops)
+			b.reset(m)
+		})
+		sh.Unlock()
+	}
+	e.queue(ops)
 }
 
 // Algorithms lists every algorithm with its parameters and readiness

@@ -12,12 +12,15 @@ func (e *Engine) Status() Status {
 	if r := e.run.Load(); r != nil {
 		st.Running, st.Algorithm, st.Since = true, r.name, r.since
 	}
+	m := e.model.Load()
 	for i := range e.shards {
 		sh := &e.shards[i]
 		sh.Lock()
 		st.Beacons += sh.V.Len()
 		sh.V.Range(func(_ string, b **beacon) {
-			if (*b).zone >= 0 {
+			// by id, as location() reads it: the zone index belongs to
+			// the model the beacon last decided on
+			if _, ok := m.zoneIdx[(*b).zoneID]; ok && (*b).zoneID != 0 {
 				st.Located++
 			}
 		})

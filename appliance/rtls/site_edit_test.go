@@ -1,0 +1,102 @@
+package rtls
+
+import (
+	"testing"
+	"time"
+
+	"beaconhub/appliance/assets"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// opsWriter keeps the ops the engine queues outside a batch.
+type opsWriter struct{ ops []func(*bolt.Tx) error }
+
+func (w *opsWriter) Do(fn func(tx *bolt.Tx) error, done func(error)) {
+	w.ops = append(w.ops, fn)
+	done(nil)
+}
+
+// An admin deletes the zone a beacon stands in. At that moment the beacon
+// is unknown everywhere: the location endpoints, the status count (which
+// read the stale zone index and said "located"), its zone interval (closed
+// at the edit, not at its next sighting or the timeout) and the live feed
+// (a zone-0 event, so a map stops drawing it in a room that is gone).
+func TestDeletedZoneMakesItsBeaconsUnknownAtOnce(t *testing.T) {
+	w := &opsWriter{}
+	h := newHarness(t, Options{Writer: w})
+	s := gridSite(3, 1, true)
+	h.e.SetSite(s)
+	if err := h.e.Start(AlgStrongest); err != nil {
+		t.Fatal(err)
+	}
+	h.sight("WCH-1", gwMAC(1), -50)
+	h.sight("WCH-2", gwMAC(3), -50)
+	if h.zone("WCH-1") != 1 || h.zone("WCH-2") != 3 || h.e.Status().Located != 2 {
+		t.Fatalf("setup: zones %d %d, status %+v", h.zone("WCH-1"), h.zone("WCH-2"), h.e.Status())
+	}
+	var events []Event
+	cancel := h.e.Listen(func(ev Event) { events = append(events, ev) }, nil)
+	defer cancel()
+	h.clk.Advance(10 * time.Second)
+	edit := h.clk.Now().UnixMilli()
+	s2 := s
+	s2.Zones = append([]Zone(nil), s.Zones[1:]...) // zone 1 deleted
+	h.e.SetSite(s2)
+
+	if l, _ := h.e.Location("WCH-1"); l.Zone != 0 {
+		t.Fatalf("location still in the deleted zone: %+v", l)
+	}
+	if st := h.e.Status(); st.Located != 1 {
+		t.Fatalf("status says %d located; only WCH-2 is", st.Located)
+	}
+	if len(events) != 1 || events[0].AssetUID != "WCH-1" || events[0].Location.Zone != 0 {
+		t.Fatalf("events at the edit: %+v", events)
+	}
+	if h.zone("WCH-2") != 3 {
+		t.Fatalf("a beacon in a zone that stayed moved: %d", h.zone("WCH-2"))
+	}
+	if len(w.ops) != 1 {
+		t.Fatalf("%d writer ops at the edit, want the one interval close", len(w.ops))
+	}
+	if b := h.state("WCH-1"); b.open || b.zone != -1 || b.since != edit {
+		t.Fatalf("beacon state after the edit: open %v zone %d since %d (edit %d)", b.open, b.zone, b.since, edit)
+	}
+	// Heard again, it is placed in a zone that exists.
+	h.sight("WCH-1", gwMAC(2), -50)
+	if h.zone("WCH-1") != 2 {
+		t.Fatalf("heard again near zone 2: %d", h.zone("WCH-1"))
+	}
+}
+
+// Configure (the appliance's reload) builds the model once, so with grid
+// running a reload fits the radio model once, not once for the site and
+// again for the samples.
+func TestConfigureBuildsOnce(t *testing.T) {
+	fits := 0
+	gridFitHook = func() { fits++ }
+	defer func() { gridFitHook = nil }()
+	h := newHarness(t, Options{})
+	s := gridSite(3, 1, true)
+	h.e.SetSite(s)
+	if err := h.e.Start(AlgGrid); err != nil {
+		t.Fatal(err)
+	}
+	fits = 0
+	gen := h.e.model.Load().gen
+	h.e.Configure(s, []Sample{{Zone: 1, RSSI: map[[6]byte]float64{gwMAC(1): -50}}})
+	if m := h.e.model.Load(); fits != 1 || m.gen != gen+1 || len(m.samples) != 1 || !m.grid.fitted {
+		t.Fatalf("Configure: %d fits, generation %d -> %d, %d samples", fits, gen, m.gen, len(m.samples))
+	}
+}
+
+// state is uid's live beacon state (nil when the engine has none).
+func (h *harness) state(uid string) *beacon {
+	sh := h.e.shards.OfUID(uid)
+	sh.Lock()
+	defer sh.Unlock()
+	if bp := sh.V.Get(assets.UIDHash(uid), uid); bp != nil {
+		return *bp
+	}
+	return nil
+}
