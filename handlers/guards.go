@@ -107,6 +107,9 @@ func (s *Server) check(rt Route, r *http.Request, out **http.Request) error {
 	}
 	claims, err := s.deps.Auth.Verify(tok)
 	if err != nil {
+		if apperr.KindOf(err) != apperr.KindForbidden {
+			return err // the store failed: a 500, not "sign in again"
+		}
 		return apperr.Forbidden(msgAuthRequired)
 	}
 	*out = r.WithContext(context.WithValue(r.Context(), claimsKey{}, claims))

@@ -157,6 +157,30 @@ func TestGuardRefusesBadCredentials(t *testing.T) {
 	}
 }
 
+// A store that fails while a token is checked is the server's fault, not
+// the caller's: 500, never the 403 "sign in" that would send every
+// client to its login screen on one disk error. A deleted account's
+// token is still refused with 403.
+func TestGuardStoreFailureIsNotAnAuthRefusal(t *testing.T) {
+	h := newHarness(t)
+	path := "/api/v1/user/session"
+	good := h.token(auth.RoleUser)
+	h.do(req{method: "GET", path: path, token: good}).expect(t, http.StatusOK)
+	if err := h.db.DeleteUser(h.users[auth.RoleUser].ID); err != nil {
+		t.Fatal(err)
+	}
+	if r := h.do(req{method: "GET", path: path, token: good}); r.Code != http.StatusForbidden || r.Message != msgAuthRequired {
+		t.Fatalf("deleted account: %d %q", r.Code, r.Message)
+	}
+	admin := h.token(auth.RoleAdmin)
+	if err := h.db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if r := h.do(req{method: "GET", path: path, token: admin}); r.Code != http.StatusInternalServerError {
+		t.Fatalf("store closed: %d %q, want 500", r.Code, r.Message)
+	}
+}
+
 func TestConcretePath(t *testing.T) {
 	for in, want := range map[string]string{
 		"/api/v1/users/:userId":                         "/api/v1/users/999999",

@@ -137,6 +137,9 @@ func (s *Server) wsVerify(tok string) (*auth.Claims, error) {
 	}
 	c, err := s.deps.Auth.Verify(tok)
 	if err != nil {
+		if apperr.KindOf(err) != apperr.KindForbidden {
+			return nil, err // the store failed, not the token
+		}
 		return nil, apperr.Forbidden(msgAuthRequired)
 	}
 	if c.MustChangePassword {

@@ -3,6 +3,7 @@ package handlers
 import (
 	"bytes"
 	"encoding/json"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -110,7 +111,13 @@ func (c *wsClient) writer() {
 				c.shut(websocket.CloseAbnormalClosure, "")
 				return
 			}
-			c.recheck()
+			if fs := c.recheck(); len(fs) > 0 {
+				_ = c.conn.SetWriteDeadline(time.Now().Add(o.WriteWait))
+				if err := c.writeAfterQueued(fs); err != nil {
+					c.shut(websocket.CloseAbnormalClosure, "")
+					return
+				}
+			}
 		case <-c.done:
 			text, _ := c.closeText.Load().(string)
 			if code := int(c.closeCode.Load()); code != websocket.CloseAbnormalClosure {
@@ -144,6 +151,42 @@ func (c *wsClient) writeBurst(f outFrame) error {
 	}
 	if rerr := cc.release(); err == nil {
 		err = rerr
+	}
+	return err
+}
+
+// writeAfterQueued writes the frames already queued, then fs, in one
+// socket write when the connection coalesces: a frame a dropped channel
+// queued before the drop still arrives before its "unsubscribed", and
+// nothing of that channel after it (the hub no longer routes to it).
+func (c *wsClient) writeAfterQueued(fs []outFrame) error {
+	cc, _ := c.conn.NetConn().(*coalescingConn)
+	if cc != nil {
+		cc.hold()
+	}
+	put := func(f outFrame) error {
+		if err := c.write(f); err != nil {
+			return err
+		}
+		if cc != nil && cc.full() {
+			if err := cc.release(); err != nil {
+				return err
+			}
+			cc.hold()
+		}
+		return nil
+	}
+	var err error
+	for n := len(c.send); err == nil && n > 0; n-- {
+		err = put(<-c.send)
+	}
+	for i := 0; err == nil && i < len(fs); i++ {
+		err = put(fs[i])
+	}
+	if cc != nil {
+		if rerr := cc.release(); err == nil {
+			err = rerr
+		}
 	}
 	return err
 }
@@ -219,6 +262,11 @@ func (c *wsClient) handle(m clientMsg) bool {
 		}
 		s, err := c.hub.srv.wsSessionFor(m.Token)
 		if err != nil {
+			if apperr.KindOf(err) != apperr.KindForbidden {
+				c.hub.log.Error("websocket auth", "err", err)
+				c.shut(websocket.CloseInternalServerErr, "internal error")
+				return false
+			}
 			c.shut(websocket.ClosePolicyViolation, "authentication failed")
 			return false
 		}
@@ -260,7 +308,12 @@ func (c *wsClient) subscribe(ch string) {
 			return
 		}
 	}
-	uid, debug, refusal := c.allowed(s, ch)
+	uid, debug, refusal, err := c.allowed(s, ch)
+	if err != nil {
+		c.hub.log.Error("websocket subscribe", "err", err)
+		c.reply(serverMsg{Type: "error", Channel: ch, Message: "the channel could not be checked now; try again"})
+		return
+	}
 	if refusal != "" {
 		c.reply(serverMsg{Type: "error", Channel: ch, Message: refusal})
 		return
@@ -283,28 +336,32 @@ func (c *wsClient) subscribe(ch string) {
 // admins only; a non-admin may follow only active trackable beacons
 // inside its scope; an admin any registered beacon. It returns the
 // beacon's uid, whether ch is a debug channel, and the refusal ("" when
-// allowed).
-func (c *wsClient) allowed(s *wsSession, ch string) (uid string, debug bool, refusal string) {
+// allowed); err when the registry could not be read, so the rights are
+// unknown rather than withdrawn.
+func (c *wsClient) allowed(s *wsSession, ch string) (uid string, debug bool, refusal string, err error) {
 	uid, debug = strings.CutPrefix(ch, chanDebug)
 	if !debug {
 		var isTrack bool
 		if uid, isTrack = strings.CutPrefix(ch, chanTrack); !isTrack || uid == "" {
-			return "", false, "unknown channel; use track-<asset_uid> or track-debug-<asset_uid>"
+			return "", false, "unknown channel; use track-<asset_uid> or track-debug-<asset_uid>", nil
 		}
 	}
 	admin := s.claims.Role == auth.RoleAdmin
 	if debug && !admin {
-		return uid, debug, "debug channels are for admins only"
+		return uid, debug, "debug channels are for admins only", nil
 	}
 	reg, err := c.hub.srv.registry()
 	if err != nil {
-		return uid, debug, "the asset registry is not running"
+		return uid, debug, "", err
 	}
 	b, err := reg.Beacon(uid)
-	if err != nil || (!admin && (!isTrackable(&b) || !s.scope.allows(b.LocationID))) {
-		return uid, debug, "no trackable beacon " + uid + " visible to you"
+	if err != nil && apperr.KindOf(err) != apperr.KindNotFound {
+		return uid, debug, "", err
 	}
-	return uid, debug, ""
+	if err != nil || (!admin && (!isTrackable(&b) || !s.scope.allows(b.LocationID))) {
+		return uid, debug, "no trackable beacon " + uid + " visible to you", nil
+	}
+	return uid, debug, "", nil
 }
 
 // refresh verifies the session again (token, account, role, scope) and
@@ -325,6 +382,9 @@ func (c *wsClient) refresh() *wsSession {
 			return old
 		}
 		c.shut(websocket.ClosePolicyViolation, "session ended: sign in again")
+		// Nothing may be granted on the ended session while the close
+		// is under way (the reader ends at the next message).
+		c.sess.Store(nil)
 		return nil
 	}
 	c.sess.Store(s)
@@ -332,16 +392,20 @@ func (c *wsClient) refresh() *wsSession {
 }
 
 // recheck runs on the writer every PingInterval: it verifies the session
-// again and drops the subscriptions its rights no longer cover (each
-// answered with "unsubscribed" and the reason), so a demotion, a
-// narrowed location scope, a deleted or deactivated beacon, a password
-// change or an expired token reach an open feed within one ping period.
-func (c *wsClient) recheck() {
+// again and drops the subscriptions its rights no longer cover, so a
+// demotion, a narrowed location scope, a deleted or deactivated beacon,
+// a password change or an expired token reach an open feed within one
+// ping period. It returns an "unsubscribed" frame (with the reason) per
+// dropped channel for the writer to send itself: queued through offer,
+// more of them than the queue holds would cut the client as a slow
+// reader. A subscription whose beacon cannot be read (a store failure)
+// is kept.
+func (c *wsClient) recheck() []outFrame {
 	c.authMu.Lock()
 	defer c.authMu.Unlock()
 	s := c.refresh()
 	if s == nil {
-		return
+		return nil
 	}
 	c.hub.mu.RLock()
 	chans := make([]string, 0, len(c.subs))
@@ -349,10 +413,22 @@ func (c *wsClient) recheck() {
 		chans = append(chans, ch)
 	}
 	c.hub.mu.RUnlock()
+	slices.Sort(chans)
+	var out []outFrame
+	var failed error
 	for _, ch := range chans {
-		if _, _, refusal := c.allowed(s, ch); refusal != "" {
+		_, _, refusal, err := c.allowed(s, ch)
+		if err != nil {
+			failed = err
+			continue
+		}
+		if refusal != "" {
 			c.hub.removeSub(c, ch)
-			c.reply(serverMsg{Type: "unsubscribed", Channel: ch, Message: refusal})
+			out = append(out, outFrame{raw: marshalMsg(serverMsg{Type: "unsubscribed", Channel: ch, Message: refusal})})
 		}
 	}
+	if failed != nil {
+		c.hub.log.Error("websocket session re-check", "err", failed)
+	}
+	return out
 }

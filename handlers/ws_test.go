@@ -527,3 +527,110 @@ func TestWSSessionFollowsAccountChanges(t *testing.T) {
 		}
 	})
 }
+
+// docs/websocket.md: "If the store itself fails during a re-check, the
+// connection keeps the rights it had (the failure is logged): one disk
+// error must not cut every client at once." With the store failing, an
+// open feed must neither be closed nor lose its subscriptions.
+func TestWSStoreFailureKeepsTheFeed(t *testing.T) {
+	r := newWSRig(t, WSOptions{PingInterval: 20 * time.Millisecond})
+	c, _, err := r.dial(bearerHeader(r.token("user")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	next(t, c, "ready")
+	send(t, c, map[string]any{"type": "subscribe", "channel": "track-" + r.f.watch})
+	next(t, c, "subscribed")
+
+	frames := make(chan string, 64)
+	go func() {
+		defer close(frames)
+		for {
+			_, data, err := c.ReadMessage()
+			if err != nil {
+				var ce *websocket.CloseError
+				if errors.As(err, &ce) {
+					frames <- "close " + ce.Text
+				} else {
+					frames <- "error " + err.Error()
+				}
+				return
+			}
+			var m map[string]any
+			_ = json.Unmarshal(data, &m)
+			if m["type"] == "unsubscribed" {
+				frames <- "unsubscribed " + string(data)
+			}
+		}
+	}()
+
+	// The disk goes away (every store read now fails).
+	if err := r.db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		select {
+		case f := <-frames:
+			t.Fatalf("a store failure during the re-check cut the feed: %s", f)
+		default:
+		}
+		// two logged failures: at least one whole re-check ran after the first
+		if strings.Count(r.logBuf.String(), "websocket session re-check") >= 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no re-check logged a store failure")
+		}
+		time.Sleep(5 * time.Millisecond) // polling a condition, bounded by the deadline
+	}
+	select {
+	case f := <-frames:
+		t.Fatalf("a store failure during the re-check cut the feed: %s", f)
+	default:
+	}
+}
+
+// The re-check runs on the writer goroutine, the only one that drains the
+// connection's queue, and queues one "unsubscribed" per dropped
+// subscription: when the rights withdraw more subscriptions than the
+// queue holds (SendBuffer, 256 by default, against MaxSubs 1000: a
+// dashboard following 300 beacons of a location the user is moved out
+// of), the writer overflows its own queue and the client is cut as a
+// slow reader instead of being told what it lost (docs/websocket.md).
+func TestWSRecheckDropsMoreThanTheQueueHolds(t *testing.T) {
+	r := newWSRig(t, WSOptions{PingInterval: 20 * time.Millisecond, SendBuffer: 2})
+	uids := []string{r.f.watch, r.f.panicB, r.f.sensor, r.f.annex}
+	tok := r.token("user")
+	id := r.users["user"].ID
+	if _, err := r.db.UpdateUser(id, func(x *store.User) error { x.Role = auth.RoleAdmin; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	c, _, err := r.dial(bearerHeader(tok))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	next(t, c, "ready")
+	for _, u := range uids {
+		send(t, c, map[string]any{"type": "subscribe", "channel": "track-debug-" + u})
+		next(t, c, "subscribed")
+	}
+	if _, err := r.db.UpdateUser(id, func(x *store.User) error { x.Role = auth.RoleUser; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	for i := range uids {
+		_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		_, data, err := c.ReadMessage()
+		if err != nil {
+			t.Fatalf("after %d of %d unsubscribed frames the connection ended: %v (dropped clients %d)",
+				i, len(uids), err, r.srv.hub.dropped.Load())
+		}
+		var m map[string]any
+		_ = json.Unmarshal(data, &m)
+		if m["type"] != "unsubscribed" {
+			t.Fatalf("frame %d: %s", i, data)
+		}
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"errors"
+	"fmt"
 	"strconv"
 	"time"
 
@@ -177,8 +178,13 @@ func (s *Service) Verify(raw string) (*Claims, error) {
 		return nil, apperr.Forbidden("invalid or expired token")
 	}
 	u, err := s.db.GetUser(claims.UserID)
-	if err != nil {
+	if errors.Is(err, store.ErrNotFound) {
 		return nil, apperr.Forbidden("invalid or expired token")
+	}
+	if err != nil {
+		// The store failed, not the token: a caller that turned this into
+		// "sign in again" would log every client out on one disk error.
+		return nil, fmt.Errorf("auth: reading user %d: %w", claims.UserID, err)
 	}
 	if claims.Gen != u.SessionGen ||
 		(claims.IssuedAt != nil && claims.IssuedAt.Time.Before(u.PasswordChangedAt.Truncate(time.Second))) {
