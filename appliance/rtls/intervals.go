@@ -91,9 +91,9 @@ func (e *Engine) expire(now int64) {
 	}
 	m := e.model.Load()
 	limit := e.opts.Timeout.Milliseconds()
-	var ops []func(*bolt.Tx) error
 	for i := range e.shards {
 		sh := &e.shards[i]
+		var ops []func(*bolt.Tx) error
 		sh.Lock()
 		sh.V.Range(func(_ string, bp **beacon) {
 			b := *bp
@@ -106,7 +106,9 @@ func (e *Engine) expire(now int64) {
 			// the sweep noticed.
 			e.commit(m, b, -1, position{}, b.heard, &ops)
 		})
+		// Under the lock, as Observe hands its writes: the beacon's next
+		// interval cannot reach the store before this close.
+		e.queue(ops)
 		sh.Unlock()
 	}
-	e.queue(ops)
 }

@@ -1,10 +1,13 @@
 package rtls
 
 import (
+	"path/filepath"
 	"testing"
 	"time"
 
 	"beaconhub/appliance/assets"
+	"beaconhub/appliance/ingest"
+	"beaconhub/store"
 
 	bolt "go.etcd.io/bbolt"
 )
@@ -38,8 +41,8 @@ func TestDeletedZoneMakesItsBeaconsUnknownAtOnce(t *testing.T) {
 	var events []Event
 	cancel := h.e.Listen(func(ev Event) { events = append(events, ev) }, nil)
 	defer cancel()
+	heard := h.clk.Now().UnixMilli()
 	h.clk.Advance(10 * time.Second)
-	edit := h.clk.Now().UnixMilli()
 	s2 := s
 	s2.Zones = append([]Zone(nil), s.Zones[1:]...) // zone 1 deleted
 	h.e.SetSite(s2)
@@ -59,8 +62,9 @@ func TestDeletedZoneMakesItsBeaconsUnknownAtOnce(t *testing.T) {
 	if len(w.ops) != 1 {
 		t.Fatalf("%d writer ops at the edit, want the one interval close", len(w.ops))
 	}
-	if b := h.state("WCH-1"); b.open || b.zone != -1 || b.since != edit {
-		t.Fatalf("beacon state after the edit: open %v zone %d since %d (edit %d)", b.open, b.zone, b.since, edit)
+	// closed at its last sighting, as a timeout would
+	if b := h.state("WCH-1"); b.open || b.zone != -1 || b.since != heard {
+		t.Fatalf("beacon state after the edit: open %v zone %d since %d (last heard %d)", b.open, b.zone, b.since, heard)
 	}
 	// Heard again, it is placed in a zone that exists.
 	h.sight("WCH-1", gwMAC(2), -50)
@@ -99,4 +103,67 @@ func (h *harness) state(uid string) *beacon {
 		return *bp
 	}
 	return nil
+}
+
+// A batch received just before an admin deletes a zone is observed just
+// after the edit (its Observe waited on the shard lock that
+// leaveVanishedZones held, or the read loop was still decoding). The
+// interval closed at the edit must not be overlapped by the next one: a
+// beacon's intervals stay one chain, each entered no earlier than the
+// previous one left.
+func TestDeletedZoneIntervalIsNotOverlapped(t *testing.T) {
+	w := &opsWriter{}
+	h := newHarness(t, Options{Writer: w})
+	s := gridSite(3, 1, true)
+	h.e.SetSite(s)
+	if err := h.e.Start(AlgStrongest); err != nil {
+		t.Fatal(err)
+	}
+	h.sight("WCH-1", gwMAC(1), -50)
+	if h.zone("WCH-1") != 1 {
+		t.Fatalf("setup: zone %d", h.zone("WCH-1"))
+	}
+	before := len(h.ops)
+	h.clk.Advance(10 * time.Second)
+	received := h.clk.Now().Add(-2 * time.Second).UnixMilli() // stamped before the edit
+	s2 := s
+	s2.Zones = append([]Zone(nil), s.Zones[1:]...) // zone 1 deleted
+	h.e.Configure(s2, nil)
+
+	// the batch received before the edit is observed now
+	b := &ingest.Batch{Gateway: gwMAC(2), Kind: ingest.KindAdv4, Received: received,
+		Obs: []ingest.Observation{{Report: ingest.Report{RSSI: -40, TS: received}, Asset: h.beacon("WCH-1", "watch")}}}
+	wr := &ingest.Writes{}
+	h.e.Observe(b, wr)
+	if h.zone("WCH-1") != 2 {
+		t.Fatalf("not placed in zone 2: %d", h.zone("WCH-1"))
+	}
+
+	// Apply the ops in the order the writer got them.
+	db, err := store.Open(filepath.Join(t.TempDir(), "t.db"), store.OpenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var ops []func(*bolt.Tx) error
+	ops = append(ops, h.ops[:before]...)
+	ops = append(ops, w.ops...)
+	ops = append(ops, wr.Ops...)
+	for _, op := range ops {
+		if err := db.Update(op); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ivs, _, err := db.ZoneIntervals("WCH-1", store.ZoneCursor{}, 10) // newest first
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ivs) != 2 {
+		t.Fatalf("intervals %+v", ivs)
+	}
+	older, newer := ivs[1], ivs[0]
+	if older.Leave == 0 || newer.Enter < older.Leave {
+		t.Fatalf("zone %d entered at %d, %d ms before zone %d was left at %d:\n older %+v\n newer %+v",
+			newer.ZoneID, newer.Enter, older.Leave-newer.Enter, older.ZoneID, older.Leave, older, newer)
+	}
 }
