@@ -74,7 +74,7 @@ func (b *beacon) reset(m *model) {
 	// Zone indexes are per model: find the zone again by id. A zone that
 	// no longer exists becomes unknown; its interval (still open) is
 	// closed by the next decision or the timeout.
-	if z, ok := m.zoneIdx[b.zoneID]; ok && b.zoneID != 0 {
+	if z, ok := b.zoneIn(m); ok {
 		b.zone = z
 	} else {
 		b.zone = -1

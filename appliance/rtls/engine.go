@@ -160,34 +160,17 @@ func (e *Engine) rebuild() {
 }
 
 // leaveVanishedZones makes every beacon whose zone the new model m no
-// longer has unknown now: its interval closes and listeners get the
-// zone-0 event, instead of both waiting for the beacon's next sighting
-// (or, for a beacon gone quiet, for the timeout) while the location
-// endpoints already call it unknown. The interval ends at the beacon's
-// last sighting, as a timeout's does: a report received before the edit
-// but observed after it (its read loop waited on this shard's lock)
-// opens the next interval at its own time, which is not before that.
-// The closes are handed to the writer under the shard lock, so an
-// Observe's next interval cannot reach the store first.
+// longer has unknown now (leave), instead of waiting for its next
+// sighting or, for a beacon gone quiet, for the timeout, while the
+// location endpoints already call it unknown.
 func (e *Engine) leaveVanishedZones(m *model) {
 	if e.run.Load() == nil {
 		return
 	}
-	for i := range e.shards {
-		sh := &e.shards[i]
-		var ops []func(*bolt.Tx) error
-		sh.Lock()
-		sh.V.Range(func(_ string, bp **beacon) {
-			b := *bp
-			if _, ok := m.zoneIdx[b.zoneID]; b.zoneID == 0 || ok {
-				return
-			}
-			e.commit(m, b, -1, position{}, b.heard, &ops)
-			b.reset(m)
-		})
-		e.queue(ops)
-		sh.Unlock()
-	}
+	e.leave(m, func(b *beacon) bool {
+		_, in := b.zoneIn(m)
+		return b.zoneID != 0 && !in
+	})
 }
 
 // Algorithms lists every algorithm with its parameters and readiness

@@ -89,25 +89,34 @@ func (e *Engine) expire(now int64) {
 	if e.run.Load() == nil {
 		return
 	}
-	m := e.model.Load()
 	limit := e.opts.Timeout.Milliseconds()
+	e.leave(e.model.Load(), func(b *beacon) bool {
+		if now-b.heard < limit || (b.zone < 0 && len(b.rds) == 0) {
+			return false
+		}
+		b.rds = b.rds[:0]
+		return true
+	})
+}
+
+// leave makes unknown every beacon that out picks (a timeout, a zone an
+// edit deleted; out may also drop state the beacon no longer needs). Its
+// interval ends at its last sighting, not when this noticed: no report
+// observed later can open the next interval before that. Listeners get
+// the zone-0 event, and the algorithm state starts again on m. The closes
+// are handed to the writer under each shard's lock, as Observe hands its
+// writes, so a beacon's next interval cannot reach the store first.
+func (e *Engine) leave(m *model, out func(b *beacon) bool) {
 	for i := range e.shards {
 		sh := &e.shards[i]
 		var ops []func(*bolt.Tx) error
 		sh.Lock()
 		sh.V.Range(func(_ string, bp **beacon) {
-			b := *bp
-			if now-b.heard < limit || (b.zone < 0 && len(b.rds) == 0) {
-				return
+			if b := *bp; out(b) {
+				e.commit(m, b, -1, position{}, b.heard, &ops)
+				b.reset(m)
 			}
-			b.rds = b.rds[:0]
-			b.reset(m)
-			// The interval ends when the beacon was last heard, not when
-			// the sweep noticed.
-			e.commit(m, b, -1, position{}, b.heard, &ops)
 		})
-		// Under the lock, as Observe hands its writes: the beacon's next
-		// interval cannot reach the store before this close.
 		e.queue(ops)
 		sh.Unlock()
 	}

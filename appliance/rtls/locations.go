@@ -18,9 +18,7 @@ func (e *Engine) Status() Status {
 		sh.Lock()
 		st.Beacons += sh.V.Len()
 		sh.V.Range(func(_ string, b **beacon) {
-			// by id, as location() reads it: the zone index belongs to
-			// the model the beacon last decided on
-			if _, ok := m.zoneIdx[(*b).zoneID]; ok && (*b).zoneID != 0 {
+			if _, ok := (*b).zoneIn(m); ok {
 				st.Located++
 			}
 		})
@@ -56,10 +54,17 @@ func (e *Engine) Locations() []Location {
 	return out
 }
 
+// zoneIn is b's zone as an index of model m, false when b has none there.
+// It goes by id: b.zone indexes the model b last decided on, which may be
+// older than m.
+func (b *beacon) zoneIn(m *model) (int, bool) {
+	zi, ok := m.zoneIdx[b.zoneID]
+	return zi, ok && b.zoneID != 0
+}
+
 func (b *beacon) location(m *model) Location {
 	l := Location{AssetUID: b.uid, Updated: b.heard}
-	// by id: b may not have been reset onto a newer model yet
-	if zi, ok := m.zoneIdx[b.zoneID]; ok && b.zoneID != 0 {
+	if zi, ok := b.zoneIn(m); ok {
 		z := &m.zones[zi]
 		l.Zone, l.ZoneName, l.MapID, l.Since = z.ID, z.Name, z.MapID, b.since
 		l.X, l.Y = z.centre()
