@@ -26,14 +26,7 @@ func (w *opsWriter) Do(fn func(tx *bolt.Tx) error, done func(error)) {
 // at the edit, not at its next sighting or the timeout) and the live feed
 // (a zone-0 event, so a map stops drawing it in a room that is gone).
 func TestDeletedZoneMakesItsBeaconsUnknownAtOnce(t *testing.T) {
-	w := &opsWriter{}
-	h := newHarness(t, Options{Writer: w})
-	s := gridSite(3, 1, true)
-	h.e.SetSite(s)
-	if err := h.e.Start(AlgStrongest); err != nil {
-		t.Fatal(err)
-	}
-	h.sight("WCH-1", gwMAC(1), -50)
+	h, w, s := inZoneOne(t)
 	h.sight("WCH-2", gwMAC(3), -50)
 	if h.zone("WCH-1") != 1 || h.zone("WCH-2") != 3 || h.e.Status().Located != 2 {
 		t.Fatalf("setup: zones %d %d, status %+v", h.zone("WCH-1"), h.zone("WCH-2"), h.e.Status())
@@ -112,17 +105,7 @@ func (h *harness) state(uid string) *beacon {
 // beacon's intervals stay one chain, each entered no earlier than the
 // previous one left.
 func TestDeletedZoneIntervalIsNotOverlapped(t *testing.T) {
-	w := &opsWriter{}
-	h := newHarness(t, Options{Writer: w})
-	s := gridSite(3, 1, true)
-	h.e.SetSite(s)
-	if err := h.e.Start(AlgStrongest); err != nil {
-		t.Fatal(err)
-	}
-	h.sight("WCH-1", gwMAC(1), -50)
-	if h.zone("WCH-1") != 1 {
-		t.Fatalf("setup: zone %d", h.zone("WCH-1"))
-	}
+	h, w, s := inZoneOne(t)
 	before := len(h.ops)
 	h.clk.Advance(10 * time.Second)
 	received := h.clk.Now().Add(-2 * time.Second).UnixMilli() // stamped before the edit
@@ -166,4 +149,22 @@ func TestDeletedZoneIntervalIsNotOverlapped(t *testing.T) {
 		t.Fatalf("zone %d entered at %d, %d ms before zone %d was left at %d:\n older %+v\n newer %+v",
 			newer.ZoneID, newer.Enter, older.Leave-newer.Enter, older.ZoneID, older.Leave, older, newer)
 	}
+}
+
+// inZoneOne tracks (strongest) on a row of three zones, with WCH-1 heard
+// in zone 1, and keeps the writer's ops.
+func inZoneOne(t *testing.T) (*harness, *opsWriter, Site) {
+	t.Helper()
+	w := &opsWriter{}
+	h := newHarness(t, Options{Writer: w})
+	s := gridSite(3, 1, true)
+	h.e.SetSite(s)
+	if err := h.e.Start(AlgStrongest); err != nil {
+		t.Fatal(err)
+	}
+	h.sight("WCH-1", gwMAC(1), -50)
+	if h.zone("WCH-1") != 1 {
+		t.Fatalf("setup: zone %d", h.zone("WCH-1"))
+	}
+	return h, w, s
 }
