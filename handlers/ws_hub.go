@@ -3,6 +3,7 @@ package handlers
 import (
 	"encoding/json"
 	"log/slog"
+	"math"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -73,6 +74,7 @@ type trackFrame struct {
 type debugData struct {
 	AssetUID string             `json:"asset_uid"`
 	RSSI     []rtls.GatewayRSSI `json:"rssi"`
+	OffsetDB float64            `json:"offset_db"`
 }
 
 func channelOf(ev *rtls.Event) (ch, uid string) {
@@ -126,7 +128,7 @@ func (h *wsHub) fanout(ev *rtls.Event) {
 	}
 	f := trackFrame{Type: "track", Channel: ch, Data: ev.Location}
 	if ev.Debug {
-		f.Type, f.Data = "track-debug", debugData{AssetUID: uid, RSSI: ev.RSSI}
+		f.Type, f.Data = "track-debug", debugData{AssetUID: uid, RSSI: ev.RSSI, OffsetDB: math.Round(ev.Offset*10) / 10}
 	}
 	out, err := encodeFrame(f, len(subs))
 	if err != nil {

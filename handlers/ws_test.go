@@ -209,7 +209,7 @@ func TestWSChannels(t *testing.T) {
 	}
 
 	r.fake.emit(rtls.Event{AssetUID: r.f.watch, Location: rtls.Location{AssetUID: r.f.watch, Zone: r.f.ward.ID, ZoneName: "Ward", MapID: r.f.m.ID, Since: 7, Updated: 7}})
-	r.fake.emit(rtls.Event{Debug: true, AssetUID: r.f.watch, RSSI: []rtls.GatewayRSSI{{Gateway: "AC233FA0B1C2", RSSI: -70, Smoothed: -71.5, At: 7}}})
+	r.fake.emit(rtls.Event{Debug: true, AssetUID: r.f.watch, RSSI: []rtls.GatewayRSSI{{Gateway: "AC233FA0B1C2", RSSI: -70, Smoothed: -71.5, At: 7}}, Offset: -3.24})
 	m := next(t, user, "track")
 	if m["channel"] != "track-"+r.f.watch || m["data"].(map[string]any)["zone"] != "Ward" || m["snapshot"] != nil {
 		t.Fatalf("track frame %v", m)
@@ -217,6 +217,9 @@ func TestWSChannels(t *testing.T) {
 	d := next(t, admin, "track-debug")
 	if rs := d["data"].(map[string]any)["rssi"].([]any); len(rs) != 1 || rs[0].(map[string]any)["gateway"] != "AC233FA0B1C2" {
 		t.Fatalf("debug frame %v", d)
+	}
+	if off := d["data"].(map[string]any)["offset_db"]; off != -3.2 {
+		t.Fatalf("debug frame offset_db %v, want the tag offset to a tenth of a dB (-3.2)", off)
 	}
 	// The user never saw a debug frame: the next frame after a ping is the pong.
 	send(t, user, map[string]any{"type": "ping"})

@@ -77,6 +77,9 @@ func commonParams(p *Params, extra map[string]any) map[string]any {
 	out := map[string]any{
 		"smooth_tau_ms": p.SmoothTau.Milliseconds(),
 		"stale_ms":      p.Stale.Milliseconds(),
+		// every algorithm reads RSSI corrected by the tag offset (offset.go)
+		"offset_tau_ms":    p.OffsetTau.Milliseconds(),
+		"offset_spread_db": p.OffsetSpread,
 	}
 	for k, v := range extra {
 		out[k] = v

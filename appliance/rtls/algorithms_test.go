@@ -9,9 +9,15 @@ import (
 // standAt feeds every gateway of s the model RSSI of a beacon at (x,y)
 // plus uniform noise of +-noise dB, once per second for n seconds.
 func standAt(h *harness, s Site, uid string, x, y, noise float64, n int, rng *rand.Rand) {
+	standLouder(h, s, uid, x, y, 0, noise, n, rng)
+}
+
+// standLouder is standAt for a tag heard off dB louder than the model
+// (and the survey) says.
+func standLouder(h *harness, s Site, uid string, x, y, off, noise float64, n int, rng *rand.Rand) {
 	for i := 0; i < n; i++ {
 		for _, g := range s.Gateways {
-			r := modelRSSI(g.X, g.Y, x, y)
+			r := modelRSSI(g.X, g.Y, x, y) + off
 			if noise > 0 {
 				r += (rng.Float64()*2 - 1) * noise
 			}

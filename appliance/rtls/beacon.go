@@ -6,8 +6,8 @@ import "math"
 type reading struct {
 	mac  [6]byte
 	g    int     // model gateway index, -1 when the model does not know it
-	raw  int8    // last raw dBm
-	ema  float64 // smoothed dBm
+	raw  int8    // last raw dBm, as heard
+	ema  float64 // smoothed dBm, minus the tag offset
 	last int64   // Unix ms of the last sighting
 	// counted is the last sighting grid has counted, prev the sighting
 	// before last (grid.go): each reading counts once however many
@@ -49,6 +49,9 @@ type beacon struct {
 	// grid: belief per cell, and the silence charged at the last update
 	cells   []float32
 	absentW float32
+	// off is how much louder than the survey tag this tag is heard
+	// (offset.go); it survives resets, being the tag's, not the model's.
+	off tagOffset
 }
 
 func newBeacon(uid string) *beacon {
@@ -84,6 +87,7 @@ func (b *beacon) reset(m *model) {
 // sight folds one sighting into the gateway's moving average and returns
 // its reading.
 func (b *beacon) sight(m *model, p *Params, mac [6]byte, rssi int8, now int64) *reading {
+	x := float64(rssi) - b.off.v
 	var rd *reading
 	for i := range b.rds {
 		if b.rds[i].mac == mac {
@@ -96,16 +100,16 @@ func (b *beacon) sight(m *model, p *Params, mac [6]byte, rssi int8, now int64) *
 		if !ok {
 			g = -1
 		}
-		b.rds = append(b.rds, reading{mac: mac, g: g, ema: float64(rssi), last: now})
+		b.rds = append(b.rds, reading{mac: mac, g: g, ema: x, last: now})
 		rd = &b.rds[len(b.rds)-1]
 	} else if now-rd.last >= p.Stale.Milliseconds() {
-		rd.ema = float64(rssi) // after a silence the old average says nothing
+		rd.ema = x // after a silence the old average says nothing
 	} else if dt := now - rd.last; dt > 0 {
 		a := 1 - math.Exp(-float64(dt)/float64(p.SmoothTau.Milliseconds()))
-		rd.ema += a * (float64(rssi) - rd.ema)
+		rd.ema += a * (x - rd.ema)
 	} else {
 		// Same millisecond (two copies of one advertisement): average.
-		rd.ema = (rd.ema + float64(rssi)) / 2
+		rd.ema = (rd.ema + x) / 2
 	}
 	rd.raw = rssi
 	if now > rd.last {

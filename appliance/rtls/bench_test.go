@@ -141,7 +141,14 @@ func BenchmarkEngine(b *testing.B) {
 		world = buildWorld()
 	}
 	for _, alg := range []string{rtls.AlgStrongest, rtls.AlgCentroid, rtls.AlgKNN, rtls.AlgFilter, rtls.AlgBayes, rtls.AlgGrid} {
-		b.Run(alg, func(b *testing.B) { benchAlg(b, world, alg) })
+		b.Run(alg, func(b *testing.B) { benchAlg(b, world, alg, rtls.Params{}) })
+	}
+	// What the tag offset estimate (offset.go) costs: the same runs
+	// without it.
+	noOffset := rtls.DefaultParams()
+	noOffset.OffsetTau = -1
+	for _, alg := range []string{rtls.AlgFilter, rtls.AlgGrid} {
+		b.Run(alg+"-no-offset", func(b *testing.B) { benchAlg(b, world, alg, noOffset) })
 	}
 }
 
@@ -158,14 +165,14 @@ type benchRun struct {
 	lat     []time.Duration
 }
 
-func newBenchRun(b *testing.B, w *benchWorld, alg string) *benchRun {
+func newBenchRun(b *testing.B, w *benchWorld, alg string, p rtls.Params) *benchRun {
 	r := &benchRun{w: w, clk: clock.NewFake(time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)), pubs: len(w.rounds[0])}
 	// One round per second, its publishes spread evenly over the second
 	// as the gateways' would be.
 	r.step = time.Second / time.Duration(r.pubs)
 	r.p = ingest.New(ingest.Options{Registry: w.reg, Writer: ingesttest.Writer{}, Clock: r.clk})
 	if alg != "" {
-		r.e = rtls.New(rtls.Options{Clock: r.clk})
+		r.e = rtls.New(rtls.Options{Clock: r.clk, Params: p})
 		r.e.SetSite(w.site)
 		r.e.SetSamples(w.samples)
 		if err := r.e.Start(alg); err != nil {
@@ -204,8 +211,8 @@ func (r *benchRun) chunk(b *testing.B, from, n int) {
 	r.mallocs += ms.Mallocs - m0
 }
 
-func benchAlg(b *testing.B, w *benchWorld, alg string) {
-	base, eng := newBenchRun(b, w, ""), newBenchRun(b, w, alg)
+func benchAlg(b *testing.B, w *benchWorld, alg string, p rtls.Params) {
+	base, eng := newBenchRun(b, w, "", p), newBenchRun(b, w, alg, p)
 	b.ResetTimer()
 	const chunk = 50
 	for i := 0; i < b.N; i += chunk {

@@ -113,6 +113,10 @@ type Event struct {
 	Debug    bool
 	Location Location      // track events
 	RSSI     []GatewayRSSI // debug events
+	// Offset (debug events) is how many dB louder than the survey tag
+	// the engine hears this tag (offset.go); the algorithms see RSSI
+	// minus Offset.
+	Offset   float64
 	AssetUID string
 }
 

@@ -96,6 +96,7 @@ func (m *model) learnEmissions() {
 		e.logHit, e.logMiss = math.Log(ph), math.Log1p(-ph)
 		return e
 	}
+	m.sens = math.Inf(1)
 	for _, s := range m.samples {
 		n[s.zone]++
 		for g, v := range s.v {
@@ -103,6 +104,7 @@ func (m *model) learnEmissions() {
 			if x <= floor {
 				continue
 			}
+			m.sens = math.Min(m.sens, x)
 			i := g*nz + s.zone
 			hit[i]++
 			sum[i] += x
@@ -127,6 +129,11 @@ func (m *model) learnEmissions() {
 			m.em[i] = e
 			m.missZone[z] += e.logMiss
 		}
+	}
+	m.muT = make([]float64, ng*nz)
+	for i := range m.em {
+		e := &m.em[i]
+		m.muT[i] = truncMean(e.mu, math.Sqrt(1/(2*e.inv2s2)), m.sens)
 	}
 	m.calibrate(func(s *sampleVec, ll []float64) {
 		// Leave s out: only its own zone's cells change (the site-wide
@@ -277,25 +284,45 @@ const (
 )
 
 // logLikelihood adds to ll[z] the log-likelihood of the beacon's raw
-// readings of the last SampleWindow in each zone; false when no reading
-// carries information. Gateways not heard in the window count as "not
-// heard" through missZone, weighted by cover: the share of the window
-// during which the beacon was being heard at all (a gateway that has not
-// reported since the beacon appeared may not have had its turn yet).
+// readings of the last SampleWindow in each zone, corrected by its tag
+// offset (offset.go); false when no reading carries information.
+// Gateways not heard in the window count as "not heard" through
+// missZone, weighted by cover: the share of the window during which the
+// beacon was being heard at all (a gateway that has not reported since
+// the beacon appeared may not have had its turn yet).
 func logLikelihood(m *model, p *Params, b *beacon, now int64, cover float64, ll []float64) bool {
-	for z := range ll {
-		ll[z] = cover * m.missZone[z]
-	}
+	ems, missZone := m.emissionsAt(b.off.v)
+	return windowLL(m, p, b, now, cover, b.off.v, ems, missZone, nil, ll)
+}
+
+// windowLL fills ll[z], for the zones zs (nil: every zone), with the
+// log-likelihood of b's raw readings of the last SampleWindow heard off
+// dB louder than the survey tag, under the reading model ems/missZone.
+func windowLL(m *model, p *Params, b *beacon, now int64, cover, off float64, ems []emission, missZone []float64, zs []int32, ll []float64) bool {
 	nz, any := len(m.zones), false
+	if zs == nil {
+		for z := range nz {
+			ll[z] = cover * missZone[z]
+		}
+	}
+	for _, z := range zs {
+		ll[z] = cover * missZone[z]
+	}
 	for i := range b.rds {
 		rd := &b.rds[i]
 		if !rd.fresh(p, now) || !m.hasEm[rd.g] {
 			continue
 		}
 		any = true
-		em := m.em[rd.g*nz : (rd.g+1)*nz]
-		for z := range em {
-			ll[z] += em[z].heard(float64(rd.raw)) + (1-cover)*em[z].logMiss
+		x := float64(rd.raw) - off
+		em := ems[rd.g*nz : (rd.g+1)*nz]
+		if zs == nil {
+			for z := range em {
+				ll[z] += em[z].heard(x) + (1-cover)*em[z].logMiss
+			}
+		}
+		for _, z := range zs {
+			ll[z] += em[z].heard(x) + (1-cover)*em[z].logMiss
 		}
 	}
 	return any
@@ -313,7 +340,7 @@ func knnLikelihood(m *model, p *Params, b *beacon, now int64, cover float64, ll 
 	}
 	var q query
 	for i := range b.rds {
-		if rd := &b.rds[i]; rd.fresh(p, now) && !q.add(p, rd.g, float64(rd.raw)) {
+		if rd := &b.rds[i]; rd.fresh(p, now) && !q.add(p, rd.g, float64(rd.raw)-b.off.v) {
 			break
 		}
 	}

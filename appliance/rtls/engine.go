@@ -265,6 +265,10 @@ func (e *Engine) Observe(bt *ingest.Batch, w *ingest.Writes) {
 		// a beacon's time never runs backwards, so no zone is entered
 		// before the one it leaves.
 		t := max(now, b.heard)
+		// Before this sighting: the estimate moves only at a new
+		// millisecond, so the reports of one scan are all read with the
+		// same offset, in whatever order they come.
+		b.off.learn(m, &e.p, b, t)
 		rd := b.sight(m, &e.p, bt.Gateway, o.RSSI, t)
 		e.emitDebug(b)
 		z, pos := r.alg.update(m, &e.p, b, rd, t)

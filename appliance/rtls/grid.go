@@ -76,6 +76,9 @@ type gridModel struct {
 	mu     []float32 // [g*nc+c] expected dBm
 	lmiss  []float32 // [g*nc+c] log P(not heard)
 	base   []float32 // per cell: sum over modelled gateways of lmiss
+	// offs holds lmiss and base for tags heard louder or quieter than
+	// the survey tag, per whole dB (offset.go), made when first needed.
+	offs *gridOffsets
 }
 
 // gridLayout is the part of the grid that needs no fit: the cells, the
@@ -379,8 +382,6 @@ func (m *model) fitGridGateways() {
 		}
 	}
 	g.mu = make([]float32, ng*nc)
-	g.lmiss = make([]float32, ng*nc)
-	g.base = make([]float32, nc)
 	for gi := range g.gw {
 		gw := &g.gw[gi]
 		if !gw.ok {
@@ -393,14 +394,35 @@ func (m *model) fitGridGateways() {
 				d := math.Max(math.Hypot(gw.x-float64(g.cx[c]), gw.y-float64(g.cy[c]))/ppm, 0.5)
 				mu = gw.p0 - 10*gw.n*math.Log10(d)
 			}
-			pc := stdNormCDF((g.floor - mu) / gw.sig)
-			lm := math.Log(pc + (1-pc)*gw.miss)
 			g.mu[gi*nc+c] = float32(mu)
-			g.lmiss[gi*nc+c] = float32(lm)
-			g.base[c] += float32(lm)
 		}
 	}
+	t := g.buildMiss(0)
+	g.lmiss, g.base = t.lmiss, t.base
+	g.offs = new(gridOffsets)
 	g.fitted = true
+}
+
+// buildMiss is the "not heard" model of a tag heard v dB louder than the
+// survey tag: each modelled gateway misses a reading when it falls under
+// the floor (its expectation moved by v) or, otherwise, with its lost
+// rate.
+func (g *gridModel) buildMiss(v float64) *gridMiss {
+	nc := len(g.czone)
+	t := &gridMiss{lmiss: make([]float32, len(g.mu)), base: make([]float32, nc)}
+	for gi := range g.gw {
+		gw := &g.gw[gi]
+		if !gw.ok {
+			continue
+		}
+		for c := 0; c < nc; c++ {
+			pc := stdNormCDF((g.floor - v - float64(g.mu[gi*nc+c])) / gw.sig)
+			lm := float32(math.Log(pc + (1-pc)*gw.miss))
+			t.lmiss[gi*nc+c] = lm
+			t.base[c] += lm
+		}
+	}
+	return t
 }
 
 func stdNormCDF(z float64) float64 { return 0.5 * math.Erfc(-z/math.Sqrt2) }
@@ -632,9 +654,10 @@ func (grid) update(m *model, p *Params, b *beacon, _ *reading, now int64) (int, 
 		absent = float32(math.Min(1, float64(now-b.burst)/win) * math.Min(1, float64(dt)/win))
 		b.absentW = absent
 	}
+	lmiss, base := g.missAt(b.off.v)
 	ll := sc.ll
 	for c := range ll {
-		ll[c] = absent * g.base[c]
+		ll[c] = absent * base[c]
 	}
 	for i := range b.rds {
 		r := &b.rds[i]
@@ -643,7 +666,7 @@ func (grid) update(m *model, p *Params, b *beacon, _ *reading, now int64) (int, 
 		}
 		if r.last <= r.counted {
 			if absent > 0 {
-				g.addTerm(ll, r.g, -absent) // heard in the window: not absent
+				g.addTerm(ll, lmiss, r.g, -absent) // heard in the window: not absent
 			}
 			continue
 		}
@@ -655,7 +678,7 @@ func (grid) update(m *model, p *Params, b *beacon, _ *reading, now int64) (int, 
 		if dt == 0 && (r.prev == 0 || now-r.prev >= int64(win)) {
 			refund = b.absentW // silent at this millisecond's first update
 		}
-		g.addHeard(ll, r, w, refund)
+		g.addHeard(ll, lmiss, r, float32(b.off.v), w, refund)
 		r.counted = r.last
 	}
 	top := float32(math.Inf(-1))
@@ -701,12 +724,12 @@ func (grid) update(m *model, p *Params, b *beacon, _ *reading, now int64) (int, 
 // addHeard adds w times a heard reading's log-likelihood to every cell
 // (its hit rate and Gaussian) and takes back refund times its gateway's
 // "not heard" term, which the update's base charged it.
-func (g *gridModel) addHeard(ll []float32, rd *reading, w, refund float32) {
+func (g *gridModel) addHeard(ll, lmiss []float32, rd *reading, off, w, refund float32) {
 	nc := len(ll)
 	gw := &g.gw[rd.g]
-	x := float32(rd.raw)
+	x := float32(rd.raw) - off
 	k, inv := w*float32(gw.lhitK), w*float32(gw.inv2s2)
-	mu, lm := g.mu[rd.g*nc:(rd.g+1)*nc], g.lmiss[rd.g*nc:(rd.g+1)*nc]
+	mu, lm := g.mu[rd.g*nc:(rd.g+1)*nc], lmiss[rd.g*nc:(rd.g+1)*nc]
 	for c := range ll {
 		d := x - mu[c]
 		ll[c] += k - d*d*inv - refund*lm[c]
@@ -714,9 +737,9 @@ func (g *gridModel) addHeard(ll []float32, rd *reading, w, refund float32) {
 }
 
 // addTerm adds w times gateway gi's "not heard" log-likelihood.
-func (g *gridModel) addTerm(ll []float32, gi int, w float32) {
+func (g *gridModel) addTerm(ll, lmiss []float32, gi int, w float32) {
 	nc := len(ll)
-	lm := g.lmiss[gi*nc : (gi+1)*nc]
+	lm := lmiss[gi*nc : (gi+1)*nc]
 	for c := range ll {
 		ll[c] += w * lm[c]
 	}

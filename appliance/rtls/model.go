@@ -31,6 +31,12 @@ type model struct {
 	em       []emission
 	hasEm    []bool    // per gateway: any emission information at all
 	missZone []float64 // per zone: sum over gateways of log P(not heard)
+	// sens is the survey's sensitivity floor (its quietest heard
+	// reading), and offs the emission tables of tags heard louder or
+	// quieter than the survey tag (offset.go).
+	sens float64
+	muT  []float64 // [g*nz+z] the mean em's would have without the floor
+	offs *offsetTables
 	// temper is the weight of one window's log-likelihood, calibrated on
 	// the survey samples (emission.go, calibrate), else uncalibrated.
 	temper float64
@@ -99,6 +105,7 @@ func buildModel(gen uint64, p Params, site Site, samples []Sample) *model {
 		m.zones = append(m.zones, z)
 	}
 	nz := len(m.zones)
+	m.offs = newOffsetTables(nz)
 	m.adj = make([][]int, nz)
 	for i, z := range m.zones {
 		for _, id := range z.Adjacent {

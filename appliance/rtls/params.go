@@ -70,6 +70,14 @@ type Params struct {
 	Lost float64
 	// SampleWindow is the window Record averages into one survey sample.
 	SampleWindow time.Duration
+	// OffsetTau is the memory of a beacon's tag offset estimate (how
+	// much louder or quieter it is heard than the survey tag, offset.go);
+	// negative turns the estimate off.
+	OffsetTau time.Duration
+	// OffsetSpread (dB) is the prior spread of a tag's offset: how far
+	// from the survey tag a tag is expected to be heard before any of
+	// its readings says so.
+	OffsetSpread float64
 }
 
 // DefaultParams are documented in docs/rtls.md.
@@ -92,6 +100,8 @@ func DefaultParams() Params {
 		SigmaFloor:   3,
 		SampleWindow: 2 * time.Second,
 		Lost:         0.2,
+		OffsetTau:    10 * time.Minute,
+		OffsetSpread: 6,
 	}
 }
 
@@ -118,6 +128,9 @@ func (p Params) withDefaults() Params {
 	setD(&p.MarginDwell, d.MarginDwell)
 	setD(&p.MeanStay, d.MeanStay)
 	setD(&p.SampleWindow, d.SampleWindow)
+	if p.OffsetTau == 0 {
+		p.OffsetTau = d.OffsetTau
+	}
 	if p.DecideEvery < 0 {
 		p.DecideEvery = 0
 	}
@@ -130,6 +143,7 @@ func (p Params) withDefaults() Params {
 	setF(&p.Sigma, d.Sigma)
 	setF(&p.SigmaFloor, d.SigmaFloor)
 	setF(&p.Lost, d.Lost)
+	setF(&p.OffsetSpread, d.OffsetSpread)
 	if p.K <= 0 {
 		p.K = d.K
 	}

@@ -1,8 +1,11 @@
 package replay
 
 import (
+	"fmt"
 	"os"
 	"testing"
+
+	"beaconhub/appliance/rtls"
 )
 
 // TestWalkTable prints every algorithm's score on the three synthetic
@@ -64,4 +67,55 @@ var walkSettings = []struct {
 	{"A", walk{grid: 4, gateways: 12, pathLoss: 2.5, noise: 6, miss: 0.3, legs: 40, stayMin: 20}, []uint64{11, 101, 102, 103, 104}},
 	{"B", walk{grid: 5, gateways: 8, pathLoss: 3, noise: 8, miss: 0.5, legs: 40, stayMin: 10}, []uint64{5, 201, 202, 203, 204}},
 	{"C", walk{grid: 3, gateways: 15, pathLoss: 2, noise: 4, miss: 0.2, legs: 40, stayMin: 30}, []uint64{7, 301, 302, 303, 304}},
+}
+
+// TestWalkOffsetMeans prints, per walk setting and tag offset, each
+// algorithm's mean score over three seeds with the tag offset estimate
+// (rtls offset.go) and without it: the test tag is heard offset dB
+// louder than the survey tag (docs/performance.md, "Tag offset").
+// RTLS_WALKS=1 only; it asserts nothing (TestTagOffsetOnWalk does).
+func TestWalkOffsetMeans(t *testing.T) {
+	if os.Getenv("RTLS_WALKS") == "" {
+		t.Skip("set RTLS_WALKS=1 to print the offset means")
+	}
+	type score struct{ acc, flips float64 }
+	for _, off := range []float64{-8, -4, 4, 8} {
+		for _, s := range walkSettings {
+			seeds := s.seeds[:3]
+			sum := map[string]*[2]score{}
+			var order []string
+			for _, seed := range seeds {
+				w := s.w
+				w.seed, w.offset = seed, off
+				dir := t.TempDir()
+				writeWalk(t, dir, w)
+				ds, err := Load(dir)
+				if err != nil {
+					t.Fatal(err)
+				}
+				noOffset := rtls.DefaultParams()
+				noOffset.OffsetTau = -1
+				for k, p := range []rtls.Params{{}, noOffset} {
+					rs, err := Run(ds, Options{Params: p})
+					if err != nil {
+						t.Fatal(err)
+					}
+					for _, r := range rs {
+						if sum[r.Algorithm] == nil {
+							sum[r.Algorithm] = &[2]score{}
+							order = append(order, r.Algorithm)
+						}
+						sum[r.Algorithm][k].acc += 100 * r.Accuracy() / float64(len(seeds))
+						sum[r.Algorithm][k].flips += r.FlipsPerMin() / float64(len(seeds))
+					}
+				}
+			}
+			row := fmt.Sprintf("| %+.0f dB | %s |", off, s.name)
+			for _, a := range order {
+				v := sum[a]
+				row += fmt.Sprintf(" %.1f / %.2f (%.1f / %.2f) |", v[0].acc, v[0].flips, v[1].acc, v[1].flips)
+			}
+			t.Logf("%s  columns %v, seeds %v; with the estimate (without)", row, order, seeds)
+		}
+	}
 }
