@@ -117,6 +117,7 @@ func buildModel(gen uint64, p Params, site Site, samples []Sample) *model {
 			m.adj[j] = appendUnique(m.adj[j], i) // adjacency is symmetric even if one side omits it
 		}
 	}
+	m.linkIsolatedZones()
 	for i := range m.adj {
 		sort.Ints(m.adj[i])
 	}
@@ -171,6 +172,84 @@ func appendUnique(s []int, v int) []int {
 		}
 	}
 	return append(s, v)
+}
+
+// touchMeters and doorMeters say when two zone rectangles count as
+// neighbours for linkIsolatedZones: they overlap, or come within
+// touchMeters of each other (drawn by hand, neighbouring rooms rarely
+// share an edge to the pixel) along a stretch of at least doorMeters
+// (room for a door; rooms meeting at a corner are not neighbours).
+const (
+	touchMeters = 0.5
+	doorMeters  = 1.0
+)
+
+// linkIsolatedZones links every zone with no declared neighbour to the
+// zones of its map its rectangle borders, or else to the nearest one. A
+// zone without neighbours is a trap for hmm: its belief can neither
+// leave nor enter it, so a beacon reported there stays until the
+// evidence against it beats the belief floor (on UCI with the adjacency
+// left out, hmm fell from 71% to 56%). An admin who draws zones and
+// never links them gets the graph the drawing implies; declared links
+// are kept as they are, and a zone with any is not given more, except
+// by an unlinked zone bordering it (links are symmetric).
+func (m *model) linkIsolatedZones() {
+	var isolated []int
+	for i := range m.zones {
+		if len(m.adj[i]) == 0 {
+			isolated = append(isolated, i)
+		}
+	}
+	for _, i := range isolated {
+		zi := &m.zones[i]
+		ppm := m.pixelsPerMeter(zi.MapID)
+		near, nearD := -1, math.Inf(1)
+		linked := false
+		for j := range m.zones {
+			zj := &m.zones[j]
+			if j == i || zj.MapID != zi.MapID {
+				continue
+			}
+			if gap, shared, ok := rectContact(zi, zj); ok && gap <= touchMeters*ppm && shared >= doorMeters*ppm {
+				m.adj[i] = appendUnique(m.adj[i], j)
+				m.adj[j] = appendUnique(m.adj[j], i)
+				linked = true
+			} else if d := rectGap(zi, zj); d < nearD {
+				near, nearD = j, d
+			}
+		}
+		if !linked && near >= 0 {
+			m.adj[i] = appendUnique(m.adj[i], near)
+			m.adj[near] = appendUnique(m.adj[near], i)
+		}
+	}
+}
+
+// rectContact measures how two zone rectangles face each other: gap is
+// the distance across (0 when they overlap) and shared the length of the
+// stretch they face each other along; ok is false when they do not face
+// each other at all (diagonal to each other).
+func rectContact(a, b *Zone) (gap, shared float64, ok bool) {
+	// overlap of the projections on each axis (negative: a gap)
+	ox := math.Min(math.Max(a.X1, a.X2), math.Max(b.X1, b.X2)) - math.Max(math.Min(a.X1, a.X2), math.Min(b.X1, b.X2))
+	oy := math.Min(math.Max(a.Y1, a.Y2), math.Max(b.Y1, b.Y2)) - math.Max(math.Min(a.Y1, a.Y2), math.Min(b.Y1, b.Y2))
+	switch {
+	case ox >= 0 && oy >= 0: // overlapping
+		return 0, math.Max(ox, oy), true
+	case ox >= 0: // one above the other
+		return -oy, ox, true
+	case oy >= 0: // side by side
+		return -ox, oy, true
+	}
+	return 0, 0, false
+}
+
+// rectGap is the distance between two zone rectangles (0 when they touch
+// or overlap).
+func rectGap(a, b *Zone) float64 {
+	dx := math.Max(0, math.Max(math.Min(a.X1, a.X2)-math.Max(b.X1, b.X2), math.Min(b.X1, b.X2)-math.Max(a.X1, a.X2)))
+	dy := math.Max(0, math.Max(math.Min(a.Y1, a.Y2)-math.Max(b.Y1, b.Y2), math.Min(b.Y1, b.Y2)-math.Max(a.Y1, a.Y2)))
+	return math.Hypot(dx, dy)
 }
 
 // buildNextHop runs one BFS per zone so the filter can walk its reported

@@ -2,6 +2,7 @@ package rtls
 
 import (
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -167,4 +168,39 @@ func inZoneOne(t *testing.T) (*harness, *opsWriter, Site) {
 		t.Fatalf("setup: zone %d", h.zone("WCH-1"))
 	}
 	return h, w, s
+}
+
+// TestIsolatedZonesGetTheirDrawnNeighbours: zones drawn but never linked
+// get the zones their rectangles border (within half a metre, along at
+// least a metre: zones meeting at a corner are not neighbours), or else
+// the nearest one; a zone with a declared neighbour keeps what was
+// declared. Without this, hmm's belief could neither leave nor enter
+// such a zone.
+func TestIsolatedZonesGetTheirDrawnNeighbours(t *testing.T) {
+	s := gridSite(2, 2, true) // zones 1 2 / 3 4, 100 px = 10 m each
+	for i := range s.Zones {
+		s.Zones[i].Adjacent = nil
+	}
+	s.Zones[3].X1 += 3 // zone 4 drawn 0.3 m short of zone 3: still touching
+	s.Zones = append(s.Zones,
+		Zone{ID: 5, MapID: 1, Name: "shed", X1: 300, Y1: 0, X2: 350, Y2: 50},                           // 10 m from zone 2, nothing touches
+		Zone{ID: 6, MapID: 1, Name: "lift", X1: 400, Y1: 150, X2: 420, Y2: 165, Adjacent: []uint64{1}}, // declared: only zone 1
+		Zone{ID: 7, MapID: 2, Name: "upstairs", X1: 0, Y1: 0, X2: 100, Y2: 100, Adjacent: []uint64{6}}) // another map, declared
+	h := newHarness(t, Options{})
+	h.e.SetSite(s)
+	m := h.e.model.Load()
+	got := map[uint64][]uint64{}
+	for i, nb := range m.adj {
+		for _, j := range nb {
+			got[m.zones[i].ID] = append(got[m.zones[i].ID], m.zones[j].ID)
+		}
+	}
+	want := map[uint64][]uint64{1: {2, 3, 6}, 2: {1, 4, 5}, 3: {1, 4}, 4: {2, 3}, 5: {2}, 6: {1, 7}, 7: {6}}
+	for id, w := range want {
+		g := got[id]
+		slices.Sort(g)
+		if !slices.Equal(g, w) {
+			t.Errorf("zone %d: neighbours %v, want %v", id, g, w)
+		}
+	}
 }

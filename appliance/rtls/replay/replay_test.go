@@ -162,3 +162,29 @@ func TestLoadRejectsBadInput(t *testing.T) {
 		}
 	}
 }
+
+// TestUCIWithoutAdjacency: the UCI site with its adjacency left out, as
+// a site whose zones were drawn and never linked. hmm must still follow
+// the phone (the zones get the neighbours their rectangles border,
+// rtls linkIsolatedZones); with every zone isolated it scored 56% here
+// against 71% with the declared graph.
+func TestUCIWithoutAdjacency(t *testing.T) {
+	src := "/work/shared/datasets/uci-ble-rssi"
+	if _, err := os.Stat(src); err != nil {
+		t.Skip("dataset not present")
+	}
+	ds, err := Load(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range ds.Site.Zones {
+		ds.Site.Zones[i].Adjacent = nil
+	}
+	rs, err := Run(ds, Options{Algorithms: []string{"hmm"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a := rs[0].Accuracy(); a < 0.68 {
+		t.Fatalf("hmm %.1f%% on UCI without adjacency", 100*a)
+	}
+}
