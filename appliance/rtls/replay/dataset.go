@@ -12,9 +12,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
+	"sort"
 	"strconv"
+	"strings"
 
 	"beaconhub/appliance/rtls"
 )
@@ -153,16 +156,18 @@ func (ds *Dataset) readCSV(path string) ([]Row, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", filepath.Base(path), err)
 		}
-		t, err1 := strconv.ParseInt(get(rec, "t_ms"), 10, 64)
-		rssi, err2 := strconv.Atoi(get(rec, "rssi"))
+		t, err1 := parseNumber(get(rec, "t_ms"))
+		rssiF, err2 := parseNumber(get(rec, "rssi"))
 		if err1 != nil || err2 != nil {
 			return nil, fmt.Errorf("%s:%d: bad t_ms or rssi", filepath.Base(path), line)
 		}
+		// A gateway reports whole dBm; a recording may carry averages.
+		rssi := int(math.Round(rssiF))
 		if rssi < -127 || rssi > 0 {
 			ds.Skipped++
 			continue
 		}
-		row := Row{T: t, Gateway: get(rec, "gateway"), Beacon: get(rec, "beacon"), RSSI: rssi, Zone: get(rec, "zone"),
+		row := Row{T: int64(math.Round(t)), Gateway: get(rec, "gateway"), Beacon: get(rec, "beacon"), RSSI: rssi, Zone: get(rec, "zone"),
 			Pos: get(rec, "x") + "," + get(rec, "y")}
 		if _, ok := ds.ZoneID[row.Zone]; !ok {
 			return nil, fmt.Errorf("%s:%d: unknown zone %q", filepath.Base(path), line, row.Zone)
@@ -176,5 +181,18 @@ func (ds *Dataset) readCSV(path string) ([]Row, error) {
 		}
 		rows = append(rows, row)
 	}
+	// The format says time order; a merge of several receivers' logs
+	// may not quite keep it, and the replay cannot run time backwards.
+	sort.SliceStable(rows, func(i, j int) bool { return rows[i].T < rows[j].T })
 	return rows, nil
+}
+
+// parseNumber reads an integer or decimal number (a recording may write
+// 1591471461645.0 or -67.5).
+func parseNumber(s string) (float64, error) {
+	v, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
+	if err == nil && (math.IsNaN(v) || math.IsInf(v, 0)) {
+		err = errors.New("not a finite number")
+	}
+	return v, err
 }

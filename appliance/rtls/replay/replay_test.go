@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -186,5 +187,30 @@ func TestUCIWithoutAdjacency(t *testing.T) {
 	}
 	if a := rs[0].Accuracy(); a < 0.68 {
 		t.Fatalf("hmm %.1f%% on UCI without adjacency", 100*a)
+	}
+}
+
+// TestLoadReadsDecimalsAndUnorderedRows: a recording may write averaged
+// RSSI and decimal timestamps, and a merge of receivers' logs may not
+// keep time order; the replay reads the first rounded and the second
+// sorted (stably: rows of one instant keep their order).
+func TestLoadReadsDecimalsAndUnorderedRows(t *testing.T) {
+	dir := writeDataset(t, true)
+	writeFile(t, filepath.Join(dir, "test.csv"), "t_ms,gateway,beacon,rssi,zone\n"+
+		"2000.0,G1,B,-60.4,Z1\n1000,G2,B,-70.6,Z1\n2000,G2,B, -61 ,Z1\n")
+	ds, err := Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, r := range ds.Test {
+		got = append(got, fmt.Sprintf("%d %s %d", r.T, r.Gateway, r.RSSI))
+	}
+	if want := []string{"1000 G2 -71", "2000 G1 -60", "2000 G2 -61"}; !slices.Equal(got, want) {
+		t.Fatalf("rows %v, want %v", got, want)
+	}
+	writeFile(t, filepath.Join(dir, "test.csv"), "t_ms,gateway,beacon,rssi,zone\n1000,G1,B,NaN,Z1\n")
+	if _, err := Load(dir); err == nil {
+		t.Fatal("NaN RSSI accepted")
 	}
 }
