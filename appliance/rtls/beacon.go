@@ -87,7 +87,7 @@ func (b *beacon) reset(m *model) {
 // sight folds one sighting into the gateway's moving average and returns
 // its reading.
 func (b *beacon) sight(m *model, p *Params, mac [6]byte, rssi int8, now int64) *reading {
-	x := float64(rssi) - b.off.v
+	x := float64(rssi) - b.off.a
 	var rd *reading
 	for i := range b.rds {
 		if b.rds[i].mac == mac {

@@ -130,11 +130,7 @@ func (m *model) learnEmissions() {
 			m.missZone[z] += e.logMiss
 		}
 	}
-	m.muT = make([]float64, ng*nz)
-	for i := range m.em {
-		e := &m.em[i]
-		m.muT[i] = truncMean(e.mu, math.Sqrt(1/(2*e.inv2s2)), m.sens)
-	}
+	m.buildOffsetTables()
 	m.calibrate(func(s *sampleVec, ll []float64) {
 		// Leave s out: only its own zone's cells change (the site-wide
 		// shrinkage target moves by one sample in hundreds: kept).
@@ -159,9 +155,13 @@ func (m *model) learnEmissions() {
 }
 
 // heard is the log-likelihood of reading x relative to "not heard".
-func (e *emission) heard(x float64) float64 {
+func (e *emission) heard(x float64) float64 { return e.heardMiss(x, e.logMiss) }
+
+// heardMiss is heard against a "not heard" term of lm (a tag offset's,
+// offset.go).
+func (e *emission) heardMiss(x, lm float64) float64 {
 	d := x - e.mu
-	return e.logHit - e.logMiss + e.logK - d*d*e.inv2s2
+	return e.logHit - lm + e.logK - d*d*e.inv2s2
 }
 
 // maxCalibrate bounds the samples calibrate looks at (evenly spread), so
@@ -291,15 +291,19 @@ const (
 // beacon was being heard at all (a gateway that has not reported since
 // the beacon appeared may not have had its turn yet).
 func logLikelihood(m *model, p *Params, b *beacon, now int64, cover float64, ll []float64) bool {
-	ems, missZone := m.emissionsAt(b.off.v)
-	return windowLL(m, p, b, now, cover, b.off.v, ems, missZone, nil, ll)
+	return windowLL(m, p, b, now, cover, b.off.a, m.em, m.missAt(b.off.a), nil, ll)
 }
 
 // windowLL fills ll[z], for the zones zs (nil: every zone), with the
 // log-likelihood of b's raw readings of the last SampleWindow heard off
-// dB louder than the survey tag, under the reading model ems/missZone.
-func windowLL(m *model, p *Params, b *beacon, now int64, cover, off float64, ems []emission, missZone []float64, zs []int32, ll []float64) bool {
+// dB louder than the survey tag: heard terms from ems, silence from mt
+// (nil: ems' own logMiss and the model's missZone).
+func windowLL(m *model, p *Params, b *beacon, now int64, cover, off float64, ems []emission, mt *missTable, zs []int32, ll []float64) bool {
 	nz, any := len(m.zones), false
+	missZone := m.missZone
+	if mt != nil {
+		missZone = mt.zone
+	}
 	if zs == nil {
 		for z := range nz {
 			ll[z] = cover * missZone[z]
@@ -316,13 +320,27 @@ func windowLL(m *model, p *Params, b *beacon, now int64, cover, off float64, ems
 		any = true
 		x := float64(rd.raw) - off
 		em := ems[rd.g*nz : (rd.g+1)*nz]
+		if mt == nil {
+			if zs == nil {
+				for z := range em {
+					ll[z] += em[z].heard(x) + (1-cover)*em[z].logMiss
+				}
+			}
+			for _, z := range zs {
+				ll[z] += em[z].heard(x) + (1-cover)*em[z].logMiss
+			}
+			continue
+		}
+		lm := mt.lm[rd.g*nz : (rd.g+1)*nz]
 		if zs == nil {
 			for z := range em {
-				ll[z] += em[z].heard(x) + (1-cover)*em[z].logMiss
+				l := float64(lm[z])
+				ll[z] += em[z].heardMiss(x, l) + (1-cover)*l
 			}
 		}
 		for _, z := range zs {
-			ll[z] += em[z].heard(x) + (1-cover)*em[z].logMiss
+			l := float64(lm[z])
+			ll[z] += em[z].heardMiss(x, l) + (1-cover)*l
 		}
 	}
 	return any
@@ -340,7 +358,7 @@ func knnLikelihood(m *model, p *Params, b *beacon, now int64, cover float64, ll 
 	}
 	var q query
 	for i := range b.rds {
-		if rd := &b.rds[i]; rd.fresh(p, now) && !q.add(p, rd.g, float64(rd.raw)-b.off.v) {
+		if rd := &b.rds[i]; rd.fresh(p, now) && !q.add(p, rd.g, float64(rd.raw)-b.off.a) {
 			break
 		}
 	}

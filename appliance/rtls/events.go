@@ -66,10 +66,10 @@ func (e *Engine) emitDebug(b *beacon) {
 			continue
 		}
 		if ev == nil {
-			ev = &Event{Debug: true, AssetUID: b.uid, RSSI: make([]GatewayRSSI, 0, len(b.rds)), Offset: b.off.v}
+			ev = &Event{Debug: true, AssetUID: b.uid, RSSI: make([]GatewayRSSI, 0, len(b.rds)), Offset: b.off.a}
 			for _, rd := range b.rds {
 				// smoothed as heard: the average is kept offset-corrected
-				ev.RSSI = append(ev.RSSI, GatewayRSSI{Gateway: ingest.MAC(rd.mac).String(), RSSI: int(rd.raw), Smoothed: rd.ema + b.off.v, At: rd.last})
+				ev.RSSI = append(ev.RSSI, GatewayRSSI{Gateway: ingest.MAC(rd.mac).String(), RSSI: int(rd.raw), Smoothed: rd.ema + b.off.a, At: rd.last})
 			}
 		}
 		l.l(*ev)

@@ -77,7 +77,7 @@ type gridModel struct {
 	lmiss  []float32 // [g*nc+c] log P(not heard)
 	base   []float32 // per cell: sum over modelled gateways of lmiss
 	// offs holds lmiss and base for tags heard louder or quieter than
-	// the survey tag, per whole dB (offset.go), made when first needed.
+	// the survey tag, per offsetStep dB (offset.go), made with the fit.
 	offs *gridOffsets
 }
 
@@ -397,9 +397,12 @@ func (m *model) fitGridGateways() {
 			g.mu[gi*nc+c] = float32(mu)
 		}
 	}
-	t := g.buildMiss(0)
-	g.lmiss, g.base = t.lmiss, t.base
 	g.offs = new(gridOffsets)
+	for k := range g.offs {
+		g.offs[k] = g.buildMiss(offsetAt(k))
+	}
+	t := g.offs[nOffsets/2]
+	g.lmiss, g.base = t.lmiss, t.base
 	g.fitted = true
 }
 
@@ -654,7 +657,7 @@ func (grid) update(m *model, p *Params, b *beacon, _ *reading, now int64) (int, 
 		absent = float32(math.Min(1, float64(now-b.burst)/win) * math.Min(1, float64(dt)/win))
 		b.absentW = absent
 	}
-	lmiss, base := g.missAt(b.off.v)
+	lmiss, base := g.missAt(b.off.a)
 	ll := sc.ll
 	for c := range ll {
 		ll[c] = absent * base[c]
@@ -678,7 +681,7 @@ func (grid) update(m *model, p *Params, b *beacon, _ *reading, now int64) (int, 
 		if dt == 0 && (r.prev == 0 || now-r.prev >= int64(win)) {
 			refund = b.absentW // silent at this millisecond's first update
 		}
-		g.addHeard(ll, lmiss, r, float32(b.off.v), w, refund)
+		g.addHeard(ll, lmiss, r, float32(b.off.a), w, refund)
 		r.counted = r.last
 	}
 	top := float32(math.Inf(-1))

@@ -40,6 +40,20 @@ func (e *Engine) Location(uid string) (Location, bool) {
 	return (*b).location(m), true
 }
 
+// TagOffset is how many dB louder than the survey tag the engine hears
+// uid (docs/rtls.md, "Tag offset"); false when uid was not seen since
+// Start.
+func (e *Engine) TagOffset(uid string) (float64, bool) {
+	sh := e.shards.OfUID(uid)
+	sh.Lock()
+	defer sh.Unlock()
+	b := sh.V.Get(assets.UIDHash(uid), uid)
+	if b == nil {
+		return 0, false
+	}
+	return (*b).off.a, true
+}
+
 // Locations lists every beacon seen since Start, by asset_uid.
 func (e *Engine) Locations() []Location {
 	m := e.model.Load()

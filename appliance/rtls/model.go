@@ -35,7 +35,7 @@ type model struct {
 	// reading), and offs the emission tables of tags heard louder or
 	// quieter than the survey tag (offset.go).
 	sens float64
-	muT  []float64 // [g*nz+z] the mean em's would have without the floor
+	emT  []emission // [g*nz+z] em as the offset estimate reads it (offset.go)
 	offs *offsetTables
 	// temper is the weight of one window's log-likelihood, calibrated on
 	// the survey samples (emission.go, calibrate), else uncalibrated.

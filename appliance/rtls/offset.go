@@ -4,7 +4,6 @@ import (
 	"math"
 	"slices"
 	"sync"
-	"sync/atomic"
 )
 
 // A site surveys with one tag and tracks many: another model, another
@@ -13,18 +12,18 @@ import (
 // Every algorithm but strongest compares readings with what the survey
 // (or the log-distance model) expects, so such an offset moves every
 // comparison the same way: on the synthetic walks 4 dB cost the filters
-// 20-40 points of accuracy and 8 dB left them near chance
+// up to 37 points of accuracy and 8 dB left them at 14-26%
 // (docs/performance.md, "Tag offset").
 //
 // Each beacon therefore carries an estimate of its offset against the
-// reference, learned as it is tracked, and the algorithms see its
-// readings minus the estimate; the survey recorder and the debug feed
-// see them as heard.
+// survey tag, learned as it is tracked, and the algorithms see its
+// readings minus the offset applied (tagOffset.a); the survey recorder
+// and the debug feed see them as heard.
 //
 // The estimate maximises the offset's likelihood with the zone left
 // open: every offsetEvery SampleWindows a window's readings are scored
-// under the survey's reading model (estimatesAt) at the whole dB below,
-// at and above the estimate, each score the log of the sum over zones of the
+// under the survey's reading model (emT) at the whole dB below, at and
+// above the estimate, each score the log of the sum over zones of the
 // window's calibrated likelihood weighted by the algorithm's belief over
 // zones (uniform for the memoryless algorithms), and a Newton step moves
 // the estimate: an extended Kalman filter for a constant, in which every
@@ -34,19 +33,41 @@ import (
 //
 // Why not the residual against the reported zone, which is simpler: that
 // zone was chosen with the offset uncorrected, so a wrong zone explains
-// part of the offset away and the residual under-reads it. On walk A it
-// settled at -5.3 dB for a tag 8 dB quieter (this estimate: -6.3; the
-// rest is the model's, a zone's readings are not Gaussian).
+// part of the offset away and the residual under-reads it (-5.3 dB for a
+// tag 8 dB quieter on walk A; this estimate about -7).
 
 // maxOffset bounds the estimate (dB): a tag 20 dB off the survey tag is
-// a configuration error, not something to track through.
-const maxOffset = 20
+// a configuration error, not something to track through. offsetStep is
+// the spacing of the "not heard" tables (below) and of the offsets the
+// estimate scores a window at: a table is 4 bytes per gateway and zone
+// (or cell, for grid), and one erfc per entry to make; 21 of them add
+// about 55 ms to a model build on a 196-gateway, 196-zone site (0.23 s
+// before), 41 added twice that.
+const (
+	maxOffset  = 20
+	offsetStep = 2
+	nOffsets   = 2*maxOffset/offsetStep + 1
+)
 
 // tagOffset is one beacon's offset estimate.
 type tagOffset struct {
-	v  float64 // the estimate, dB
-	d  float64 // precision the windows have given it (1/dB^2), forgotten
-	at int64   // Unix ms of the last window scored; 0 none
+	v, a float64 // the estimate, and the offset applied (below), dB
+	d    float64 // precision the windows have given it (1/dB^2), forgotten
+	// a is the offset the algorithms take off every reading: the
+	// estimate as far as it stands out of its own uncertainty (a
+	// James-Stein-like shrinkage, a = v * max(0, 1 - var/v^2)). Five
+	// windows of one or two gateways each (all the UCI test file gives)
+	// put v at +2.5 dB with a spread of 3 dB, and applied it cost k-NN 4
+	// points there: a is 0 there. After minutes of a tag heard by a
+	// dozen gateways the spread is tenths of a dB and a is v.
+	// at is when a window was last tried with readings in it (the next is
+	// offsetEvery windows later), scored when the precision was last
+	// forgotten and added to, tried the millisecond of the last attempt.
+	at, scored, tried int64
+	// burst is when the current run of sightings began: the share of a
+	// window the beacon has been heard in weighs silence (cover), as in
+	// the filters, whichever algorithm runs.
+	burst int64
 }
 
 // offsetEvery is how many SampleWindows apart the estimate scores a
@@ -56,20 +77,22 @@ type tagOffset struct {
 // about as fast (docs/performance.md, "Tag offset").
 const offsetEvery = 3
 
-// learn scores b's readings of the window before now (at the first
-// report of a millisecond, offsetEvery SampleWindows after the last) and
-// moves the estimate.
+// learn runs before each sighting of b is folded in. At the first report
+// of a millisecond, offsetEvery SampleWindows after the last window it
+// scored, it scores the readings of the window before now and moves the
+// estimate; a try that finds no reading in the window (the first report
+// of a burst) leaves the next report of the burst to try again.
 func (o *tagOffset) learn(m *model, p *Params, b *beacon, now int64) {
+	win := p.SampleWindow.Milliseconds()
+	if b.heard == 0 || now-b.heard >= p.Stale.Milliseconds() {
+		o.burst = now
+	}
 	nz := len(m.zones)
-	if p.OffsetTau <= 0 || nz < 2 || now-o.at < offsetEvery*p.SampleWindow.Milliseconds() {
+	if p.OffsetTau <= 0 || nz < 2 || now == o.tried || now-o.at < offsetEvery*win {
 		return
 	}
-	// Whatever comes of it, the next try is offsetEvery windows later:
-	// trying again within this millisecond would read the rest of its
-	// scan with another offset than its first report.
-	prev := o.at
-	o.at = now
-	cover := math.Min(1, float64(now-b.burst)/float64(p.SampleWindow.Milliseconds()))
+	o.tried = now
+	cover := math.Min(1, float64(now-o.burst)/float64(win))
 	sc := m.offs.scratch.Get().(*offsetScratch)
 	defer m.offs.scratch.Put(sc)
 	// The belief over zones the algorithm holds (grid leaves its zone
@@ -91,63 +114,92 @@ func (o *tagOffset) learn(m *model, p *Params, b *beacon, now int64) {
 			zs = append(zs, int32(z))
 		}
 	}
-	k0 := math.Round(o.v)
+	// Scored at the table offsets k0-step, k0 and k0+step, all within
+	// the tables' range: an estimate at the bound must still be able to
+	// come back.
+	const h = offsetStep
+	k0 := h * math.Round(o.v/h)
+	k0 = math.Max(-maxOffset+h, math.Min(maxOffset-h, k0))
 	var l [3]float64
 	for i := range l {
-		off := k0 + float64(i-1)
-		if math.Abs(off) > maxOffset {
-			return
-		}
-		v, ok := scoreWindow(m, p, b, now, cover, off, zs, pi, sc.ll)
+		v, ok := scoreWindow(m, p, b, now, cover, k0+float64((i-1)*h), zs, pi, sc.ll)
 		if !ok {
 			return
 		}
 		l[i] = v
 	}
-	if prev > 0 {
-		o.d *= math.Exp(-float64(now-prev) / float64(p.OffsetTau.Milliseconds()))
+	o.at = now
+	// The past windows' precision, forgotten since the last scored one.
+	keep := 0.0
+	if o.scored > 0 {
+		keep = math.Exp(-float64(now-o.scored) / float64(p.OffsetTau.Milliseconds()))
 	}
-	// The window's log-likelihood as a parabola through k0-1, k0, k0+1:
-	// gradient g and curvature c at k0 (c < 0 adds no precision).
-	g := (l[2] - l[0]) / 2
-	c := math.Max(0, 2*l[1]-l[0]-l[2])
+	o.scored = now
+	// The window's log-likelihood as a parabola through the three:
+	// gradient g at the estimate and curvature c, per dB (c < 0 adds no
+	// precision). The objective is the prior (0 +- OffsetSpread, never
+	// forgotten) plus the windows, each forgotten by its age; the past
+	// windows balanced the prior at the old estimate, so what pulls
+	// towards 0 now is only the share of them forgotten since.
+	c := math.Max(0, (2*l[1]-l[0]-l[2])/(h*h))
+	g := (l[2]-l[0])/(2*h) - c*(o.v-k0)
 	prior := 1 / (p.OffsetSpread * p.OffsetSpread)
-	o.d += c
-	step := (g - c*(o.v-k0) - prior*o.v) / (prior + o.d)
+	step := (g - (1-keep)*prior*o.v) / (prior + keep*o.d + c)
+	o.d = keep*o.d + c
 	o.v = math.Max(-maxOffset, math.Min(maxOffset, o.v+math.Max(-1, math.Min(1, step))))
+	a := 0.0
+	if vr := 1 / (prior + o.d); o.v*o.v > vr {
+		a = o.v * (1 - vr/(o.v*o.v))
+	}
+	// The moving averages hold readings minus the applied offset: move
+	// them with it, or the algorithms that read them (and the debug
+	// feed) would mix corrections.
+	for i := range b.rds {
+		b.rds[i].ema -= a - o.a
+	}
+	o.a = a
 }
 
 // A tag heard quieter than the survey tag is also heard less often: its
 // far readings fall under the gateways' sensitivity. Correcting the
 // readings alone leaves the "not heard" model of the survey tag, which
 // then reads every missed far gateway as evidence for a zone away from
-// it. The models that count silence take
-// their "not heard" terms from tables made for the beacon's offset,
-// rounded to whole dB and made the first time a beacon needs them:
+// it. The models that count silence take their "not heard" terms from
+// tables made with the model for every offsetStep dB of offset, the
+// nearest to the beacon's, so nothing is built on the ingest path:
 //
 //   - grid's law already says why a reading goes unheard (below the site's
 //     sensitivity floor, or lost): an offset of v dB moves the expected
 //     reading by v against the same floor;
 //   - the zone filters' hit rates are counted, not modelled: a gateway's
 //     readings in a zone are taken as Gaussian, heard above the survey's
-//     sensitivity floor (its quietest heard sample), and the counted rate
-//     is scaled by how much more or less of that Gaussian an offset of v
-//     lifts above the floor (never above 1-Lost).
+//     sensitivity floor (its quietest heard sample), with the mean they
+//     would have if the floor hid none of them (truncMean), and the
+//     counted rate is scaled by how much more or less of that Gaussian an
+//     offset of v lifts above the floor (never above 1-Lost).
 
-// offsetIndex is the table index of offset v (whole dB, 0 at index
-// maxOffset).
-func offsetIndex(v float64) int { return int(math.Round(v)) + maxOffset }
-
-// emTable is the filters' reading model for one offset.
-type emTable struct {
-	em       []emission
-	missZone []float64
+// offsetIndex is the table index of offset v: the nearest multiple of
+// offsetStep within the bound, 0 dB at nOffsets/2.
+func offsetIndex(v float64) int {
+	return int(math.Round(math.Max(-maxOffset, math.Min(maxOffset, v))/offsetStep)) + nOffsets/2
 }
 
-// offsetTables holds a model's tables per whole dB of offset; a pointer,
-// so the model stays copyable (withGrid copies it).
+// offsetAt is the offset of table index k.
+func offsetAt(k int) float64 { return float64((k - nOffsets/2) * offsetStep) }
+
+// missTable is the zone filters' "not heard" model for one offset: per
+// gateway and zone log P(not heard), [g*nz+z], and per zone their sum.
+type missTable struct {
+	lm   []float32
+	zone []float64
+}
+
+// offsetTables holds a model's offset state; a pointer, so the model
+// stays copyable (withGrid copies it).
 type offsetTables struct {
-	em, est [2*maxOffset + 1]atomic.Pointer[emTable]
+	// miss is per offsetIndex, nil at 0 dB (the model's own em and
+	// missZone) and without survey samples (nothing counted to move).
+	miss [nOffsets]*missTable
 	// scratch holds the estimate's per-zone buffers: a beacon's own
 	// would cost 12 bytes per zone for each of 10,000 beacons, and the
 	// cache misses with them.
@@ -165,97 +217,57 @@ func newOffsetTables(nz int) *offsetTables {
 	return t
 }
 
-// emissionsAt is the filters' reading model for a tag offset v dB.
-func (m *model) emissionsAt(v float64) ([]emission, []float64) {
-	i := offsetIndex(v)
-	if i == maxOffset || m.offs == nil || len(m.samples) == 0 {
-		return m.em, m.missZone // no offset, or no counted rates to move
-	}
-	if t := m.offs.em[i].Load(); t != nil {
-		return t.em, t.missZone
-	}
-	t := m.buildEmTable(float64(i-maxOffset), false)
-	m.offs.em[i].Store(t) // two read loops may both build it: the same table
-	return t.em, t.missZone
-}
-
-// estimatesAt is the reading model the offset estimate scores windows
-// with at offset v: the survey's hit rates and reading spreads, but the
-// mean a gateway's readings in a zone would have if the floor did not
-// hide the quiet ones (truncMean). The filters' own model keeps the mean
-// of what was heard, which is what a reading of the survey tag is
-// compared with; the estimate compares offsets, and with the heard mean
-// the hidden tail pulled every estimate towards 0 (walk A: -6.3 dB for
-// a tag 8 dB quieter, +3 for one 8 dB louder).
-func (m *model) estimatesAt(v float64) ([]emission, []float64) {
-	i := offsetIndex(v)
-	if m.offs == nil || len(m.samples) == 0 {
-		// The log-distance model: no floor, nothing hidden or counted.
-		return m.em, m.missZone
-	}
-	if t := m.offs.est[i].Load(); t != nil {
-		return t.em, t.missZone
-	}
-	t := m.buildEmTable(float64(i-maxOffset), true)
-	m.offs.est[i].Store(t)
-	return t.em, t.missZone
-}
-
-// buildEmTable moves the survey's reading model to a tag heard v dB
-// louder: the share of each gateway's readings in a zone that clears
-// the survey's sensitivity floor changes, so its hit rate does (never
-// above 1-Lost). A heard reading's density is the survey's moved by v:
-// with untruncated means (est) its hit term is the rate of the whole
-// Gaussian, of which the floor hides part; otherwise the filters' term
-// is kept as it is (counting the floor in it again would pull decisions
-// towards the zones the quiet tag is heard in least).
-func (m *model) buildEmTable(v float64, est bool) *emTable {
+// buildOffsetTables makes the zone filters' miss tables and the
+// estimate's reading model (emT) from the survey-trained em, at model
+// build.
+func (m *model) buildOffsetTables() {
 	nz := len(m.zones)
-	t := &emTable{em: slices.Clone(m.em), missZone: make([]float64, nz)}
-	top := 1 - m.p.Lost
-	for i := range t.em {
-		e := &t.em[i]
+	m.emT = slices.Clone(m.em)
+	// Per cell: the survey's hit rate over q0, the share of the
+	// untruncated Gaussian above the floor, and where the floor sits in
+	// it (z0, in spreads), so each table costs one erfc and one log per
+	// cell.
+	rate, z0, isig := make([]float64, len(m.em)), make([]float64, len(m.em)), make([]float64, len(m.em))
+	for i := range m.em {
+		e := &m.emT[i]
 		sig := math.Sqrt(1 / (2 * e.inv2s2))
-		mu := e.mu
-		if est {
-			mu = m.muT[i]
-		}
-		q0 := stdNormCDF((mu - m.sens) / sig)
-		q1 := stdNormCDF((mu + v - m.sens) / sig)
-		p0 := math.Exp(e.logHit)
-		ph := math.Max(math.Min(p0*q1/math.Max(q0, 1e-6), top), 1e-6)
-		if est {
-			e.mu = mu
-			e.logHit = math.Log(math.Min(p0/math.Max(q0, 1e-6), 1))
-		}
-		e.logMiss = math.Log1p(-ph)
-		t.missZone[i%nz] += e.logMiss
+		e.mu = truncMean(e.mu, sig, m.sens)
+		z0[i], isig[i] = (e.mu-m.sens)/sig, 1/sig
+		q0 := math.Max(stdNormCDF(z0[i]), 1e-6)
+		rate[i] = math.Exp(e.logHit) / q0
+		// The heard term of the whole Gaussian: the survey heard the
+		// share q0 of it at rate p, so a reading's density counts p/q0.
+		e.logHit = math.Min(math.Log(rate[i]), 0)
 	}
-	return t
+	top := 1 - m.p.Lost
+	for k := range m.offs.miss {
+		v := offsetAt(k)
+		if v == 0 {
+			continue
+		}
+		t := &missTable{lm: make([]float32, len(m.em)), zone: make([]float64, nz)}
+		for i := range m.em {
+			ph := rate[i] * stdNormCDF(z0[i]+v*isig[i])
+			lm := math.Log1p(-math.Max(math.Min(ph, top), 1e-6))
+			t.lm[i] = float32(lm)
+			t.zone[i%nz] += lm
+		}
+		m.offs.miss[k] = t
+	}
 }
 
-// truncMean is the mean of a Gaussian with spread sig whose part above
-// floor has mean heard: E[x | x > floor] = mu + sig*phi(a)/(1-Phi(a)),
-// a = (floor-mu)/sig, increasing in mu, solved by bisection within 5 sig
-// below heard.
-func truncMean(heard, sig, floor float64) float64 {
-	lo, hi := heard-5*sig, heard
-	for range 50 {
-		mu := (lo + hi) / 2
-		a := (floor - mu) / sig
-		tail := 0.5 * math.Erfc(a/math.Sqrt2)
-		mean := heard + 1 // nothing above the floor: too low a mu
-		if tail > 1e-12 {
-			mean = mu + sig*math.Exp(-a*a/2)/math.Sqrt(2*math.Pi)/tail
-		}
-		if mean > heard {
-			hi = mu
-		} else {
-			lo = mu
-		}
+// missAt is the zone filters' "not heard" model for a tag offset v dB;
+// nil: the model's own (em's logMiss, missZone).
+func (m *model) missAt(v float64) *missTable {
+	if m.offs == nil {
+		return nil
 	}
-	return (lo + hi) / 2
+	return m.offs.miss[offsetIndex(v)]
 }
+
+// gridOffsets holds grid's miss models per table index (offsetIndex;
+// 0 dB: the fitted lmiss and base).
+type gridOffsets [nOffsets]*gridMiss
 
 // gridMiss is grid's "not heard" model for one offset.
 type gridMiss struct {
@@ -263,30 +275,62 @@ type gridMiss struct {
 	base  []float32 // per cell: sum over modelled gateways of lmiss
 }
 
-type gridOffsets [2*maxOffset + 1]atomic.Pointer[gridMiss]
-
 // missAt is grid's "not heard" model for a tag offset v dB.
 func (g *gridModel) missAt(v float64) ([]float32, []float32) {
-	i := offsetIndex(v)
-	if i == maxOffset || g.offs == nil {
+	if g.offs == nil {
 		return g.lmiss, g.base
 	}
-	if t := g.offs[i].Load(); t != nil {
-		return t.lmiss, t.base
-	}
-	t := g.buildMiss(float64(i - maxOffset))
-	g.offs[i].Store(t)
+	t := g.offs[offsetIndex(v)]
 	return t.lmiss, t.base
+}
+
+// truncMean is the mean of a Gaussian with spread sig whose part above
+// floor has mean heard: E[x | x > floor] = mu + sig*lambda(a), lambda
+// the inverse Mills ratio phi(a)/(1-Phi(a)), a = (floor-mu)/sig. The
+// left side increases in mu with slope in (0, 1), so Newton's method from
+// mu = heard converges (guarded by bisection within 5 sig below heard).
+func truncMean(heard, sig, floor float64) float64 {
+	lo, hi := heard-5*sig, heard
+	mu := heard
+	for range 30 {
+		a := (floor - mu) / sig
+		tail := 0.5 * math.Erfc(a/math.Sqrt2)
+		if tail < 1e-12 {
+			lo = mu // nothing above the floor: mu is too low
+			mu = (lo + hi) / 2
+			continue
+		}
+		lam := math.Exp(-a*a/2) / math.Sqrt(2*math.Pi) / tail
+		f := mu + sig*lam - heard
+		if f > 0 {
+			hi = mu
+		} else {
+			lo = mu
+		}
+		if math.Abs(f) < 1e-6 {
+			return mu
+		}
+		// d/dmu (mu + sig*lambda(a)) = 1 - lambda(lambda - a)
+		next := mu - f/math.Max(1-lam*(lam-a), 1e-3)
+		if next <= lo || next >= hi {
+			next = (lo + hi) / 2
+		}
+		mu = next
+	}
+	return mu
 }
 
 // scoreWindow is the log-likelihood of b's window at offset off with the
 // zone left open: log of the sum over zones zs of pi[z] (1 without pi)
 // times the window's calibrated likelihood in z under the estimate's
-// reading model (estimatesAt). ll is scratch, per zone. false when no
-// reading carries information.
+// reading model (emT, or em without a survey). ll is scratch, per zone.
+// false when no reading carries information.
 func scoreWindow(m *model, p *Params, b *beacon, now int64, cover, off float64, zs []int32, pi, ll []float64) (float64, bool) {
-	ems, missZone := m.estimatesAt(off)
-	if !windowLL(m, p, b, now, cover, off, ems, missZone, zs, ll) {
+	ems := m.emT
+	if ems == nil {
+		ems = m.em // the log-distance model: no floor, nothing hidden
+	}
+	if !windowLL(m, p, b, now, cover, off, ems, m.missAt(off), zs, ll) {
 		return 0, false
 	}
 	top := math.Inf(-1)

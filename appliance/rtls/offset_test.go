@@ -3,18 +3,18 @@ package rtls
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
+	"time"
 
 	"beaconhub/appliance/assets"
 	"beaconhub/appliance/ingest"
 )
 
-// offsetOf is uid's tag offset estimate.
+// offsetOf is the tag offset the engine applies to uid's readings.
 func offsetOf(h *harness, uid string) float64 {
-	sh := h.e.shards.OfUID(uid)
-	sh.Lock()
-	defer sh.Unlock()
-	return (*sh.V.Get(assets.UIDHash(uid), uid)).off.v
+	v, _ := h.e.TagOffset(uid)
+	return v
 }
 
 // tourLouder walks a tag heard off dB louder than the survey tag through
@@ -42,11 +42,7 @@ func TestTagOffsetIsLearned(t *testing.T) {
 	samples := surveySamples(s, 10, 3, rand.New(rand.NewPCG(1, 2)))
 	const stays = 12
 	for _, alg := range []string{AlgKNN, AlgFilter, AlgBayes, AlgGrid} {
-		h := newHarness(t, Options{})
-		h.e.Configure(s, samples)
-		if err := h.e.Start(alg); err != nil {
-			t.Fatal(err)
-		}
+		h := tracking(t, Options{}, s, samples, alg)
 		right := tourLouder(h, s, -7, stays, rand.New(rand.NewPCG(3, 4)))
 		t.Logf("%s: %d of %d stays right, estimate %.2f dB", alg, right, stays, offsetOf(h, "WAT-1"))
 		if v := offsetOf(h, "WAT-1"); v > -5.5 || v < -8.5 {
@@ -60,11 +56,7 @@ func TestTagOffsetIsLearned(t *testing.T) {
 	// estimate the filters lose the quiet tag.
 	noOffset := DefaultParams() // a Params with one field set would zero DecideEvery
 	noOffset.OffsetTau = -1
-	h := newHarness(t, Options{Params: noOffset})
-	h.e.Configure(s, samples)
-	if err := h.e.Start(AlgFilter); err != nil {
-		t.Fatal(err)
-	}
+	h := tracking(t, Options{Params: noOffset}, s, samples, AlgFilter)
 	right := tourLouder(h, s, -7, stays, rand.New(rand.NewPCG(3, 4)))
 	t.Logf("hmm without the estimate: %d of %d stays right", right, stays)
 	if right > stays*3/4 {
@@ -82,11 +74,7 @@ func TestTagOffsetStaysNearZeroForTheSurveyTag(t *testing.T) {
 	s := gridSite(4, 4, false)
 	rng := rand.New(rand.NewPCG(5, 6))
 	for _, alg := range []string{AlgFilter, AlgGrid} {
-		h := newHarness(t, Options{})
-		h.e.Configure(s, surveySamples(s, 10, 3, rng))
-		if err := h.e.Start(alg); err != nil {
-			t.Fatal(err)
-		}
+		h := tracking(t, Options{}, s, surveySamples(s, 10, 3, rng), alg)
 		standAt(h, s, "WAT-1", 160, 240, 3, 600, rng) // zone 10 (col 1, row 2), off its centre
 		if v := offsetOf(h, "WAT-1"); math.Abs(v) > 1.5 {
 			t.Errorf("%s: offset estimate %.2f dB for the survey tag", alg, v)
@@ -97,39 +85,138 @@ func TestTagOffsetStaysNearZeroForTheSurveyTag(t *testing.T) {
 	}
 }
 
-// TestOffsetTablesAtZeroAreTheModel: the tables made for an offset are
-// the model's own at 0 dB, so a tag whose estimate rounds to 0 and one
-// whose estimate is exactly 0 are judged alike.
-func TestOffsetTablesAtZeroAreTheModel(t *testing.T) {
+// TestOffsetTablesMoveSilence: a quieter tag is missed more often in
+// every zone and cell, a louder one less, and at 0 dB the models are
+// their own (no table: exactly the survey tag's).
+func TestOffsetTablesMoveSilence(t *testing.T) {
 	s := gridSite(3, 3, false)
-	h := newHarness(t, Options{})
-	h.e.Configure(s, surveySamples(s, 5, 3, rand.New(rand.NewPCG(7, 8))))
-	if err := h.e.Start(AlgGrid); err != nil {
-		t.Fatal(err)
-	}
+	h := tracking(t, Options{}, s, surveySamples(s, 5, 3, rand.New(rand.NewPCG(7, 8))), AlgGrid)
 	m := h.e.model.Load()
-	t0 := m.buildEmTable(0, false)
+	if m.missAt(0.4) != nil {
+		t.Fatal("a table at 0 dB: the survey tag would not be judged by the survey's own model")
+	}
+	quiet, loud := m.missAt(-6), m.missAt(6)
+	moved := 0
 	for i := range m.em {
-		if math.Abs(t0.em[i].logMiss-m.em[i].logMiss) > 1e-9 || t0.em[i].logHit != m.em[i].logHit {
-			t.Fatalf("cell %d: %+v at 0 dB, model %+v", i, t0.em[i], m.em[i])
+		base := float32(m.em[i].logMiss)
+		if !(quiet.lm[i] >= base-1e-5 && base+1e-5 >= loud.lm[i]) {
+			t.Fatalf("cell %d: log P(not heard) %v / %v / %v at -6 / 0 / +6 dB", i, quiet.lm[i], base, loud.lm[i])
+		}
+		if quiet.lm[i] > base+0.01 {
+			moved++
 		}
 	}
-	for z := range m.missZone {
-		if math.Abs(t0.missZone[z]-m.missZone[z]) > 1e-9 {
-			t.Fatalf("zone %d: missZone %v at 0 dB, model %v", z, t0.missZone[z], m.missZone[z])
+	if moved == 0 {
+		t.Fatal("no cell is missed more by a tag 6 dB quieter")
+	}
+	g := m.grid
+	gq, _ := g.missAt(-6)
+	g0, _ := g.missAt(0)
+	gl, _ := g.missAt(6)
+	moved = 0
+	for c := range g0 {
+		if !(gq[c] >= g0[c] && g0[c] >= gl[c]) {
+			t.Fatalf("grid cell %d: log P(not heard) %v / %v / %v at -6 / 0 / +6 dB", c, gq[c], g0[c], gl[c])
+		}
+		if gq[c] > g0[c]+0.01 {
+			moved++
 		}
 	}
-	g0 := m.grid.buildMiss(0)
-	for i := range g0.lmiss {
-		if g0.lmiss[i] != m.grid.lmiss[i] {
-			t.Fatalf("grid cell %d: lmiss %v at 0 dB, model %v", i, g0.lmiss[i], m.grid.lmiss[i])
+	if moved == 0 {
+		t.Fatal("no grid cell is missed more by a tag 6 dB quieter")
+	}
+}
+
+// TestTagOffsetKeepsScanOrder: the reports of one scan arrive in any
+// order; the estimate (and so every decision) must not depend on it.
+func TestTagOffsetKeepsScanOrder(t *testing.T) {
+	s := gridSite(4, 4, false)
+	samples := surveySamples(s, 10, 3, rand.New(rand.NewPCG(1, 2)))
+	var est [2]float64
+	for k := range est {
+		h := tracking(t, Options{}, s, samples, AlgFilter)
+		rng := rand.New(rand.NewPCG(3, 4))
+		for sec := 0; sec < 240; sec++ {
+			x, y := 60+float64(sec%200), 160+40*math.Sin(float64(sec)/20)
+			var scan [][2]float64
+			for i, g := range s.Gateways {
+				if r := modelRSSI(g.X, g.Y, x, y) - 7 + (rng.Float64()*2-1)*3; r >= -95 {
+					scan = append(scan, [2]float64{float64(i), r})
+				}
+			}
+			if k == 1 {
+				slices.Reverse(scan)
+			}
+			for _, sr := range scan {
+				h.sight("WAT-1", s.Gateways[int(sr[0])].MAC, sr[1])
+			}
+			h.clk.Advance(time.Second)
+		}
+		est[k] = offsetOf(h, "WAT-1")
+	}
+	// Equal but for rounding: the filter's belief sums a scan's terms in
+	// the order they come.
+	if math.Abs(est[0]-est[1]) > 1e-9 || est[0] > -4 {
+		t.Fatalf("estimates %v for one walk's scans in two orders (a tag 7 dB quieter)", est)
+	}
+}
+
+// TestTagOffsetComesBack: an estimate is not stuck at its bound, and a
+// long absence forgets it. A tag whose estimate went to the bound (22 dB
+// louder: a MAC re-used for another tag, say) and is then heard like the
+// survey tag comes back over OffsetTau, as ten minutes of contrary
+// evidence should; one that comes back after two hours heard like the
+// survey tag is learned again within minutes.
+func TestTagOffsetComesBack(t *testing.T) {
+	s := gridSite(4, 4, false)
+	samples := surveySamples(s, 10, 3, rand.New(rand.NewPCG(1, 2)))
+	for _, c := range []struct {
+		off    float64
+		away   time.Duration
+		stays  int
+		within float64 // after 20 min, e^-2 of 20 dB is left: 2.7
+	}{{22, 0, 40, 5}, {-7, 2 * time.Hour, 8, 2}} {
+		h := tracking(t, Options{}, s, samples, AlgFilter)
+		rng := rand.New(rand.NewPCG(3, 4))
+		tourLouder(h, s, c.off, 20, rng) // 10 min
+		before := offsetOf(h, "WAT-1")
+		h.clk.Advance(c.away)
+		tourLouder(h, s, 0, c.stays, rng) // 30 s each
+		if after := offsetOf(h, "WAT-1"); math.Abs(after) > c.within {
+			t.Errorf("tag at %+.0f dB (estimate %.2f), away %v, then %d min as the survey tag: estimate %.2f", c.off, before, c.away, c.stays/2, after)
 		}
 	}
-	// And a quieter tag is missed more, a louder one less.
-	q, l := m.grid.buildMiss(-6), m.grid.buildMiss(6)
-	for c := range g0.base {
-		if !(q.base[c] <= g0.base[c] && g0.base[c] <= l.base[c]) && !(q.base[c] >= g0.base[c] && g0.base[c] >= l.base[c]) {
-			t.Fatalf("cell %d: silence %v / %v / %v at -6 / 0 / +6 dB is not monotone", c, q.base[c], g0.base[c], l.base[c])
+}
+
+// TestTagOffsetMovesTheAverages: the smoothed readings hold what was
+// heard minus the estimate, so when the estimate moves they move with
+// it: heard minus estimate stays what was heard.
+func TestTagOffsetMovesTheAverages(t *testing.T) {
+	s := gridSite(4, 4, false)
+	h := tracking(t, Options{}, s, surveySamples(s, 10, 3, rand.New(rand.NewPCG(1, 2))), AlgKNN)
+	standLouder(h, s, "WAT-1", 150, 150, -7, 3, 40, rand.New(rand.NewPCG(3, 4))) // the estimate stands out of its spread
+	sh := h.e.shards.OfUID("WAT-1")
+	sh.Lock()
+	defer sh.Unlock()
+	b := *sh.V.Get(assets.UIDHash("WAT-1"), "WAT-1")
+	heard := map[[6]byte]float64{}
+	for _, rd := range b.rds {
+		heard[rd.mac] = rd.ema + b.off.a
+	}
+	a0 := b.off.a
+	b.off.v -= 2 // as if the last window had said so: the next step moves it back
+	now := b.heard + offsetEvery*DefaultParams().SampleWindow.Milliseconds()
+	for i := range b.rds {
+		b.rds[i].last = now - 100 // still in the window
+	}
+	p := DefaultParams()
+	b.off.learn(h.e.model.Load(), &p, b, now)
+	if b.off.a == a0 || a0 == 0 {
+		t.Fatalf("the applied offset did not move from %.2f", a0)
+	}
+	for _, rd := range b.rds {
+		if math.Abs(rd.ema+b.off.a-heard[rd.mac]) > 1e-9 {
+			t.Fatalf("gateway %x: smoothed as heard %.3f, was %.3f (offset %.2f -> %.2f)", rd.mac, rd.ema+b.off.a, heard[rd.mac], a0, b.off.a)
 		}
 	}
 }
@@ -152,11 +239,7 @@ func TestTruncMean(t *testing.T) {
 // values.
 func TestDebugShowsReadingsAsHeard(t *testing.T) {
 	s := gridSite(4, 4, false)
-	h := newHarness(t, Options{})
-	h.e.Configure(s, surveySamples(s, 10, 3, rand.New(rand.NewPCG(1, 2))))
-	if err := h.e.Start(AlgFilter); err != nil {
-		t.Fatal(err)
-	}
+	h := tracking(t, Options{}, s, surveySamples(s, 10, 3, rand.New(rand.NewPCG(1, 2))), AlgFilter)
 	tourLouder(h, s, -7, 6, rand.New(rand.NewPCG(3, 4)))
 	var got []Event
 	cancel := h.e.Listen(func(ev Event) {
@@ -178,4 +261,15 @@ func TestDebugShowsReadingsAsHeard(t *testing.T) {
 			t.Fatalf("debug reading %+v, heard -80 dBm", r)
 		}
 	}
+}
+
+// tracking is an engine on site s with samples, running alg.
+func tracking(t *testing.T, opts Options, s Site, samples []Sample, alg string) *harness {
+	t.Helper()
+	h := newHarness(t, opts)
+	h.e.Configure(s, samples)
+	if err := h.e.Start(alg); err != nil {
+		t.Fatal(err)
+	}
+	return h
 }

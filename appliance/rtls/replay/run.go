@@ -184,6 +184,12 @@ func Run(ds *Dataset, opts Options) ([]Result, error) {
 				return nil, err
 			}
 			sc.fill(&res)
+			res.Offsets = map[string]float64{}
+			for b := range ds.Beacons {
+				if v, ok := r.eng.TagOffset(uidOf(b)); ok {
+					res.Offsets[b] = v
+				}
+			}
 			r.eng.Stop()
 		}
 		out = append(out, res)

@@ -3,6 +3,7 @@ package replay
 import (
 	"fmt"
 	"io"
+	"math"
 	"time"
 )
 
@@ -21,6 +22,9 @@ type Result struct {
 	CorrectS float64
 	Flips    int     // predicted zone changes while the true zone did not change
 	StableS  float64 // seconds of unchanged true zone
+	// Offsets is each beacon's tag offset estimate at the end of the run
+	// (dB louder than the survey tag; docs/rtls.md, "Tag offset").
+	Offsets map[string]float64
 }
 
 // Accuracy is the share of scored sightings predicted right.
@@ -115,15 +119,31 @@ func (s *scorer) fill(r *Result) {
 
 // Format prints the results as a Markdown table.
 func Format(w io.Writer, rs []Result) {
-	fmt.Fprintln(w, "| algorithm | zone accuracy | unknown | s to correct (caught/changes) | flips/min (flips, stable min) |")
-	fmt.Fprintln(w, "|---|---|---|---|---|")
+	fmt.Fprintln(w, "| algorithm | zone accuracy | unknown | s to correct (caught/changes) | flips/min (flips, stable min) | tag offset, dB |")
+	fmt.Fprintln(w, "|---|---|---|---|---|---|")
 	for _, r := range rs {
 		if !r.Ready {
-			fmt.Fprintf(w, "| %s | not applicable: %s | | | |\n", r.Algorithm, r.Reason)
+			fmt.Fprintf(w, "| %s | not applicable: %s | | | | |\n", r.Algorithm, r.Reason)
 			continue
 		}
-		fmt.Fprintf(w, "| %s | %.1f%% (%d/%d) | %d | %.1f (%d/%d) | %.2f (%d, %.1f) |\n", r.Algorithm,
+		fmt.Fprintf(w, "| %s | %.1f%% (%d/%d) | %d | %.1f (%d/%d) | %.2f (%d, %.1f) | %s |\n", r.Algorithm,
 			100*r.Accuracy(), r.Correct, r.Scored, r.Unknown, r.CorrectS, r.Corrected, r.Changes,
-			r.FlipsPerMin(), r.Flips, r.StableS/60)
+			r.FlipsPerMin(), r.Flips, r.StableS/60, offsetRange(r.Offsets))
 	}
+}
+
+// offsetRange is the beacons' offset estimates as one figure, or their
+// range when they differ.
+func offsetRange(offs map[string]float64) string {
+	if len(offs) == 0 {
+		return ""
+	}
+	lo, hi := math.Inf(1), math.Inf(-1)
+	for _, v := range offs {
+		lo, hi = math.Min(lo, v), math.Max(hi, v)
+	}
+	if hi-lo < 0.05 {
+		return fmt.Sprintf("%+.1f", lo)
+	}
+	return fmt.Sprintf("%+.1f to %+.1f", lo, hi)
 }

@@ -252,38 +252,50 @@ func posDist(a, b string) float64 {
 	return math.Hypot(ax-bx, ay-by)
 }
 
-// TestTagOffsetOnWalk: walk C's test tag heard 6 dB quieter than its
+// TestTagOffsetOnWalk: the walks' test tag heard quieter than their
 // survey tag (train.csv and test.csv from different tags, as on a site
-// that surveys with one tag and tracks many). With the offset learned
-// (rtls offset.go) the filters keep their accuracy; without it they lose
-// a third of it, so the walk does test the estimate.
+// that surveys with one tag and tracks many): walk C 6 dB quieter, and
+// walk A, with fewer gateways and more noise, 8 dB quieter. With the
+// offset learned (rtls offset.go) the filters keep most of their
+// accuracy; without it they lose half of it or more, so the walks do
+// test the estimate. The learned offset is checked too.
 func TestTagOffsetOnWalk(t *testing.T) {
-	w := walkSettings[2].w // C
-	w.seed, w.offset = walkSettings[2].seeds[0], -6
-	dir := t.TempDir()
-	writeWalk(t, dir, w)
-	ds, err := Load(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	algs := []string{"hmm", "grid"}
-	with, err := Run(ds, Options{Algorithms: algs})
-	if err != nil {
-		t.Fatal(err)
-	}
 	noOffset := rtls.DefaultParams()
 	noOffset.OffsetTau = -1
-	without, err := Run(ds, Options{Algorithms: algs, Params: noOffset})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i, a := range algs {
-		t.Logf("%s: %.1f%% with the estimate, %.1f%% without", a, 100*with[i].Accuracy(), 100*without[i].Accuracy())
-		if with[i].Accuracy() < 0.85 {
-			t.Errorf("%s: %.1f%% on a tag 6 dB quieter, want >= 85%%", a, 100*with[i].Accuracy())
+	for _, c := range []struct {
+		setting     int
+		off         float64
+		with        float64 // least accuracy with the estimate
+		without     float64 // most accuracy without it
+		estLo, estH float64
+	}{{2, -6, 0.85, 0.75, -7.5, -4.5}, {0, -8, 0.40, 0.30, -9.5, -5.5}} {
+		w := walkSettings[c.setting].w
+		w.seed, w.offset = walkSettings[c.setting].seeds[0], c.off
+		dir := t.TempDir()
+		writeWalk(t, dir, w)
+		ds, err := Load(dir)
+		if err != nil {
+			t.Fatal(err)
 		}
-		if without[i].Accuracy() > 0.75 {
-			t.Errorf("%s: %.1f%% without the estimate: the walk does not test it", a, 100*without[i].Accuracy())
+		algs := []string{"hmm", "grid"}
+		with, err := Run(ds, Options{Algorithms: algs})
+		if err != nil {
+			t.Fatal(err)
+		}
+		without, err := Run(ds, Options{Algorithms: algs, Params: noOffset})
+		if err != nil {
+			t.Fatal(err)
+		}
+		name := walkSettings[c.setting].name
+		for i, a := range algs {
+			est := with[i].Offsets["TAG"]
+			t.Logf("walk %s at %+.0f dB, %s: %.1f%% with the estimate (%+.2f dB), %.1f%% without", name, c.off, a, 100*with[i].Accuracy(), est, 100*without[i].Accuracy())
+			if with[i].Accuracy() < c.with || est < c.estLo || est > c.estH {
+				t.Errorf("walk %s at %+.0f dB, %s: %.1f%%, offset %+.2f dB", name, c.off, a, 100*with[i].Accuracy(), est)
+			}
+			if without[i].Accuracy() > c.without {
+				t.Errorf("walk %s at %+.0f dB, %s: %.1f%% without the estimate: the walk does not test it", name, c.off, a, 100*without[i].Accuracy())
+			}
 		}
 	}
 }
