@@ -114,8 +114,10 @@ func (m *model) learnEmissions() {
 			gSq[g] += x * x
 		}
 	}
+	m.surveyed = make([]bool, ng)
 	for g := 0; g < ng; g++ {
 		m.hasEm[g] = true
+		m.surveyed[g] = gHit[g] > 0
 		// Site-wide reading model of the gateway: the shrinkage target.
 		mu, v := floor, m.p.Sigma*m.p.Sigma
 		if gHit[g] > 0 {
@@ -299,6 +301,11 @@ func logLikelihood(m *model, p *Params, b *beacon, now int64, cover float64, ll 
 // dB louder than the survey tag: heard terms from ems, silence from mt
 // (nil: ems' own logMiss and the model's missZone).
 func windowLL(m *model, p *Params, b *beacon, now int64, cover, off float64, ems []emission, mt *missTable, zs []int32, ll []float64) bool {
+	return windowLLOf(m, p, b, now, cover, off, ems, mt, nil, zs, ll)
+}
+
+// windowLLOf is windowLL over the gateways use says (nil: all).
+func windowLLOf(m *model, p *Params, b *beacon, now int64, cover, off float64, ems []emission, mt *missTable, use []bool, zs []int32, ll []float64) bool {
 	nz, any := len(m.zones), false
 	missZone := m.missZone
 	if mt != nil {
@@ -314,7 +321,7 @@ func windowLL(m *model, p *Params, b *beacon, now int64, cover, off float64, ems
 	}
 	for i := range b.rds {
 		rd := &b.rds[i]
-		if !rd.fresh(p, now) || !m.hasEm[rd.g] {
+		if !rd.fresh(p, now) || !m.hasEm[rd.g] || use != nil && !use[rd.g] {
 			continue
 		}
 		any = true

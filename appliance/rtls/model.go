@@ -36,7 +36,11 @@ type model struct {
 	// quieter than the survey tag (offset.go).
 	sens float64
 	emT  []emission // [g*nz+z] em as the offset estimate reads it (offset.go)
-	offs *offsetTables
+	// surveyed is per gateway whether the survey ever heard it: one
+	// installed since has only the site-wide prior, which says nothing
+	// about an offset (offset.go).
+	surveyed []bool
+	offs     *offsetTables
 	// temper is the weight of one window's log-likelihood, calibrated on
 	// the survey samples (emission.go, calibrate), else uncalibrated.
 	temper float64
@@ -222,6 +226,66 @@ func (m *model) linkIsolatedZones() {
 			m.adj[i] = appendUnique(m.adj[i], near)
 			m.adj[near] = appendUnique(m.adj[near], i)
 		}
+	}
+	m.joinLinkedParts(isolated)
+}
+
+// joinLinkedParts makes the graph of every map on which
+// linkIsolatedZones linked a zone connected, joining its parts through
+// their nearest pair of zones, one pair at a time. Unlinked zones that
+// border only each other (two rows of rooms either side of a corridor
+// nobody drew) otherwise made two parts the belief could not cross. A
+// map whose zones were all linked by hand is left as declared, parts and
+// all.
+func (m *model) joinLinkedParts(linked []int) {
+	if len(linked) == 0 {
+		return
+	}
+	n := len(m.zones)
+	autoMap := map[uint64]bool{}
+	for _, i := range linked {
+		autoMap[m.zones[i].MapID] = true
+	}
+	part := make([]int, n)
+	for {
+		for i := range part {
+			part[i] = -1
+		}
+		np := 0
+		for i := range part {
+			if part[i] >= 0 {
+				continue
+			}
+			stack := []int{i}
+			part[i] = np
+			for len(stack) > 0 {
+				z := stack[len(stack)-1]
+				stack = stack[:len(stack)-1]
+				for _, u := range m.adj[z] {
+					if part[u] < 0 {
+						part[u] = np
+						stack = append(stack, u)
+					}
+				}
+			}
+			np++
+		}
+		bi, bj, bd := -1, -1, math.Inf(1)
+		for i := 0; i < n; i++ {
+			for j := i + 1; j < n; j++ {
+				if part[i] == part[j] || m.zones[i].MapID != m.zones[j].MapID || !autoMap[m.zones[i].MapID] {
+					continue
+				}
+				if d := rectGap(&m.zones[i], &m.zones[j]); d < bd {
+					bi, bj, bd = i, j, d
+				}
+			}
+		}
+		if bi < 0 {
+			return
+		}
+		m.adj[bi] = appendUnique(m.adj[bi], bj)
+		m.adj[bj] = appendUnique(m.adj[bj], bi)
 	}
 }
 

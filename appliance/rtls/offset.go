@@ -64,9 +64,10 @@ type tagOffset struct {
 	// offsetEvery windows later), scored when the precision was last
 	// forgotten and added to, tried the millisecond of the last attempt.
 	at, scored, tried int64
-	// burst is when the current run of sightings began: the share of a
-	// window the beacon has been heard in weighs silence (cover), as in
-	// the filters, whichever algorithm runs.
+	// burst is when the current run of sightings began (after a silence
+	// of Stale): the share of a window the beacon has been heard in
+	// weighs silence (cover), as in the filters, whichever algorithm
+	// runs.
 	burst int64
 }
 
@@ -76,6 +77,11 @@ type tagOffset struct {
 // benchmark site, one in three costs nothing measurable and learns
 // about as fast (docs/performance.md, "Tag offset").
 const offsetEvery = 3
+
+// scanSettle (ms) is how long after a beacon's last report the next one
+// starts a new scan for the estimate: the reports of one advertisement
+// reach the gateways' read loops within tens of milliseconds.
+const scanSettle = 500
 
 // learn runs before each sighting of b is folded in. At the first report
 // of a millisecond, offsetEvery SampleWindows after the last window it
@@ -88,7 +94,14 @@ func (o *tagOffset) learn(m *model, p *Params, b *beacon, now int64) {
 		o.burst = now
 	}
 	nz := len(m.zones)
-	if p.OffsetTau <= 0 || nz < 2 || now == o.tried || now-o.at < offsetEvery*win {
+	// Only at the first report of a scan (scanSettle after the last
+	// report): the window then holds whole scans. A report in the middle
+	// of a scan whose gateways report one by one would see the gateways
+	// still to report as not hearing the tag (a survey tag advertising
+	// every 3 s, its gateways 20 ms apart, went to -15 dB). A tag that
+	// advertises less often than every SampleWindow therefore never
+	// fills a window here and keeps offset 0.
+	if p.OffsetTau <= 0 || nz < 2 || now == o.tried || now-b.heard < scanSettle || now-o.at < offsetEvery*win {
 		return
 	}
 	o.tried = now
@@ -140,7 +153,13 @@ func (o *tagOffset) learn(m *model, p *Params, b *beacon, now int64) {
 	// precision). The objective is the prior (0 +- OffsetSpread, never
 	// forgotten) plus the windows, each forgotten by its age; the past
 	// windows balanced the prior at the old estimate, so what pulls
-	// towards 0 now is only the share of them forgotten since.
+	// towards 0 now is only the share of them forgotten since. A step is
+	// at most 1 dB, the parabola being local, and what a clamped step
+	// leaves behind is not carried over: convergence to a large offset
+	// is slower than the information would allow (10 dB: 7.2 after a
+	// minute, 8.4 after two), but the information form that carries it
+	// also followed five heavy-tailed UCI windows, whose near-linear
+	// likelihoods peak tens of dB away, to +5 dB.
 	c := math.Max(0, (2*l[1]-l[0]-l[2])/(h*h))
 	g := (l[2]-l[0])/(2*h) - c*(o.v-k0)
 	prior := 1 / (p.OffsetSpread * p.OffsetSpread)
@@ -229,6 +248,9 @@ func (m *model) buildOffsetTables() {
 	// cell.
 	rate, z0, isig := make([]float64, len(m.em)), make([]float64, len(m.em)), make([]float64, len(m.em))
 	for i := range m.em {
+		if !m.surveyed[i/nz] {
+			continue // its own model at every offset (below)
+		}
 		e := &m.emT[i]
 		sig := math.Sqrt(1 / (2 * e.inv2s2))
 		e.mu = truncMean(e.mu, sig, m.sens)
@@ -247,8 +269,11 @@ func (m *model) buildOffsetTables() {
 		}
 		t := &missTable{lm: make([]float32, len(m.em)), zone: make([]float64, nz)}
 		for i := range m.em {
-			ph := rate[i] * stdNormCDF(z0[i]+v*isig[i])
-			lm := math.Log1p(-math.Max(math.Min(ph, top), 1e-6))
+			lm := m.em[i].logMiss
+			if m.surveyed[i/nz] {
+				ph := rate[i] * stdNormCDF(z0[i]+v*isig[i])
+				lm = math.Log1p(-math.Max(math.Min(ph, top), 1e-6))
+			}
 			t.lm[i] = float32(lm)
 			t.zone[i%nz] += lm
 		}
@@ -290,6 +315,9 @@ func (g *gridModel) missAt(v float64) ([]float32, []float32) {
 // left side increases in mu with slope in (0, 1), so Newton's method from
 // mu = heard converges (guarded by bisection within 5 sig below heard).
 func truncMean(heard, sig, floor float64) float64 {
+	if heard <= floor {
+		return heard // no Gaussian has its part above the floor below it
+	}
 	lo, hi := heard-5*sig, heard
 	mu := heard
 	for range 30 {
@@ -330,7 +358,11 @@ func scoreWindow(m *model, p *Params, b *beacon, now int64, cover, off float64, 
 	if ems == nil {
 		ems = m.em // the log-distance model: no floor, nothing hidden
 	}
-	if !windowLL(m, p, b, now, cover, off, ems, m.missAt(off), zs, ll) {
+	// A gateway the survey never heard (installed since) has only the
+	// site-wide prior as its model: its readings would read as a louder
+	// tag (a survey tag went to +2.3 dB with two such gateways, one 7 dB
+	// quieter to +4.2), so the estimate does not read them.
+	if !windowLLOf(m, p, b, now, cover, off, ems, m.missAt(off), m.surveyed, zs, ll) {
 		return 0, false
 	}
 	top := math.Inf(-1)

@@ -273,3 +273,50 @@ func tracking(t *testing.T, opts Options, s Site, samples []Sample, alg string) 
 	}
 	return h
 }
+
+// TestTagOffsetIgnoresGatewaysTheSurveyNeverHeard: two gateways installed
+// after the survey hear the tag; their model is only the site-wide prior
+// and must not be read as an offset (they put a tag 7 dB quieter at
+// +4 dB, and hmm then got 2 stays of 12 right).
+func TestTagOffsetIgnoresGatewaysTheSurveyNeverHeard(t *testing.T) {
+	s := gridSite(4, 4, false)
+	late := map[[6]byte]bool{s.Gateways[5].MAC: true, s.Gateways[10].MAC: true}
+	var samples []Sample
+	for _, sm := range surveySamples(s, 10, 3, rand.New(rand.NewPCG(1, 2))) {
+		for g := range late {
+			delete(sm.RSSI, g)
+		}
+		samples = append(samples, sm)
+	}
+	h := tracking(t, Options{}, s, samples, AlgFilter)
+	right := tourLouder(h, s, -7, 12, rand.New(rand.NewPCG(3, 4)))
+	if v := offsetOf(h, "WAT-1"); v > -5.5 || v < -8.5 || right < 10 {
+		t.Fatalf("tag 7 dB quieter, 2 gateways unsurveyed: offset %.2f dB, %d of 12 stays right", v, right)
+	}
+}
+
+// TestTagOffsetOfASlowAdvertiser: a tag advertising every 3 s whose
+// gateways report one by one, 20 ms apart. Each report after the first
+// of a scan must not count the gateways still to report as not hearing
+// it: the survey tag itself went to -15 dB that way.
+func TestTagOffsetOfASlowAdvertiser(t *testing.T) {
+	s := gridSite(4, 4, false)
+	h := tracking(t, Options{}, s, surveySamples(s, 10, 3, rand.New(rand.NewPCG(1, 2))), AlgKNN)
+	rng := rand.New(rand.NewPCG(3, 4))
+	for stay := 0; stay < 12; stay++ {
+		z := s.Zones[rng.IntN(len(s.Zones))]
+		x, y := z.X1+20+rng.Float64()*60, z.Y1+20+rng.Float64()*60
+		for adv := 0; adv < 10; adv++ { // 30 s
+			for _, g := range s.Gateways {
+				if r := modelRSSI(g.X, g.Y, x, y) + (rng.Float64()*2-1)*3; r >= -95 {
+					h.sight("WAT-1", g.MAC, r)
+				}
+				h.clk.Advance(20 * time.Millisecond)
+			}
+			h.clk.Advance(3*time.Second - time.Duration(len(s.Gateways))*20*time.Millisecond)
+		}
+	}
+	if v := offsetOf(h, "WAT-1"); math.Abs(v) > 1.5 {
+		t.Fatalf("the survey tag advertising every 3 s: offset %.2f dB", v)
+	}
+}

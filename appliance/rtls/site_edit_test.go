@@ -204,3 +204,55 @@ func TestIsolatedZonesGetTheirDrawnNeighbours(t *testing.T) {
 		}
 	}
 }
+
+// TestUnlinkedPartsAreJoined: two rows of three unlinked rooms either side
+// of a 2 m corridor nobody drew border only their own row; the rows are
+// joined through their nearest pair, so the belief can cross, and so is
+// a declared pair on the same map. On another map whose zones were all
+// linked by hand, two declared parts stay apart.
+func TestUnlinkedPartsAreJoined(t *testing.T) {
+	s := Site{Maps: []Map{{ID: 1, Name: "floor", Width: 400, Height: 400, PixelsPerMeter: 10}}}
+	for i := 0; i < 3; i++ {
+		s.Zones = append(s.Zones,
+			Zone{ID: uint64(1 + i), MapID: 1, X1: float64(100 * i), Y1: 0, X2: float64(100*i + 100), Y2: 100},
+			Zone{ID: uint64(4 + i), MapID: 1, X1: float64(100 * i), Y1: 120, X2: float64(100*i + 100), Y2: 220})
+	}
+	s.Maps = append(s.Maps, Map{ID: 2, Name: "annex", Width: 400, Height: 400, PixelsPerMeter: 10})
+	s.Zones = append(s.Zones,
+		Zone{ID: 7, MapID: 1, X1: 0, Y1: 300, X2: 50, Y2: 350, Adjacent: []uint64{8}},
+		Zone{ID: 8, MapID: 1, X1: 50, Y1: 300, X2: 100, Y2: 350},
+		Zone{ID: 9, MapID: 2, X1: 0, Y1: 0, X2: 100, Y2: 100, Adjacent: []uint64{10}},
+		Zone{ID: 10, MapID: 2, X1: 100, Y1: 0, X2: 200, Y2: 100},
+		Zone{ID: 11, MapID: 2, X1: 0, Y1: 200, X2: 100, Y2: 300, Adjacent: []uint64{12}},
+		Zone{ID: 12, MapID: 2, X1: 100, Y1: 200, X2: 200, Y2: 300})
+	h := newHarness(t, Options{})
+	h.e.SetSite(s)
+	m := h.e.model.Load()
+	reach := func(from uint64) map[uint64]bool {
+		seen := map[int]bool{m.zoneIdx[from]: true}
+		for stack := []int{m.zoneIdx[from]}; len(stack) > 0; {
+			z := stack[len(stack)-1]
+			stack = stack[:len(stack)-1]
+			for _, u := range m.adj[z] {
+				if !seen[u] {
+					seen[u] = true
+					stack = append(stack, u)
+				}
+			}
+		}
+		out := map[uint64]bool{}
+		for i := range seen {
+			out[m.zones[i].ID] = true
+		}
+		return out
+	}
+	r1 := reach(1)
+	for id := uint64(1); id <= 8; id++ {
+		if !r1[id] {
+			t.Errorf("zone %d cut off from zone 1", id)
+		}
+	}
+	if r9 := reach(9); len(r9) != 2 || !r9[10] {
+		t.Errorf("declared parts of map 2 joined: zone 9 reaches %v", r9)
+	}
+}

@@ -156,13 +156,20 @@ func (ds *Dataset) readCSV(path string) ([]Row, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", filepath.Base(path), err)
 		}
-		t, err1 := parseNumber(get(rec, "t_ms"))
-		rssiF, err2 := parseNumber(get(rec, "rssi"))
-		if err1 != nil || err2 != nil {
-			return nil, fmt.Errorf("%s:%d: bad t_ms or rssi", filepath.Base(path), line)
+		t, err := parseNumber(get(rec, "t_ms"))
+		if err == nil && math.Abs(t) > 1<<53 {
+			err = errors.New("out of range")
 		}
-		// A gateway reports whole dBm; a recording may carry averages.
-		rssi := int(math.Round(rssiF))
+		if err != nil {
+			return nil, fmt.Errorf("%s:%d: t_ms %q: %v", filepath.Base(path), line, get(rec, "t_ms"), err)
+		}
+		rssiF, err := parseNumber(get(rec, "rssi"))
+		if err != nil {
+			return nil, fmt.Errorf("%s:%d: rssi %q: %v", filepath.Base(path), line, get(rec, "rssi"), err)
+		}
+		// A gateway reports whole dBm; a recording may carry averages
+		// (halves to even: the mean of two whole readings is not biased).
+		rssi := int(math.RoundToEven(rssiF))
 		if rssi < -127 || rssi > 0 {
 			ds.Skipped++
 			continue
