@@ -634,6 +634,15 @@ func (grid) update(m *model, p *Params, b *beacon, _ *reading, now int64) (int, 
 	defer g.pool.Put(sc)
 	dt := now - b.stepped
 	if dt > 0 {
+		// The floor that keeps every cell recoverable after long
+		// certainty, applied once per millisecond, here: applied after
+		// every report, it made a scan's belief depend on the order its
+		// reports came in (a cell floored after the first took the rest
+		// of the scan's evidence from 1e-9; cells differed by up to 0.94,
+		// TestGridBeliefIgnoresScanOrder).
+		for c, v := range b.cells {
+			b.cells[c] = max(v, 1e-9)
+		}
 		for left, steps := dt, 0; left > 0 && steps < 60; steps++ {
 			s := min(left, gridStep)
 			g.diffuse(b.cells, sc.tmp, float32(s)/gridStep)
@@ -684,15 +693,22 @@ func (grid) update(m *model, p *Params, b *beacon, _ *reading, now int64) (int, 
 		g.addHeard(ll, lmiss, r, float32(b.off.a), w, refund)
 		r.counted = r.last
 	}
+	// The best evidence among the cells still alive: a cell zeroed
+	// earlier in this millisecond (below) must not set the scale, or
+	// every live cell could fall 42 below it and the belief vanish.
 	top := float32(math.Inf(-1))
-	for _, v := range ll {
-		top = max(top, v)
+	for c, v := range ll {
+		if b.cells[c] > 0 {
+			top = max(top, v)
+		}
 	}
 	var sum float32
 	for c := range b.cells {
 		// A cell more than e^-42 below the best one ends under the 1e-9
 		// floor whatever the priors (at most 1 against at least 1e-9:
-		// e^-42 / 1e-9 < 1e-9), so its exp is not needed.
+		// e^-42 / 1e-9 < 1e-9), so its exp is not needed; within one
+		// millisecond the floor waits for the next (above), and a cell
+		// zeroed here stays 0 until then.
 		if d := ll[c] - top; d > -42 {
 			b.cells[c] *= float32(math.Exp(float64(d)))
 		} else {
@@ -705,7 +721,7 @@ func (grid) update(m *model, p *Params, b *beacon, _ *reading, now int64) (int, 
 		mass[z] = 0
 	}
 	for c := range b.cells {
-		v := max(b.cells[c]/sum, 1e-9)
+		v := b.cells[c] / sum
 		b.cells[c] = v
 		mass[g.czone[c]] += float64(v)
 	}

@@ -135,23 +135,7 @@ func TestTagOffsetKeepsScanOrder(t *testing.T) {
 	var est [2]float64
 	for k := range est {
 		h := tracking(t, Options{}, s, samples, AlgFilter)
-		rng := rand.New(rand.NewPCG(3, 4))
-		for sec := 0; sec < 240; sec++ {
-			x, y := 60+float64(sec%200), 160+40*math.Sin(float64(sec)/20)
-			var scan [][2]float64
-			for i, g := range s.Gateways {
-				if r := modelRSSI(g.X, g.Y, x, y) - 7 + (rng.Float64()*2-1)*3; r >= -95 {
-					scan = append(scan, [2]float64{float64(i), r})
-				}
-			}
-			if k == 1 {
-				slices.Reverse(scan)
-			}
-			for _, sr := range scan {
-				h.sight("WAT-1", s.Gateways[int(sr[0])].MAC, sr[1])
-			}
-			h.clk.Advance(time.Second)
-		}
+		walkInScans(h, s, -7, 240, k == 1)
 		est[k] = offsetOf(h, "WAT-1")
 	}
 	// Equal but for rounding: the filter's belief sums a scan's terms in
@@ -318,5 +302,28 @@ func TestTagOffsetOfASlowAdvertiser(t *testing.T) {
 	}
 	if v := offsetOf(h, "WAT-1"); math.Abs(v) > 1.5 {
 		t.Fatalf("the survey tag advertising every 3 s: offset %.2f dB", v)
+	}
+}
+
+// walkInScans walks a tag heard off dB louder than the survey tag along
+// a fixed path for secs seconds, one scan a second, each scan's reports
+// one by one in the millisecond, in gateway order or reversed.
+func walkInScans(h *harness, s Site, off float64, secs int, reversed bool) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for sec := 0; sec < secs; sec++ {
+		x, y := 60+float64(sec%200), 160+40*math.Sin(float64(sec)/20)
+		var scan [][2]float64
+		for i, g := range s.Gateways {
+			if r := modelRSSI(g.X, g.Y, x, y) + off + (rng.Float64()*2-1)*3; r >= -95 {
+				scan = append(scan, [2]float64{float64(i), r})
+			}
+		}
+		if reversed {
+			slices.Reverse(scan)
+		}
+		for _, sr := range scan {
+			h.sight("WAT-1", s.Gateways[int(sr[0])].MAC, sr[1])
+		}
+		h.clk.Advance(time.Second)
 	}
 }
