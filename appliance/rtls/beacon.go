@@ -42,8 +42,13 @@ type beacon struct {
 	// adjacency filter
 	prior, belief, scratch []float64
 	stepped                int64
-	burst, lastSight       int64   // Unix ms the current run of sightings began, and its latest
-	weight                 float64 // evidence weight of the current update
+	burst, lastSight       int64 // Unix ms the current run of sightings began, and its latest
+	// the current scan (reports less than scanSettle apart): when it
+	// began, the gap before it, and whether this beacon's scans have
+	// come in more than one millisecond (filter.go cover)
+	scanStart, scanGap int64
+	staggered          bool
+	weight             float64 // evidence weight of the current update
 	// k-NN scratch
 	votes []float64
 	// grid: belief per cell, and the silence charged at the last update
@@ -126,12 +131,31 @@ func (rd *reading) live(p *Params, now int64) bool {
 	return rd.g >= 0 && now-rd.last < p.Stale.Milliseconds()
 }
 
-// fresh reports whether rd's last raw reading is within SampleWindow: the
-// filter takes its evidence from raw readings of one survey window, not
-// from the moving average, because it does its own smoothing over time
-// and overlapping averages would count the same reading many times.
-func (rd *reading) fresh(p *Params, now int64) bool {
-	return rd.g >= 0 && now-rd.last < p.SampleWindow.Milliseconds()
+// fresh reports whether rd's last raw reading is within the window w
+// (beacon.window): the filter takes its evidence from raw readings of
+// one survey window, not from the moving average, because it does its
+// own smoothing over time and overlapping averages would count the same
+// reading many times.
+func (rd *reading) fresh(w, now int64) bool {
+	return rd.g >= 0 && now-rd.last < w
+}
+
+// window is how far back (ms) the readings of b's evidence reach: one
+// SampleWindow, or for a beacon whose gateways report one by one
+// (staggered) and that advertises less often, its last whole scan as
+// well (scanGap + scanSettle, at most Stale). Such a beacon decides at
+// the first report of each scan (DecideEvery), when a 2 s window holds
+// that one report and nothing of the scan before: every other gateway
+// then counted as not hearing it, and a tag advertising every 3 s got 4
+// of 12 stays right (TestSlowStaggeredAdvertiserIsTracked). Reports of
+// one scan stamped in one millisecond (a replay, one gateway's batch)
+// are not staggered.
+func (b *beacon) window(p *Params) int64 {
+	w := p.SampleWindow.Milliseconds()
+	if b.staggered && b.scanGap >= w {
+		w = min(b.scanGap+scanSettle, p.Stale.Milliseconds())
+	}
+	return w
 }
 
 // due applies the DecideEvery rate limit. A beacon without a zone is

@@ -306,7 +306,7 @@ func windowLL(m *model, p *Params, b *beacon, now int64, cover, off float64, ems
 
 // windowLLOf is windowLL over the gateways use says (nil: all).
 func windowLLOf(m *model, p *Params, b *beacon, now int64, cover, off float64, ems []emission, mt *missTable, use []bool, zs []int32, ll []float64) bool {
-	nz, any := len(m.zones), false
+	nz, any, win := len(m.zones), false, b.window(p)
 	missZone := m.missZone
 	if mt != nil {
 		missZone = mt.zone
@@ -321,7 +321,7 @@ func windowLLOf(m *model, p *Params, b *beacon, now int64, cover, off float64, e
 	}
 	for i := range b.rds {
 		rd := &b.rds[i]
-		if !rd.fresh(p, now) || !m.hasEm[rd.g] || use != nil && !use[rd.g] {
+		if !rd.fresh(win, now) || !m.hasEm[rd.g] || use != nil && !use[rd.g] {
 			continue
 		}
 		any = true
@@ -364,8 +364,9 @@ func knnLikelihood(m *model, p *Params, b *beacon, now int64, cover float64, ll 
 		return
 	}
 	var q query
+	win := b.window(p)
 	for i := range b.rds {
-		if rd := &b.rds[i]; rd.fresh(p, now) && !q.add(p, rd.g, float64(rd.raw)-b.off.a) {
+		if rd := &b.rds[i]; rd.fresh(win, now) && !q.add(p, rd.g, float64(rd.raw)-b.off.a) {
 			break
 		}
 	}

@@ -129,8 +129,23 @@ func beginStep(m *model, p *Params, b *beacon, now int64) bool {
 	if now-b.lastSight >= p.Stale.Milliseconds() || first {
 		b.burst = now
 	}
+	if gap := now - b.lastSight; gap >= scanSettle || first {
+		b.scanStart, b.scanGap = now, gap
+		if first {
+			b.scanGap = 0
+		}
+	} else if now != b.scanStart {
+		b.staggered = true // one scan's reports in two milliseconds
+	}
 	b.lastSight = now
 	return b.due(p, now)
+}
+
+// cover is the share of the evidence window (beacon.window) in which
+// silence counts as not heard (logLikelihood, grid): the part of it the
+// beacon has been heard in since it reappeared (burst).
+func (b *beacon) cover(p *Params, now int64) float64 {
+	return math.Min(1, float64(now-b.burst)/float64(b.window(p)))
 }
 
 // correct folds the evidence at now into b.prior: b.belief becomes the
@@ -139,7 +154,7 @@ func beginStep(m *model, p *Params, b *beacon, now int64) bool {
 // evidence the belief stays the prior and ok is false.
 func correct(m *model, p *Params, b *beacon, now int64, floor float64) (best int, ok bool) {
 	ll := b.scratch
-	cover := math.Min(1, float64(now-b.burst)/float64(p.SampleWindow.Milliseconds()))
+	cover := b.cover(p, now)
 	if !logLikelihood(m, p, b, now, cover, ll) {
 		copy(b.belief, b.prior)
 		return 0, false

@@ -612,9 +612,9 @@ func (grid) update(m *model, p *Params, b *beacon, _ *reading, now int64) (int, 
 	}
 	// Nothing a modelled gateway heard in the window: no update, and the
 	// time is left for the next one (its silence then counts in full).
-	heard := false
+	heard, fw := false, b.window(p)
 	for i := range b.rds {
-		if r := &b.rds[i]; r.fresh(p, now) && g.gw[r.g].ok {
+		if r := &b.rds[i]; r.fresh(fw, now) && g.gw[r.g].ok {
 			heard = true
 			break
 		}
@@ -663,7 +663,7 @@ func (grid) update(m *model, p *Params, b *beacon, _ *reading, now int64) (int, 
 	win := float64(p.SampleWindow.Milliseconds())
 	absent := float32(0)
 	if dt > 0 {
-		absent = float32(math.Min(1, float64(now-b.burst)/win) * math.Min(1, float64(dt)/win))
+		absent = float32(b.cover(p, now) * math.Min(1, float64(dt)/win))
 		b.absentW = absent
 	}
 	lmiss, base := g.missAt(b.off.a)
@@ -673,7 +673,7 @@ func (grid) update(m *model, p *Params, b *beacon, _ *reading, now int64) (int, 
 	}
 	for i := range b.rds {
 		r := &b.rds[i]
-		if !r.fresh(p, now) || !g.gw[r.g].ok {
+		if !r.fresh(fw, now) || !g.gw[r.g].ok {
 			continue
 		}
 		if r.last <= r.counted {

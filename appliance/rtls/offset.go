@@ -95,17 +95,16 @@ func (o *tagOffset) learn(m *model, p *Params, b *beacon, now int64) {
 	}
 	nz := len(m.zones)
 	// Only at the first report of a scan (scanSettle after the last
-	// report): the window then holds whole scans. A report in the middle
-	// of a scan whose gateways report one by one would see the gateways
-	// still to report as not hearing the tag (a survey tag advertising
-	// every 3 s, its gateways 20 ms apart, went to -15 dB). A tag that
-	// advertises less often than every SampleWindow therefore never
-	// fills a window here and keeps offset 0.
+	// report): the window (beacon.window) then holds whole scans. A
+	// report in the middle of a scan whose gateways report one by one
+	// would see the gateways still to report as not hearing the tag (a
+	// survey tag advertising every 3 s, its gateways 20 ms apart, went
+	// to -15 dB).
 	if p.OffsetTau <= 0 || nz < 2 || now == o.tried || now-b.heard < scanSettle || now-o.at < offsetEvery*win {
 		return
 	}
 	o.tried = now
-	cover := math.Min(1, float64(now-o.burst)/float64(win))
+	cover := math.Min(1, float64(now-o.burst)/float64(b.window(p)))
 	sc := m.offs.scratch.Get().(*offsetScratch)
 	defer m.offs.scratch.Put(sc)
 	// The belief over zones the algorithm holds (grid leaves its zone
