@@ -43,12 +43,14 @@ type beacon struct {
 	prior, belief, scratch []float64
 	stepped                int64
 	burst, lastSight       int64 // Unix ms the current run of sightings began, and its latest
-	// the current scan (reports less than scanSettle apart): when it
-	// began, the gap before it, and whether this beacon's scans have
-	// come in more than one millisecond (filter.go cover)
-	scanStart, scanGap int64
-	staggered          bool
-	weight             float64 // evidence weight of the current update
+	// scans (beacon.track): when the current one began, the gaps before
+	// the last three, whether the current one came in more than one
+	// millisecond, and that for the last eight (bit 0 the latest)
+	scanStart int64
+	scanGaps  [3]int64
+	split     bool
+	splits    uint8
+	weight    float64 // evidence weight of the current update
 	// k-NN scratch
 	votes []float64
 	// grid: belief per cell, and the silence charged at the last update
@@ -140,22 +142,70 @@ func (rd *reading) fresh(w, now int64) bool {
 	return rd.g >= 0 && now-rd.last < w
 }
 
+// track follows b's scans; Observe calls it for every report, before
+// anything reads the window. A scan is a run of reports less than
+// scanSettle apart.
+func (b *beacon) track(now int64) {
+	if b.heard == 0 {
+		b.scanStart = now
+		return
+	}
+	if gap := now - b.heard; gap >= scanSettle {
+		b.splits = b.splits<<1 | boolBit(b.split)
+		b.scanGaps = [3]int64{gap, b.scanGaps[0], b.scanGaps[1]}
+		b.scanStart, b.split = now, false
+	} else if now != b.scanStart {
+		b.split = true
+	}
+}
+
+func boolBit(v bool) uint8 {
+	if v {
+		return 1
+	}
+	return 0
+}
+
 // window is how far back (ms) the readings of b's evidence reach: one
-// SampleWindow, or for a beacon whose gateways report one by one
-// (staggered) and that advertises less often, its last whole scan as
-// well (scanGap + scanSettle, at most Stale). Such a beacon decides at
+// SampleWindow, or, for a slow advertiser whose gateways report one by
+// one, its last whole scan as well (the shortest of its last three scan
+// intervals plus scanSettle, at most Stale). Such a beacon decides at
 // the first report of each scan (DecideEvery), when a 2 s window holds
 // that one report and nothing of the scan before: every other gateway
 // then counted as not hearing it, and a tag advertising every 3 s got 4
-// of 12 stays right (TestSlowStaggeredAdvertiserIsTracked). Reports of
-// one scan stamped in one millisecond (a replay, one gateway's batch)
-// are not staggered.
-func (b *beacon) window(p *Params) int64 {
+// of 12 stays right (TestSlowStaggeredAdvertiserIsTracked).
+//
+// "Slow advertiser whose gateways report one by one" means: two of its
+// last three scans came in more than one millisecond (one gateway
+// batch, or the replay's one-millisecond scans, are not), its last three
+// scan intervals were all a window or more and less than Stale (a
+// missed scan or a silence is one long interval among short ones), and
+// its current scan began less than two scanSettle ago (a tag reporting
+// without pause has one scan that never ends). A review found the first
+// version, which took the last interval of any beacon ever seen
+// reporting in two milliseconds, giving a 5 Hz tag a 6 s window for
+// minutes after one silence (TestEvidenceWindowOnlyForSlowScans).
+func (b *beacon) window(p *Params, now int64) int64 {
 	w := p.SampleWindow.Milliseconds()
-	if b.staggered && b.scanGap >= w {
-		w = min(b.scanGap+scanSettle, p.Stale.Milliseconds())
+	if bitsSet(b.splits&7) < 2 || now-b.scanStart >= 2*scanSettle {
+		return w
 	}
-	return w
+	lo, hi := b.scanGaps[0], b.scanGaps[0]
+	for _, g := range b.scanGaps[1:] {
+		lo, hi = min(lo, g), max(hi, g)
+	}
+	if lo < w || hi >= p.Stale.Milliseconds() {
+		return w
+	}
+	return min(lo+scanSettle, p.Stale.Milliseconds())
+}
+
+func bitsSet(v uint8) int {
+	n := 0
+	for ; v != 0; v &= v - 1 {
+		n++
+	}
+	return n
 }
 
 // due applies the DecideEvery rate limit. A beacon without a zone is

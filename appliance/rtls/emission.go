@@ -306,7 +306,7 @@ func windowLL(m *model, p *Params, b *beacon, now int64, cover, off float64, ems
 
 // windowLLOf is windowLL over the gateways use says (nil: all).
 func windowLLOf(m *model, p *Params, b *beacon, now int64, cover, off float64, ems []emission, mt *missTable, use []bool, zs []int32, ll []float64) bool {
-	nz, any, win := len(m.zones), false, b.window(p)
+	nz, any, win := len(m.zones), false, b.window(p, now)
 	missZone := m.missZone
 	if mt != nil {
 		missZone = mt.zone
@@ -364,7 +364,7 @@ func knnLikelihood(m *model, p *Params, b *beacon, now int64, cover float64, ll 
 		return
 	}
 	var q query
-	win := b.window(p)
+	win := b.window(p, now)
 	for i := range b.rds {
 		if rd := &b.rds[i]; rd.fresh(win, now) && !q.add(p, rd.g, float64(rd.raw)-b.off.a) {
 			break

@@ -268,6 +268,7 @@ func (e *Engine) Observe(bt *ingest.Batch, w *ingest.Writes) {
 		// Before this sighting: the estimate moves only at a new
 		// millisecond, so the reports of one scan are all read with the
 		// same offset, in whatever order they come.
+		b.track(t)
 		b.off.learn(m, &e.p, b, t)
 		rd := b.sight(m, &e.p, bt.Gateway, o.RSSI, t)
 		e.emitDebug(b)

@@ -129,14 +129,6 @@ func beginStep(m *model, p *Params, b *beacon, now int64) bool {
 	if now-b.lastSight >= p.Stale.Milliseconds() || first {
 		b.burst = now
 	}
-	if gap := now - b.lastSight; gap >= scanSettle || first {
-		b.scanStart, b.scanGap = now, gap
-		if first {
-			b.scanGap = 0
-		}
-	} else if now != b.scanStart {
-		b.staggered = true // one scan's reports in two milliseconds
-	}
 	b.lastSight = now
 	return b.due(p, now)
 }
@@ -145,7 +137,7 @@ func beginStep(m *model, p *Params, b *beacon, now int64) bool {
 // silence counts as not heard (logLikelihood, grid): the part of it the
 // beacon has been heard in since it reappeared (burst).
 func (b *beacon) cover(p *Params, now int64) float64 {
-	return math.Min(1, float64(now-b.burst)/float64(b.window(p)))
+	return math.Min(1, float64(now-b.burst)/float64(b.window(p, now)))
 }
 
 // correct folds the evidence at now into b.prior: b.belief becomes the

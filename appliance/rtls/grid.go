@@ -612,7 +612,7 @@ func (grid) update(m *model, p *Params, b *beacon, _ *reading, now int64) (int, 
 	}
 	// Nothing a modelled gateway heard in the window: no update, and the
 	// time is left for the next one (its silence then counts in full).
-	heard, fw := false, b.window(p)
+	heard, fw := false, b.window(p, now)
 	for i := range b.rds {
 		if r := &b.rds[i]; r.fresh(fw, now) && g.gw[r.g].ok {
 			heard = true
@@ -687,7 +687,7 @@ func (grid) update(m *model, p *Params, b *beacon, _ *reading, now int64) (int, 
 			w = float32(math.Min(1, float64(r.last-r.counted)/evidencePeriod))
 		}
 		refund := absent
-		if dt == 0 && (r.prev == 0 || now-r.prev >= int64(win)) {
+		if dt == 0 && (r.prev == 0 || now-r.prev >= fw) {
 			refund = b.absentW // silent at this millisecond's first update
 		}
 		g.addHeard(ll, lmiss, r, float32(b.off.a), w, refund)

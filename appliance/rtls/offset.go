@@ -104,7 +104,7 @@ func (o *tagOffset) learn(m *model, p *Params, b *beacon, now int64) {
 		return
 	}
 	o.tried = now
-	cover := math.Min(1, float64(now-o.burst)/float64(b.window(p)))
+	cover := math.Min(1, float64(now-o.burst)/float64(b.window(p, now)))
 	sc := m.offs.scratch.Get().(*offsetScratch)
 	defer m.offs.scratch.Put(sc)
 	// The belief over zones the algorithm holds (grid leaves its zone
