@@ -43,9 +43,10 @@ type beacon struct {
 	prior, belief, scratch []float64
 	stepped                int64
 	burst, lastSight       int64 // Unix ms the current run of sightings began, and its latest
-	// scans (beacon.track): when the current one began, the gaps before
-	// the last three, whether the current one came in more than one
-	// millisecond, and that for the last eight (bit 0 the latest)
+	// scans (beacon.track): when the current one began, the intervals
+	// (start to start) before the last three, whether the current one
+	// came in more than one millisecond, and that for the last eight
+	// (bit 0 the latest)
 	scanStart int64
 	scanGaps  [3]int64
 	split     bool
@@ -150,9 +151,13 @@ func (b *beacon) track(now int64) {
 		b.scanStart = now
 		return
 	}
-	if gap := now - b.heard; gap >= scanSettle {
+	if now-b.heard >= scanSettle {
+		// From the last scan's start, not its end: the window must
+		// reach back a whole interval to hold a scan that takes half a
+		// second or more (gateways publishing on their own timers), and
+		// a tag every 2.2 s has silences of 1.9 s between its scans.
 		b.splits = b.splits<<1 | boolBit(b.split)
-		b.scanGaps = [3]int64{gap, b.scanGaps[0], b.scanGaps[1]}
+		b.scanGaps = [3]int64{now - b.scanStart, b.scanGaps[0], b.scanGaps[1]}
 		b.scanStart, b.split = now, false
 	} else if now != b.scanStart {
 		b.split = true

@@ -299,41 +299,55 @@ func TestTagOffsetOfASlowAdvertiser(t *testing.T) {
 
 // TestSlowStaggeredAdvertiserIsTracked: a tag advertising every 3 s whose
 // gateways report one by one, 20 ms apart (each gateway publishes its own
-// batch). Until its scan has settled, the gateways still to report must
-// not count as not hearing it; they did, and the filters got 0 to 4 of
-// 12 stays right.
+// batch), one every 2.2 s, and one whose gateways are 60 ms apart (a scan
+// of 0.9 s). Its evidence window must hold its last whole scan: with 2 s
+// the gateways still to report counted as not hearing it, and the
+// filters got 4 of 12 stays right; with a window measured from the end of
+// the last scan instead of its start, the 2.2 s tag and the long scans
+// got 5 to 9.
 func TestSlowStaggeredAdvertiserIsTracked(t *testing.T) {
 	s := gridSite(4, 4, false)
 	samples := surveySamples(s, 10, 3, rand.New(rand.NewPCG(1, 2)))
-	for _, alg := range []string{AlgFilter, AlgBayes, AlgGrid} {
-		h := tracking(t, Options{}, s, samples, alg)
-		right := staggeredTour(h, s, 12, 0)
-		t.Logf("%s: %d of 12 stays right", alg, right)
-		if right < 10 {
-			t.Errorf("%s: a tag advertising every 3 s, gateways reporting one by one: %d of 12 stays right", alg, right)
+	for _, c := range []struct{ interval, spacing time.Duration }{
+		{3 * time.Second, 20 * time.Millisecond},
+		{2200 * time.Millisecond, 20 * time.Millisecond},
+		{3 * time.Second, 60 * time.Millisecond},
+	} {
+		for _, alg := range []string{AlgFilter, AlgBayes, AlgGrid} {
+			h := tracking(t, Options{}, s, samples, alg)
+			right := staggeredTourAt(h, s, 12, 0, c.interval, c.spacing)
+			if right < 11 {
+				t.Errorf("%s, every %v, gateways %v apart: %d of 12 stays right", alg, c.interval, c.spacing, right)
+			}
 		}
 	}
 }
 
 // staggeredTour walks a tag heard off dB louder than the survey tag
-// through stays of 30 s at random
-// points well inside random zones, advertising every 3 s, each gateway
-// reporting 20 ms after the one before; it counts the stays at whose end
-// the engine named the right zone.
+// through stays of 30 s at random points well inside random zones,
+// advertising every 3 s, each gateway reporting 20 ms after the one
+// before; it counts the stays at whose end the engine named the right
+// zone.
 func staggeredTour(h *harness, s Site, stays int, off float64) int {
+	return staggeredTourAt(h, s, stays, off, 3*time.Second, 20*time.Millisecond)
+}
+
+// staggeredTourAt is staggeredTour advertising every interval, the
+// gateways spacing apart.
+func staggeredTourAt(h *harness, s Site, stays int, off float64, interval, spacing time.Duration) int {
 	rng := rand.New(rand.NewPCG(3, 4))
 	right := 0
 	for stay := 0; stay < stays; stay++ {
 		z := s.Zones[rng.IntN(len(s.Zones))]
 		x, y := z.X1+20+rng.Float64()*60, z.Y1+20+rng.Float64()*60
-		for adv := 0; adv < 10; adv++ {
+		for adv := 0; adv < int(30*time.Second/interval); adv++ {
 			for _, g := range s.Gateways {
 				if r := modelRSSI(g.X, g.Y, x, y) + off + (rng.Float64()*2-1)*3; r >= -95 {
 					h.sight("WAT-1", g.MAC, r)
 				}
-				h.clk.Advance(20 * time.Millisecond)
+				h.clk.Advance(spacing)
 			}
-			h.clk.Advance(3*time.Second - time.Duration(len(s.Gateways))*20*time.Millisecond)
+			h.clk.Advance(interval - time.Duration(len(s.Gateways))*spacing)
 		}
 		if h.zone("WAT-1") == z.ID {
 			right++
@@ -385,6 +399,22 @@ func TestEvidenceWindowOnlyForSlowScans(t *testing.T) {
 			h.clk.Advance(4 * time.Second)
 			scans(h, 5*time.Millisecond, 200*time.Millisecond, 150, nil)
 		}, false},
+		// three silences make three long intervals of split scans: the
+		// window is long only while the scan after them is young
+		{"5 Hz, one by one, three 3 s silences, then 1 s without a pause", func(h *harness) {
+			for range 3 {
+				scans(h, 5*time.Millisecond, 200*time.Millisecond, 10, nil)
+				h.clk.Advance(3 * time.Second)
+			}
+			scans(h, 5*time.Millisecond, 200*time.Millisecond, 6, nil)
+		}, false},
+		{"3 s, one by one, once 7 s silent", func(h *harness) {
+			scans(h, 20*time.Millisecond, 3*time.Second, 4, nil)
+			h.clk.Advance(4 * time.Second)
+			scans(h, 20*time.Millisecond, 3*time.Second, 2, nil)
+		}, false},
+		// the interval is from start to start: silences of 1.9 s
+		{"2.2 s, one by one", func(h *harness) { scans(h, 20*time.Millisecond, 2200*time.Millisecond, 6, nil) }, true},
 	}
 	for _, c := range cases {
 		h := tracking(t, Options{}, s, surveySamples(s, 3, 3, rand.New(rand.NewPCG(1, 2))), AlgFilter)
