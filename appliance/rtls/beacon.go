@@ -1,6 +1,9 @@
 package rtls
 
-import "math"
+import (
+	"math"
+	"math/bits"
+)
 
 // reading is one gateway's view of one beacon.
 type reading struct {
@@ -192,7 +195,7 @@ func boolBit(v bool) uint8 {
 // minutes after one silence (TestEvidenceWindowOnlyForSlowScans).
 func (b *beacon) window(p *Params, now int64) int64 {
 	w := p.SampleWindow.Milliseconds()
-	if bitsSet(b.splits&7) < 2 || now-b.scanStart >= 2*scanSettle {
+	if bits.OnesCount8(b.splits&7) < 2 || now-b.scanStart >= 2*scanSettle {
 		return w
 	}
 	lo, hi := b.scanGaps[0], b.scanGaps[0]
@@ -203,14 +206,6 @@ func (b *beacon) window(p *Params, now int64) int64 {
 		return w
 	}
 	return min(lo+scanSettle, p.Stale.Milliseconds())
-}
-
-func bitsSet(v uint8) int {
-	n := 0
-	for ; v != 0; v &= v - 1 {
-		n++
-	}
-	return n
 }
 
 // due applies the DecideEvery rate limit. A beacon without a zone is

@@ -293,19 +293,15 @@ const (
 // beacon was being heard at all (a gateway that has not reported since
 // the beacon appeared may not have had its turn yet).
 func logLikelihood(m *model, p *Params, b *beacon, now int64, cover float64, ll []float64) bool {
-	return windowLL(m, p, b, now, cover, b.off.a, m.em, m.missAt(b.off.a), nil, ll)
+	return windowLL(m, p, b, now, cover, b.off.a, m.em, m.missAt(b.off.a), nil, nil, ll)
 }
 
 // windowLL fills ll[z], for the zones zs (nil: every zone), with the
-// log-likelihood of b's raw readings of the last SampleWindow heard off
-// dB louder than the survey tag: heard terms from ems, silence from mt
+// log-likelihood of b's raw readings in its evidence window
+// (beacon.window) heard off dB louder than the survey tag, from the
+// gateways use says (nil: all): heard terms from ems, silence from mt
 // (nil: ems' own logMiss and the model's missZone).
-func windowLL(m *model, p *Params, b *beacon, now int64, cover, off float64, ems []emission, mt *missTable, zs []int32, ll []float64) bool {
-	return windowLLOf(m, p, b, now, cover, off, ems, mt, nil, zs, ll)
-}
-
-// windowLLOf is windowLL over the gateways use says (nil: all).
-func windowLLOf(m *model, p *Params, b *beacon, now int64, cover, off float64, ems []emission, mt *missTable, use []bool, zs []int32, ll []float64) bool {
+func windowLL(m *model, p *Params, b *beacon, now int64, cover, off float64, ems []emission, mt *missTable, use []bool, zs []int32, ll []float64) bool {
 	nz, any, win := len(m.zones), false, b.window(p, now)
 	missZone := m.missZone
 	if mt != nil {

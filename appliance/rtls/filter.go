@@ -136,8 +136,12 @@ func beginStep(m *model, p *Params, b *beacon, now int64) bool {
 // cover is the share of the evidence window (beacon.window) in which
 // silence counts as not heard (logLikelihood, grid): the part of it the
 // beacon has been heard in since it reappeared (burst).
-func (b *beacon) cover(p *Params, now int64) float64 {
-	return math.Min(1, float64(now-b.burst)/float64(b.window(p, now)))
+func (b *beacon) cover(p *Params, now int64) float64 { return b.coverSince(p, b.burst, now) }
+
+// coverSince is cover for a run of sightings that began at burst (the
+// offset estimate keeps its own, being run for every algorithm).
+func (b *beacon) coverSince(p *Params, burst, now int64) float64 {
+	return math.Min(1, float64(now-burst)/float64(b.window(p, now)))
 }
 
 // correct folds the evidence at now into b.prior: b.belief becomes the

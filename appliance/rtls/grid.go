@@ -69,15 +69,14 @@ func (grid) info(m *model) AlgorithmInfo {
 // The fit of 196 unplaced gateways takes seconds; the layout does not.
 type gridModel struct {
 	*gridLayout // shared by a model and its fitted copy
-	// fitted: gw, mu, lmiss and base hold the radio model. A published
-	// model is never fitted in place (withGrid fits a copy).
+	// fitted: gw, mu and offs hold the radio model. A published model
+	// is never fitted in place (withGrid fits a copy).
 	fitted bool
 	gw     []gridGW  // per model gateway
 	mu     []float32 // [g*nc+c] expected dBm
-	lmiss  []float32 // [g*nc+c] log P(not heard)
-	base   []float32 // per cell: sum over modelled gateways of lmiss
-	// offs holds lmiss and base for tags heard louder or quieter than
-	// the survey tag, per offsetStep dB (offset.go), made with the fit.
+	// offs holds the "not heard" tables per offsetStep dB of tag offset
+	// (offset.go; 0 dB, the survey tag's, at nOffsets/2), made with the
+	// fit.
 	offs *gridOffsets
 }
 
@@ -401,8 +400,6 @@ func (m *model) fitGridGateways() {
 	for k := range g.offs {
 		g.offs[k] = g.buildMiss(offsetAt(k))
 	}
-	t := g.offs[nOffsets/2]
-	g.lmiss, g.base = t.lmiss, t.base
 	g.fitted = true
 }
 

@@ -30,28 +30,28 @@ func (e *Engine) Status() Status {
 // Location is uid's live prediction; false when not seen since Start.
 func (e *Engine) Location(uid string) (Location, bool) {
 	m := e.model.Load()
-	sh := e.shards.OfUID(uid)
-	sh.Lock()
-	defer sh.Unlock()
-	b := sh.V.Get(assets.UIDHash(uid), uid)
-	if b == nil {
-		return Location{}, false
-	}
-	return (*b).location(m), true
+	return viewBeacon(e, uid, func(b *beacon) Location { return b.location(m) })
 }
 
 // TagOffset is how many dB louder than the survey tag the engine hears
 // uid (docs/rtls.md, "Tag offset"); false when uid was not seen since
 // Start.
 func (e *Engine) TagOffset(uid string) (float64, bool) {
+	return viewBeacon(e, uid, func(b *beacon) float64 { return b.off.a })
+}
+
+// viewBeacon is f of uid's live state, read under its shard lock; false
+// when uid was not seen since Start.
+func viewBeacon[T any](e *Engine, uid string, f func(b *beacon) T) (T, bool) {
 	sh := e.shards.OfUID(uid)
 	sh.Lock()
 	defer sh.Unlock()
 	b := sh.V.Get(assets.UIDHash(uid), uid)
 	if b == nil {
-		return 0, false
+		var zero T
+		return zero, false
 	}
-	return (*b).off.a, true
+	return f(*b), true
 }
 
 // Locations lists every beacon seen since Start, by asset_uid.

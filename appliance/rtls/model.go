@@ -289,14 +289,20 @@ func (m *model) joinLinkedParts(linked []int) {
 	}
 }
 
+// rectOverlap is how far two zone rectangles' projections on each axis
+// overlap (negative: the gap between them on that axis).
+func rectOverlap(a, b *Zone) (ox, oy float64) {
+	ox = math.Min(math.Max(a.X1, a.X2), math.Max(b.X1, b.X2)) - math.Max(math.Min(a.X1, a.X2), math.Min(b.X1, b.X2))
+	oy = math.Min(math.Max(a.Y1, a.Y2), math.Max(b.Y1, b.Y2)) - math.Max(math.Min(a.Y1, a.Y2), math.Min(b.Y1, b.Y2))
+	return ox, oy
+}
+
 // rectContact measures how two zone rectangles face each other: gap is
 // the distance across (0 when they overlap) and shared the length of the
 // stretch they face each other along; ok is false when they do not face
 // each other at all (diagonal to each other).
 func rectContact(a, b *Zone) (gap, shared float64, ok bool) {
-	// overlap of the projections on each axis (negative: a gap)
-	ox := math.Min(math.Max(a.X1, a.X2), math.Max(b.X1, b.X2)) - math.Max(math.Min(a.X1, a.X2), math.Min(b.X1, b.X2))
-	oy := math.Min(math.Max(a.Y1, a.Y2), math.Max(b.Y1, b.Y2)) - math.Max(math.Min(a.Y1, a.Y2), math.Min(b.Y1, b.Y2))
+	ox, oy := rectOverlap(a, b)
 	switch {
 	case ox >= 0 && oy >= 0: // overlapping
 		return 0, math.Max(ox, oy), true
@@ -311,9 +317,8 @@ func rectContact(a, b *Zone) (gap, shared float64, ok bool) {
 // rectGap is the distance between two zone rectangles (0 when they touch
 // or overlap).
 func rectGap(a, b *Zone) float64 {
-	dx := math.Max(0, math.Max(math.Min(a.X1, a.X2)-math.Max(b.X1, b.X2), math.Min(b.X1, b.X2)-math.Max(a.X1, a.X2)))
-	dy := math.Max(0, math.Max(math.Min(a.Y1, a.Y2)-math.Max(b.Y1, b.Y2), math.Min(b.Y1, b.Y2)-math.Max(a.Y1, a.Y2)))
-	return math.Hypot(dx, dy)
+	ox, oy := rectOverlap(a, b)
+	return math.Hypot(math.Max(0, -ox), math.Max(0, -oy))
 }
 
 // buildNextHop runs one BFS per zone so the filter can walk its reported

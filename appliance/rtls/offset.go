@@ -104,7 +104,7 @@ func (o *tagOffset) learn(m *model, p *Params, b *beacon, now int64) {
 		return
 	}
 	o.tried = now
-	cover := math.Min(1, float64(now-o.burst)/float64(b.window(p, now)))
+	cover := b.coverSince(p, o.burst, now)
 	sc := m.offs.scratch.Get().(*offsetScratch)
 	defer m.offs.scratch.Put(sc)
 	// The belief over zones the algorithm holds (grid leaves its zone
@@ -282,12 +282,7 @@ func (m *model) buildOffsetTables() {
 
 // missAt is the zone filters' "not heard" model for a tag offset v dB;
 // nil: the model's own (em's logMiss, missZone).
-func (m *model) missAt(v float64) *missTable {
-	if m.offs == nil {
-		return nil
-	}
-	return m.offs.miss[offsetIndex(v)]
-}
+func (m *model) missAt(v float64) *missTable { return m.offs.miss[offsetIndex(v)] }
 
 // gridOffsets holds grid's miss models per table index (offsetIndex;
 // 0 dB: the fitted lmiss and base).
@@ -299,11 +294,9 @@ type gridMiss struct {
 	base  []float32 // per cell: sum over modelled gateways of lmiss
 }
 
-// missAt is grid's "not heard" model for a tag offset v dB.
+// missAt is grid's "not heard" model for a tag offset v dB; only a
+// fitted grid has one (grid.update runs on no other).
 func (g *gridModel) missAt(v float64) ([]float32, []float32) {
-	if g.offs == nil {
-		return g.lmiss, g.base
-	}
 	t := g.offs[offsetIndex(v)]
 	return t.lmiss, t.base
 }
@@ -361,7 +354,7 @@ func scoreWindow(m *model, p *Params, b *beacon, now int64, cover, off float64, 
 	// site-wide prior as its model: its readings would read as a louder
 	// tag (a survey tag went to +2.3 dB with two such gateways, one 7 dB
 	// quieter to +4.2), so the estimate does not read them.
-	if !windowLLOf(m, p, b, now, cover, off, ems, m.missAt(off), m.surveyed, zs, ll) {
+	if !windowLL(m, p, b, now, cover, off, ems, m.missAt(off), m.surveyed, zs, ll) {
 		return 0, false
 	}
 	top := math.Inf(-1)
