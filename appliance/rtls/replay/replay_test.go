@@ -122,6 +122,26 @@ func TestScorer(t *testing.T) {
 	if r.StableS != 5 { // 5-6, 6-7, 8-9, 9-10, 10-11 (the run after the change counts)
 		t.Fatalf("stable %v s", r.StableS)
 	}
+
+	// A true change in the warm-up: catching up with it after the
+	// warm-up is a correction (not timed: the change was not scored),
+	// not a flip; a later excursion still is one.
+	sc = newScorer(ds, 5*time.Second, time.Minute)
+	for _, s := range []struct {
+		v    int64
+		zone string
+		pred uint64
+	}{
+		{0, "A", 1}, {3000, "B", 1}, {5000, "B", 1}, {6000, "B", 2}, // caught up at 6 s
+		{7000, "B", 3}, {8000, "B", 2}, // two flips
+	} {
+		sc.add(event{v: s.v, row: &Row{Beacon: "X", Zone: s.zone}}, s.pred)
+	}
+	r = Result{}
+	sc.fill(&r)
+	if r.Scored != 4 || r.Correct != 2 || r.Changes != 0 || r.Corrected != 0 || r.Flips != 2 || r.StableS != 3 {
+		t.Fatalf("warm-up change: %+v", r)
+	}
 }
 
 func TestRunOnUCIDataset(t *testing.T) {

@@ -46,7 +46,11 @@ func (r *Result) FlipsPerMin() float64 {
 // scorer follows each beacon through the test file. A flip is a change
 // of the predicted zone between two known zones while the true zone stays
 // the same, except the change that first makes the prediction right after
-// a true zone change (that one is the correction being timed).
+// a true zone change (that one is the correction being timed). A true
+// change in the warm-up is neither scored nor timed, but catching up
+// with it after the warm-up is still a correction, not a flip: the walker
+// who leaves the first zone two seconds in is not a stable zone the
+// prediction flipped away from.
 type scorer struct {
 	ds      *Dataset
 	warmup  int64
@@ -62,6 +66,7 @@ type follow struct {
 	pred        uint64
 	changedAt   int64
 	waiting     bool // a true zone change not yet caught up
+	timed       bool // ... and it came after the warm-up
 }
 
 func newScorer(ds *Dataset, warmup, timeout time.Duration) *scorer {
@@ -80,7 +85,7 @@ func (s *scorer) add(ev event, pred uint64) {
 	want := s.ds.ZoneID[row.Zone]
 	changed := row.Zone != f.trueZone
 	if changed {
-		f.waiting = warm
+		f.waiting, f.timed = true, warm
 		f.changedAt = ev.v
 	} else if warmPrev {
 		s.res.StableS += float64(min(ev.v-f.last, s.maxGap)) / 1000
@@ -90,8 +95,10 @@ func (s *scorer) add(ev event, pred uint64) {
 	}
 	if f.waiting && pred == want {
 		f.waiting = false
-		s.res.Corrected++
-		s.sumMS += ev.v - f.changedAt
+		if f.timed {
+			s.res.Corrected++
+			s.sumMS += ev.v - f.changedAt
+		}
 	}
 	if warm {
 		if changed {
