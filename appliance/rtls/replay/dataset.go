@@ -7,6 +7,7 @@
 package replay
 
 import (
+	"bytes"
 	"encoding/csv"
 	"encoding/json"
 	"errors"
@@ -64,6 +65,9 @@ type siteFile struct {
 	} `json:"gateways"`
 }
 
+// utf8BOM starts files saved by some editors and spreadsheets.
+var utf8BOM = []byte("\xef\xbb\xbf")
+
 // mapID is the one map a replay site has.
 const mapID = 1
 
@@ -74,7 +78,7 @@ func Load(dir string) (*Dataset, error) {
 		return nil, err
 	}
 	var sf siteFile
-	if err := json.Unmarshal(raw, &sf); err != nil {
+	if err := json.Unmarshal(bytes.TrimPrefix(raw, utf8BOM), &sf); err != nil {
 		return nil, fmt.Errorf("site.json: %w", err)
 	}
 	ds := &Dataset{ZoneID: map[string]uint64{}, ZoneName: map[uint64]string{}, Gateway: map[string][6]byte{}, Beacons: map[string][6]byte{}}
@@ -132,9 +136,14 @@ func (ds *Dataset) readCSV(path string) ([]Row, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", filepath.Base(path), err)
 	}
+	// Spreadsheet exports start with a byte-order mark and may pad or
+	// capitalise the header; the columns are still the contract's.
 	col := map[string]int{}
 	for i, h := range head {
-		col[h] = i
+		if i == 0 {
+			h = strings.TrimPrefix(h, string(utf8BOM))
+		}
+		col[strings.ToLower(strings.TrimSpace(h))] = i
 	}
 	for _, need := range []string{"t_ms", "gateway", "beacon", "rssi", "zone"} {
 		if _, ok := col[need]; !ok {
@@ -143,7 +152,7 @@ func (ds *Dataset) readCSV(path string) ([]Row, error) {
 	}
 	get := func(rec []string, name string) string {
 		if i, ok := col[name]; ok && i < len(rec) {
-			return rec[i]
+			return strings.TrimSpace(rec[i])
 		}
 		return ""
 	}
