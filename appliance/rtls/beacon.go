@@ -16,7 +16,18 @@ type reading struct {
 	// before last (grid.go): each reading counts once however many
 	// updates see it.
 	counted, prev int64
+	// The last histN raw readings and their times (Unix ms modulo 2^32;
+	// the ring is emptied after a silence of Stale, so no age in it
+	// comes near 49 days), newest at hist[(hn-1)%histN]: the evidence
+	// window's mean (windowMean).
+	hist  [histN]int8
+	histT [histN]uint32
+	hn    uint32 // readings pushed since the ring was emptied
 }
+
+// histN bounds the readings a window mean averages: every reading of a
+// 2 s window up to 8 reports a second, the latest 16 above that.
+const histN = 16
 
 // beacon is the live state of one tracked beacon.
 type beacon struct {
@@ -115,6 +126,7 @@ func (b *beacon) sight(m *model, p *Params, mac [6]byte, rssi int8, now int64) *
 		rd = &b.rds[len(b.rds)-1]
 	} else if now-rd.last >= p.Stale.Milliseconds() {
 		rd.ema = x // after a silence the old average says nothing
+		rd.hn = 0
 	} else if dt := now - rd.last; dt > 0 {
 		a := 1 - math.Exp(-float64(dt)/float64(p.SmoothTau.Milliseconds()))
 		rd.ema += a * (x - rd.ema)
@@ -123,6 +135,8 @@ func (b *beacon) sight(m *model, p *Params, mac [6]byte, rssi int8, now int64) *
 		rd.ema = (rd.ema + x) / 2
 	}
 	rd.raw = rssi
+	rd.hist[rd.hn%histN], rd.histT[rd.hn%histN] = rssi, uint32(now)
+	rd.hn++
 	if now > rd.last {
 		rd.prev, rd.last = rd.last, now
 	}
@@ -138,12 +152,35 @@ func (rd *reading) live(p *Params, now int64) bool {
 }
 
 // fresh reports whether rd's last raw reading is within the window w
-// (beacon.window): the filter takes its evidence from raw readings of
-// one survey window, not from the moving average, because it does its
-// own smoothing over time and overlapping averages would count the same
-// reading many times.
+// (beacon.window): the filters take their evidence from the readings of
+// one survey window (windowMean), not from the moving average, because
+// they do their own smoothing over time and overlapping averages would
+// count the same reading many times.
 func (rd *reading) fresh(w, now int64) bool {
 	return rd.g >= 0 && now-rd.last < w
+}
+
+// windowMean is the mean of rd's raw readings in the window w (dBm, as
+// heard): the statistic a survey sample records (the mean of each
+// gateway's readings over SampleWindow), so the evidence is read on the
+// scale the model was learned on. The last raw reading alone is noisier
+// than that mean by a factor that grows with the report rate, and read
+// against spreads fitted on means a 5 Hz tag's filter flipped 15 times
+// a minute (TestEvidenceIsTheWindowMean). Call only when rd is fresh.
+func (rd *reading) windowMean(w, now int64) float64 {
+	sum, n := 0, 0
+	for i := uint32(0); i < min(rd.hn, histN); i++ {
+		k := (rd.hn - 1 - i) % histN
+		if int64(uint32(now)-rd.histT[k]) >= w {
+			break
+		}
+		sum += int(rd.hist[k])
+		n++
+	}
+	if n == 0 {
+		return float64(rd.raw)
+	}
+	return float64(sum) / float64(n)
 }
 
 // track follows b's scans; Observe calls it for every report, before

@@ -285,9 +285,10 @@ const (
 	maxTemper = 4
 )
 
-// logLikelihood adds to ll[z] the log-likelihood of the beacon's raw
-// readings of the last SampleWindow in each zone, corrected by its tag
-// offset (offset.go); false when no reading carries information.
+// logLikelihood adds to ll[z] the log-likelihood of the beacon's
+// readings of the last SampleWindow (each gateway's mean, windowMean) in
+// each zone, corrected by its tag offset (offset.go); false when no
+// reading carries information.
 // Gateways not heard in the window count as "not heard" through
 // missZone, weighted by cover: the share of the window during which the
 // beacon was being heard at all (a gateway that has not reported since
@@ -297,7 +298,8 @@ func logLikelihood(m *model, p *Params, b *beacon, now int64, cover float64, ll 
 }
 
 // windowLL fills ll[z], for the zones zs (nil: every zone), with the
-// log-likelihood of b's raw readings in its evidence window
+// log-likelihood of b's readings in its evidence window (each gateway's
+// mean)
 // (beacon.window) heard off dB louder than the survey tag, from the
 // gateways use says (nil: all): heard terms from ems, silence from mt
 // (nil: ems' own logMiss and the model's missZone).
@@ -321,7 +323,7 @@ func windowLL(m *model, p *Params, b *beacon, now int64, cover, off float64, ems
 			continue
 		}
 		any = true
-		x := float64(rd.raw) - off
+		x := rd.windowMean(win, now) - off
 		em := ems[rd.g*nz : (rd.g+1)*nz]
 		if mt == nil {
 			if zs == nil {
@@ -349,7 +351,7 @@ func windowLL(m *model, p *Params, b *beacon, now int64, cover, off float64, ems
 	return any
 }
 
-// knnLikelihood adds to ll the k-NN view of the same raw readings
+// knnLikelihood adds to ll the k-NN view of the same window means
 // logLikelihood used (heard in the last SampleWindow; unheard gateways at
 // Floor), in the units of the naive-Bayes log-likelihood: its calibrated
 // weight relative to temper (the caller weighs ll by temper). Like
@@ -362,7 +364,7 @@ func knnLikelihood(m *model, p *Params, b *beacon, now int64, cover float64, ll 
 	var q query
 	win := b.window(p, now)
 	for i := range b.rds {
-		if rd := &b.rds[i]; rd.fresh(win, now) && !q.add(p, rd.g, float64(rd.raw)-b.off.a) {
+		if rd := &b.rds[i]; rd.fresh(win, now) && !q.add(p, rd.g, rd.windowMean(win, now)-b.off.a) {
 			break
 		}
 	}

@@ -8,9 +8,10 @@ import "math"
 // 1-exp(-dt/MeanStay), spread evenly over the zone's graph neighbours, so
 // probability mass only ever flows along the zone graph.
 //
-// Update: the likelihood of the beacon's raw readings of the last
-// SampleWindow in each zone (emission.go): with survey samples a naive-Bayes
-// model of which gateways hear the beacon and at what RSSI, absence
+// Update: the likelihood of the beacon's readings of the last
+// SampleWindow in each zone (each gateway's mean, as a survey sample
+// has; emission.go): with survey samples a naive-Bayes model of which
+// gateways hear the beacon and at what RSSI, absence
 // included, plus the k-NN vote of the same readings (which gateways are
 // heard together, which naive Bayes cannot see), the two weighed as
 // calibrated on the survey; without samples, placed gateways predict the

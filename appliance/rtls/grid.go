@@ -650,7 +650,9 @@ func (grid) update(m *model, p *Params, b *beacon, _ *reading, now int64) (int, 
 	// Evidence is per unit of time. A new reading counts as the share of
 	// a second (evidencePeriod) since its gateway's last counted one (a
 	// first reading counts whole), so a gateway reporting faster than
-	// once a second adds no more evidence;
+	// once a second adds no more evidence, and what counts is the mean
+	// of the readings since then (the law is fitted on survey means: a
+	// single reading of a 5 Hz tag is far noisier than they are);
 	// and every modelled gateway silent for a window counts its "not
 	// heard" term for the time since the last update (and in proportion
 	// to cover). A report in the millisecond of the last update (the
@@ -687,7 +689,11 @@ func (grid) update(m *model, p *Params, b *beacon, _ *reading, now int64) (int, 
 		if dt == 0 && (r.prev == 0 || now-r.prev >= fw) {
 			refund = b.absentW // silent at this millisecond's first update
 		}
-		g.addHeard(ll, lmiss, r, float32(b.off.a), w, refund)
+		since := fw
+		if r.counted > 0 {
+			since = min(fw, now-r.counted)
+		}
+		g.addHeard(ll, lmiss, r.g, float32(r.windowMean(since, now)-b.off.a), w, refund)
 		r.counted = r.last
 	}
 	// The best evidence among the cells still alive: a cell zeroed
@@ -740,12 +746,11 @@ func (grid) update(m *model, p *Params, b *beacon, _ *reading, now int64) (int, 
 // addHeard adds w times a heard reading's log-likelihood to every cell
 // (its hit rate and Gaussian) and takes back refund times its gateway's
 // "not heard" term, which the update's base charged it.
-func (g *gridModel) addHeard(ll, lmiss []float32, rd *reading, off, w, refund float32) {
+func (g *gridModel) addHeard(ll, lmiss []float32, gi int, x, w, refund float32) {
 	nc := len(ll)
-	gw := &g.gw[rd.g]
-	x := float32(rd.raw) - off
+	gw := &g.gw[gi]
 	k, inv := w*float32(gw.lhitK), w*float32(gw.inv2s2)
-	mu, lm := g.mu[rd.g*nc:(rd.g+1)*nc], lmiss[rd.g*nc:(rd.g+1)*nc]
+	mu, lm := g.mu[gi*nc:(gi+1)*nc], lmiss[gi*nc:(gi+1)*nc]
 	for c := range ll {
 		d := x - mu[c]
 		ll[c] += k - d*d*inv - refund*lm[c]

@@ -449,3 +449,47 @@ func walkInScans(h *harness, s Site, off float64, secs int, reversed bool) {
 		h.clk.Advance(time.Second)
 	}
 }
+
+// TestWindowMean: a gateway's evidence is the mean of its readings in
+// the window, the statistic a survey sample records; the ring keeps the
+// last histN, is emptied by a silence of Stale, and reads ages across
+// the 2^32 ms wrap of its stored times.
+func TestWindowMean(t *testing.T) {
+	p := DefaultParams()
+	mac := [6]byte{1}
+	m := &model{gwIdx: map[[6]byte]int{mac: 0}}
+	for _, start := range []int64{1_700_000_000_000, 1<<32 - 700} {
+		b := newBeacon("x")
+		var rd *reading
+		for i, v := range []int8{-60, -70, -80, -90} { // every 500 ms
+			rd = b.sight(m, &p, mac, v, start+int64(i)*500)
+		}
+		now := start + 1500
+		if got := rd.windowMean(2000, now); got != -75 {
+			t.Fatalf("start %d: mean of the 2 s window %v, want -75", start, got)
+		}
+		if got := rd.windowMean(1000, now); got != -85 { // -80 at 1000, -90 at 1500
+			t.Fatalf("start %d: mean of the last second %v, want -85", start, got)
+		}
+		if got := rd.windowMean(1, now); got != -90 {
+			t.Fatalf("start %d: mean of this millisecond %v, want -90", start, got)
+		}
+		// 20 readings in one second at 100 ms: the newest histN count.
+		for i := 0; i < 20; i++ {
+			v := int8(-50)
+			if i < 20-histN {
+				v = -100
+			}
+			rd = b.sight(m, &p, mac, v, now+100+int64(i)*100)
+		}
+		if got := rd.windowMean(2000, now+2000); got != -50 {
+			t.Fatalf("start %d: past the ring %v, want -50", start, got)
+		}
+		// A silence of Stale empties it.
+		later := now + 2000 + p.Stale.Milliseconds()
+		rd = b.sight(m, &p, mac, -66, later)
+		if got := rd.windowMean(1<<40, later); got != -66 {
+			t.Fatalf("start %d: after a silence %v, want -66", start, got)
+		}
+	}
+}

@@ -68,6 +68,10 @@ type walk struct {
 	// transmits stronger or weaker than the one the survey carried
 	// (another model, another battery, worn on a body). 0 in A, B, C.
 	offset float64
+	// rate is scans per second (0: 1), survey and test alike: every
+	// second of the walk (one survey point, one step or one second of a
+	// stay) is heard rate times, each scan with its own noise and misses.
+	rate int
 }
 
 func writeWalk(t *testing.T, dir string, w walk) {
@@ -107,14 +111,21 @@ func writeWalk(t *testing.T, dir string, w walk) {
 			fmt.Fprintf(b, "%d,G%d,TAG,%d,Z%d%d,%.0f,%.0f\n", ts, i, int(math.Round(rssi)), c, r, x, y)
 		}
 	}
+	rate := max(w.rate, 1)
+	// second emits one second of scans at (x, y) from *ts on.
+	second := func(b *strings.Builder, ts *int64, x, y float64) {
+		for k := 0; k < rate; k++ {
+			emit(b, *ts+int64(k*1000/rate), x, y)
+		}
+		*ts += 1000
+	}
 	var tr strings.Builder
 	tr.WriteString("t_ms,gateway,beacon,rssi,zone,x,y\n")
 	ts := int64(1_700_000_000_000)
 	for r := 0; r < n; r++ {
 		for c := 0; c < n; c++ {
 			for s := 0; s < 30; s++ {
-				emit(&tr, ts, float64(100*c)+5+rng.Float64()*90, float64(100*r)+5+rng.Float64()*90)
-				ts += 1000
+				second(&tr, &ts, float64(100*c)+5+rng.Float64()*90, float64(100*r)+5+rng.Float64()*90)
 			}
 		}
 	}
@@ -144,8 +155,7 @@ func writeWalk(t *testing.T, dir string, w walk) {
 			} else {
 				x, y = tx, ty
 			}
-			emit(&te, ts, x, y)
-			ts += 1000
+			second(&te, &ts, x, y)
 		}
 		// Drawn once: a bound re-drawn on every pass of the loop made
 		// stays end shortly after stayMin.
@@ -157,8 +167,7 @@ func writeWalk(t *testing.T, dir string, w walk) {
 			// the map: walk B at +8 dB stood in zone "Z51").
 			jx := math.Min(math.Max(x+rng.NormFloat64()*3, float64(100*nc)+1), float64(100*nc)+99)
 			jy := math.Min(math.Max(y+rng.NormFloat64()*3, float64(100*nr)+1), float64(100*nr)+99)
-			emit(&te, ts, jx, jy)
-			ts += 1000
+			second(&te, &ts, jx, jy)
 		}
 	}
 	writeFile(t, filepath.Join(dir, "train.csv"), tr.String())
@@ -295,6 +304,38 @@ func TestTagOffsetOnWalk(t *testing.T) {
 			}
 			if without[i].Accuracy() > c.without {
 				t.Errorf("walk %s at %+.0f dB, %s: %.1f%% without the estimate: the walk does not test it", name, c.off, a, 100*without[i].Accuracy())
+			}
+		}
+	}
+}
+
+// TestFiltersHoldAtFiveReportsASecond: the same walks heard five times a
+// second (survey and test), as a tag advertising every 200 ms is. The
+// survey's samples are means of a window's readings; read against them,
+// each raw reading looked several times as far off as a window mean
+// does, and the filters, confident in noise, flipped: walk C 1.3-1.9
+// flips a minute for hmm and bayes, walk A 3-4 (grid 0.5). Reading each
+// gateway's readings as the survey did (rtls reading.windowMean) they
+// flip less than at one report a second and are as accurate or more.
+func TestFiltersHoldAtFiveReportsASecond(t *testing.T) {
+	for _, c := range []struct {
+		setting int
+		acc     map[string]float64 // least accuracy
+		flips   map[string]float64 // most flips per minute
+	}{
+		{2, map[string]float64{"hmm": 0.90, "bayes": 0.90, "grid": 0.90}, map[string]float64{"hmm": 0.3, "bayes": 0.3, "grid": 0.1}},
+		{0, map[string]float64{"hmm": 0.62, "bayes": 0.58, "grid": 0.65}, map[string]float64{"hmm": 1.2, "bayes": 1.2, "grid": 0.35}},
+	} {
+		w := walkSettings[c.setting].w
+		w.seed, w.rate = walkSettings[c.setting].seeds[0], 5
+		for _, r := range evalWalk(t, w, walkSettings[c.setting].name+" at 5 Hz") {
+			lo, ok := c.acc[r.Algorithm]
+			if !ok {
+				continue
+			}
+			if r.Accuracy() < lo || r.FlipsPerMin() > c.flips[r.Algorithm] {
+				t.Errorf("walk %s at 5 Hz, %s: %.1f%% / %.2f flips per minute, want >= %.0f%% / <= %.2f",
+					walkSettings[c.setting].name, r.Algorithm, 100*r.Accuracy(), r.FlipsPerMin(), 100*lo, c.flips[r.Algorithm])
 			}
 		}
 	}

@@ -119,3 +119,36 @@ func TestWalkOffsetMeans(t *testing.T) {
 		}
 	}
 }
+
+// TestWalkRateMeans prints, per walk setting and report rate (scans a
+// second, survey and test alike), each algorithm's mean score over
+// three seeds (docs/performance.md, "Report rate"). RTLS_WALKS=1 only;
+// it asserts nothing (TestFiltersHoldAtFiveReportsASecond does).
+func TestWalkRateMeans(t *testing.T) {
+	if os.Getenv("RTLS_WALKS") == "" {
+		t.Skip("set RTLS_WALKS=1 to print the report rate means")
+	}
+	for _, rate := range []int{1, 2, 5, 10} {
+		for _, s := range walkSettings {
+			seeds := s.seeds[:3]
+			acc, flips := map[string]float64{}, map[string]float64{}
+			var order []string
+			for _, seed := range seeds {
+				w := s.w
+				w.seed, w.rate = seed, rate
+				for _, r := range evalWalk(t, w, "") {
+					if _, seen := acc[r.Algorithm]; !seen {
+						order = append(order, r.Algorithm)
+					}
+					acc[r.Algorithm] += 100 * r.Accuracy() / float64(len(seeds))
+					flips[r.Algorithm] += r.FlipsPerMin() / float64(len(seeds))
+				}
+			}
+			row := fmt.Sprintf("| %d Hz | %s |", rate, s.name)
+			for _, a := range order {
+				row += fmt.Sprintf(" %.1f / %.2f |", acc[a], flips[a])
+			}
+			t.Logf("%s  columns %v, seeds %v", row, order, seeds)
+		}
+	}
+}
