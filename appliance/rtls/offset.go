@@ -99,8 +99,13 @@ func (o *tagOffset) learn(m *model, p *Params, b *beacon, now int64) {
 	// report in the middle of a scan whose gateways report one by one
 	// would see the gateways still to report as not hearing the tag (a
 	// survey tag advertising every 3 s, its gateways 20 ms apart, went
-	// to -15 dB).
-	if p.OffsetTau <= 0 || nz < 2 || now == o.tried || now-b.heard < scanSettle || now-o.at < offsetEvery*win {
+	// to -15 dB). A tag heard without pause (reports less than
+	// scanSettle apart: 5 a second or more) has one scan that never
+	// ends; once it has lasted a window, the window is all of it, and
+	// any report will do (before, such a tag never learned its offset:
+	// walk C 6 dB quieter at 5 Hz, hmm 39% against 86% at 1 Hz).
+	if p.OffsetTau <= 0 || nz < 2 || now == o.tried || now-o.at < offsetEvery*win ||
+		now-b.heard < scanSettle && now-b.scanStart < win {
 		return
 	}
 	o.tried = now
