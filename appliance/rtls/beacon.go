@@ -16,6 +16,10 @@ type reading struct {
 	// before last (grid.go): each reading counts once however many
 	// updates see it.
 	counted, prev int64
+	// credit is the evidence (in readings of one evidencePeriod) grid may
+	// still count from this gateway: it accrues with time, at most
+	// maxCredit, and each counted reading spends what it uses.
+	credit float32
 	// The last histN raw readings and their times (Unix ms modulo 2^32;
 	// the ring is emptied after a silence of Stale, so no age in it
 	// comes near 49 days), newest at hist[(hn-1)%histN]: the evidence
@@ -168,6 +172,13 @@ func (rd *reading) fresh(w, now int64) bool {
 // against spreads fitted on means a 5 Hz tag's filter flipped 15 times
 // a minute (TestEvidenceIsTheWindowMean). Call only when rd is fresh.
 func (rd *reading) windowMean(w, now int64) float64 {
+	v, _ := rd.windowMeanN(w, now)
+	return v
+}
+
+// windowMeanN is windowMean and how many readings it averages (1 when it
+// falls back on the last raw one).
+func (rd *reading) windowMeanN(w, now int64) (float64, int) {
 	sum, n := 0, 0
 	for i := uint32(0); i < min(rd.hn, histN); i++ {
 		k := (rd.hn - 1 - i) % histN
@@ -178,9 +189,9 @@ func (rd *reading) windowMean(w, now int64) float64 {
 		n++
 	}
 	if n == 0 {
-		return float64(rd.raw)
+		return float64(rd.raw), 1
 	}
-	return float64(sum) / float64(n)
+	return float64(sum) / float64(n), n
 }
 
 // track follows b's scans; Observe calls it for every report, before

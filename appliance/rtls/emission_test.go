@@ -230,3 +230,38 @@ func TestCalibrationWeighsKNNWhereNaiveBayesIsBlind(t *testing.T) {
 		t.Fatalf("with k-NN zone 1 leads by %.2f nats, want > 1 (temper %v, knn %v)", d, m.temper, m.knnW)
 	}
 }
+
+// TestEvidenceIsTheWindowMean: both views of a window (naive Bayes and
+// the k-NN vote) read a gateway's readings in it as their mean, the
+// statistic a survey sample holds. Zone 1 was surveyed at -60, zone 2 at
+// -80; a beacon heard at -40 and then -80 within the window averages
+// -60, and must lean to zone 1 in each view (its last reading alone
+// says zone 2).
+func TestEvidenceIsTheWindowMean(t *testing.T) {
+	site := Site{Maps: []Map{{ID: 1, Width: 200, Height: 100}}, Zones: []Zone{
+		{ID: 1, MapID: 1, X1: 0, Y1: 0, X2: 100, Y2: 100, Adjacent: []uint64{2}},
+		{ID: 2, MapID: 1, X1: 100, Y1: 0, X2: 200, Y2: 100},
+	}}
+	var samples []Sample
+	for i := 0; i < 10; i++ {
+		d := float64(i%3 - 1)
+		samples = append(samples,
+			Sample{Zone: 1, RSSI: map[[6]byte]float64{gwMAC(1): -60 + d}},
+			Sample{Zone: 2, RSSI: map[[6]byte]float64{gwMAC(1): -80 + d}})
+	}
+	m := buildModel(1, DefaultParams(), site, samples)
+	b := hearing(m, 1000, map[int]int8{1: -40})
+	b.sight(m, &m.p, gwMAC(1), -80, 1500)
+	b.votes = make([]float64, 2)
+	ll := make([]float64, 2)
+	logLikelihood(m, &m.p, b, 1500, 1, ll)
+	if ll[0] <= ll[1] {
+		t.Fatalf("naive Bayes %v: zone 2 leads on the last reading", ll)
+	}
+	clear(ll)
+	m.knnW = 1 // the vote alone, whatever calibration made of it
+	knnLikelihood(m, &m.p, b, 1500, 1, ll)
+	if ll[0] <= ll[1] {
+		t.Fatalf("k-NN vote %v: zone 2 leads on the last reading", ll)
+	}
+}

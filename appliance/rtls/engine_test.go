@@ -269,6 +269,38 @@ func TestRecordSurveySamples(t *testing.T) {
 	}
 }
 
+// TestSurveyWindowsHoldWholeScans: scans a second apart whose two
+// reports come some milliseconds apart, the first earlier in its second
+// in some scans than in others (gateways publishing on their own). Each
+// 2 s sample must hold two whole scans: a window that ends 2 s after its
+// first report took the early first report of every other scan and left
+// the rest of that scan to the next sample.
+func TestSurveyWindowsHoldWholeScans(t *testing.T) {
+	r := newRig(t)
+	r.e.Record("WAT-1", 2)
+	first := []time.Duration{10, 3, 5, 8, 1, 12, 2, 9} // ms into each scan's second
+	at := time.Duration(0)
+	for k, f := range first {
+		for i, gw := range []string{gwA, gwB} {
+			next := time.Duration(k)*time.Second + (f+time.Duration(7*i))*time.Millisecond
+			r.clk.Advance(next - at)
+			at = next
+			r.hear(gw, "C30000000001", -60-k)
+		}
+	}
+	got := r.e.StopRecording("WAT-1")
+	a, _ := assets.ParseMAC(gwA)
+	b, _ := assets.ParseMAC(gwB)
+	if len(got) != 4 {
+		t.Fatalf("%d samples, want 4: %+v", len(got), got)
+	}
+	for n, s := range got {
+		if want := -60.5 - 2*float64(n); s.RSSI[a] != want || s.RSSI[b] != want {
+			t.Fatalf("sample %d: %v, want both gateways at %v (scans %d and %d)", n, s.RSSI, want, 2*n, 2*n+1)
+		}
+	}
+}
+
 func TestStartUnknownAlgorithm(t *testing.T) {
 	r := newRig(t)
 	if err := r.e.Start("nope"); err != rtls.ErrUnknownAlgorithm {

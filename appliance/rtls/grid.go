@@ -129,6 +129,16 @@ const gridStep = 1000
 // multiply the evidence.
 const evidencePeriod = 1000.0
 
+// maxCredit bounds the evidence a gateway banks (credit, in readings of
+// one evidencePeriod). Readings arrive a period apart only on average:
+// a gateway that publishes on its own timer, or a decision once a
+// second that sees two of its readings one time and none the next,
+// would otherwise lose what the short gaps did not earn (grid on a
+// walk heard at 1 Hz with its reports spread over each second: 14% of
+// the evidence, 5 points). Two periods absorb that jitter; a long
+// silence banks no more than that.
+const maxCredit = 2
+
 // buildGrid lays out the grid's cells and plans its gateways; the radio
 // model is left to withGrid.
 func (m *model) buildGrid() {
@@ -681,19 +691,23 @@ func (grid) update(m *model, p *Params, b *beacon, _ *reading, now int64) (int, 
 			}
 			continue
 		}
-		w := float32(1)
-		if r.counted > 0 {
-			w = float32(math.Min(1, float64(r.last-r.counted)/evidencePeriod))
-		}
-		refund := absent
-		if dt == 0 && (r.prev == 0 || now-r.prev >= fw) {
-			refund = b.absentW // silent at this millisecond's first update
-		}
 		since := fw
 		if r.counted > 0 {
 			since = min(fw, now-r.counted)
 		}
-		g.addHeard(ll, lmiss, r.g, float32(r.windowMean(since, now)-b.off.a), w, refund)
+		x, n := r.windowMeanN(since, now)
+		if r.counted > 0 {
+			r.credit = min(maxCredit, r.credit+float32(r.last-r.counted)/evidencePeriod)
+		} else {
+			r.credit = 1
+		}
+		w := min(float32(n), r.credit)
+		r.credit -= w
+		refund := absent
+		if dt == 0 && (r.prev == 0 || now-r.prev >= fw) {
+			refund = b.absentW // silent at this millisecond's first update
+		}
+		g.addHeard(ll, lmiss, r.g, float32(x-b.off.a), w, refund)
 		r.counted = r.last
 	}
 	// The best evidence among the cells still alive: a cell zeroed
