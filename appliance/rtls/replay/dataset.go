@@ -7,6 +7,7 @@
 package replay
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/csv"
 	"encoding/json"
@@ -130,8 +131,15 @@ func (ds *Dataset) readCSV(path string) ([]Row, error) {
 		return nil, err
 	}
 	defer f.Close()
-	r := csv.NewReader(f)
+	// A byte-order mark goes before the reader sees the header: left
+	// in, it made a quoted first name a bare quote in an unquoted field.
+	br := bufio.NewReader(f)
+	if head, err := br.Peek(len(utf8BOM)); err == nil && bytes.Equal(head, utf8BOM) {
+		br.Discard(len(utf8BOM))
+	}
+	r := csv.NewReader(br)
 	r.FieldsPerRecord = -1
+	r.TrimLeadingSpace = true
 	head, err := r.Read()
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", filepath.Base(path), err)
@@ -140,9 +148,6 @@ func (ds *Dataset) readCSV(path string) ([]Row, error) {
 	// capitalise the header; the columns are still the contract's.
 	col := map[string]int{}
 	for i, h := range head {
-		if i == 0 {
-			h = strings.TrimPrefix(h, string(utf8BOM))
-		}
 		col[strings.ToLower(strings.TrimSpace(h))] = i
 	}
 	for _, need := range []string{"t_ms", "gateway", "beacon", "rssi", "zone"} {

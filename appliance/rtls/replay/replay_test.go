@@ -217,10 +217,6 @@ func TestUCIWithoutAdjacency(t *testing.T) {
 	}
 }
 
-// TestLoadReadsDecimalsAndUnorderedRows: a recording may write averaged
-// RSSI and decimal timestamps, and a merge of receivers' logs may not
-// keep time order; the replay reads the first rounded and the second
-// sorted (stably: rows of one instant keep their order).
 // TestLoadReadsSpreadsheetExports: a byte-order mark, CRLF line ends, a
 // padded or capitalised header and padded fields, as spreadsheets and
 // Windows editors write them, read as the plain file would.
@@ -231,17 +227,25 @@ func TestLoadReadsSpreadsheetExports(t *testing.T) {
 		t.Fatal(err)
 	}
 	writeFile(t, filepath.Join(dir, "site.json"), "\xef\xbb\xbf"+string(site))
-	writeFile(t, filepath.Join(dir, "test.csv"), "\xef\xbb\xbfT_ms, Gateway ,beacon,RSSI,zone,x,y\r\n"+
-		"1000, G2 , B ,-70, Z1 ,5,5\r\n")
-	ds, err := Load(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(ds.Test) != 1 || ds.Test[0] != (Row{T: 1000, Gateway: "G2", Beacon: "B", RSSI: -70, Zone: "Z1", Pos: "5,5"}) {
-		t.Fatalf("rows %+v", ds.Test)
+	for _, body := range []string{
+		"\xef\xbb\xbfT_ms, Gateway ,beacon,RSSI,zone,x,y\r\n1000, G2 , B ,-70, Z1 ,5,5\r\n",
+		"\xef\xbb\xbf\"t_ms\",\"gateway\",\"beacon\",\"rssi\",\"zone\",\"x\",\"y\"\r\n1000, \"G2\",\"B\",-70,\"Z1\",5,5\r\n",
+	} {
+		writeFile(t, filepath.Join(dir, "test.csv"), body)
+		ds, err := Load(dir)
+		if err != nil {
+			t.Fatalf("%q: %v", body, err)
+		}
+		if len(ds.Test) != 1 || ds.Test[0] != (Row{T: 1000, Gateway: "G2", Beacon: "B", RSSI: -70, Zone: "Z1", Pos: "5,5"}) {
+			t.Fatalf("%q: rows %+v", body, ds.Test)
+		}
 	}
 }
 
+// TestLoadReadsDecimalsAndUnorderedRows: a recording may write averaged
+// RSSI and decimal timestamps, and a merge of receivers' logs may not
+// keep time order; the replay reads the first rounded and the second
+// sorted (stably: rows of one instant keep their order).
 func TestLoadReadsDecimalsAndUnorderedRows(t *testing.T) {
 	dir := writeDataset(t, true)
 	writeFile(t, filepath.Join(dir, "test.csv"), "t_ms,gateway,beacon,rssi,zone\n"+
