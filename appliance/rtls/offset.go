@@ -174,6 +174,13 @@ func (o *tagOffset) learn(m *model, p *Params, b *beacon, now int64) {
 	if vr := 1 / (prior + o.d); o.v*o.v > vr {
 		a = o.v * (1 - vr/(o.v*o.v))
 	}
+	// Half a dB is below what the estimate's model can tell from
+	// nothing: a tag heard 10 times a second settles 0.5-1 dB from its
+	// true offset (a far gateway's window mean is the mean of the
+	// readings that cleared the floor), and the survey tag itself,
+	// tracked at +0.5 to +1 dB, lost 5-7 points on walk A. The offset
+	// applied is the estimate less that much.
+	a = math.Copysign(math.Max(0, math.Abs(a)-offsetDeadZone), a)
 	// The moving averages hold readings minus the applied offset: move
 	// them with it, or the algorithms that read them (and the debug
 	// feed) would mix corrections.
@@ -182,6 +189,10 @@ func (o *tagOffset) learn(m *model, p *Params, b *beacon, now int64) {
 	}
 	o.a = a
 }
+
+// offsetDeadZone (dB) is taken off the magnitude of every applied
+// offset (learn).
+const offsetDeadZone = 0.5
 
 // A tag heard quieter than the survey tag is also heard less often: its
 // far readings fall under the gateways' sensitivity. Correcting the
