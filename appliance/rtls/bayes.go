@@ -42,7 +42,7 @@ func (bayes) update(m *model, p *Params, b *beacon, _ *reading, now int64) (int,
 	if !beginStep(m, p, b, now) {
 		return b.zone, b.pos
 	}
-	if dt := now - b.stepped; dt > 0 {
+	if dt := now - b.stepped; dt > 0 && !b.refining(now) {
 		stay := math.Exp(-float64(dt) / float64(p.MeanStay.Milliseconds()))
 		jump := 0.0
 		if nz > 1 {

@@ -41,6 +41,9 @@ type beacon struct {
 
 	heard   int64 // Unix ms of the last sighting
 	decided int64 // Unix ms of the last decision (rate limit)
+	// refineUntil: a decision taken at a scan's first report is refined
+	// by the rest of that scan's reports until then (due, refining).
+	refineUntil int64
 
 	zone   int    // model zone index, -1 unknown
 	zoneID uint64 // the same zone by id, which survives a model swap
@@ -99,7 +102,7 @@ func (b *beacon) reset(m *model) {
 	}
 	b.cand, b.gw, b.challenger = -1, -1, -1
 	b.prior, b.belief, b.scratch, b.votes, b.cells = nil, nil, nil, nil, nil
-	b.decided = 0
+	b.decided, b.refineUntil = 0, 0
 	// Zone indexes are per model: find the zone again by id. A zone that
 	// no longer exists becomes unknown; its interval (still open) is
 	// closed by the next decision or the timeout.
@@ -260,14 +263,47 @@ func (b *beacon) window(p *Params, now int64) int64 {
 // always due, so the first fix is immediate; so is a sighting in the same
 // millisecond as the last decision, because sightings stamped alike are
 // one scan (several gateways' copies of one advertisement) and should
-// decide together rather than leave all but the first to the next round.
+// decide together rather than leave all but the first to the next round;
+// and, for the same reason, one within refineSpan of a decision taken at
+// its scan's first report (refining).
 func (b *beacon) due(p *Params, now int64) bool {
-	if b.zone >= 0 && p.DecideEvery > 0 && now != b.decided && now-b.decided < p.DecideEvery.Milliseconds() {
-		return false
+	// A scan's first report may come a little earlier in its second
+	// than the last one's did: it opens the scan's decision if it is
+	// within refineSpan of due, or the decisions would drift off the
+	// scans' starts and every scan be decided on its middle.
+	every := p.DecideEvery.Milliseconds()
+	if now == b.scanStart {
+		every -= refineSpan
 	}
-	b.decided = now
+	if b.zone >= 0 && p.DecideEvery > 0 && now != b.decided && now-b.decided < every {
+		return now < b.refineUntil
+	}
+	b.decided, b.refineUntil = now, 0
+	if now == b.scanStart {
+		b.refineUntil = now + refineSpan
+	}
 	return true
 }
+
+// refineSpan: a decision taken at the first report of a scan is refined
+// by the reports that follow it within this many milliseconds, as one
+// taken in a millisecond is by the rest of that millisecond. Gateways
+// publishing on their own spread one scan's reports over tens of
+// milliseconds; deciding on the first alone left the rest of the scan
+// to the next decision a second later (hmm on walk A seed 101 with
+// scans spread over 20 ms: 66.9% against 71.1% with whole scans; now
+// 71.0%, TestSpreadScansKeepTheirEvidence). A beacon heard without
+// pause has no scan starts after its first, so it is never refined:
+// this costs nothing where reports are spread evenly (the benchmark
+// world), and as much as scans in one millisecond where they come in
+// bursts.
+const refineSpan = 100
+
+// refining reports whether the report at now refines the decision
+// taken at its scan's first report rather than making a new one (the
+// algorithms then neither predict nor charge silence again: the update
+// is the one that decision began).
+func (b *beacon) refining(now int64) bool { return now != b.decided && now < b.refineUntil }
 
 // confirm applies Dwell: it returns the zone to report given the newest
 // prediction z.

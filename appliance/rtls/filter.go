@@ -53,7 +53,7 @@ func (filter) update(m *model, p *Params, b *beacon, _ *reading, now int64) (int
 	if !beginStep(m, p, b, now) {
 		return b.zone, b.pos
 	}
-	if dt := now - b.stepped; dt > 0 {
+	if dt := now - b.stepped; dt > 0 && !b.refining(now) {
 		copy(b.prior, b.belief)
 		for steps := 0; dt > 0 && steps < 60; steps++ {
 			s := min(dt, stepMS)

@@ -640,6 +640,9 @@ func (grid) update(m *model, p *Params, b *beacon, _ *reading, now int64) (int, 
 	sc := g.pool.Get().(*gridScratch)
 	defer g.pool.Put(sc)
 	dt := now - b.stepped
+	if b.refining(now) {
+		dt = 0 // the rest of the scan the last update began with
+	}
 	if dt > 0 {
 		// The floor that keeps every cell recoverable after long
 		// certainty, applied once per millisecond, here: applied after

@@ -493,3 +493,50 @@ func TestWindowMean(t *testing.T) {
 		}
 	}
 }
+
+// TestSpreadScanDecidesAsOne: two tags walk the same tour at 1 Hz with
+// the same readings; one tag's scans come in one millisecond, the
+// other's spread over 75 ms (gateways publishing on their own). A
+// decision taken at the first report of the spread scan is refined by
+// the rest of it (refineSpan), so both tags name the same zones after
+// every scan; decided on its first report alone, the spread tag lagged
+// a scan behind at every move.
+func TestSpreadScanDecidesAsOne(t *testing.T) {
+	s := gridSite(4, 4, false)
+	samples := surveySamples(s, 10, 3, rand.New(rand.NewPCG(1, 2)))
+	for _, alg := range []string{AlgFilter, AlgBayes, AlgGrid} {
+		h := tracking(t, Options{}, s, samples, alg)
+		rng := rand.New(rand.NewPCG(5, 6))
+		differ, scans := 0, 0
+		for stay := 0; stay < 8; stay++ {
+			z := s.Zones[rng.IntN(len(s.Zones))]
+			x, y := z.X1+20+rng.Float64()*60, z.Y1+20+rng.Float64()*60
+			for sec := 0; sec < 15; sec++ {
+				rs := make([]float64, len(s.Gateways))
+				for i, g := range s.Gateways {
+					rs[i] = modelRSSI(g.X, g.Y, x, y) + (rng.Float64()*2-1)*3
+				}
+				for i, g := range s.Gateways {
+					if rs[i] >= -95 {
+						h.sight("WAT-1", g.MAC, rs[i])
+					}
+				}
+				for i, g := range s.Gateways {
+					if rs[i] >= -95 {
+						h.sight("WAT-2", g.MAC, rs[i])
+					}
+					h.clk.Advance(5 * time.Millisecond)
+				}
+				if h.zone("WAT-1") != h.zone("WAT-2") {
+					differ++
+				}
+				scans++
+				h.clk.Advance(time.Second - time.Duration(len(s.Gateways))*5*time.Millisecond)
+			}
+		}
+		t.Logf("%s: the spread tag named another zone after %d of %d scans", alg, differ, scans)
+		if differ > 2 {
+			t.Errorf("%s: the spread tag named another zone after %d of %d scans", alg, differ, scans)
+		}
+	}
+}

@@ -419,6 +419,7 @@ func TestSpreadScansKeepTheirEvidence(t *testing.T) {
 		{0, 11, 0, "grid", 0.67}, // whole scans: grid counts each reading once (68.2%; reading the whole window again, 65.2%)
 		{0, 11, 1000, "grid", 0.67},
 		{2, 302, 20, "hmm", 0.875},
+		{0, 101, 20, "hmm", 0.69}, // decided at each scan's first report alone: 66.9%
 	} {
 		w := walkSettings[c.setting].w
 		w.seed, w.spread = c.seed, c.spread
