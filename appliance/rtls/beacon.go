@@ -18,8 +18,12 @@ type reading struct {
 	counted, prev int64
 	// credit is the evidence (in readings of one evidencePeriod) grid may
 	// still count from this gateway: it accrues with time, at most
-	// maxCredit, and each counted reading spends what it uses.
-	credit float32
+	// maxCredit, and each counted reading spends what it uses. gap is
+	// the moving average of the time between its readings (ms, 0 before
+	// the second): a reading is worth at most that much of a period, so
+	// a silence that fills the bank is not spent by the next second of
+	// a fast gateway's readings.
+	credit, gap float32
 	// The last histN raw readings and their times (Unix ms modulo 2^32;
 	// the ring is emptied after a silence of Stale, so no age in it
 	// comes near 49 days), newest at hist[(hn-1)%histN]: the evidence
@@ -135,6 +139,13 @@ func (b *beacon) sight(m *model, p *Params, mac [6]byte, rssi int8, now int64) *
 		rd.ema = x // after a silence the old average says nothing
 		rd.hn = 0
 	} else if dt := now - rd.last; dt > 0 {
+		// Slow, and a gap counts at most twice the average: one
+		// silence must not make a fast gateway's readings look slow.
+		if d := float32(dt); rd.gap == 0 {
+			rd.gap = d
+		} else {
+			rd.gap += (min(d, 2*rd.gap) - rd.gap) / 8
+		}
 		a := 1 - math.Exp(-float64(dt)/float64(p.SmoothTau.Milliseconds()))
 		rd.ema += a * (x - rd.ema)
 	} else {

@@ -139,6 +139,10 @@ const evidencePeriod = 1000.0
 // silence banks no more than that.
 const maxCredit = 2
 
+// gridSpent, when set (tests), is told the weight each counted reading
+// got.
+var gridSpent func(gw [6]byte, w float32)
+
 // buildGrid lays out the grid's cells and plans its gateways; the radio
 // model is left to withGrid.
 func (m *model) buildGrid() {
@@ -704,8 +708,15 @@ func (grid) update(m *model, p *Params, b *beacon, _ *reading, now int64) (int, 
 		} else {
 			r.credit = 1
 		}
-		w := min(float32(n), r.credit)
+		worth := float32(1) // of a period, per reading
+		if r.gap > 0 && r.gap < evidencePeriod {
+			worth = r.gap / evidencePeriod
+		}
+		w := min(float32(n)*worth, r.credit)
 		r.credit -= w
+		if gridSpent != nil {
+			gridSpent(r.mac, w)
+		}
 		refund := absent
 		if dt == 0 && (r.prev == 0 || now-r.prev >= fw) {
 			refund = b.absentW // silent at this millisecond's first update

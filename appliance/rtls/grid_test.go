@@ -432,6 +432,43 @@ func TestGridEvidenceIsPerSecond(t *testing.T) {
 	}
 }
 
+// TestGridEvidenceOfAnIntermittentGateway: a gateway heard 10 times a
+// second, one second in every three, counts about one second of
+// evidence per burst, as many as one heard once a second all along
+// would in that time; a bank that the silences filled let it count 2.85
+// per burst (a review; the silences then read as heard evidence). And a
+// gateway heard 10 times a second without pause counts one per second,
+// decided once a second or on every report.
+func TestGridEvidenceOfAnIntermittentGateway(t *testing.T) {
+	s := gridSite(2, 1, true)
+	a, b := s.Gateways[0].MAC, s.Gateways[1].MAC
+	ra, rb := modelRSSI(50, 50, 95, 50), modelRSSI(150, 50, 95, 50)
+	for _, decide := range []time.Duration{0, -1} { // default 1 s; every report
+		spent := map[[6]byte]float64{}
+		gridSpent = func(gw [6]byte, w float32) { spent[gw] += float64(w) }
+		h := newHarness(t, Options{Params: Params{DecideEvery: decide}})
+		h.e.SetSite(s)
+		if err := h.e.Start(AlgGrid); err != nil {
+			t.Fatal(err)
+		}
+		for tm := time.Duration(0); tm < 60*time.Second; tm += 100 * time.Millisecond {
+			h.sight("WAT-1", a, ra)
+			if tm%(3*time.Second) < time.Second {
+				h.sight("WAT-1", b, rb)
+			}
+			h.clk.Advance(100 * time.Millisecond)
+		}
+		gridSpent = nil
+		t.Logf("decide %v: a %.1f b %.1f", decide, spent[a], spent[b])
+		if spent[a] < 55 || spent[a] > 62 {
+			t.Errorf("DecideEvery %v: the steady gateway counted %.1f seconds of evidence in 60", decide, spent[a])
+		}
+		if spent[b] < 15 || spent[b] > 30 {
+			t.Errorf("DecideEvery %v: the intermittent gateway counted %.1f seconds of evidence in 20 of readings", decide, spent[b])
+		}
+	}
+}
+
 // TestGridBeliefIgnoresScanOrder: one walk's scans delivered report by
 // report, in order and reversed within each millisecond, leave the same
 // cell belief. The belief's 1e-9 floor, applied after every report,

@@ -33,9 +33,9 @@ func (e *Engine) Location(uid string) (Location, bool) {
 	return viewBeacon(e, uid, func(b *beacon) Location { return b.location(m) })
 }
 
-// TagOffset is how many dB louder than the survey tag the engine hears
-// uid (docs/rtls.md, "Tag offset"); false when uid was not seen since
-// Start.
+// TagOffset is the offset the engine applies to uid's readings: how many
+// dB louder than the survey tag it hears uid, less offsetDeadZone
+// (docs/rtls.md, "Tag offset"); false when uid was not seen since Start.
 func (e *Engine) TagOffset(uid string) (float64, bool) {
 	return viewBeacon(e, uid, func(b *beacon) float64 { return b.off.a })
 }

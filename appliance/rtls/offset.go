@@ -180,7 +180,7 @@ func (o *tagOffset) learn(m *model, p *Params, b *beacon, now int64) {
 	// readings that cleared the floor), and the survey tag itself,
 	// tracked at +0.5 to +1 dB, lost 5-7 points on walk A. The offset
 	// applied is the estimate less that much.
-	a = math.Copysign(math.Max(0, math.Abs(a)-offsetDeadZone), a)
+	a -= math.Max(-offsetDeadZone, math.Min(offsetDeadZone, a)) // +0, never -0
 	// The moving averages hold readings minus the applied offset: move
 	// them with it, or the algorithms that read them (and the debug
 	// feed) would mix corrections.

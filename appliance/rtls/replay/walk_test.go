@@ -402,12 +402,14 @@ func TestFiltersHoldAtFiveReportsASecond(t *testing.T) {
 // spread over the second (gateways publishing on their own timers) or
 // over 20 ms. grid counted a reading as the share of a second since its
 // gateway's last one, so every short gap lost evidence that the long
-// one after it could not make up (walk A seed 11: 63.3% against 68.2%
-// with whole scans); it now banks the difference (grid.go maxCredit).
-// The survey recorder cut 20 ms scans in two as its windows slid (hmm
-// on walk C seed 302: 85.4% against 91.0%); windows now end where a scan
-// begins (TestSurveyWindowsHoldWholeScans). What is left for hmm is its
-// decision once a second at a scan's first report (docs/rtls.md).
+// one after it could not make up (walk A seed 11: 64.7% against 67.2%
+// with whole scans; now 69.3%, grid.go maxCredit). The survey recorder
+// cut 20 ms scans in two as its windows slid (hmm on walk C seed 302:
+// 86.2%; windows now end where a scan begins, 91.1%,
+// TestSurveyWindowsHoldWholeScans), and the zone filters decided on a
+// scan's first report alone (hmm on walk A seed 101: 66.9% against
+// 71.1% with whole scans; refined by the rest of the scan, 71.8%,
+// refineSpan).
 func TestSpreadScansKeepTheirEvidence(t *testing.T) {
 	for _, c := range []struct {
 		setting int
@@ -416,10 +418,9 @@ func TestSpreadScansKeepTheirEvidence(t *testing.T) {
 		alg     string
 		least   float64
 	}{
-		{0, 11, 0, "grid", 0.67}, // whole scans: grid counts each reading once (68.2%; reading the whole window again, 65.2%)
 		{0, 11, 1000, "grid", 0.67},
-		{2, 302, 20, "hmm", 0.875},
-		{0, 101, 20, "hmm", 0.69}, // decided at each scan's first report alone: 66.9%
+		{2, 302, 20, "hmm", 0.88},
+		{0, 101, 20, "hmm", 0.69},
 	} {
 		w := walkSettings[c.setting].w
 		w.seed, w.spread = c.seed, c.spread

@@ -152,3 +152,37 @@ func TestWalkRateMeans(t *testing.T) {
 		}
 	}
 }
+
+// TestWalkSpreadMeans prints, per walk setting and spread (ms over which
+// each scan's reports arrive, survey and test alike), each algorithm's
+// mean score over three seeds (docs/performance.md, "Reports spread over
+// the second"). RTLS_WALKS=1 only; it asserts nothing
+// (TestSpreadScansKeepTheirEvidence, TestSpreadScanDecidesAsOne do).
+func TestWalkSpreadMeans(t *testing.T) {
+	if os.Getenv("RTLS_WALKS") == "" {
+		t.Skip("set RTLS_WALKS=1 to print the spread means")
+	}
+	for _, spread := range []int{0, 20, 100, 1000} {
+		for _, s := range walkSettings {
+			seeds := s.seeds[:3]
+			acc, flips := map[string]float64{}, map[string]float64{}
+			var order []string
+			for _, seed := range seeds {
+				w := s.w
+				w.seed, w.spread = seed, spread
+				for _, r := range evalWalk(t, w, "") {
+					if _, seen := acc[r.Algorithm]; !seen {
+						order = append(order, r.Algorithm)
+					}
+					acc[r.Algorithm] += 100 * r.Accuracy() / float64(len(seeds))
+					flips[r.Algorithm] += r.FlipsPerMin() / float64(len(seeds))
+				}
+			}
+			row := fmt.Sprintf("| %d ms | %s |", spread, s.name)
+			for _, a := range order {
+				row += fmt.Sprintf(" %.1f / %.2f |", acc[a], flips[a])
+			}
+			t.Logf("%s  columns %v, seeds %v", row, order, seeds)
+		}
+	}
+}
