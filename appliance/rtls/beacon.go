@@ -141,10 +141,14 @@ func (b *beacon) sight(m *model, p *Params, mac [6]byte, rssi int8, now int64) *
 	} else if dt := now - rd.last; dt > 0 {
 		// Slow, and a gap counts at most twice the average: one
 		// silence must not make a fast gateway's readings look slow.
+		// Clipped both ways, and starting at a period: a gateway whose
+		// every reading comes twice a few ms apart would otherwise
+		// average 27 ms and count 0.03 of a second per reading (a
+		// review: 2.3 s of evidence in 60).
 		if d := float32(dt); rd.gap == 0 {
-			rd.gap = d
+			rd.gap = max(d, evidencePeriod)
 		} else {
-			rd.gap += (min(d, 2*rd.gap) - rd.gap) / 8
+			rd.gap += (min(max(d, rd.gap/2), 2*rd.gap) - rd.gap) / 8
 		}
 		a := 1 - math.Exp(-float64(dt)/float64(p.SmoothTau.Milliseconds()))
 		rd.ema += a * (x - rd.ema)
@@ -337,4 +341,8 @@ func (b *beacon) confirm(p *Params, z int, now int64) int {
 }
 
 // firstScan reports whether now is the instant of the first fix.
-func (b *beacon) firstScan(now int64) bool { return b.zone >= 0 && b.fixed == now }
+// A first fix taken at a spread scan's first report is the scan's too:
+// the reports refining it may still revise it freely.
+func (b *beacon) firstScan(now int64) bool {
+	return b.zone >= 0 && (b.fixed == now || b.fixed == b.decided && b.refining(now))
+}

@@ -644,8 +644,10 @@ func (grid) update(m *model, p *Params, b *beacon, _ *reading, now int64) (int, 
 	sc := g.pool.Get().(*gridScratch)
 	defer g.pool.Put(sc)
 	dt := now - b.stepped
-	if b.refining(now) {
-		dt = 0 // the rest of the scan the last update began with
+	// The rest of the scan the last update began with, if that update
+	// did begin (it returns early when nothing modelled was heard).
+	if b.refining(now) && b.stepped >= b.decided {
+		dt = 0
 	}
 	if dt > 0 {
 		// The floor that keeps every cell recoverable after long
@@ -718,7 +720,11 @@ func (grid) update(m *model, p *Params, b *beacon, _ *reading, now int64) (int, 
 			gridSpent(r.mac, w)
 		}
 		refund := absent
-		if dt == 0 && (r.prev == 0 || now-r.prev >= fw) {
+		// Silent at this update's first moment (b.stepped), when the
+		// silence was charged: judged at now, a refining report came
+		// late enough for its gateway to look silent then as well and
+		// was refunded twice (a review).
+		if dt == 0 && (r.prev == 0 || b.stepped-r.prev >= fw) {
 			refund = b.absentW // silent at this millisecond's first update
 		}
 		g.addHeard(ll, lmiss, r.g, float32(x-b.off.a), w, refund)

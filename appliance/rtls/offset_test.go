@@ -540,3 +540,30 @@ func TestSpreadScanDecidesAsOne(t *testing.T) {
 		}
 	}
 }
+
+// TestSpreadScanRevisesItsFirstFix: a tag standing in one zone, its
+// scans' reports 3 ms apart. The first fix, taken at the first report,
+// is the whole scan's to revise, as when the scan comes in one
+// millisecond; held by hysteresis instead, strongest stayed in the zone
+// of the first gateway heard (a review: zone 7 for a tag in 16).
+func TestSpreadScanRevisesItsFirstFix(t *testing.T) {
+	s := gridSite(4, 4, false)
+	samples := surveySamples(s, 10, 3, rand.New(rand.NewPCG(1, 2)))
+	z := s.Zones[len(s.Zones)-1]
+	x, y := (z.X1+z.X2)/2, (z.Y1+z.Y2)/2
+	for _, alg := range []string{AlgStrongest, AlgKNN, AlgFilter} {
+		h := tracking(t, Options{}, s, samples, alg)
+		for scan := 0; scan < 4; scan++ {
+			for _, g := range s.Gateways {
+				if r := modelRSSI(g.X, g.Y, x, y); r >= -95 {
+					h.sight("WAT-1", g.MAC, r)
+				}
+				h.clk.Advance(3 * time.Millisecond)
+			}
+			if got := h.zone("WAT-1"); got != z.ID {
+				t.Errorf("%s, scan %d: zone %d, want %d", alg, scan, got, z.ID)
+			}
+			h.clk.Advance(time.Second - time.Duration(len(s.Gateways))*3*time.Millisecond)
+		}
+	}
+}
