@@ -128,29 +128,7 @@ func TestWalkRateMeans(t *testing.T) {
 	if os.Getenv("RTLS_WALKS") == "" {
 		t.Skip("set RTLS_WALKS=1 to print the report rate means")
 	}
-	for _, rate := range []int{1, 2, 5, 10} {
-		for _, s := range walkSettings {
-			seeds := s.seeds[:3]
-			acc, flips := map[string]float64{}, map[string]float64{}
-			var order []string
-			for _, seed := range seeds {
-				w := s.w
-				w.seed, w.rate = seed, rate
-				for _, r := range evalWalk(t, w, "") {
-					if _, seen := acc[r.Algorithm]; !seen {
-						order = append(order, r.Algorithm)
-					}
-					acc[r.Algorithm] += 100 * r.Accuracy() / float64(len(seeds))
-					flips[r.Algorithm] += r.FlipsPerMin() / float64(len(seeds))
-				}
-			}
-			row := fmt.Sprintf("| %d Hz | %s |", rate, s.name)
-			for _, a := range order {
-				row += fmt.Sprintf(" %.1f / %.2f |", acc[a], flips[a])
-			}
-			t.Logf("%s  columns %v, seeds %v", row, order, seeds)
-		}
-	}
+	logKnobMeans(t, "%d Hz", []int{1, 2, 5, 10}, func(w *walk, v int) { w.rate = v })
 }
 
 // TestWalkSpreadMeans prints, per walk setting and spread (ms over which
@@ -162,14 +140,22 @@ func TestWalkSpreadMeans(t *testing.T) {
 	if os.Getenv("RTLS_WALKS") == "" {
 		t.Skip("set RTLS_WALKS=1 to print the spread means")
 	}
-	for _, spread := range []int{0, 20, 100, 1000} {
+	logKnobMeans(t, "%d ms", []int{0, 20, 100, 1000}, func(w *walk, v int) { w.spread = v })
+}
+
+// logKnobMeans logs, for each value of one walk knob (set) and each walk
+// setting, a table row of every algorithm's mean accuracy / flips per
+// minute over the setting's first three seeds; label formats the value.
+func logKnobMeans(t *testing.T, label string, values []int, set func(*walk, int)) {
+	for _, v := range values {
 		for _, s := range walkSettings {
 			seeds := s.seeds[:3]
 			acc, flips := map[string]float64{}, map[string]float64{}
 			var order []string
 			for _, seed := range seeds {
 				w := s.w
-				w.seed, w.spread = seed, spread
+				w.seed = seed
+				set(&w, v)
 				for _, r := range evalWalk(t, w, "") {
 					if _, seen := acc[r.Algorithm]; !seen {
 						order = append(order, r.Algorithm)
@@ -178,7 +164,7 @@ func TestWalkSpreadMeans(t *testing.T) {
 					flips[r.Algorithm] += r.FlipsPerMin() / float64(len(seeds))
 				}
 			}
-			row := fmt.Sprintf("| %d ms | %s |", spread, s.name)
+			row := fmt.Sprintf("| "+label+" | %s |", v, s.name)
 			for _, a := range order {
 				row += fmt.Sprintf(" %.1f / %.2f |", acc[a], flips[a])
 			}
