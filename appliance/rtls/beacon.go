@@ -139,12 +139,11 @@ func (b *beacon) sight(m *model, p *Params, mac [6]byte, rssi int8, now int64) *
 		rd.ema = x // after a silence the old average says nothing
 		rd.hn = 0
 	} else if dt := now - rd.last; dt > 0 {
-		// Slow, and a gap counts at most twice the average: one
-		// silence must not make a fast gateway's readings look slow.
-		// Clipped both ways, and starting at a period: a gateway whose
-		// every reading comes twice a few ms apart would otherwise
-		// average 27 ms and count 0.03 of a second per reading (a
-		// review: 2.3 s of evidence in 60).
+		// A slow average of the gaps, each clipped to half to twice
+		// it, starting at a period: one silence must not make a fast
+		// gateway's readings look slow, nor a reading delivered twice
+		// a few ms apart make a 1 Hz gateway's look fast (averaging
+		// 27 ms, it counted 2.3 s of evidence in 60; a review).
 		if d := float32(dt); rd.gap == 0 {
 			rd.gap = max(d, evidencePeriod)
 		} else {

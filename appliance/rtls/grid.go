@@ -666,13 +666,15 @@ func (grid) update(m *model, p *Params, b *beacon, _ *reading, now int64) (int, 
 		}
 		b.stepped = now
 	}
-	// Evidence is per unit of time. A new reading counts as the share of
-	// a second (evidencePeriod) since its gateway's last counted one (a
-	// first reading counts whole), so a gateway reporting faster than
-	// once a second adds no more evidence, and what counts is the mean
-	// of the readings since then (the law is fitted on survey means: a
-	// single reading of a 5 Hz tag is far noisier than they are);
-	// and every modelled gateway silent for a window counts its "not
+	// Evidence is per unit of time. A gateway banks a period's worth of
+	// evidence per period (at most maxCredit; a first reading counts
+	// whole), and its new readings spend what they are worth (each its
+	// gateway's usual interval, at most a period), so a gateway
+	// reporting faster than once a second adds no more evidence, and a
+	// jittered one loses none. What counts is the mean of the readings
+	// new since its last counted one (the law is fitted on survey
+	// means: a single reading of a 5 Hz tag is far noisier than they
+	// are); and every modelled gateway silent for a window counts its "not
 	// heard" term for the time since the last update (and in proportion
 	// to cover). A report in the millisecond of the last update (the
 	// rest of a scan) adds its reading and takes back the silence its
