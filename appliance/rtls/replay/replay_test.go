@@ -273,3 +273,37 @@ func TestLoadReadsDecimalsAndUnorderedRows(t *testing.T) {
 		t.Fatalf("halves %+v %v: want -68 and -66 (to even), t 1000", ds.Test, err)
 	}
 }
+
+// TestScoredAtTheEndOfAnInstant: a sighting is scored on the engine's
+// answer once every sighting of its millisecond is in. The tag stands in
+// Z3 and each scan lists the far gateway G1 first; after a silence
+// longer than the timeout the tag is unknown, so the first fix is taken
+// on G1 alone (Z1) and revised by G2 and G3 within the millisecond.
+// Scored report by report, G1's row would count Z1.
+func TestScoredAtTheEndOfAnInstant(t *testing.T) {
+	dir := writeDataset(t, true)
+	var b strings.Builder
+	b.WriteString("t_ms,gateway,beacon,rssi,zone,x,y\n")
+	scan := func(ts int64) {
+		fmt.Fprintf(&b, "%d,G1,TAG,-85,Z3,250,50\n%d,G2,TAG,-72,Z3,250,50\n%d,G3,TAG,-55,Z3,250,50\n", ts, ts, ts)
+	}
+	for s := int64(0); s < 10; s++ {
+		scan(1_700_000_100_000 + 1000*s)
+	}
+	scan(1_700_000_100_000 + 60_000) // after a 51 s silence
+	if err := os.WriteFile(filepath.Join(dir, "test.csv"), []byte(b.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ds, err := Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs, err := Run(ds, Options{Algorithms: []string{"strongest"}, Timeout: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 33 sightings, the first 5 s (15) in the warm-up.
+	if r := rs[0]; r.Scored != 18 || r.Correct != 18 || r.Flips != 0 {
+		t.Fatalf("%+v", r)
+	}
+}

@@ -84,11 +84,11 @@ func (r *rig) close() {
 }
 
 // play publishes rows at their virtual times, starting at the current
-// clock. before runs ahead of each publish, after once it has been
+// clock. before runs ahead of each publish, after once evs[i] has been
 // processed (a QoS 0 publish is processed inside HandlePublish).
-func (r *rig) play(evs []event, before func(ev event), after func(ev event, now int64)) error {
+func (r *rig) play(evs []event, before func(ev event), after func(i int)) error {
 	start := r.clk.Now()
-	for _, ev := range evs {
+	for i, ev := range evs {
 		if d := start.Add(time.Duration(ev.v) * time.Millisecond).Sub(r.clk.Now()); d > 0 {
 			r.clk.Advance(d)
 		}
@@ -101,7 +101,7 @@ func (r *rig) play(evs []event, before func(ev event), after func(ev event, now 
 			return err
 		}
 		if after != nil {
-			after(ev, r.clk.Now().UnixMilli())
+			after(i)
 		}
 	}
 	return nil
@@ -177,10 +177,10 @@ func Run(ds *Dataset, opts Options) ([]Result, error) {
 				return nil, err
 			}
 			sc := newScorer(ds, opts.Warmup, opts.Timeout)
-			if err := r.play(test, nil, func(ev event, now int64) {
+			if err := r.play(test, nil, atInstantEnd(test, func(ev event) {
 				loc, _ := r.eng.Location(uidOf(ev.row.Beacon))
 				sc.add(ev, loc.Zone)
-			}); err != nil {
+			})); err != nil {
 				return nil, err
 			}
 			sc.fill(&res)
@@ -195,4 +195,25 @@ func Run(ds *Dataset, opts Options) ([]Result, error) {
 		out = append(out, res)
 	}
 	return out, nil
+}
+
+// atInstantEnd returns play's after hook: it calls score for every event
+// of a virtual instant once the instant's last event has been processed.
+// A sighting is scored on the engine's answer at its time, and at that
+// time every sighting stamped alike has arrived: a recording whose
+// receiver stamps a whole scan with one millisecond (a phone hearing
+// fixed beacons) would otherwise have most of its rows scored on a
+// part of their scan, a state no reader of the API can catch, since
+// the pipeline takes the rest of the scan within microseconds.
+func atInstantEnd(evs []event, score func(ev event)) func(i int) {
+	lo := 0 // evs[lo:i+1] share an instant not yet scored
+	return func(i int) {
+		if i+1 < len(evs) && evs[i+1].v == evs[i].v {
+			return
+		}
+		for _, ev := range evs[lo : i+1] {
+			score(ev)
+		}
+		lo = i + 1
+	}
 }
