@@ -77,6 +77,9 @@ type walk struct {
 	// same): gateways that publish on their own timers. 0: every report
 	// of a scan in one millisecond.
 	spread int
+	// placed gives the gateways' true positions in site.json (0: null,
+	// as in A, B, C, so algorithms learn them).
+	placed bool
 }
 
 func writeWalk(t *testing.T, dir string, w walk) {
@@ -100,7 +103,11 @@ func writeWalk(t *testing.T, dir string, w walk) {
 	for i := 0; i < w.gateways; i++ {
 		p := pt{rng.Float64() * float64(100*n), rng.Float64() * float64(100*n)}
 		gp = append(gp, p)
-		gws = append(gws, fmt.Sprintf(`{"id":"G%d","x":null,"y":null}`, i))
+		if w.placed {
+			gws = append(gws, fmt.Sprintf(`{"id":"G%d","x":%.0f,"y":%.0f}`, i, p.x, p.y))
+		} else {
+			gws = append(gws, fmt.Sprintf(`{"id":"G%d","x":null,"y":null}`, i))
+		}
 	}
 	site := fmt.Sprintf(`{"map":{"width":%d,"height":%d},"zones":[`, 100*n, 100*n) + strings.Join(zones, ",") + `],"adjacency":[` + strings.Join(adj, ",") + `],"gateways":[` + strings.Join(gws, ",") + `]}`
 	writeFile(t, filepath.Join(dir, "site.json"), site)

@@ -143,6 +143,17 @@ func TestWalkSpreadMeans(t *testing.T) {
 	logKnobMeans(t, "%d ms", []int{0, 20, 100, 1000}, func(w *walk, v int) { w.spread = v })
 }
 
+// TestWalkPlacedMeans prints, per walk setting, each algorithm's mean
+// score over three seeds with the gateways' positions withheld (0) and
+// given in site.json (1) (docs/performance.md, "Placed gateways").
+// RTLS_WALKS=1 only; it asserts nothing.
+func TestWalkPlacedMeans(t *testing.T) {
+	if os.Getenv("RTLS_WALKS") == "" {
+		t.Skip("set RTLS_WALKS=1 to print the placed-gateway means")
+	}
+	logKnobMeans(t, "placed %d", []int{0, 1}, func(w *walk, v int) { w.placed = v == 1 })
+}
+
 // logKnobMeans logs, for each value of one walk knob (set) and each walk
 // setting, a table row of every algorithm's mean accuracy / flips per
 // minute over the setting's first three seeds; label formats the value.
