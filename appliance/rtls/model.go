@@ -73,17 +73,19 @@ func (z *Zone) dist2(x, y float64) float64 {
 	return dx*dx + dy*dy
 }
 
-// zoneAt is the zone containing the point, else the nearest zone on the
-// same map, else -1.
+// zoneAt is the zone containing the point (the smallest, where zones
+// overlap: a room drawn inside the corridor or hall around it), else the
+// nearest zone on the same map, else -1.
 func (m *model) zoneAt(mapID uint64, x, y float64) int {
-	best, bd := -1, math.Inf(1)
+	best, bd, ba := -1, math.Inf(1), math.Inf(1)
 	for i := range m.zones {
 		z := &m.zones[i]
 		if z.MapID != mapID {
 			continue
 		}
-		if d := z.dist2(x, y); d < bd {
-			best, bd = i, d
+		d, a := z.dist2(x, y), math.Abs((z.X2-z.X1)*(z.Y2-z.Y1))
+		if d < bd || d == 0 && bd == 0 && a < ba {
+			best, bd, ba = i, d, a
 		}
 	}
 	return best

@@ -256,3 +256,25 @@ func TestUnlinkedPartsAreJoined(t *testing.T) {
 		t.Errorf("declared parts of map 2 joined: zone 9 reaches %v", r9)
 	}
 }
+
+// TestZoneAtPrefersTheSmallestContainingZone: a room drawn inside the
+// hall around it owns the points inside it, whichever was drawn first;
+// outside every zone the nearest one does.
+func TestZoneAtPrefersTheSmallestContainingZone(t *testing.T) {
+	for _, order := range [][]int{{0, 1}, {1, 0}} {
+		zs := []Zone{
+			{ID: 1, MapID: 1, Name: "hall", X1: 0, Y1: 0, X2: 100, Y2: 100},
+			{ID: 2, MapID: 1, Name: "room", X1: 60, Y1: 60, X2: 80, Y2: 80},
+		}
+		site := Site{Maps: []Map{{ID: 1}}, Zones: []Zone{zs[order[0]], zs[order[1]]}}
+		m := buildModel(1, DefaultParams(), site, nil)
+		for _, c := range []struct {
+			x, y float64
+			want string
+		}{{70, 70, "room"}, {20, 20, "hall"}, {150, 70, "hall"}} {
+			if z := m.zoneAt(1, c.x, c.y); z < 0 || m.zones[z].Name != c.want {
+				t.Fatalf("order %v: zone at (%v,%v) is %d, want %s", order, c.x, c.y, z, c.want)
+			}
+		}
+	}
+}

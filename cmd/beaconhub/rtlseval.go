@@ -17,29 +17,55 @@ func cmdRTLSEval(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	algs := fs.String("alg", "", "comma-separated algorithms (default: all)")
 	timeout := fs.Duration("timeout", 60*time.Second, "not-heard timeout of the engine")
-	if err := fs.Parse(args); err != nil {
-		return 2
+	// Flags may follow the directory too (rtls-eval DIR --alg knn): the
+	// flag package stops at the first argument that is not one.
+	var pos []string
+	for rest := args; ; {
+		if err := fs.Parse(rest); err != nil {
+			return 2
+		}
+		if fs.NArg() == 0 {
+			break
+		}
+		pos, rest = append(pos, fs.Arg(0)), fs.Args()[1:]
 	}
-	if fs.NArg() != 1 {
+	if len(pos) != 1 {
 		fmt.Fprintln(stderr, "usage: beaconhub rtls-eval [--alg a,b] [--timeout D] DATASET_DIR")
 		return 2
 	}
-	ds, err := replay.Load(fs.Arg(0))
+	dir := pos[0]
+	ds, err := replay.Load(dir)
 	if err != nil {
 		fmt.Fprintln(stderr, "rtls-eval:", err)
 		return 1
 	}
 	opts := replay.Options{Timeout: *timeout}
-	if *algs != "" {
-		opts.Algorithms = strings.Split(*algs, ",")
+	for _, a := range strings.Split(*algs, ",") {
+		if a = strings.TrimSpace(a); a != "" {
+			opts.Algorithms = append(opts.Algorithms, a)
+		}
 	}
 	rs, err := replay.Run(ds, opts)
 	if err != nil {
 		fmt.Fprintln(stderr, "rtls-eval:", err)
 		return 1
 	}
-	fmt.Fprintf(stdout, "dataset %s: %d zones, %d gateways, %d train / %d test sightings (%d outside -127..0 dBm skipped)\n\n",
-		fs.Arg(0), len(ds.Site.Zones), len(ds.Site.Gateways), len(ds.Train), len(ds.Test), ds.Skipped)
+	fmt.Fprintf(stdout, "dataset %s: %d zones, %d gateways, %d train / %d test sightings (skipped: %d outside -127..0 dBm, %d not-heard markers; %d unlabelled rows heard, not scored)\n",
+		dir, len(ds.Site.Zones), len(ds.Site.Gateways), len(ds.Train), len(ds.Test), ds.Skipped, ds.Markers, ds.Unlabelled)
+	for _, n := range ds.Notes {
+		fmt.Fprintln(stdout, "note:", n)
+	}
+	fmt.Fprintln(stdout)
 	replay.Format(stdout, rs)
+	scored := false
+	for _, r := range rs {
+		scored = scored || r.Scored > 0
+	}
+	if !scored {
+		// A table of "no sighting scored" with status 0 reads as a result.
+		fmt.Fprintf(stderr, "rtls-eval: no test sighting was scored: each beacon's first %v is warm-up, and test.csv holds %d labelled sightings\n",
+			replay.DefaultWarmup, len(ds.Test)-ds.Unlabelled)
+		return 1
+	}
 	return 0
 }

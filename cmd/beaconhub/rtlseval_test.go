@@ -38,6 +38,31 @@ func TestRTLSEvalCommand(t *testing.T) {
 			t.Fatalf("output lacks %q:\n%s", want, out.String())
 		}
 	}
+	// Flags after the directory, names padded: as a shell user types them.
+	out.Reset()
+	if code := run([]string{"rtls-eval", dir, "--alg", "knn, strongest"}, &out, &errb); code != 0 || !strings.Contains(out.String(), "| strongest | ") || strings.Contains(out.String(), "| hmm |") {
+		t.Fatalf("flags after the directory: exit %d: %s%s", code, out.String(), errb.String())
+	}
+	// A test file shorter than the warm-up scores nothing: that is an
+	// error, not a table of 0.0% (0/0).
+	short := t.TempDir()
+	for _, name := range []string{"site.json", "train.csv"} {
+		b, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(short, name), b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(short, "test.csv"), []byte("t_ms,gateway,beacon,rssi,zone\n0,G1,T,-60,A\n3000,G1,T,-61,A\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out.Reset()
+	errb.Reset()
+	if code := run([]string{"rtls-eval", short}, &out, &errb); code != 1 || !strings.Contains(errb.String(), "no test sighting was scored") || !strings.Contains(out.String(), "no sighting scored") {
+		t.Fatalf("nothing scored: exit %d: %s%s", code, out.String(), errb.String())
+	}
 	if code := run([]string{"rtls-eval", "--alg", "nope", dir}, &out, &errb); code != 1 {
 		t.Fatalf("unknown algorithm exit %d", code)
 	}

@@ -14,6 +14,10 @@ import (
 	"beaconhub/store"
 )
 
+// DefaultWarmup is how long after its first sighting a beacon is not
+// scored (the contract's 5 s).
+const DefaultWarmup = 5 * time.Second
+
 // Options configure a run.
 type Options struct {
 	Algorithms []string    // default: all the engine has
@@ -34,6 +38,7 @@ type rig struct {
 	topic map[string]string // gateway id -> topic
 	gwID  map[string]string // gateway id -> client id
 	mac   map[string]string // beacon id -> MAC text
+	uid   map[string]string // beacon id -> asset uid
 }
 
 func newRig(ds *Dataset, dir string, opts Options) (*rig, error) {
@@ -41,10 +46,12 @@ func newRig(ds *Dataset, dir string, opts Options) (*rig, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &rig{db: db, topic: map[string]string{}, gwID: map[string]string{}, mac: map[string]string{}}
+	r := &rig{db: db, topic: map[string]string{}, gwID: map[string]string{}, mac: map[string]string{}, uid: map[string]string{}}
 	for id, mac := range ds.Gateway {
 		m := ingest.MAC(mac).String()
-		if err := db.CreateGateway(&store.Gateway{AssetUID: "GW-" + id, MAC: m, Name: id}); err != nil {
+		// uids from the MAC, not the recording's id: the store bounds
+		// a uid's length, a recording does not bound its ids.
+		if err := db.CreateGateway(&store.Gateway{AssetUID: "GW-" + hexMAC(mac), MAC: m, Name: id}); err != nil {
 			db.Close()
 			return nil, err
 		}
@@ -52,11 +59,12 @@ func newRig(ds *Dataset, dir string, opts Options) (*rig, error) {
 	}
 	for id, mac := range ds.Beacons {
 		m := ingest.MAC(mac).String()
-		if err := db.CreateBeacon(&store.Beacon{AssetUID: uidOf(id), MAC: m, Name: id, Type: "watch", Active: true}); err != nil {
+		uid := "WAT-" + hexMAC(mac)
+		if err := db.CreateBeacon(&store.Beacon{AssetUID: uid, MAC: m, Name: id, Type: "watch", Active: true}); err != nil {
 			db.Close()
 			return nil, err
 		}
-		r.mac[id] = m
+		r.mac[id], r.uid[id] = m, uid
 	}
 	reg, err := assets.NewRegistry(db)
 	if err != nil {
@@ -74,7 +82,7 @@ func newRig(ds *Dataset, dir string, opts Options) (*rig, error) {
 	return r, nil
 }
 
-func uidOf(beacon string) string { return "WAT-" + beacon }
+func hexMAC(m [6]byte) string { return fmt.Sprintf("%X", m[:]) }
 
 func (r *rig) close() {
 	_ = r.p.Close()
@@ -115,7 +123,7 @@ func (r *rig) train(ds *Dataset, timeout time.Duration) (int, error) {
 	err := r.play(timeline(ds.Train, timeout), func(ev event) {
 		if zone[ev.row.Beacon] != ev.row.Zone {
 			zone[ev.row.Beacon] = ev.row.Zone
-			r.eng.Record(uidOf(ev.row.Beacon), ds.ZoneID[ev.row.Zone])
+			r.eng.Record(r.uid[ev.row.Beacon], ds.ZoneID[ev.row.Zone])
 		}
 	}, nil)
 	if err != nil {
@@ -123,7 +131,7 @@ func (r *rig) train(ds *Dataset, timeout time.Duration) (int, error) {
 	}
 	var samples []rtls.Sample
 	for b := range zone {
-		samples = append(samples, r.eng.StopRecording(uidOf(b))...)
+		samples = append(samples, r.eng.StopRecording(r.uid[b])...)
 	}
 	r.eng.SetSamples(samples)
 	return len(samples), nil
@@ -135,7 +143,7 @@ func Run(ds *Dataset, opts Options) ([]Result, error) {
 		opts.Timeout = 60 * time.Second
 	}
 	if opts.Warmup <= 0 {
-		opts.Warmup = 5 * time.Second
+		opts.Warmup = DefaultWarmup
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
@@ -169,6 +177,10 @@ func Run(ds *Dataset, opts Options) ([]Result, error) {
 			return nil, fmt.Errorf("%w: %q", rtls.ErrUnknownAlgorithm, name)
 		}
 		res := Result{Algorithm: name, Ready: info.Ready, Reason: info.Reason}
+		if ds.NoGeometry && (name == rtls.AlgCentroid || name == rtls.AlgGrid) {
+			// The engine would place every zone at the origin.
+			res.Ready, res.Reason = false, "the zones in site.json have no area"
+		}
 		if info.Ready {
 			// A silence longer than the timeout between runs, so nothing
 			// of the previous run leaks in.
@@ -178,7 +190,7 @@ func Run(ds *Dataset, opts Options) ([]Result, error) {
 			}
 			sc := newScorer(ds, opts.Warmup, opts.Timeout)
 			if err := r.play(test, nil, atInstantEnd(test, func(ev event) {
-				loc, _ := r.eng.Location(uidOf(ev.row.Beacon))
+				loc, _ := r.eng.Location(r.uid[ev.row.Beacon])
 				sc.add(ev, loc.Zone)
 			})); err != nil {
 				return nil, err
@@ -186,7 +198,7 @@ func Run(ds *Dataset, opts Options) ([]Result, error) {
 			sc.fill(&res)
 			res.Offsets = map[string]float64{}
 			for b := range ds.Beacons {
-				if v, ok := r.eng.TagOffset(uidOf(b)); ok {
+				if v, ok := r.eng.TagOffset(r.uid[b]); ok {
 					res.Offsets[b] = v
 				}
 			}

@@ -75,6 +75,9 @@ func newScorer(ds *Dataset, warmup, timeout time.Duration) *scorer {
 
 func (s *scorer) add(ev event, pred uint64) {
 	row := ev.row
+	if row.Zone == "" {
+		return // unlabelled: heard, not scored
+	}
 	f := s.beacons[row.Beacon]
 	if f == nil {
 		f = &follow{first: ev.v, last: ev.v, trueZone: row.Zone, pred: pred}
@@ -131,6 +134,10 @@ func Format(w io.Writer, rs []Result) {
 	for _, r := range rs {
 		if !r.Ready {
 			fmt.Fprintf(w, "| %s | not applicable: %s | | | | |\n", r.Algorithm, r.Reason)
+			continue
+		}
+		if r.Scored == 0 {
+			fmt.Fprintf(w, "| %s | no sighting scored | | | | |\n", r.Algorithm)
 			continue
 		}
 		fmt.Fprintf(w, "| %s | %.1f%% (%d/%d) | %d | %.1f (%d/%d) | %.2f (%d, %.1f) | %s |\n", r.Algorithm,

@@ -5,17 +5,22 @@ import (
 	"time"
 )
 
-// Virtual time. The replay keeps the recording's gaps between sightings,
-// with two corrections:
+// Virtual time. The replay keeps the recording's times, with two
+// corrections:
 //
-//   - Sightings that share a timestamp but cannot be one scan (the beacon's
-//     true position changed, or a gateway repeats) are spread one nominal
-//     scan period apart. Recordings with coarse (e.g. minute) timestamps
-//     otherwise collapse many scans into one instant. The nominal period
-//     is the median positive gap between scans of the file itself.
-//   - A gap longer than the engine's timeout plus one sweep is shortened to
-//     that: the engine turns the beacon unknown either way, and the replay
-//     need not simulate days of silence.
+//   - Sightings that share a timestamp but cannot be one scan (the
+//     beacon's true position changed, or a gateway repeats) are spread
+//     over the time to the next timestamp, one nominal scan period
+//     apart (the median positive gap between sightings of the file) or
+//     closer when that many periods do not fit. Recordings with coarse
+//     (e.g. minute) timestamps otherwise collapse many scans into one
+//     instant. (Until the eleventh session each extra scan added a
+//     period on top of the gap: timestamps rounded to 10 s ran ten times
+//     slower than the recording, a 5 Hz tag stamped in whole seconds
+//     five times.)
+//   - A gap longer than the engine's timeout plus one sweep is shortened
+//     to that: the engine turns the beacon unknown either way, and the
+//     replay need not simulate days of silence.
 type event struct {
 	v   int64 // virtual ms from the start of the file
 	row *Row
@@ -27,35 +32,48 @@ type scanKey struct {
 
 func timeline(rows []Row, timeout time.Duration) []event {
 	step := nominalStep(rows)
-	maxGap := timeout.Milliseconds() + timeout.Milliseconds()/4 + step
-	out := make([]event, 0, len(rows))
-	var v int64
+	to := timeout.Milliseconds()
+	maxGap := to + to/4 + min(step, to)
+	out := make([]event, len(rows))
 	type inst struct {
 		key scanKey
 		gws map[string]bool
 	}
-	cur := map[string]*inst{} // beacon -> its scan at the current instant
-	for i := range rows {
-		r := &rows[i]
-		if i > 0 {
-			if gap := r.T - rows[i-1].T; gap > 0 {
-				v += min(gap, maxGap)
+	cur := map[string]*inst{} // beacon -> its scan in the current timestamp
+	scan := make([]int64, 0, 64)
+	var v int64 // virtual time of rows[lo].T
+	for lo := 0; lo < len(rows); {
+		// rows[lo:hi] share a timestamp; scan[i-lo] is row i's scan in it.
+		clear(cur)
+		scan = scan[:0]
+		var k int64
+		hi := lo
+		for ; hi < len(rows) && rows[hi].T == rows[lo].T; hi++ {
+			r := &rows[hi]
+			key := scanKey{r.Pos, r.Zone}
+			s := cur[r.Beacon]
+			if s != nil && (s.key != key || s.gws[r.Gateway]) {
+				k++ // a further scan of this beacon at the same recorded instant
 				clear(cur)
+				s = nil
 			}
+			if s == nil {
+				s = &inst{key: key, gws: map[string]bool{}}
+				cur[r.Beacon] = s
+			}
+			s.gws[r.Gateway] = true
+			scan = append(scan, k)
 		}
-		k := scanKey{r.Pos, r.Zone}
-		s := cur[r.Beacon]
-		if s != nil && (s.key != k || s.gws[r.Gateway]) {
-			v += step // a second scan of this beacon at the same recorded instant
-			clear(cur)
-			s = nil
+		gap := step
+		if hi < len(rows) {
+			gap = min(rows[hi].T-rows[lo].T, maxGap)
 		}
-		if s == nil {
-			s = &inst{key: k, gws: map[string]bool{}}
-			cur[r.Beacon] = s
+		period := min(step, gap/(k+1))
+		for i := lo; i < hi; i++ {
+			out[i] = event{v: v + scan[i-lo]*period, row: &rows[i]}
 		}
-		s.gws[r.Gateway] = true
-		out = append(out, event{v: v, row: r})
+		v += gap
+		lo = hi
 	}
 	return out
 }

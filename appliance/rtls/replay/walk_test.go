@@ -80,16 +80,25 @@ type walk struct {
 	// placed gives the gateways' true positions in site.json (0: null,
 	// as in A, B, C, so algorithms learn them).
 	placed bool
+	// units is map units a metre in the files written (0: 10, as in A,
+	// B, C): the same walk drawn in metres (1) or centimetres (100).
+	units float64
 }
 
 func writeWalk(t *testing.T, dir string, w walk) {
 	t.Helper()
 	rng := rand.New(rand.NewPCG(w.seed, w.seed+1))
 	n := w.grid
+	// u scales the written coordinates; the walk itself is drawn in
+	// tenths of a metre whatever the files say.
+	u := 1.0
+	if w.units > 0 {
+		u = w.units / 10
+	}
 	var zones, adj, gws []string
 	for r := 0; r < n; r++ {
 		for c := 0; c < n; c++ {
-			zones = append(zones, fmt.Sprintf(`{"name":"Z%d%d","x1":%d,"y1":%d,"x2":%d,"y2":%d}`, c, r, 100*c, 100*r, 100*c+100, 100*r+100))
+			zones = append(zones, fmt.Sprintf(`{"name":"Z%d%d","x1":%g,"y1":%g,"x2":%g,"y2":%g}`, c, r, u*float64(100*c), u*float64(100*r), u*float64(100*c+100), u*float64(100*r+100)))
 			if c > 0 {
 				adj = append(adj, fmt.Sprintf(`["Z%d%d","Z%d%d"]`, c-1, r, c, r))
 			}
@@ -104,12 +113,12 @@ func writeWalk(t *testing.T, dir string, w walk) {
 		p := pt{rng.Float64() * float64(100*n), rng.Float64() * float64(100*n)}
 		gp = append(gp, p)
 		if w.placed {
-			gws = append(gws, fmt.Sprintf(`{"id":"G%d","x":%.0f,"y":%.0f}`, i, p.x, p.y))
+			gws = append(gws, fmt.Sprintf(`{"id":"G%d","x":%.2f,"y":%.2f}`, i, u*p.x, u*p.y))
 		} else {
 			gws = append(gws, fmt.Sprintf(`{"id":"G%d","x":null,"y":null}`, i))
 		}
 	}
-	site := fmt.Sprintf(`{"map":{"width":%d,"height":%d},"zones":[`, 100*n, 100*n) + strings.Join(zones, ",") + `],"adjacency":[` + strings.Join(adj, ",") + `],"gateways":[` + strings.Join(gws, ",") + `]}`
+	site := fmt.Sprintf(`{"map":{"width":%g,"height":%g},"zones":[`, u*float64(100*n), u*float64(100*n)) + strings.Join(zones, ",") + `],"adjacency":[` + strings.Join(adj, ",") + `],"gateways":[` + strings.Join(gws, ",") + `]}`
 	writeFile(t, filepath.Join(dir, "site.json"), site)
 	offset := 0.0
 	jit := rand.New(rand.NewPCG(w.seed+7, w.seed+8))
@@ -125,7 +134,7 @@ func writeWalk(t *testing.T, dir string, w walk) {
 			if w.spread > 0 {
 				at += int64(jit.IntN(w.spread))
 			}
-			fmt.Fprintf(b, "%d,G%d,TAG,%d,Z%d%d,%.0f,%.0f\n", at, i, int(math.Round(rssi)), c, r, x, y)
+			fmt.Fprintf(b, "%d,G%d,TAG,%d,Z%d%d,%.2f,%.2f\n", at, i, int(math.Round(rssi)), c, r, u*x, u*y)
 		}
 	}
 	rate := max(w.rate, 1)
@@ -437,5 +446,34 @@ func TestSpreadScansKeepTheirEvidence(t *testing.T) {
 					walkSettings[c.setting].name, c.seed, c.spread, c.alg, 100*r.Accuracy(), 100*c.least)
 			}
 		}
+	}
+}
+
+// TestWalkInMetres: the same walk drawn in metres, decimetres or
+// centimetres scores the same; site.json gives no scale, so the loader
+// infers it from the zones (inferScale). Read at the engine's default
+// of 10 units a metre, the metre drawing's 10 m zones were 1 m wide,
+// under one of grid's cells.
+func TestWalkInMetres(t *testing.T) {
+	w := walk{seed: 7, grid: 3, gateways: 15, pathLoss: 2, noise: 4, miss: 0.2, legs: 12, stayMin: 30}
+	acc := map[float64]map[string]float64{}
+	for _, u := range []float64{10, 1, 100} {
+		w.units = u
+		dir := t.TempDir()
+		writeWalk(t, dir, w)
+		acc[u] = map[string]float64{}
+		for _, r := range replayDir(t, dir) {
+			acc[u][r.Algorithm] = r.Accuracy()
+		}
+	}
+	for _, u := range []float64{1, 100} {
+		for alg, a := range acc[10] {
+			if math.Abs(acc[u][alg]-a) > 0.005 {
+				t.Errorf("%s: %.1f%% drawn at %v units a metre, %.1f%% at 10", alg, 100*acc[u][alg], u, 100*a)
+			}
+		}
+	}
+	if acc[10]["grid"] < 0.85 {
+		t.Fatalf("grid %.1f%%", 100*acc[10]["grid"])
 	}
 }

@@ -154,6 +154,18 @@ func TestWalkPlacedMeans(t *testing.T) {
 	logKnobMeans(t, "placed %d", []int{0, 1}, func(w *walk, v int) { w.placed = v == 1 })
 }
 
+// TestWalkUnitsMeans prints, per walk setting, each algorithm's mean
+// score over three seeds with the same walks drawn in decimetres (10
+// map units a metre, as A, B, C), metres (1) and centimetres (100)
+// (docs/performance.md, "Map units"). RTLS_WALKS=1 only; it asserts
+// nothing (TestWalkInMetres does).
+func TestWalkUnitsMeans(t *testing.T) {
+	if os.Getenv("RTLS_WALKS") == "" {
+		t.Skip("set RTLS_WALKS=1 to print the map-unit means")
+	}
+	logKnobMeans(t, "%d/m", []int{10, 1, 100}, func(w *walk, v int) { w.units = float64(v) })
+}
+
 // logKnobMeans logs, for each value of one walk knob (set) and each walk
 // setting, a table row of every algorithm's mean accuracy / flips per
 // minute over the setting's first three seeds; label formats the value.
