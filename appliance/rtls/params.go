@@ -1,8 +1,13 @@
 package rtls
 
 import (
+	"fmt"
 	"math"
+	"reflect"
+	"strconv"
+	"strings"
 	"time"
+	"unicode"
 )
 
 // Params are the tuning knobs shared by the algorithms. Defaults (see
@@ -163,4 +168,67 @@ func (p *Params) rssiAt(d float64) float64 {
 // distance inverts rssiAt (metres).
 func (p *Params) distance(rssi float64) float64 {
 	return math.Max(math.Pow(10, (p.TxPower-rssi)/(10*p.PathLoss)), 0.5)
+}
+
+// ParamNames are the names Set takes: each Params field in snake case
+// (SwitchOdds is switch_odds).
+func ParamNames() []string {
+	t := reflect.TypeFor[Params]()
+	out := make([]string, t.NumField())
+	for i := range out {
+		out[i] = snake(t.Field(i).Name)
+	}
+	return out
+}
+
+// Set sets the field named name (ParamNames) from text: a duration
+// ("30s") for durations, a number otherwise. It lets rtls-eval try a
+// setting on a recording without a rebuild.
+func (p *Params) Set(name, text string) error {
+	v := reflect.ValueOf(p).Elem()
+	for i := 0; i < v.NumField(); i++ {
+		if snake(v.Type().Field(i).Name) != name {
+			continue
+		}
+		f := v.Field(i)
+		text = strings.TrimSpace(text)
+		switch {
+		case f.Type() == reflect.TypeFor[time.Duration]():
+			d, err := time.ParseDuration(text)
+			if err != nil {
+				return fmt.Errorf("%s: %w", name, err)
+			}
+			f.SetInt(int64(d))
+		case f.Kind() == reflect.Int:
+			n, err := strconv.Atoi(text)
+			if err != nil {
+				return fmt.Errorf("%s: %w", name, err)
+			}
+			f.SetInt(int64(n))
+		case f.Kind() == reflect.Float64:
+			x, err := strconv.ParseFloat(text, 64)
+			if err != nil || math.IsNaN(x) || math.IsInf(x, 0) {
+				return fmt.Errorf("%s: %q is not a number", name, text)
+			}
+			f.SetFloat(x)
+		default:
+			return fmt.Errorf("%s: cannot be set", name)
+		}
+		return nil
+	}
+	return fmt.Errorf("unknown parameter %q (known: %s)", name, strings.Join(ParamNames(), ", "))
+}
+
+func snake(s string) string {
+	var b strings.Builder
+	for i, r := range s {
+		if unicode.IsUpper(r) {
+			if i > 0 {
+				b.WriteByte('_')
+			}
+			r = unicode.ToLower(r)
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
 }

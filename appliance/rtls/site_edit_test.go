@@ -2,6 +2,7 @@ package rtls
 
 import (
 	"path/filepath"
+	"reflect"
 	"slices"
 	"testing"
 	"time"
@@ -276,5 +277,25 @@ func TestZoneAtPrefersTheSmallestContainingZone(t *testing.T) {
 				t.Fatalf("order %v: zone at (%v,%v) is %d, want %s", order, c.x, c.y, z, c.want)
 			}
 		}
+	}
+}
+
+func TestParamsSet(t *testing.T) {
+	p := DefaultParams()
+	for _, c := range [][2]string{{"switch_odds", "30"}, {"mean_stay", "1m"}, {"k", " 7 "}} {
+		if err := p.Set(c[0], c[1]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if p.SwitchOdds != 30 || p.MeanStay != time.Minute || p.K != 7 {
+		t.Fatalf("%+v", p)
+	}
+	for _, c := range [][2]string{{"switchodds", "30"}, {"mean_stay", "60"}, {"k", "1.5"}, {"sigma", "NaN"}} {
+		if err := p.Set(c[0], c[1]); err == nil {
+			t.Fatalf("%s=%s accepted", c[0], c[1])
+		}
+	}
+	if n := ParamNames(); len(n) != reflect.TypeFor[Params]().NumField() || n[0] != "smooth_tau" {
+		t.Fatalf("%v", n)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"beaconhub/appliance/rtls"
 	"beaconhub/appliance/rtls/replay"
 )
 
@@ -17,6 +18,19 @@ func cmdRTLSEval(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	algs := fs.String("alg", "", "comma-separated algorithms (default: all)")
 	timeout := fs.Duration("timeout", 60*time.Second, "not-heard timeout of the engine")
+	params := rtls.DefaultParams()
+	var set []string
+	fs.Func("set", "name=value: an engine parameter (docs/rtls.md, Parameters; repeatable), e.g. switch_odds=30 or mean_stay=60s", func(s string) error {
+		name, value, ok := strings.Cut(s, "=")
+		if !ok {
+			return fmt.Errorf("want name=value, got %q", s)
+		}
+		if err := params.Set(strings.TrimSpace(name), value); err != nil {
+			return err
+		}
+		set = append(set, strings.TrimSpace(name)+"="+strings.TrimSpace(value))
+		return nil
+	})
 	// Flags may follow the directory too (rtls-eval DIR --alg knn): the
 	// flag package stops at the first argument that is not one.
 	var pos []string
@@ -30,7 +44,7 @@ func cmdRTLSEval(args []string, stdout, stderr io.Writer) int {
 		pos, rest = append(pos, fs.Arg(0)), fs.Args()[1:]
 	}
 	if len(pos) != 1 {
-		fmt.Fprintln(stderr, "usage: beaconhub rtls-eval [--alg a,b] [--timeout D] DATASET_DIR")
+		fmt.Fprintln(stderr, "usage: beaconhub rtls-eval [--alg a,b] [--timeout D] [--set name=value]... DATASET_DIR")
 		return 2
 	}
 	dir := pos[0]
@@ -39,7 +53,7 @@ func cmdRTLSEval(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "rtls-eval:", err)
 		return 1
 	}
-	opts := replay.Options{Timeout: *timeout}
+	opts := replay.Options{Timeout: *timeout, Params: params}
 	for _, a := range strings.Split(*algs, ",") {
 		if a = strings.TrimSpace(a); a != "" {
 			opts.Algorithms = append(opts.Algorithms, a)
@@ -54,6 +68,9 @@ func cmdRTLSEval(args []string, stdout, stderr io.Writer) int {
 		dir, len(ds.Site.Zones), len(ds.Site.Gateways), len(ds.Train), len(ds.Test), ds.Skipped, ds.Markers, ds.Unlabelled)
 	for _, n := range ds.Notes {
 		fmt.Fprintln(stdout, "note:", n)
+	}
+	if len(set) > 0 {
+		fmt.Fprintln(stdout, "parameters other than the defaults:", strings.Join(set, " "))
 	}
 	fmt.Fprintln(stdout)
 	replay.Format(stdout, rs)

@@ -43,6 +43,16 @@ func TestRTLSEvalCommand(t *testing.T) {
 	if code := run([]string{"rtls-eval", dir, "--alg", "knn, strongest"}, &out, &errb); code != 0 || !strings.Contains(out.String(), "| strongest | ") || strings.Contains(out.String(), "| hmm |") {
 		t.Fatalf("flags after the directory: exit %d: %s%s", code, out.String(), errb.String())
 	}
+	// A parameter set on the command line reaches the engine: with a
+	// Margin no difference can beat, strongest keeps its first zone.
+	out.Reset()
+	if code := run([]string{"rtls-eval", "--alg", "strongest", "--set", "margin=200", dir}, &out, &errb); code != 0 ||
+		!strings.Contains(out.String(), "margin=200") || !strings.Contains(out.String(), "(0/1)") {
+		t.Fatalf("--set: exit %d: %s%s", code, out.String(), errb.String())
+	}
+	if code := run([]string{"rtls-eval", "--set", "switch_odd=3", dir}, &out, &errb); code != 2 {
+		t.Fatalf("unknown parameter: exit %d", code)
+	}
 	// A test file shorter than the warm-up scores nothing: that is an
 	// error, not a table of 0.0% (0/0).
 	short := t.TempDir()
