@@ -4,7 +4,10 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
+	"os/signal"
 	"strings"
+	"syscall"
 	"time"
 
 	"beaconhub/appliance/rtls"
@@ -59,6 +62,29 @@ func cmdRTLSEval(args []string, stdout, stderr io.Writer) int {
 			opts.Algorithms = append(opts.Algorithms, a)
 		}
 	}
+	// The replay's store lives in a temporary directory; a run stopped
+	// with Ctrl-C or by a timeout's SIGTERM left it behind.
+	work, err := os.MkdirTemp("", "rtls-eval-")
+	if err != nil {
+		fmt.Fprintln(stderr, "rtls-eval:", err)
+		return 1
+	}
+	defer os.RemoveAll(work)
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	done := make(chan struct{})
+	defer close(done)
+	go func() {
+		select {
+		case s := <-sigs:
+			os.RemoveAll(work)
+			fmt.Fprintln(stderr, "rtls-eval: stopped by", s)
+			os.Exit(130)
+		case <-done:
+		}
+	}()
+	opts.WorkDir = work
 	rs, err := replay.Run(ds, opts)
 	if err != nil {
 		fmt.Fprintln(stderr, "rtls-eval:", err)

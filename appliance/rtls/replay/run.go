@@ -25,6 +25,10 @@ type Options struct {
 	Timeout    time.Duration
 	Warmup     time.Duration // not scored after a beacon's first sighting; default 5 s
 	Logger     *slog.Logger
+	// WorkDir holds the throw-away store; "" makes (and removes) a
+	// temporary one. rtls-eval passes its own, to remove it when stopped
+	// by a signal too.
+	WorkDir string
 }
 
 // rig is the real appliance data path over a throw-away store.
@@ -148,11 +152,15 @@ func Run(ds *Dataset, opts Options) ([]Result, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	dir, err := os.MkdirTemp("", "rtls-eval-")
-	if err != nil {
-		return nil, err
+	dir := opts.WorkDir
+	if dir == "" {
+		d, err := os.MkdirTemp("", "rtls-eval-")
+		if err != nil {
+			return nil, err
+		}
+		defer os.RemoveAll(d)
+		dir = d
 	}
-	defer os.RemoveAll(dir)
 	r, err := newRig(ds, dir, opts)
 	if err != nil {
 		return nil, err
