@@ -19,11 +19,14 @@ type model struct {
 	nextHop []int32 // zone i -> first hop on a shortest path to j, at i*n+j; -1 unreachable
 	maps    map[uint64]Map
 
-	gwIdx    map[[6]byte]int
-	gwMAC    [][6]byte
-	gwPos    []position // placed position, else centre of the learned zone
-	gwPlaced []bool
-	gwZone   []int // zone the gateway stands in (placed) or is loudest in (learned); -1
+	gwIdx map[[6]byte]int
+	gwMAC [][6]byte
+	gwPos []position // placed position, else centre of the learned zone
+	// zoneSurveyed[z]: the survey has samples of zone z (nil without a
+	// survey).
+	zoneSurveyed []bool
+	gwPlaced     []bool
+	gwZone       []int // zone the gateway stands in (placed) or is loudest in (learned); -1
 
 	samples []sampleVec
 	logN    []float64 // per zone: log(number of samples), -Inf without
