@@ -1,0 +1,76 @@
+#!/usr/bin/env python3
+"""Synthetic walk dataset in the rssi-replay format.
+usage: synth.py OUTDIR [--zones CxR] [--zsize M] [--gws N] [--beacons B] [--train-s S] [--test-s S]
+       [--hz F] [--pos known|null|mix] [--seed K] [--dwell S] [--phear P]"""
+import argparse, json, math, os, random
+ap=argparse.ArgumentParser()
+ap.add_argument('out'); ap.add_argument('--zones',default='4x3'); ap.add_argument('--zsize',type=float,default=10)
+ap.add_argument('--gws',type=int,default=12); ap.add_argument('--beacons',type=int,default=2)
+ap.add_argument('--train-s',type=int,default=1800); ap.add_argument('--test-s',type=int,default=1200)
+ap.add_argument('--hz',type=float,default=1.0); ap.add_argument('--pos',default='known')
+ap.add_argument('--seed',type=int,default=1); ap.add_argument('--dwell',type=float,default=60)
+ap.add_argument('--phear',type=float,default=0.9); ap.add_argument('--t0',type=int,default=1700000000000)
+ap.add_argument('--gwcols',type=int,default=0)
+a=ap.parse_args()
+rnd=random.Random(a.seed)
+C,R=map(int,a.zones.split('x')); S=a.zsize
+W,H=C*S,R*S
+zones=[]; zname={}
+for r in range(R):
+    for c in range(C):
+        n=('Z%d%d'%(c,r)) if C<=10 and R<=10 else ('Z%d_%d'%(c,r)); zname[(c,r)]=n
+        zones.append(dict(name=n,x1=c*S,y1=r*S,x2=(c+1)*S,y2=(r+1)*S))
+adj=[]
+for r in range(R):
+    for c in range(C):
+        if c+1<C: adj.append([zname[(c,r)],zname[(c+1,r)]])
+        if r+1<R: adj.append([zname[(c,r)],zname[(c,r+1)]])
+gws=[]
+gc=a.gwcols or max(1,int(round(math.sqrt(a.gws*W/H))))
+for i in range(a.gws):
+    gx=( (i%gc)+0.5)*W/gc; gy=((i//gc)+0.5)*H/math.ceil(a.gws/gc)
+    gx+=rnd.uniform(-1,1); gy+=rnd.uniform(-1,1)
+    gws.append((('G%02d'%(i+1)),gx,gy))
+def gwjson(i,g):
+    known = a.pos=='known' or (a.pos=='mix' and i%2==0)
+    return dict(id=g[0],x=round(g[1],2) if known else None,y=round(g[2],2) if known else None)
+site=dict(map=dict(width=W,height=H),zones=zones,adjacency=adj,gateways=[gwjson(i,g) for i,g in enumerate(gws)])
+os.makedirs(a.out,exist_ok=True)
+json.dump(site,open(os.path.join(a.out,'site.json'),'w'),indent=1)
+def zone_at(x,y):
+    c=min(C-1,int(x//S)); r=min(R-1,int(y//S)); return zname[(c,r)]
+def walk(dur,bid,t0,out):
+    # each beacon hops zone to adjacent zone, dwell in zone ~dwell s, moving inside
+    c,r=rnd.randrange(C),rnd.randrange(R)
+    x,y=(c+0.5)*S,(r+0.5)*S
+    tx,ty=x,y; t=0.0; next_hop=rnd.expovariate(1/a.dwell)
+    off=rnd.uniform(-2,2)
+    dt=1.0/a.hz
+    while t<dur:
+        if t>=next_hop:
+            nb=[(c+dc,r+dr) for dc,dr in ((1,0),(-1,0),(0,1),(0,-1)) if 0<=c+dc<C and 0<=r+dr<R]
+            c,r=rnd.choice(nb); next_hop=t+rnd.expovariate(1/a.dwell)
+            tx,ty=(c+rnd.uniform(0.2,0.8))*S,(r+rnd.uniform(0.2,0.8))*S
+        # move toward target at 1 m/s
+        dx,dy=tx-x,ty-y; d=math.hypot(dx,dy)
+        if d>dt*1.0: x+=dx/d*dt; y+=dy/d*dt
+        else:
+            x,y=tx,ty
+            if rnd.random()<0.1: tx,ty=(c+rnd.uniform(0.1,0.9))*S,(r+rnd.uniform(0.1,0.9))*S
+        z=zone_at(x,y)
+        tm=t0+int(t*1000)
+        for g,gx,gy in gws:
+            dd=max(0.5,math.hypot(x-gx,y-gy))
+            rs=-59+off-10*2.2*math.log10(dd)+rnd.gauss(0,4)
+            if rs<-100 or rnd.random()>a.phear: continue
+            out.append((tm+rnd.randrange(0,int(1000*dt)),g,bid,int(round(rs)),z,round(x,2),round(y,2)))
+        t+=dt
+def write(fn,dur,t0):
+    rows=[]
+    for b in range(a.beacons): walk(dur,'B%d'%(b+1),t0,rows)
+    rows.sort()
+    with open(os.path.join(a.out,fn),'w') as f:
+        f.write('t_ms,gateway,beacon,rssi,zone,x,y\n')
+        for r in rows: f.write('%d,%s,%s,%d,%s,%s,%s\n'%r)
+write('train.csv',a.train_s,a.t0)
+write('test.csv',a.test_s,a.t0+a.train_s*1000+3600000)
