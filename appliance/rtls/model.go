@@ -77,18 +77,21 @@ func (z *Zone) dist2(x, y float64) float64 {
 }
 
 // zoneAt is the zone containing the point (the smallest, where zones
-// overlap: a room drawn inside the corridor or hall around it), else the
-// nearest zone on the same map, else -1.
+// overlap: a room drawn inside the corridor or hall around it; of equal
+// ones, the one whose centre is nearest), else the nearest zone on the
+// same map, else -1.
 func (m *model) zoneAt(mapID uint64, x, y float64) int {
-	best, bd, ba := -1, math.Inf(1), math.Inf(1)
+	best, bd, ba, bc := -1, math.Inf(1), math.Inf(1), math.Inf(1)
 	for i := range m.zones {
 		z := &m.zones[i]
 		if z.MapID != mapID {
 			continue
 		}
 		d, a := z.dist2(x, y), math.Abs((z.X2-z.X1)*(z.Y2-z.Y1))
-		if d < bd || d == 0 && bd == 0 && a < ba {
-			best, bd, ba = i, d, a
+		cx, cy := z.centre()
+		c := (cx-x)*(cx-x) + (cy-y)*(cy-y)
+		if d < bd || d == 0 && bd == 0 && (a < ba || a == ba && c < bc) {
+			best, bd, ba, bc = i, d, a, c
 		}
 	}
 	return best

@@ -260,7 +260,8 @@ func TestUnlinkedPartsAreJoined(t *testing.T) {
 
 // TestZoneAtPrefersTheSmallestContainingZone: a room drawn inside the
 // hall around it owns the points inside it, whichever was drawn first;
-// outside every zone the nearest one does.
+// outside every zone the nearest one does; of two equal zones that
+// overlap, the one whose centre is nearer.
 func TestZoneAtPrefersTheSmallestContainingZone(t *testing.T) {
 	for _, order := range [][]int{{0, 1}, {1, 0}} {
 		zs := []Zone{
@@ -277,6 +278,17 @@ func TestZoneAtPrefersTheSmallestContainingZone(t *testing.T) {
 				t.Fatalf("order %v: zone at (%v,%v) is %d, want %s", order, c.x, c.y, z, c.want)
 			}
 		}
+	}
+	site := Site{Maps: []Map{{ID: 1}}, Zones: []Zone{
+		{ID: 1, MapID: 1, Name: "west", X1: 0, Y1: 0, X2: 60, Y2: 50},
+		{ID: 2, MapID: 1, Name: "east", X1: 40, Y1: 0, X2: 100, Y2: 50},
+	}}
+	m := buildModel(1, DefaultParams(), site, nil)
+	if z := m.zoneAt(1, 58, 25); m.zones[z].Name != "east" {
+		t.Fatalf("overlap of equal zones at x=58: %s", m.zones[z].Name)
+	}
+	if z := m.zoneAt(1, 42, 25); m.zones[z].Name != "west" {
+		t.Fatalf("overlap of equal zones at x=42: %s", m.zones[z].Name)
 	}
 }
 

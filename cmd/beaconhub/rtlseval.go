@@ -90,8 +90,8 @@ func cmdRTLSEval(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "rtls-eval:", err)
 		return 1
 	}
-	fmt.Fprintf(stdout, "dataset %s: %d zones, %d gateways, %d train / %d test sightings (skipped: %d outside -127..0 dBm, %d not-heard markers; %d unlabelled rows heard, not scored)\n",
-		dir, len(ds.Site.Zones), len(ds.Site.Gateways), len(ds.Train), len(ds.Test), ds.Skipped, ds.Markers, ds.Unlabelled)
+	fmt.Fprintf(stdout, "dataset %s: %d zones, %d gateways, %d train / %d test sightings (skipped: %d outside -127..0 dBm, %d not-heard markers; unlabelled: %d test rows heard, not scored, %d train rows dropped)\n",
+		dir, len(ds.Site.Zones), len(ds.Site.Gateways), len(ds.Train), len(ds.Test), ds.Skipped, ds.Markers, ds.Unlabelled, ds.UnlabelledTrain)
 	for _, n := range ds.Notes {
 		fmt.Fprintln(stdout, "note:", n)
 	}
@@ -100,11 +100,16 @@ func cmdRTLSEval(args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintln(stdout)
 	replay.Format(stdout, rs)
-	scored := false
+	scored, ready := false, false
 	for _, r := range rs {
 		scored = scored || r.Scored > 0
+		ready = ready || r.Ready
 	}
-	if !scored {
+	switch {
+	case !ready:
+		fmt.Fprintln(stderr, "rtls-eval: no algorithm asked for applies to this recording")
+		return 1
+	case !scored:
 		// A table of "no sighting scored" with status 0 reads as a result.
 		fmt.Fprintf(stderr, "rtls-eval: no test sighting was scored: each beacon's first %v is warm-up, and test.csv holds %d labelled sightings\n",
 			replay.DefaultWarmup, len(ds.Test)-ds.Unlabelled)

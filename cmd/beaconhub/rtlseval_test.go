@@ -33,7 +33,7 @@ func TestRTLSEvalCommand(t *testing.T) {
 	if code := run([]string{"rtls-eval", "--alg", "knn,strongest", dir}, &out, &errb); code != 0 {
 		t.Fatalf("exit %d: %s", code, errb.String())
 	}
-	for _, want := range []string{"2 zones, 2 gateways", "| knn | 9", "| strongest | ", "(1/1)"} {
+	for _, want := range []string{"2 zones, 2 gateways", "| knn | 9", "| strongest | ", "(1/1)", "note: scale 10 map units a metre"} {
 		if !strings.Contains(out.String(), want) {
 			t.Fatalf("output lacks %q:\n%s", want, out.String())
 		}
@@ -75,6 +75,9 @@ func TestRTLSEvalCommand(t *testing.T) {
 	}
 	if code := run([]string{"rtls-eval", "--alg", "nope", dir}, &out, &errb); code != 1 {
 		t.Fatalf("unknown algorithm exit %d", code)
+	}
+	if code := run([]string{"rtls-eval", dir, "extra"}, &out, &errb); code != 2 {
+		t.Fatalf("two directories: exit %d", code)
 	}
 	if code := run([]string{"rtls-eval"}, &out, &errb); code != 2 {
 		t.Fatalf("no dir exit %d", code)

@@ -54,9 +54,10 @@ type Dataset struct {
 	// Replayed as readings they looked like a gateway in contact with
 	// the tag: 1% of rows at 0 dBm cost hmm a third of its accuracy.
 	Markers int
-	// Unlabelled counts rows with an empty zone: replayed (the engine
-	// hears them) but neither trained on nor scored.
-	Unlabelled int
+	// Unlabelled counts test rows with an empty zone: replayed (the
+	// engine hears them), not scored. UnlabelledTrain counts train rows
+	// with an empty zone: dropped (a survey sample needs its zone).
+	Unlabelled, UnlabelledTrain int
 	// Notes say how the loader read what the contract leaves open (the
 	// time unit, the map scale, gateways missing from site.json);
 	// rtls-eval prints them.
@@ -147,7 +148,9 @@ func Load(dir string) (*Dataset, error) {
 		ds.NoGeometry = true
 		ds.Notes = append(ds.Notes, "no zone has an area: gateway positions ignored, centroid and grid not applicable")
 	case flat > 0:
-		return nil, fmt.Errorf("site.json: %d of %d zones have no area (x1 = x2 or y1 = y2); give every zone a rectangle, or none", flat, len(sf.Zones))
+		// Named only (an "outside" or "unknown" zone, say): the engine
+		// gives such a zone a point at its corner.
+		ds.Notes = append(ds.Notes, fmt.Sprintf("%d of %d zones have no area (x1 = x2 or y1 = y2)", flat, len(sf.Zones)))
 	}
 	for _, pair := range sf.Adjacency {
 		if len(pair) != 2 {
@@ -184,17 +187,30 @@ func Load(dir string) (*Dataset, error) {
 	}
 	inSite := len(ds.Gateway)
 	var train, test []float64
-	var dotted, dots int
-	if ds.Train, train, dotted, err = ds.readCSV(filepath.Join(dir, "train.csv")); err != nil {
+	if ds.Train, train, err = ds.readCSV(filepath.Join(dir, "train.csv")); err != nil {
 		return nil, err
 	}
-	if ds.Test, test, dots, err = ds.readCSV(filepath.Join(dir, "test.csv")); err != nil {
+	for _, r := range ds.Train {
+		if r.Zone == "" {
+			ds.UnlabelledTrain++
+		}
+	}
+	if ds.Test, test, err = ds.readCSV(filepath.Join(dir, "test.csv")); err != nil {
 		return nil, err
+	}
+	for _, r := range ds.Test {
+		if r.Zone == "" {
+			ds.Unlabelled++
+		}
 	}
 	if n := len(ds.Gateway) - inSite; n > 0 {
 		ds.Notes = append(ds.Notes, fmt.Sprintf("%d gateways heard but not in site.json: added unplaced", n))
 	}
-	scale, unit := timeUnit(append(append([]float64(nil), train...), test...), dotted+dots)
+	type file = struct {
+		rows []Row
+		t    []float64
+	}
+	scale, unit := timeUnit(append(append([]float64(nil), train...), test...), pairGap(file{ds.Train, train}, file{ds.Test, test}))
 	if unit != "" {
 		ds.Notes = append(ds.Notes, unit)
 	}
@@ -214,9 +230,23 @@ func Load(dir string) (*Dataset, error) {
 		// may not quite keep it, and the replay cannot run time backwards.
 		sort.SliceStable(f.rows, func(i, j int) bool { return f.rows[i].T < f.rows[j].T })
 	}
+	if distinct := distinctTimes(ds.Test); len(ds.Test) >= 1000 && distinct < len(ds.Test)/50 {
+		ds.Notes = append(ds.Notes, fmt.Sprintf("test.csv has %d distinct times for %d sightings: scans sharing one are spread over the time to the next (docs/rtls.md, Virtual time)", distinct, len(ds.Test)))
+	}
 	// An unlabelled survey row says nothing about any zone.
 	ds.Train = slices.DeleteFunc(ds.Train, func(r Row) bool { return r.Zone == "" })
 	return ds, nil
+}
+
+// distinctTimes counts the distinct times of rows sorted by time.
+func distinctTimes(rows []Row) int {
+	n := 0
+	for i := range rows {
+		if i == 0 || rows[i].T != rows[i-1].T {
+			n++
+		}
+	}
+	return n
 }
 
 // addGateway gives id a synthetic MAC and an unplaced gateway.
@@ -228,36 +258,108 @@ func (ds *Dataset) addGateway(id string) *rtls.Gateway {
 	return &ds.Site.Gateways[i]
 }
 
-// timeUnit reads the unit of t_ms from its magnitude: the contract says
-// Unix ms, but exports write Unix seconds (often with decimals),
-// microseconds or nanoseconds, and taken as ms a test file of whole
-// seconds fell inside the 5 s warm-up and scored nothing. Unix times of
-// this century are 1e9..4e9 s, 1e12..4e12 ms, and so on. Times counted
-// from the start of a recording are kept as ms unless most are written
-// with a decimal point (dotted of them), as seconds usually are and ms
-// rarely. It returns the factor to ms and a note ("" for Unix ms).
-func timeUnit(ts []float64, dotted int) (float64, string) {
-	if len(ts) == 0 {
-		return 1, ""
+// timeUnit reads the unit of t_ms. The contract says Unix ms, but
+// exports write Unix seconds (often with decimals), microseconds,
+// nanoseconds, or time since the recorder started or the phone booted;
+// taken as ms, a test file of whole seconds fell inside the 5 s warm-up
+// and scored nothing. Two witnesses:
+//
+//   - the magnitude, when it is a Unix time of this century in one unit
+//     (1e9..4e9 s, 1e12..4e12 ms, 1e15..4e15 us, 1e18..4e18 ns);
+//   - gap, the median time between two sightings of one beacon by one
+//     gateway: an advertising and scanning period, which the unit that
+//     makes it nearest to a second (on a log scale) reads right from 32
+//     ms to 32 s.
+//
+// When they disagree the magnitude wins if it makes gap a plausible
+// period (10 ms to 100 s): a 30 Hz advertiser's Unix ms is not seconds;
+// but ms since a phone booted 20 days ago look like Unix seconds, and
+// their gap of 1000 "seconds" is not a period. With neither, ms. It
+// returns the factor to ms and a note ("" for Unix ms).
+func timeUnit(ts []float64, gap float64) (float64, string) {
+	units := []struct {
+		toMS     float64
+		unix, is string
+	}{{1000, "Unix seconds", "seconds"}, {1, "Unix ms", "ms"}, {1e-3, "Unix microseconds", "microseconds"}, {1e-6, "Unix nanoseconds", "nanoseconds"}}
+	mag := -1
+	if len(ts) > 0 {
+		a := make([]float64, len(ts))
+		for i, v := range ts {
+			a[i] = math.Abs(v)
+		}
+		sort.Float64s(a)
+		med := a[len(a)/2]
+		for i, lo := range []float64{1e9, 1e12, 1e15, 1e18} {
+			if med >= lo && med < 4*lo {
+				mag = i
+			}
+		}
 	}
-	a := make([]float64, len(ts))
-	for i, v := range ts {
-		a[i] = math.Abs(v)
+	per := -1
+	if gap > 0 {
+		best := math.Inf(1)
+		for i, u := range units {
+			if d := math.Abs(math.Log10(gap*u.toMS) - 3); d < best {
+				per, best = i, d
+			}
+		}
 	}
-	sort.Float64s(a)
-	switch med := a[len(a)/2]; {
-	case med >= 1e8 && med < 1e11:
-		return 1000, "t_ms read as Unix seconds (its magnitude)"
-	case med >= 1e14 && med < 1e17:
-		return 1e-3, "t_ms read as Unix microseconds (its magnitude)"
-	case med >= 1e17:
-		return 1e-6, "t_ms read as Unix nanoseconds (its magnitude)"
-	case med < 1e8 && dotted > len(ts)/2:
-		return 1000, "t_ms read as seconds (relative, with decimals)"
-	case med < 1e8:
-		return 1, "t_ms read as ms from the recording's start"
+	pick, why := 1, ""
+	switch {
+	case mag >= 0 && (per < 0 || per == mag):
+		pick = mag
+		if mag == 1 {
+			return 1, ""
+		}
+		why = units[pick].unix + " (its magnitude)"
+	case mag >= 0 && gap*units[mag].toMS >= 10 && gap*units[mag].toMS <= 100_000:
+		pick = mag
+		why = fmt.Sprintf("%s (its magnitude; a gateway hears a beacon every %.3g ms so read)", units[pick].unix, gap*units[pick].toMS)
+	case per >= 0:
+		pick = per
+		why = fmt.Sprintf("%s (a gateway hears a beacon every %.3g of them)", units[pick].is, gap)
+	default:
+		why = "ms (no Unix time, no repeated sighting to judge by)"
 	}
-	return 1, ""
+	return units[pick].toMS, "t_ms read as " + why
+}
+
+// pairGap is the median positive time between consecutive sightings of
+// one beacon by one gateway, in the files' own unit; 0 when there is
+// none, or when most such pairs share a timestamp: then the stamps are
+// coarser than the period, and the gap is their resolution (Unix ms
+// rounded to 300 s, read by it as microseconds, scored nothing).
+func pairGap(files ...struct {
+	rows []Row
+	t    []float64
+}) float64 {
+	type pair struct{ b, g string }
+	var gaps []float64
+	same := 0
+	for _, f := range files {
+		idx := make([]int, len(f.rows))
+		for i := range idx {
+			idx[i] = i
+		}
+		sort.SliceStable(idx, func(a, b int) bool { return f.t[idx[a]] < f.t[idx[b]] })
+		last := map[pair]float64{}
+		for _, i := range idx {
+			k := pair{f.rows[i].Beacon, f.rows[i].Gateway}
+			if p, ok := last[k]; ok {
+				if f.t[i] > p {
+					gaps = append(gaps, f.t[i]-p)
+				} else {
+					same++
+				}
+			}
+			last[k] = f.t[i]
+		}
+	}
+	if len(gaps) == 0 || same > len(gaps) {
+		return 0
+	}
+	sort.Float64s(gaps)
+	return gaps[len(gaps)/2]
 }
 
 // inferScale picks map units per metre for a site that does not give
@@ -271,7 +373,9 @@ func timeUnit(ts []float64, dotted int) (float64, string) {
 func inferScale(zones []rtls.Zone) (float64, string) {
 	var sides []float64
 	for _, z := range zones {
-		sides = append(sides, math.Min(math.Abs(z.X2-z.X1), math.Abs(z.Y2-z.Y1)))
+		if side := math.Min(math.Abs(z.X2-z.X1), math.Abs(z.Y2-z.Y1)); side > 0 {
+			sides = append(sides, side)
+		}
 	}
 	sort.Float64s(sides)
 	s := sides[len(sides)/2]
@@ -286,13 +390,12 @@ func inferScale(zones []rtls.Zone) (float64, string) {
 }
 
 // readCSV reads one CSV file; each row's time is returned as read, in
-// the file's own unit (Load converts both files alike), with how many
-// were written with a decimal point.
-func (ds *Dataset) readCSV(path string) (rows []Row, ts []float64, dotted int, err error) {
+// the file's own unit (Load converts both files alike).
+func (ds *Dataset) readCSV(path string) (rows []Row, ts []float64, err error) {
 	base := filepath.Base(path)
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, nil, 0, err
+		return nil, nil, err
 	}
 	defer f.Close()
 	// A byte-order mark goes before the reader sees the header: left
@@ -307,10 +410,10 @@ func (ds *Dataset) readCSV(path string) (rows []Row, ts []float64, dotted int, e
 	r.ReuseRecord = true
 	head, err := r.Read()
 	if err == io.EOF {
-		return nil, nil, 0, fmt.Errorf("%s: empty file (want the header t_ms,gateway,beacon,rssi,zone,x,y)", base)
+		return nil, nil, fmt.Errorf("%s: empty file (want the header t_ms,gateway,beacon,rssi,zone,x,y)", base)
 	}
 	if err != nil {
-		return nil, nil, 0, fmt.Errorf("%s: %w", base, err)
+		return nil, nil, fmt.Errorf("%s: %w", base, err)
 	}
 	// Spreadsheet exports start with a byte-order mark and may pad or
 	// capitalise the header; the columns are still the contract's.
@@ -318,13 +421,13 @@ func (ds *Dataset) readCSV(path string) (rows []Row, ts []float64, dotted int, e
 	for i, h := range head {
 		h = strings.ToLower(strings.TrimSpace(h))
 		if _, dup := col[h]; dup && h != "" {
-			return nil, nil, 0, fmt.Errorf("%s: column %q twice", base, h)
+			return nil, nil, fmt.Errorf("%s: column %q twice", base, h)
 		}
 		col[h] = i
 	}
 	for _, need := range []string{"t_ms", "gateway", "beacon", "rssi", "zone"} {
 		if _, ok := col[need]; !ok {
-			return nil, nil, 0, fmt.Errorf("%s: no %q column in the header %q (want comma-separated t_ms,gateway,beacon,rssi,zone,x,y)", base, need, strings.Join(head, ","))
+			return nil, nil, fmt.Errorf("%s: no %q column in the header %q (want comma-separated t_ms,gateway,beacon,rssi,zone,x,y)", base, need, strings.Join(head, ","))
 		}
 	}
 	get := func(rec []string, name string) string {
@@ -351,20 +454,17 @@ func (ds *Dataset) readCSV(path string) (rows []Row, ts []float64, dotted int, e
 		}
 		line, _ := r.FieldPos(0)
 		if err != nil {
-			return nil, nil, 0, fmt.Errorf("%s: %w", base, err)
+			return nil, nil, fmt.Errorf("%s: %w", base, err)
 		}
 		tt := get(rec, "t_ms")
-		if strings.Contains(tt, ".") {
-			dotted++
-		}
 		t, err := parseNumber(tt)
 		if err != nil {
-			return nil, nil, 0, fmt.Errorf("%s:%d: t_ms %q: %v", base, line, get(rec, "t_ms"), err)
+			return nil, nil, fmt.Errorf("%s:%d: t_ms %q: %v", base, line, get(rec, "t_ms"), err)
 		}
 		rs := get(rec, "rssi")
 		rssiF, err := parseNumber(rs)
 		if err != nil && rs != "" && !strings.EqualFold(rs, "nan") {
-			return nil, nil, 0, fmt.Errorf("%s:%d: rssi %q: %v", base, line, rs, err)
+			return nil, nil, fmt.Errorf("%s:%d: rssi %q: %v", base, line, rs, err)
 		}
 		// A gateway reports whole dBm; a recording may carry averages
 		// (halves to even: the mean of two whole readings is not biased).
@@ -380,12 +480,10 @@ func (ds *Dataset) readCSV(path string) (rows []Row, ts []float64, dotted int, e
 		row := Row{T: 0, Gateway: in(get(rec, "gateway")), Beacon: in(get(rec, "beacon")), RSSI: rssi, Zone: in(get(rec, "zone")),
 			Pos: in(get(rec, "x") + "," + get(rec, "y"))}
 		if row.Gateway == "" || row.Beacon == "" {
-			return nil, nil, 0, fmt.Errorf("%s:%d: no gateway or beacon", base, line)
+			return nil, nil, fmt.Errorf("%s:%d: no gateway or beacon", base, line)
 		}
-		if row.Zone == "" {
-			ds.Unlabelled++
-		} else if _, ok := ds.ZoneID[row.Zone]; !ok {
-			return nil, nil, 0, fmt.Errorf("%s:%d: unknown zone %q (not in site.json)", base, line, row.Zone)
+		if _, ok := ds.ZoneID[row.Zone]; !ok && row.Zone != "" {
+			return nil, nil, fmt.Errorf("%s:%d: unknown zone %q (not in site.json)", base, line, row.Zone)
 		}
 		if _, ok := ds.Gateway[row.Gateway]; !ok {
 			ds.addGateway(row.Gateway)
@@ -397,7 +495,7 @@ func (ds *Dataset) readCSV(path string) (rows []Row, ts []float64, dotted int, e
 		rows = append(rows, row)
 		ts = append(ts, t)
 	}
-	return rows, ts, dotted, nil
+	return rows, ts, nil
 }
 
 // parseNumber reads an integer or decimal number (a recording may write

@@ -189,7 +189,7 @@ func Run(ds *Dataset, opts Options) ([]Result, error) {
 			// The engine would place every zone at the origin.
 			res.Ready, res.Reason = false, "the zones in site.json have no area"
 		}
-		if info.Ready {
+		if res.Ready {
 			// A silence longer than the timeout between runs, so nothing
 			// of the previous run leaks in.
 			r.clk.Advance(2 * opts.Timeout)

@@ -75,13 +75,21 @@ func newScorer(ds *Dataset, warmup, timeout time.Duration) *scorer {
 
 func (s *scorer) add(ev event, pred uint64) {
 	row := ev.row
-	if row.Zone == "" {
-		return // unlabelled: heard, not scored
-	}
 	f := s.beacons[row.Beacon]
 	if f == nil {
 		f = &follow{first: ev.v, last: ev.v, trueZone: row.Zone, pred: pred}
 		s.beacons[row.Beacon] = f
+	}
+	if row.Zone == "" {
+		// Unlabelled: heard (the warm-up runs from the beacon's first
+		// sighting, labelled or not), neither scored nor counted as
+		// time in a known zone, and what the prediction did meanwhile
+		// is not a flip.
+		f.pred, f.last = pred, ev.v
+		return
+	}
+	if f.trueZone == "" {
+		f.trueZone = row.Zone // the first label: nothing to compare with
 	}
 	warm := ev.v-f.first >= s.warmup
 	warmPrev := f.last-f.first >= s.warmup

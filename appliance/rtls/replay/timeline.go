@@ -36,14 +36,18 @@ func timeline(rows []Row, timeout time.Duration) []event {
 	maxGap := to + to/4 + min(step, to)
 	out := make([]event, len(rows))
 	type inst struct {
-		key scanKey
-		gws map[string]bool
+		key  scanKey
+		gws  map[string]bool
+		scan int64 // the beacon's scans at this timestamp so far, less one
 	}
-	cur := map[string]*inst{} // beacon -> its scan in the current timestamp
+	cur := map[string]*inst{} // beacon -> its current scan at this timestamp
 	scan := make([]int64, 0, 64)
 	var v int64 // virtual time of rows[lo].T
+	period := step
 	for lo := 0; lo < len(rows); {
-		// rows[lo:hi] share a timestamp; scan[i-lo] is row i's scan in it.
+		// rows[lo:hi] share a timestamp; scan[i-lo] is row i's scan in
+		// it, counted per beacon: rows grouped by beacon must not put
+		// the second beacon's scans after the first's.
 		clear(cur)
 		scan = scan[:0]
 		var k int64
@@ -52,27 +56,34 @@ func timeline(rows []Row, timeout time.Duration) []event {
 			r := &rows[hi]
 			key := scanKey{r.Pos, r.Zone}
 			s := cur[r.Beacon]
-			if s != nil && (s.key != key || s.gws[r.Gateway]) {
-				k++ // a further scan of this beacon at the same recorded instant
-				clear(cur)
-				s = nil
-			}
-			if s == nil {
+			switch {
+			case s == nil:
 				s = &inst{key: key, gws: map[string]bool{}}
 				cur[r.Beacon] = s
+			case s.key != key || s.gws[r.Gateway]:
+				// a further scan of this beacon at the same recorded instant
+				s.key, s.scan = key, s.scan+1
+				clear(s.gws)
+				k = max(k, s.scan)
 			}
 			s.gws[r.Gateway] = true
-			scan = append(scan, k)
+			scan = append(scan, s.scan)
 		}
-		gap := step
 		if hi < len(rows) {
-			gap = min(rows[hi].T-rows[lo].T, maxGap)
+			gap := min(rows[hi].T-rows[lo].T, maxGap)
+			period = min(step, gap/(k+1))
+			for i := lo; i < hi; i++ {
+				out[i] = event{v: v + scan[i-lo]*period, row: &rows[i]}
+			}
+			v += gap
+		} else {
+			// The last timestamp has no next one to fit in: its scans
+			// keep the period of the one before (a file stamped with one
+			// instant, one nominal period).
+			for i := lo; i < hi; i++ {
+				out[i] = event{v: v + scan[i-lo]*period, row: &rows[i]}
+			}
 		}
-		period := min(step, gap/(k+1))
-		for i := lo; i < hi; i++ {
-			out[i] = event{v: v + scan[i-lo]*period, row: &rows[i]}
-		}
-		v += gap
 		lo = hi
 	}
 	return out
