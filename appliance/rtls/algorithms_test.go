@@ -1,6 +1,7 @@
 package rtls
 
 import (
+	"math"
 	"math/rand/v2"
 	"testing"
 	"time"
@@ -272,5 +273,29 @@ func TestBayesKnownAnswer(t *testing.T) {
 		if z := h.zone("WAT-1"); z != 1 {
 			t.Fatalf("samples=%v: zone %d after moving, want 1", withSamples, z)
 		}
+	}
+}
+
+// TestCentroidOnALargeSite: a tag in the corner zone of a 9 x 9 site
+// hears all 81 gateways, on a floor more open than the default law
+// (exponent 2 against 2.5). Weighted by 1/d², the many distant ones
+// together pulled the point to (166,166), two zones in; the loudest
+// four place it at (62,62).
+func TestCentroidOnALargeSite(t *testing.T) {
+	s := gridSite(9, 9, true)
+	h := newHarness(t, Options{})
+	h.e.SetSite(s)
+	if err := h.e.Start(AlgCentroid); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 3; i++ {
+		for _, g := range s.Gateways {
+			d := math.Max(math.Hypot(g.X-30, g.Y-30)/10, 0.5)
+			h.sight("WAT-1", g.MAC, -59-20*math.Log10(d))
+		}
+		h.clk.Advance(time.Second)
+	}
+	if l, _ := h.e.Location("WAT-1"); l.Zone != 1 {
+		t.Fatalf("location %+v, want zone 1", l)
 	}
 }
