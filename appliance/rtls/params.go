@@ -191,6 +191,8 @@ func (p *Params) Set(name, text string) error {
 			continue
 		}
 		f := v.Field(i)
+		old := reflect.New(f.Type()).Elem()
+		old.Set(f)
 		text = strings.TrimSpace(text)
 		switch {
 		case f.Type() == reflect.TypeFor[time.Duration]():
@@ -214,6 +216,18 @@ func (p *Params) Set(name, text string) error {
 		default:
 			return fmt.Errorf("%s: cannot be set", name)
 		}
+		// A value the engine would not use as given (0 stands for the
+		// default, K is bounded) or that makes no sense is refused, so
+		// what rtls-eval echoes is what ran.
+		if used := reflect.ValueOf(p.withDefaults()).Field(i); !used.Equal(f) {
+			err := fmt.Errorf("%s=%s would run as %v", name, text, used)
+			f.Set(old)
+			return err
+		}
+		if err := p.check(); err != nil {
+			f.Set(old)
+			return fmt.Errorf("%s=%s: %w", name, text, err)
+		}
 		return nil
 	}
 	return fmt.Errorf("unknown parameter %q (known: %s)", name, strings.Join(ParamNames(), ", "))
@@ -231,4 +245,21 @@ func snake(s string) string {
 		b.WriteRune(r)
 	}
 	return b.String()
+}
+
+// check reports a parameter outside its meaningful range.
+func (p *Params) check() error {
+	switch {
+	case p.Lost <= 0 || p.Lost >= 1:
+		return fmt.Errorf("lost must be between 0 and 1")
+	case p.Sigma <= 0 || p.SigmaFloor <= 0 || p.OffsetSpread <= 0:
+		return fmt.Errorf("sigma, sigma_floor and offset_spread must be positive")
+	case p.PathLoss <= 0 || p.Evidence <= 0:
+		return fmt.Errorf("path_loss and evidence must be positive")
+	case p.SwitchOdds < 1:
+		return fmt.Errorf("switch_odds must be at least 1")
+	case p.Margin < 0:
+		return fmt.Errorf("margin must not be negative")
+	}
+	return nil
 }

@@ -266,14 +266,14 @@ func TestZoneAtPrefersTheSmallestContainingZone(t *testing.T) {
 	for _, order := range [][]int{{0, 1}, {1, 0}} {
 		zs := []Zone{
 			{ID: 1, MapID: 1, Name: "hall", X1: 0, Y1: 0, X2: 100, Y2: 100},
-			{ID: 2, MapID: 1, Name: "room", X1: 60, Y1: 60, X2: 80, Y2: 80},
+			{ID: 2, MapID: 1, Name: "room", X1: 60, Y1: 60, X2: 90, Y2: 90},
 		}
 		site := Site{Maps: []Map{{ID: 1}}, Zones: []Zone{zs[order[0]], zs[order[1]]}}
 		m := buildModel(1, DefaultParams(), site, nil)
 		for _, c := range []struct {
 			x, y float64
 			want string
-		}{{70, 70, "room"}, {20, 20, "hall"}, {150, 70, "hall"}} {
+		}{{70, 70, "room"}, {61, 61, "room"}, {20, 20, "hall"}, {150, 70, "hall"}} { // (61,61) is nearer the hall's centre
 			if z := m.zoneAt(1, c.x, c.y); z < 0 || m.zones[z].Name != c.want {
 				t.Fatalf("order %v: zone at (%v,%v) is %d, want %s", order, c.x, c.y, z, c.want)
 			}
@@ -302,10 +302,20 @@ func TestParamsSet(t *testing.T) {
 	if p.SwitchOdds != 30 || p.MeanStay != time.Minute || p.K != 7 {
 		t.Fatalf("%+v", p)
 	}
-	for _, c := range [][2]string{{"switchodds", "30"}, {"mean_stay", "60"}, {"k", "1.5"}, {"sigma", "NaN"}} {
+	// Refused: unknown names, bad syntax, values the engine would not
+	// run as given (0 stands for the default, K is bounded) or that make
+	// no sense; a refusal leaves the value set before.
+	for _, c := range [][2]string{{"switchodds", "30"}, {"mean_stay", "60"}, {"k", "1.5"}, {"sigma", "NaN"},
+		{"lost", "0"}, {"k", "40"}, {"lost", "1.5"}, {"sigma", "-6"}, {"switch_odds", "0.5"}, {"smooth_tau", "0s"}} {
 		if err := p.Set(c[0], c[1]); err == nil {
 			t.Fatalf("%s=%s accepted", c[0], c[1])
 		}
+	}
+	if p.SwitchOdds != 30 || p.K != 7 || p.Lost != DefaultParams().Lost || p.Sigma != DefaultParams().Sigma {
+		t.Fatalf("after refusals: %+v", p)
+	}
+	if err := p.Set("decide_every", "0s"); err != nil || p.DecideEvery != 0 {
+		t.Fatalf("decide_every=0s (decide on every sighting): %v", err)
 	}
 	if n := ParamNames(); len(n) != reflect.TypeFor[Params]().NumField() || n[0] != "smooth_tau" {
 		t.Fatalf("%v", n)

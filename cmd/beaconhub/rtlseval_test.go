@@ -73,6 +73,24 @@ func TestRTLSEvalCommand(t *testing.T) {
 	if code := run([]string{"rtls-eval", short}, &out, &errb); code != 1 || !strings.Contains(errb.String(), "no test sighting was scored") || !strings.Contains(out.String(), "no sighting scored") {
 		t.Fatalf("nothing scored: exit %d: %s%s", code, out.String(), errb.String())
 	}
+	// Only algorithms that do not apply: an error, not an empty table.
+	flat := t.TempDir()
+	for _, name := range []string{"train.csv", "test.csv"} {
+		b, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(flat, name), b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(flat, "site.json"), []byte(`{"zones":[{"name":"A"},{"name":"B"}],"gateways":[{"id":"G1"},{"id":"G2"}]}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	errb.Reset()
+	if code := run([]string{"rtls-eval", "--alg", "grid", flat}, &out, &errb); code != 1 || !strings.Contains(errb.String(), "no algorithm asked for applies") {
+		t.Fatalf("grid on zones without area: exit %d: %s", code, errb.String())
+	}
 	if code := run([]string{"rtls-eval", "--alg", "nope", dir}, &out, &errb); code != 1 {
 		t.Fatalf("unknown algorithm exit %d", code)
 	}

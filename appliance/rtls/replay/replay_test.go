@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -139,7 +140,10 @@ func TestTimeUnit(t *testing.T) {
 		{"Unix seconds", 1.7e9, 1, 1000},
 		{"Unix ms", 1.7e12, 1000, 1},
 		{"Unix ms of a 30 Hz advertiser", 1.7e12, 33, 1},
+		{"Unix ms, each advertisement on three channels 1 ms apart", 1.7e12, 1, 1},
 		{"ms since a boot 20 days ago", 1.7e9, 1000, 1},
+		{"ms since a boot 17 days ago, a 10 Hz advertiser", 1.5e9, 100, 1},
+		{"Unix seconds of a gateway that hears a beacon every 15 s", 1.7e9, 15, 1000},
 		{"ms from the start", 5e5, 1000, 1},
 		{"seconds from the start", 500, 1, 1000},
 		{"ns since boot", 1e13, 1e9, 1e-6},
@@ -148,7 +152,7 @@ func TestTimeUnit(t *testing.T) {
 		{"Unix seconds, each pair once", 1.7e9, 0, 1000},
 		{"relative, each pair once", 5e5, 0, 1},
 	} {
-		if got, note := timeUnit([]float64{c.t, c.t + 1}, c.gap); got != c.toMS {
+		if got, note, _ := timeUnit([]float64{c.t, c.t + 1}, c.gap); got != c.toMS {
 			t.Errorf("%s: x%v (%s), want x%v", c.name, got, note, c.toMS)
 		}
 	}
@@ -159,7 +163,7 @@ func TestTimeUnit(t *testing.T) {
 	}
 	rows := make([]Row, 6)
 	for i := range rows {
-		rows[i] = Row{Beacon: "B", Gateway: "G"}
+		rows[i] = Row{Beacon: "B", Gateway: "G", RSSI: -60 - i}
 	}
 	if g := pairGap(file{rows, []float64{3, 0, 1, 2, 4, 5}}); g != 1 {
 		t.Errorf("period of 1: gap %v", g)
@@ -167,9 +171,53 @@ func TestTimeUnit(t *testing.T) {
 	if g := pairGap(file{rows, []float64{0, 0, 0, 300, 300, 300}}); g != 0 {
 		t.Errorf("stamps coarser than the period: gap %v, want none", g)
 	}
+	// Every row twice: duplicates are not sightings at one stamp.
+	dup := []float64{0, 0, 1, 1, 2, 2}
+	for i := range rows {
+		rows[i].RSSI = -60 - i/2
+	}
+	if g := pairGap(file{rows, dup}); g != 1 {
+		t.Errorf("duplicated rows: gap %v, want 1", g)
+	}
+	// Two gateways interleaved: each pair's own period, not the beacon's.
+	rows = []Row{{Beacon: "B", Gateway: "G1"}, {Beacon: "B", Gateway: "G2"}, {Beacon: "B", Gateway: "G1"}, {Beacon: "B", Gateway: "G2"}}
+	if g := pairGap(file{rows, []float64{0, 500, 1000, 1500}}); g != 1000 {
+		t.Errorf("interleaved gateways: gap %v, want 1000", g)
+	}
+}
+
+// TestFilesInDifferentUnits: train.csv in Unix ms and test.csv in Unix
+// seconds are each read in their own unit, with a note for each.
+func TestFilesInDifferentUnits(t *testing.T) {
+	dir := writeDataset(t, true)
+	b, err := os.ReadFile(filepath.Join(dir, "test.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	for i := 1; i < len(lines); i++ {
+		f := strings.SplitN(lines[i], ",", 2)
+		ms, _ := strconv.ParseInt(f[0], 10, 64)
+		lines[i] = strconv.FormatFloat(float64(ms)/1000, 'f', 3, 64) + "," + f[1]
+	}
+	writeFile(t, filepath.Join(dir, "test.csv"), strings.Join(lines, "\n")+"\n")
+	ds, err := Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ds.Test[0].T != 1_700_000_100_000 || ds.Train[0].T != 1_700_000_000_000 || len(ds.Notes) != 3 ||
+		ds.Notes[1] != "train.csv: t_ms read as Unix ms" || !strings.HasPrefix(ds.Notes[2], "test.csv: t_ms read as Unix seconds") {
+		t.Fatalf("test starts %d, train %d; notes %q", ds.Test[0].T, ds.Train[0].T, ds.Notes)
+	}
 }
 
 func TestInferScale(t *testing.T) {
+	// Zones without area do not count: three named-only zones and two
+	// drawn in metres.
+	flat := []rtls.Zone{{X1: 1, Y1: 1, X2: 1, Y2: 1}, {X1: 2, Y1: 2, X2: 2, Y2: 2}, {}, {X2: 8, Y2: 8}, {X1: 8, X2: 16, Y2: 8}}
+	if got, _ := inferScale(flat); got != 1 {
+		t.Errorf("metres among named-only zones: %v units a metre", got)
+	}
 	for _, c := range []struct{ side, ppm float64 }{{40, 10}, {100, 10}, {10, 1}, {3, 1}, {1000, 100}, {300, 10}, {0.5, 0.1}, {30000, 1000}} {
 		zs := []rtls.Zone{{X1: 0, Y1: 0, X2: c.side, Y2: 2 * c.side}, {X1: 0, Y1: 0, X2: c.side, Y2: c.side}, {X1: 5, Y1: 5, X2: 5, Y2: 9}}
 		if got, _ := inferScale(zs); got != c.ppm {
@@ -536,7 +584,7 @@ func TestSiteScaleAndShapelessZones(t *testing.T) {
 	}
 	for _, r := range rs {
 		shaped := r.Algorithm == "centroid" || r.Algorithm == "grid"
-		if r.Ready == shaped || !shaped && r.Accuracy() < 0.8 {
+		if r.Ready == shaped || !shaped && r.Accuracy() < 0.8 || shaped && r.Scored != 0 {
 			t.Fatalf("%+v", r)
 		}
 	}
