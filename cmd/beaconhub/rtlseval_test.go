@@ -55,38 +55,14 @@ func TestRTLSEvalCommand(t *testing.T) {
 	}
 	// A test file shorter than the warm-up scores nothing: that is an
 	// error, not a table of 0.0% (0/0).
-	short := t.TempDir()
-	for _, name := range []string{"site.json", "train.csv"} {
-		b, err := os.ReadFile(filepath.Join(dir, name))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(short, name), b, 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := os.WriteFile(filepath.Join(short, "test.csv"), []byte("t_ms,gateway,beacon,rssi,zone\n0,G1,T,-60,A\n3000,G1,T,-61,A\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	short := variant(t, dir, "test.csv", "t_ms,gateway,beacon,rssi,zone\n0,G1,T,-60,A\n3000,G1,T,-61,A\n")
 	out.Reset()
 	errb.Reset()
 	if code := run([]string{"rtls-eval", short}, &out, &errb); code != 1 || !strings.Contains(errb.String(), "no test sighting was scored") || !strings.Contains(out.String(), "no sighting scored") {
 		t.Fatalf("nothing scored: exit %d: %s%s", code, out.String(), errb.String())
 	}
 	// Only algorithms that do not apply: an error, not an empty table.
-	flat := t.TempDir()
-	for _, name := range []string{"train.csv", "test.csv"} {
-		b, err := os.ReadFile(filepath.Join(dir, name))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(flat, name), b, 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := os.WriteFile(filepath.Join(flat, "site.json"), []byte(`{"zones":[{"name":"A"},{"name":"B"}],"gateways":[{"id":"G1"},{"id":"G2"}]}`), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	flat := variant(t, dir, "site.json", `{"zones":[{"name":"A"},{"name":"B"}],"gateways":[{"id":"G1"},{"id":"G2"}]}`)
 	errb.Reset()
 	if code := run([]string{"rtls-eval", "--alg", "grid", flat}, &out, &errb); code != 1 || !strings.Contains(errb.String(), "no algorithm asked for applies") {
 		t.Fatalf("grid on zones without area: exit %d: %s", code, errb.String())
@@ -100,4 +76,24 @@ func TestRTLSEvalCommand(t *testing.T) {
 	if code := run([]string{"rtls-eval"}, &out, &errb); code != 2 {
 		t.Fatalf("no dir exit %d", code)
 	}
+}
+
+// variant copies the dataset in dir to a new directory with file name
+// replaced by body.
+func variant(t *testing.T, dir, name, body string) string {
+	t.Helper()
+	out := t.TempDir()
+	for _, f := range []string{"site.json", "train.csv", "test.csv"} {
+		b, err := os.ReadFile(filepath.Join(dir, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if f == name {
+			b = []byte(body)
+		}
+		if err := os.WriteFile(filepath.Join(out, f), b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return out
 }

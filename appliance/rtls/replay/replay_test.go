@@ -190,17 +190,10 @@ func TestTimeUnit(t *testing.T) {
 // seconds are each read in their own unit, with a note for each.
 func TestFilesInDifferentUnits(t *testing.T) {
 	dir := writeDataset(t, true)
-	b, err := os.ReadFile(filepath.Join(dir, "test.csv"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
-	for i := 1; i < len(lines); i++ {
-		f := strings.SplitN(lines[i], ",", 2)
+	rewriteTest(t, dir, func(i int, f []string) {
 		ms, _ := strconv.ParseInt(f[0], 10, 64)
-		lines[i] = strconv.FormatFloat(float64(ms)/1000, 'f', 3, 64) + "," + f[1]
-	}
-	writeFile(t, filepath.Join(dir, "test.csv"), strings.Join(lines, "\n")+"\n")
+		f[0] = strconv.FormatFloat(float64(ms)/1000, 'f', 3, 64)
+	})
 	ds, err := Load(dir)
 	if err != nil {
 		t.Fatal(err)
@@ -520,20 +513,12 @@ func TestLoadReadsWhatRecordersWrite(t *testing.T) {
 func TestUnlabelledRowsAreHeardNotScored(t *testing.T) {
 	dir := writeDataset(t, true)
 	long := strings.Repeat("tag-of-a-converter-that-keeps-the-file-name-", 3)
-	b, err := os.ReadFile(filepath.Join(dir, "test.csv"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
-	for i := 1; i < len(lines); i++ {
-		f := strings.Split(lines[i], ",")
+	rewriteTest(t, dir, func(i int, f []string) {
 		f[2] = long
 		if i <= 30 || i > 90 { // the first 10 s of Z1, the second half of Z2 and all of Z3
 			f[4] = ""
 		}
-		lines[i] = strings.Join(f, ",")
-	}
-	writeFile(t, filepath.Join(dir, "test.csv"), strings.Join(lines, "\n")+"\n")
+	})
 	ds, err := Load(dir)
 	if err != nil {
 		t.Fatal(err)
@@ -588,4 +573,21 @@ func TestSiteScaleAndShapelessZones(t *testing.T) {
 			t.Fatalf("%+v", r)
 		}
 	}
+}
+
+// rewriteTest lets edit change the fields of each row of dir/test.csv
+// (i counts rows from 1).
+func rewriteTest(t *testing.T, dir string, edit func(i int, f []string)) {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, "test.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	for i := 1; i < len(lines); i++ {
+		f := strings.Split(lines[i], ",")
+		edit(i, f)
+		lines[i] = strings.Join(f, ",")
+	}
+	writeFile(t, filepath.Join(dir, "test.csv"), strings.Join(lines, "\n")+"\n")
 }
