@@ -80,7 +80,11 @@ func cmdRTLSEval(args []string, stdout, stderr io.Writer) int {
 		case s := <-sigs:
 			os.RemoveAll(work)
 			fmt.Fprintln(stderr, "rtls-eval: stopped by", s)
-			os.Exit(130)
+			code := 130
+			if n, ok := s.(syscall.Signal); ok {
+				code = 128 + int(n) // the shell's convention: 130 for SIGINT, 143 for SIGTERM
+			}
+			os.Exit(code)
 		case <-done:
 		}
 	}()

@@ -2,11 +2,15 @@ package main
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 )
 
 func TestRTLSEvalCommand(t *testing.T) {
@@ -96,4 +100,66 @@ func variant(t *testing.T, dir, name, body string) string {
 		}
 	}
 	return out
+}
+
+// TestRTLSEvalStoppedBySignal: a replay stopped by SIGTERM (timeout(1),
+// a CI job's limit) removes its temporary store and exits 143.
+func TestRTLSEvalStoppedBySignal(t *testing.T) {
+	bin := binary(t)
+	dir := t.TempDir()
+	site := `{"map":{"width":200,"height":100},
+	 "zones":[{"name":"A","x1":0,"y1":0,"x2":100,"y2":100},{"name":"B","x1":100,"y1":0,"x2":200,"y2":100}],
+	 "gateways":[{"id":"G1","x":50,"y":50},{"id":"G2","x":150,"y":50}]}`
+	var csv strings.Builder
+	csv.WriteString("t_ms,gateway,beacon,rssi,zone\n")
+	// Long enough that the replay is still running when stopped.
+	for s := 0; s < 200_000; s++ {
+		fmt.Fprintf(&csv, "%d,G1,T,%d,A\n%d,G2,T,%d,A\n", 1000*s, -60-s%3, 1000*s, -80+s%3)
+	}
+	for name, body := range map[string]string{"site.json": site, "train.csv": csv.String()[:4000], "test.csv": csv.String()} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tmp := t.TempDir()
+	cmd := exec.Command(bin, "rtls-eval", dir)
+	cmd.Env = append(os.Environ(), "TMPDIR="+tmp)
+	var errb bytes.Buffer
+	cmd.Stderr = &errb
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	// Wait for the store to exist (a condition, not a time).
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if m, _ := filepath.Glob(filepath.Join(tmp, "rtls-eval-*", "replay.db")); len(m) > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no store after 30 s; stderr: %s", errb.String())
+		}
+		select {
+		case err := <-done:
+			t.Fatalf("exited before the store was made: %v; stderr: %s", err, errb.String())
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	var err error
+	select {
+	case err = <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("still running 30 s after SIGTERM")
+	}
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 143 {
+		t.Fatalf("exit %v, want 143; stderr: %s", err, errb.String())
+	}
+	if left, _ := filepath.Glob(filepath.Join(tmp, "rtls-eval-*")); len(left) > 0 {
+		t.Fatalf("left behind: %v", left)
+	}
 }
