@@ -219,16 +219,16 @@ func (p *Params) Set(name, text string) error {
 		// A value the engine would not use as given (0 stands for the
 		// default, K is bounded) or that makes no sense is refused, so
 		// what rtls-eval echoes is what ran.
+		var err error
 		if used := reflect.ValueOf(p.withDefaults()).Field(i); !used.Equal(f) {
-			err := fmt.Errorf("%s=%s would run as %v", name, text, used)
-			f.Set(old)
-			return err
+			err = fmt.Errorf("%s=%s would run as %v", name, text, used)
+		} else if err = p.check(); err != nil {
+			err = fmt.Errorf("%s=%s: %w", name, text, err)
 		}
-		if err := p.check(); err != nil {
+		if err != nil {
 			f.Set(old)
-			return fmt.Errorf("%s=%s: %w", name, text, err)
 		}
-		return nil
+		return err
 	}
 	return fmt.Errorf("unknown parameter %q (known: %s)", name, strings.Join(ParamNames(), ", "))
 }

@@ -208,12 +208,8 @@ func Load(dir string) (*Dataset, error) {
 	}
 	// Each file's unit on its own witnesses (an export may have written
 	// the two differently), the other's where a file has none.
-	type file = struct {
-		rows []Row
-		t    []float64
-	}
-	trUnit, trNote, trOK := timeUnit(train, pairGap(file{ds.Train, train}))
-	teUnit, teNote, teOK := timeUnit(test, pairGap(file{ds.Test, test}))
+	trUnit, trNote, trOK := timeUnit(train, pairGap(ds.Train, train))
+	teUnit, teNote, teOK := timeUnit(test, pairGap(ds.Test, test))
 	switch {
 	case !trOK && teOK:
 		trUnit, trNote = teUnit, teNote
@@ -345,42 +341,37 @@ func timeUnit(ts []float64, gap float64) (toMS float64, note string, ok bool) {
 const maxPeriod = 20_000
 
 // pairGap is the median positive time between consecutive sightings of
-// one beacon by one gateway, in the files' own unit; 0 when there is
+// one beacon by one gateway in rows (at times t, in the file's own unit); 0 when there is
 // none, or when most such pairs share a timestamp: then the stamps are
 // coarser than the period, and the gap is their resolution (Unix ms
 // rounded to 300 s, read by it as microseconds, scored nothing).
-func pairGap(files ...struct {
-	rows []Row
-	t    []float64
-}) float64 {
+func pairGap(rows []Row, t []float64) float64 {
 	type pair struct{ b, g string }
+	type seen struct {
+		t    float64
+		rssi int
+	}
+	idx := make([]int, len(rows))
+	for i := range idx {
+		idx[i] = i
+	}
+	sort.SliceStable(idx, func(a, b int) bool { return t[idx[a]] < t[idx[b]] })
 	var gaps []float64
 	same := 0
-	for _, f := range files {
-		idx := make([]int, len(f.rows))
-		for i := range idx {
-			idx[i] = i
-		}
-		sort.SliceStable(idx, func(a, b int) bool { return f.t[idx[a]] < f.t[idx[b]] })
-		type seen struct {
-			t    float64
-			rssi int
-		}
-		last := map[pair]seen{}
-		for _, i := range idx {
-			k := pair{f.rows[i].Beacon, f.rows[i].Gateway}
-			if p, ok := last[k]; ok {
-				switch {
-				case f.t[i] > p.t:
-					gaps = append(gaps, f.t[i]-p.t)
-				case f.rows[i].RSSI == p.rssi:
-					continue // the same row twice: an export's duplicate, not a sighting
-				default:
-					same++
-				}
+	last := map[pair]seen{}
+	for _, i := range idx {
+		k := pair{rows[i].Beacon, rows[i].Gateway}
+		if p, ok := last[k]; ok {
+			switch {
+			case t[i] > p.t:
+				gaps = append(gaps, t[i]-p.t)
+			case rows[i].RSSI == p.rssi:
+				continue // the same row twice: an export's duplicate, not a sighting
+			default:
+				same++
 			}
-			last[k] = seen{f.t[i], f.rows[i].RSSI}
 		}
+		last[k] = seen{t[i], rows[i].RSSI}
 	}
 	if len(gaps) == 0 || same > len(gaps) {
 		return 0

@@ -157,18 +157,14 @@ func TestTimeUnit(t *testing.T) {
 		}
 	}
 	// The gap is a period only where stamps are finer than it.
-	type file = struct {
-		rows []Row
-		t    []float64
-	}
 	rows := make([]Row, 6)
 	for i := range rows {
 		rows[i] = Row{Beacon: "B", Gateway: "G", RSSI: -60 - i}
 	}
-	if g := pairGap(file{rows, []float64{3, 0, 1, 2, 4, 5}}); g != 1 {
+	if g := pairGap(rows, []float64{3, 0, 1, 2, 4, 5}); g != 1 {
 		t.Errorf("period of 1: gap %v", g)
 	}
-	if g := pairGap(file{rows, []float64{0, 0, 0, 300, 300, 300}}); g != 0 {
+	if g := pairGap(rows, []float64{0, 0, 0, 300, 300, 300}); g != 0 {
 		t.Errorf("stamps coarser than the period: gap %v, want none", g)
 	}
 	// Every row twice: duplicates are not sightings at one stamp.
@@ -176,12 +172,12 @@ func TestTimeUnit(t *testing.T) {
 	for i := range rows {
 		rows[i].RSSI = -60 - i/2
 	}
-	if g := pairGap(file{rows, dup}); g != 1 {
+	if g := pairGap(rows, dup); g != 1 {
 		t.Errorf("duplicated rows: gap %v, want 1", g)
 	}
 	// Two gateways interleaved: each pair's own period, not the beacon's.
 	rows = []Row{{Beacon: "B", Gateway: "G1"}, {Beacon: "B", Gateway: "G2"}, {Beacon: "B", Gateway: "G1"}, {Beacon: "B", Gateway: "G2"}}
-	if g := pairGap(file{rows, []float64{0, 500, 1000, 1500}}); g != 1000 {
+	if g := pairGap(rows, []float64{0, 500, 1000, 1500}); g != 1000 {
 		t.Errorf("interleaved gateways: gap %v, want 1000", g)
 	}
 }
