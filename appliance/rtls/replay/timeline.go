@@ -69,21 +69,18 @@ func timeline(rows []Row, timeout time.Duration) []event {
 			s.gws[r.Gateway] = true
 			scan = append(scan, s.scan)
 		}
+		// The last timestamp has no next one to fit in: its scans keep
+		// the period of the one before (a file stamped with one instant,
+		// one nominal period).
+		var gap int64
 		if hi < len(rows) {
-			gap := min(rows[hi].T-rows[lo].T, maxGap)
+			gap = min(rows[hi].T-rows[lo].T, maxGap)
 			period = min(step, gap/(k+1))
-			for i := lo; i < hi; i++ {
-				out[i] = event{v: v + scan[i-lo]*period, row: &rows[i]}
-			}
-			v += gap
-		} else {
-			// The last timestamp has no next one to fit in: its scans
-			// keep the period of the one before (a file stamped with one
-			// instant, one nominal period).
-			for i := lo; i < hi; i++ {
-				out[i] = event{v: v + scan[i-lo]*period, row: &rows[i]}
-			}
 		}
+		for i := lo; i < hi; i++ {
+			out[i] = event{v: v + scan[i-lo]*period, row: &rows[i]}
+		}
+		v += gap
 		lo = hi
 	}
 	return out
