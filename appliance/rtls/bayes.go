@@ -55,15 +55,28 @@ func (bayes) update(m *model, p *Params, b *beacon, _ *reading, now int64) (int,
 		b.weight = windowWeight(m, p, dt)
 		b.stepped = now
 	}
-	best, ok := correct(m, p, b, now, 1e-12)
-	if !ok {
+	if _, ok := correct(m, p, b, now, 1e-12); !ok {
 		return b.zone, b.pos
 	}
+	return switchZone(p, b, b.belief, now), position{}
+}
+
+// switchZone is the odds hysteresis of bayes, grid and fusion on the
+// zone posterior post: the first fix is the most probable zone; after
+// that the zone changes when another is SwitchOdds times as probable as
+// the reported one.
+func switchZone(p *Params, b *beacon, post []float64, now int64) int {
+	best := 0
+	for z := range post {
+		if post[z] > post[best] {
+			best = z
+		}
+	}
 	if b.zone < 0 || b.firstScan(now) {
-		return best, position{}
+		return best
 	}
-	if best != b.zone && b.belief[best] >= p.SwitchOdds*b.belief[b.zone] {
-		return best, position{}
+	if best != b.zone && post[best] >= p.SwitchOdds*post[b.zone] {
+		return best
 	}
-	return b.zone, position{}
+	return b.zone
 }

@@ -79,9 +79,17 @@ type beacon struct {
 	weight    float64 // evidence weight of the current update
 	// k-NN scratch
 	votes []float64
-	// grid: belief per cell, and the silence charged at the last update
-	cells   []float32
-	absentW float32
+	// grid: belief per cell, its zone masses, when it last moved, and
+	// the silence charged at the last update (grid keeps its own step
+	// time: fusion runs it next to the zone filter, which keeps stepped)
+	cells    []float32
+	gmass    []float64
+	gstepped int64
+	absentW  float32
+	// fusion: the pooled posterior. post is the zone posterior the
+	// running algorithm decides on when it is not belief (grid's gmass,
+	// fusion's pooled); the tag offset estimate reads it.
+	pooled, post []float64
 	// off is how much louder than the survey tag this tag is heard
 	// (offset.go); it survives resets, being the tag's, not the model's.
 	off tagOffset
@@ -106,6 +114,7 @@ func (b *beacon) reset(m *model) {
 	}
 	b.cand, b.gw, b.challenger = -1, -1, -1
 	b.prior, b.belief, b.scratch, b.votes, b.cells = nil, nil, nil, nil, nil
+	b.gmass, b.pooled, b.post = nil, nil, nil
 	b.decided, b.refineUntil = 0, 0
 	// Zone indexes are per model: find the zone again by id. A zone that
 	// no longer exists becomes unknown; its interval (still open) is

@@ -53,17 +53,7 @@ func (filter) update(m *model, p *Params, b *beacon, _ *reading, now int64) (int
 	if !beginStep(m, p, b, now) {
 		return b.zone, b.pos
 	}
-	if dt := now - b.stepped; dt > 0 && !b.refining(now) {
-		copy(b.prior, b.belief)
-		for steps := 0; dt > 0 && steps < 60; steps++ {
-			s := min(dt, stepMS)
-			predict(m, b, 1-math.Exp(-float64(s)/float64(p.MeanStay.Milliseconds())))
-			dt -= s
-		}
-		b.weight = windowWeight(m, p, now-b.stepped)
-		b.stepped = now
-	}
-	best, ok := correct(m, p, b, now, 1e-9)
+	best, ok := stepFilter(m, p, b, now)
 	if !ok {
 		return b.zone, b.pos
 	}
@@ -78,6 +68,22 @@ func (filter) update(m *model, p *Params, b *beacon, _ *reading, now int64) (int
 		}
 	}
 	return target, position{}
+}
+
+// stepFilter moves b's zone belief to now along the zone graph and folds
+// in the evidence (correct); beginStep must have run.
+func stepFilter(m *model, p *Params, b *beacon, now int64) (best int, ok bool) {
+	if dt := now - b.stepped; dt > 0 && !b.refining(now) {
+		copy(b.prior, b.belief)
+		for steps := 0; dt > 0 && steps < 60; steps++ {
+			s := min(dt, stepMS)
+			predict(m, b, 1-math.Exp(-float64(s)/float64(p.MeanStay.Milliseconds())))
+			dt -= s
+		}
+		b.weight = windowWeight(m, p, now-b.stepped)
+		b.stepped = now
+	}
+	return correct(m, p, b, now, 1e-9)
 }
 
 // predict moves share pm of each zone's mass evenly to its neighbours.

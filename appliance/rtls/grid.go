@@ -612,15 +612,31 @@ func fitTobit(x, y []float64, floor, sigFloor, n0 float64, iters int) (tobit, fl
 }
 
 func (grid) update(m *model, p *Params, b *beacon, _ *reading, now int64) (int, position) {
-	g := m.grid
 	// Not fitted: the engine never publishes such a model while grid
 	// runs (Engine.rebuild, Start); and Observe must not fit one.
-	if g == nil || !g.fitted || len(g.czone) == 0 || g.modelled == 0 {
+	if !m.gridReady() {
 		return -1, position{}
 	}
-	if !beginStep(m, p, b, now) {
+	if !beginStep(m, p, b, now) || !stepGrid(m, p, b, now) {
 		return b.zone, b.pos
 	}
+	b.post = b.gmass
+	return switchZone(p, b, b.gmass, now), position{}
+}
+
+// gridReady reports whether m's grid can run: laid out, fitted, and
+// modelling at least one gateway.
+func (m *model) gridReady() bool {
+	g := m.grid
+	return g != nil && g.fitted && len(g.czone) > 0 && g.modelled > 0
+}
+
+// stepGrid moves b's belief over the cells to now and folds in the
+// readings (m.gridReady must hold); b.gmass becomes its zone masses. It
+// returns false, changing nothing, when no modelled gateway heard the
+// beacon in the window.
+func stepGrid(m *model, p *Params, b *beacon, now int64) bool {
+	g := m.grid
 	// Nothing a modelled gateway heard in the window: no update, and the
 	// time is left for the next one (its silence then counts in full).
 	heard, fw := false, b.window(p, now)
@@ -631,7 +647,7 @@ func (grid) update(m *model, p *Params, b *beacon, _ *reading, now int64) (int, 
 		}
 	}
 	if !heard {
-		return b.zone, b.pos
+		return false
 	}
 	nc := len(g.czone)
 	if len(b.cells) != nc {
@@ -639,14 +655,15 @@ func (grid) update(m *model, p *Params, b *beacon, _ *reading, now int64) (int, 
 		for c := range b.cells {
 			b.cells[c] = 1 / float32(nc)
 		}
-		b.stepped, b.absentW = now, 0
+		b.gmass = make([]float64, len(m.zones))
+		b.gstepped, b.absentW = now, 0
 	}
 	sc := g.pool.Get().(*gridScratch)
 	defer g.pool.Put(sc)
-	dt := now - b.stepped
+	dt := now - b.gstepped
 	// The rest of the scan the last update began with, if that update
 	// did begin (it returns early when nothing modelled was heard).
-	if b.refining(now) && b.stepped >= b.decided {
+	if b.refining(now) && b.gstepped >= b.decided {
 		dt = 0
 	}
 	if dt > 0 {
@@ -664,7 +681,7 @@ func (grid) update(m *model, p *Params, b *beacon, _ *reading, now int64) (int, 
 			g.diffuse(b.cells, sc.tmp, float32(s)/gridStep)
 			left -= s
 		}
-		b.stepped = now
+		b.gstepped = now
 	}
 	// Evidence is per unit of time. A gateway banks a period's worth of
 	// evidence per period (at most maxCredit; a first reading counts
@@ -722,11 +739,11 @@ func (grid) update(m *model, p *Params, b *beacon, _ *reading, now int64) (int, 
 			gridSpent(r.mac, w)
 		}
 		refund := absent
-		// Silent at this update's first moment (b.stepped), when the
+		// Silent at this update's first moment (b.gstepped), when the
 		// silence was charged: judged at now, a refining report came
 		// late enough for its gateway to look silent then as well and
 		// was refunded twice (a review).
-		if dt == 0 && (r.prev == 0 || b.stepped-r.prev >= fw) {
+		if dt == 0 && (r.prev == 0 || b.gstepped-r.prev >= fw) {
 			refund = b.absentW // silent at this millisecond's first update
 		}
 		g.addHeard(ll, lmiss, r.g, float32(x-b.off.a), w, refund)
@@ -755,7 +772,7 @@ func (grid) update(m *model, p *Params, b *beacon, _ *reading, now int64) (int, 
 		}
 		sum += b.cells[c]
 	}
-	mass := b.scratch
+	mass := b.gmass
 	for z := range mass {
 		mass[z] = 0
 	}
@@ -764,19 +781,7 @@ func (grid) update(m *model, p *Params, b *beacon, _ *reading, now int64) (int, 
 		b.cells[c] = v
 		mass[g.czone[c]] += float64(v)
 	}
-	best := 0
-	for z := range mass {
-		if mass[z] > mass[best] {
-			best = z
-		}
-	}
-	if b.zone < 0 || b.firstScan(now) {
-		return best, position{}
-	}
-	if best != b.zone && mass[best] >= p.SwitchOdds*mass[b.zone] {
-		return best, position{}
-	}
-	return b.zone, position{}
+	return true
 }
 
 // addHeard adds w times a heard reading's log-likelihood to every cell

@@ -160,7 +160,7 @@ func TestGridCountsEachReadingOnce(t *testing.T) {
 		sh := h.e.shards.OfUID("WAT-1")
 		sh.Lock()
 		bp := sh.V.Get(assets.UIDHash("WAT-1"), "WAT-1")
-		m1, m2 := (*bp).scratch[0], (*bp).scratch[1]
+		m1, m2 := (*bp).gmass[0], (*bp).gmass[1]
 		sh.Unlock()
 		if math.Abs(m1-m2) > 1e-3 {
 			t.Errorf("reports %v: zone masses %.4f / %.4f, want equal", order, m1, m2)
@@ -175,7 +175,7 @@ func gridMass(h *harness, uid string) []float64 {
 	sh.Lock()
 	defer sh.Unlock()
 	bp := sh.V.Get(assets.UIDHash(uid), uid)
-	return append([]float64(nil), (*bp).scratch...)
+	return append([]float64(nil), (*bp).gmass...)
 }
 
 // TestGridAbsenceCounts: with a sensitivity floor of -85 dBm, a beacon

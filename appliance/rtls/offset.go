@@ -112,13 +112,14 @@ func (o *tagOffset) learn(m *model, p *Params, b *beacon, now int64) {
 	cover := b.coverSince(p, o.burst, now)
 	sc := m.offs.scratch.Get().(*offsetScratch)
 	defer m.offs.scratch.Put(sc)
-	// The belief over zones the algorithm holds (grid leaves its zone
-	// masses in scratch), summed over the zones within 1e-4 of the most
-	// probable (the rest cannot move the sum); without a belief (the
-	// memoryless algorithms) every zone, alike.
+	// The belief over zones the algorithm decides on (grid's zone
+	// masses, fusion's pooled posterior, else the zone filters'),
+	// summed over the zones within 1e-4 of the most probable (the rest
+	// cannot move the sum); without a belief (the memoryless
+	// algorithms) every zone, alike.
 	pi := []float64(nil)
-	if len(b.cells) > 0 && len(b.scratch) == nz {
-		pi = b.scratch
+	if len(b.post) == nz {
+		pi = b.post
 	} else if len(b.belief) == nz {
 		pi = b.belief
 	}
