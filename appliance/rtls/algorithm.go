@@ -17,9 +17,10 @@ const (
 	AlgFilter    = "hmm"
 	AlgBayes     = "bayes"
 	AlgGrid      = "grid"
+	AlgFusion    = "fusion"
 )
 
-var algorithmNames = []string{AlgStrongest, AlgCentroid, AlgKNN, AlgFilter, AlgBayes, AlgGrid}
+var algorithmNames = []string{AlgStrongest, AlgCentroid, AlgKNN, AlgFilter, AlgBayes, AlgGrid, AlgFusion}
 
 func newAlgorithm(name string) algorithm {
 	switch name {
@@ -35,6 +36,8 @@ func newAlgorithm(name string) algorithm {
 		return bayes{}
 	case AlgGrid:
 		return grid{}
+	case AlgFusion:
+		return fusion{}
 	}
 	return nil
 }

@@ -140,7 +140,7 @@ func BenchmarkEngine(b *testing.B) {
 	if world == nil {
 		world = buildWorld()
 	}
-	for _, alg := range []string{rtls.AlgStrongest, rtls.AlgCentroid, rtls.AlgKNN, rtls.AlgFilter, rtls.AlgBayes, rtls.AlgGrid} {
+	for _, alg := range []string{rtls.AlgStrongest, rtls.AlgCentroid, rtls.AlgKNN, rtls.AlgFilter, rtls.AlgBayes, rtls.AlgGrid, rtls.AlgFusion} {
 		b.Run(alg, func(b *testing.B) { benchAlg(b, world, alg, rtls.Params{}) })
 	}
 	// What the tag offset estimate (offset.go) costs: the same runs

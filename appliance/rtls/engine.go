@@ -145,14 +145,15 @@ func (e *Engine) setSamples(s []Sample) {
 }
 
 // rebuild publishes a model of the current site and samples. Only while
-// grid runs is its radio model fitted, before the swap, so grid never
-// runs on an unfitted model; for the other algorithms the edit skips the
-// fit (seconds on a large unplaced site) and Start(grid) makes it. Start
-// stores a grid run under cfgMu, so this load sees it.
+// grid (or fusion, which runs it) runs is its radio model fitted, before
+// the swap, so grid never runs on an unfitted model; for the other
+// algorithms the edit skips the fit (seconds on a large unplaced site)
+// and Start(grid) makes it. Start stores a grid run under cfgMu, so this
+// load sees it.
 func (e *Engine) rebuild() {
 	e.gen++
 	m := buildModel(e.gen, e.p, e.site, e.samples)
-	if r := e.run.Load(); r != nil && r.name == AlgGrid {
+	if r := e.run.Load(); r != nil && needsGrid(r.name) {
 		m = m.withGrid(e.gen)
 	}
 	e.model.Store(m)
@@ -196,7 +197,7 @@ func (e *Engine) Start(name string) error {
 	}
 	e.runMu.Lock()
 	defer e.runMu.Unlock()
-	if name == AlgGrid {
+	if needsGrid(name) {
 		// Under cfgMu until the run is stored: an edit waits, then sees
 		// grid running and fits its model too; an edit that came first
 		// is the model fitted here.
@@ -214,6 +215,9 @@ func (e *Engine) Start(name string) error {
 	e.run.Store(&run{name: name, alg: alg, since: now})
 	return nil
 }
+
+// needsGrid reports whether the algorithm runs grid's radio model.
+func needsGrid(name string) bool { return name == AlgGrid || name == AlgFusion }
 
 // Stop stops tracking; open zone intervals are closed.
 func (e *Engine) Stop() {

@@ -41,7 +41,7 @@ func TestTagOffsetIsLearned(t *testing.T) {
 	s := gridSite(4, 4, false)
 	samples := surveySamples(s, 10, 3, rand.New(rand.NewPCG(1, 2)))
 	const stays = 12
-	for _, alg := range []string{AlgKNN, AlgFilter, AlgBayes, AlgGrid} {
+	for _, alg := range []string{AlgKNN, AlgFilter, AlgBayes, AlgGrid, AlgFusion} {
 		h := tracking(t, Options{}, s, samples, alg)
 		right := tourLouder(h, s, -7, stays, rand.New(rand.NewPCG(3, 4)))
 		t.Logf("%s: %d of %d stays right, estimate %.2f dB", alg, right, stays, offsetOf(h, "WAT-1"))
@@ -313,7 +313,7 @@ func TestSlowStaggeredAdvertiserIsTracked(t *testing.T) {
 		{2200 * time.Millisecond, 20 * time.Millisecond},
 		{3 * time.Second, 60 * time.Millisecond},
 	} {
-		for _, alg := range []string{AlgFilter, AlgBayes, AlgGrid} {
+		for _, alg := range []string{AlgFilter, AlgBayes, AlgGrid, AlgFusion} {
 			h := tracking(t, Options{}, s, samples, alg)
 			right := staggeredTourAt(h, s, 12, 0, c.interval, c.spacing)
 			if right < 11 {
@@ -504,7 +504,7 @@ func TestWindowMean(t *testing.T) {
 func TestSpreadScanDecidesAsOne(t *testing.T) {
 	s := gridSite(4, 4, false)
 	samples := surveySamples(s, 10, 3, rand.New(rand.NewPCG(1, 2)))
-	for _, alg := range []string{AlgFilter, AlgBayes, AlgGrid} {
+	for _, alg := range []string{AlgFilter, AlgBayes, AlgGrid, AlgFusion} {
 		h := tracking(t, Options{}, s, samples, alg)
 		rng := rand.New(rand.NewPCG(5, 6))
 		differ, scans := 0, 0

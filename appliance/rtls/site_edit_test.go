@@ -69,23 +69,29 @@ func TestDeletedZoneMakesItsBeaconsUnknownAtOnce(t *testing.T) {
 }
 
 // Configure (the appliance's reload) builds the model once, so with grid
-// running a reload fits the radio model once, not once for the site and
-// again for the samples.
+// (or fusion, which runs it) running a reload fits the radio model once,
+// not once for the site and again for the samples; Start fits it first.
 func TestConfigureBuildsOnce(t *testing.T) {
 	fits := 0
 	gridFitHook = func() { fits++ }
 	defer func() { gridFitHook = nil }()
-	h := newHarness(t, Options{})
-	s := gridSite(3, 1, true)
-	h.e.SetSite(s)
-	if err := h.e.Start(AlgGrid); err != nil {
-		t.Fatal(err)
-	}
-	fits = 0
-	gen := h.e.model.Load().gen
-	h.e.Configure(s, []Sample{{Zone: 1, RSSI: map[[6]byte]float64{gwMAC(1): -50}}})
-	if m := h.e.model.Load(); fits != 1 || m.gen != gen+1 || len(m.samples) != 1 || !m.grid.fitted {
-		t.Fatalf("Configure: %d fits, generation %d -> %d, %d samples", fits, gen, m.gen, len(m.samples))
+	for _, alg := range []string{AlgGrid, AlgFusion} {
+		h := newHarness(t, Options{})
+		s := gridSite(3, 1, true)
+		h.e.SetSite(s)
+		fits = 0
+		if err := h.e.Start(alg); err != nil {
+			t.Fatal(err)
+		}
+		if fits != 1 || !h.e.model.Load().grid.fitted {
+			t.Fatalf("%s: Start made %d fits", alg, fits)
+		}
+		fits = 0
+		gen := h.e.model.Load().gen
+		h.e.Configure(s, []Sample{{Zone: 1, RSSI: map[[6]byte]float64{gwMAC(1): -50}}})
+		if m := h.e.model.Load(); fits != 1 || m.gen != gen+1 || len(m.samples) != 1 || !m.grid.fitted {
+			t.Fatalf("%s: Configure: %d fits, generation %d -> %d, %d samples", alg, fits, gen, m.gen, len(m.samples))
+		}
 	}
 }
 

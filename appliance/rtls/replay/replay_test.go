@@ -63,7 +63,7 @@ func writeDataset(t testing.TB, placed bool) string {
 func TestRunOnSyntheticWalk(t *testing.T) {
 	for _, placed := range []bool{true, false} {
 		rs := replayDir(t, writeDataset(t, placed))
-		if len(rs) != 6 {
+		if len(rs) != 7 {
 			t.Fatalf("%d results", len(rs))
 		}
 		for _, r := range rs {

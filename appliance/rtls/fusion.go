@@ -1,0 +1,85 @@
+package rtls
+
+import "math"
+
+// fusion runs hmm's zone filter and grid's position filter side by side
+// on the same readings and reports from the logarithmic opinion pool of
+// their zone posteriors: each zone's pooled probability is proportional
+// to the geometric mean of the two filters' (equal weights, no fit).
+//
+// The two make different mistakes. The zone filter reads the survey's
+// fingerprints (which gateways are heard together and how loud, zone by
+// zone) but has no notion of where in a zone a beacon stands; grid reads
+// a fitted radio law and moves a position at walking pace but trusts the
+// law where the fingerprints would know better. A confident wrong belief
+// of one is seldom shared by the other, and the pooled odds that change
+// the zone (SwitchOdds, as for bayes and grid) need both to lean the same
+// way: on the outside generator's sets and the walks this halves the
+// flips of the better of the two at equal or better accuracy
+// (docs/performance.md, "fusion").
+//
+// The zone change is direct, as for bayes and grid (the pool's grid half
+// is not walked over the zone graph). Without a fitted grid (no zone has
+// an area, no modelled gateway) fusion is the zone filter alone with that
+// direct change.
+type fusion struct{}
+
+func (fusion) info(m *model) AlgorithmInfo {
+	params := map[string]any{"mean_stay_ms": m.p.MeanStay.Milliseconds(), "evidence": m.p.Evidence, "window_weight": m.temper, "knn_weight": m.knnW,
+		"switch_odds": m.p.SwitchOdds, "sigma_db": m.p.Sigma, "sigma_floor_db": m.p.SigmaFloor,
+		"floor_dbm": m.p.Floor, "sample_window_ms": m.p.SampleWindow.Milliseconds(), "decide_every_ms": m.p.DecideEvery.Milliseconds(),
+		"pool": "logarithmic, equal weights", "grid_cells": 0, "gateways_modelled": 0}
+	if g := m.grid; g != nil {
+		params["grid_cells"], params["gateways_modelled"] = len(g.czone), g.modelled
+	}
+	return infoOf(AlgFusion, "hmm's zone filter and grid's position filter on the same readings; the zone from the geometric mean of their posteriors, with odds hysteresis",
+		commonParams(&m.p, params), m.lacks(false, false, false, true))
+}
+
+// poolFloor keeps a zone one filter rules out (grid's mass can be 0)
+// from ruling it out for both: the pool stays finite and the other's
+// evidence can still move it.
+const poolFloor = 1e-12
+
+func (fusion) update(m *model, p *Params, b *beacon, _ *reading, now int64) (int, position) {
+	nz := len(m.zones)
+	if nz == 0 {
+		return -1, position{}
+	}
+	if !beginStep(m, p, b, now) {
+		return b.zone, b.pos
+	}
+	_, okF := stepFilter(m, p, b, now)
+	okG := m.gridReady() && stepGrid(m, p, b, now)
+	if !okF && !okG {
+		return b.zone, b.pos
+	}
+	if len(b.pooled) != nz {
+		b.pooled = make([]float64, nz)
+	}
+	pool(b.pooled, b.belief, b.gmass)
+	b.post = b.pooled
+	return switchZone(p, b, b.pooled, now), position{}
+}
+
+// pool writes to out the normalised geometric mean of the posteriors a
+// and g; without g (grid never updated) out is a.
+func pool(out, a, g []float64) {
+	if len(g) != len(a) {
+		copy(out, a)
+		return
+	}
+	top := math.Inf(-1)
+	for z := range out {
+		out[z] = 0.5 * (math.Log(max(a[z], poolFloor)) + math.Log(max(g[z], poolFloor)))
+		top = max(top, out[z])
+	}
+	var sum float64
+	for z := range out {
+		out[z] = math.Exp(out[z] - top)
+		sum += out[z]
+	}
+	for z := range out {
+		out[z] /= sum
+	}
+}
