@@ -14,9 +14,9 @@ import "math"
 // law where the fingerprints would know better. A confident wrong belief
 // of one is seldom shared by the other, and the pooled odds that change
 // the zone (SwitchOdds, as for bayes and grid) need both to lean the same
-// way: on the outside generator's sets and the walks this halves the
-// flips of the better of the two at equal or better accuracy
-// (docs/performance.md, "fusion").
+// way: on most of the outside generator's sets and the walks it flips
+// less than either alone at their accuracy or better (docs/performance.md,
+// "fusion", which also has where grid alone does better).
 //
 // The zone change is direct, as for bayes and grid (the pool's grid half
 // is not walked over the zone graph). Without a fitted grid (no zone has
