@@ -587,3 +587,46 @@ func rewriteTest(t *testing.T, dir string, edit func(i int, f []string)) {
 	}
 	writeFile(t, filepath.Join(dir, "test.csv"), strings.Join(lines, "\n")+"\n")
 }
+
+// TestSurveyOrderIsTheBeacons: the survey's samples come beacon after
+// beacon in the order of their ids, whatever order the recording and
+// Go's maps give: the order decides k-NN's ties and the calibration's
+// sums, so a random one made a replay score differently from run to run.
+func TestSurveyOrderIsTheBeacons(t *testing.T) {
+	dir := writeDataset(t, true)
+	// Three beacons surveying one zone each, all at once, listed out of
+	// order: C in Z3, A in Z1, B in Z2.
+	var b strings.Builder
+	b.WriteString("t_ms,gateway,beacon,rssi,zone,x,y\n")
+	for s := int64(0); s < 10; s++ {
+		for _, r := range []string{"C,-80,Z3", "A,-50,Z1", "B,-65,Z2"} {
+			f := strings.Split(r, ",")
+			fmt.Fprintf(&b, "%d,G1,%s,%s,%s,,\n", 1_700_000_000_000+1000*s, f[0], f[1], f[2])
+		}
+	}
+	writeFile(t, filepath.Join(dir, "train.csv"), b.String())
+	ds, err := Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for run := 0; run < 12; run++ {
+		r, err := newRig(ds, t.TempDir(), Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		samples, err := r.survey(ds, time.Minute)
+		r.close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var order []uint64
+		for _, s := range samples {
+			if len(order) == 0 || order[len(order)-1] != s.Zone {
+				order = append(order, s.Zone)
+			}
+		}
+		if want := []uint64{ds.ZoneID["Z1"], ds.ZoneID["Z2"], ds.ZoneID["Z3"]}; !slices.Equal(order, want) {
+			t.Fatalf("run %d: the samples' zones come in the order %v, want %v (beacons A, B, C)", run, order, want)
+		}
+	}
+}
