@@ -19,9 +19,10 @@ import "math"
 // "fusion", which also has where grid alone does better).
 //
 // The zone change is direct, as for bayes and grid (the pool's grid half
-// is not walked over the zone graph). Without a fitted grid (no zone has
-// an area, no modelled gateway) fusion is the zone filter alone with that
-// direct change.
+// is not walked over the zone graph). Where grid cannot run (no zone has
+// an area, no gateway it can model) or learned nothing from a reading (no
+// gateway it models heard the beacon), the decision is the zone filter's
+// alone, with that direct change.
 type fusion struct{}
 
 func (fusion) info(m *model) AlgorithmInfo {
@@ -50,14 +51,23 @@ func (fusion) update(m *model, p *Params, b *beacon, _ *reading, now int64) (int
 		return b.zone, b.pos
 	}
 	_, okF := stepFilter(m, p, b, now)
-	okG := m.gridReady() && stepGrid(m, p, b, now)
+	okG := m.gridReady() && m.grid.shaped && stepGrid(m, p, b, now)
 	if !okF && !okG {
 		return b.zone, b.pos
 	}
 	if len(b.pooled) != nz {
 		b.pooled = make([]float64, nz)
 	}
-	pool(b.pooled, b.belief, b.gmass)
+	// grid's masses count only when it has just updated: when no
+	// gateway it models heard the beacon it learned nothing, and its
+	// last belief, however certain, would hold the pool where the
+	// beacon was (a room heard only by a gateway the fit could not
+	// model: fusion stayed in the room left, at pooled odds of 9.96).
+	g := b.gmass
+	if !okG {
+		g = nil
+	}
+	pool(b.pooled, b.belief, g)
 	b.post = b.pooled
 	return switchZone(p, b, b.pooled, now), position{}
 }

@@ -3,7 +3,9 @@ package rtls
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
+	"time"
 )
 
 // TestFusionKnownAnswer: with placed gateways and no survey (both halves
@@ -32,6 +34,11 @@ func TestFusionKnownAnswer(t *testing.T) {
 		standAt(h, s, "WAT-1", 50, 50, 2, 30, rng)
 		if z := h.zone("WAT-1"); z != 1 {
 			t.Fatalf("samples=%v: zone %d after moving, want 1", withSamples, z)
+		}
+		for _, a := range h.e.Algorithms() {
+			if a.Name == AlgFusion && (!a.Ready || a.Params["grid_cells"] != 900 || a.Params["gateways_modelled"] != 9 || a.Params["pool"] == nil) {
+				t.Fatalf("samples=%v: fusion's info %+v", withSamples, a)
+			}
 		}
 		if b := h.state("WAT-1"); len(b.gmass) != 9 || len(b.belief) != 9 || len(b.post) != 9 || &b.post[0] != &b.pooled[0] {
 			t.Fatalf("samples=%v: fusion did not run both filters (grid %d, zone filter %d zones)", withSamples, len(b.gmass), len(b.belief))
@@ -89,5 +96,90 @@ func TestFusionSwitchesOnlyWhenBothLean(t *testing.T) {
 		if got := switchZone(&p, b, out, 1000); got != c.want {
 			t.Errorf("filter %v, grid %v: pooled %.4f, zone %d, want %d", c.filter, c.grid, out, got, c.want)
 		}
+	}
+}
+
+// TestFusionForgetsAGridThatLearnsNothing: a room heard only by a gateway
+// the survey heard too rarely for grid to model it. There grid learns
+// nothing, and its last belief (certain of the room the tag left) must
+// not hold the pool: fusion follows the zone filter into the room, as
+// hmm and bayes do. (Pooling grid's stale masses, it stayed in the room
+// left for the whole minute, at pooled odds of 9.96.)
+func TestFusionForgetsAGridThatLearnsNothing(t *testing.T) {
+	s := gridSite(3, 1, false)
+	g3 := s.Gateways[2].MAC
+	var samples []Sample
+	for _, sm := range surveySamples(s, 4, 2, rand.New(rand.NewPCG(1, 2))) {
+		for mac := range sm.RSSI {
+			if (sm.Zone == 3) != (mac == g3) {
+				delete(sm.RSSI, mac) // zone 3 hears only gateway 3; no other zone hears it
+			}
+		}
+		samples = append(samples, sm)
+	}
+	for _, alg := range []string{AlgFilter, AlgFusion} {
+		h := tracking(t, Options{}, s, samples, alg)
+		if m := h.e.model.Load(); alg == AlgFusion && m.grid.gw[m.gwIdx[g3]].ok {
+			t.Fatalf("%s: grid models gateway 3 (the test needs it unmodelled)", alg)
+		}
+		rng := rand.New(rand.NewPCG(3, 4))
+		for i := 0; i < 20; i++ { // in zone 1, gateway 3 silent
+			for _, g := range s.Gateways[:2] {
+				h.sight("WAT-1", g.MAC, modelRSSI(g.X, g.Y, 50, 50)+(rng.Float64()*2-1)*2)
+			}
+			h.clk.Advance(time.Second)
+		}
+		if z := h.zone("WAT-1"); z != 1 {
+			t.Fatalf("%s: zone %d in zone 1", alg, z)
+		}
+		for i := 0; i < 30; i++ { // in zone 3, only gateway 3 hears it
+			h.sight("WAT-1", g3, -55+(rng.Float64()*2-1)*2)
+			h.clk.Advance(time.Second)
+		}
+		if z := h.zone("WAT-1"); z != 3 {
+			t.Errorf("%s: zone %d after 30 s in zone 3", alg, z)
+		}
+	}
+}
+
+// TestFusionWithoutShapes: zones drawn without an area give grid no
+// distances (one cell each, all at the origin); fusion then decides on
+// the zone filter alone, exactly as it would without grid.
+func TestFusionWithoutShapes(t *testing.T) {
+	s := gridSite(3, 3, false)
+	samples := surveySamples(s, 5, 2, rand.New(rand.NewPCG(1, 1)))
+	flat := s
+	flat.Zones = slices.Clone(s.Zones)
+	for i := range flat.Zones {
+		flat.Zones[i].X1, flat.Zones[i].Y1, flat.Zones[i].X2, flat.Zones[i].Y2 = 0, 0, 0, 0
+	}
+	h := tracking(t, Options{}, flat, samples, AlgFusion)
+	if m := h.e.model.Load(); m.grid.shaped {
+		t.Fatal("a grid of flat zones counts as shaped")
+	}
+	if m := tracking(t, Options{}, s, samples, AlgFusion).e.model.Load(); !m.grid.shaped {
+		t.Fatal("a grid of 10 m zones does not count as shaped")
+	}
+	rng := rand.New(rand.NewPCG(5, 6))
+	standAt(h, s, "WAT-1", 250, 250, 2, 10, rng) // readings as in zone 9
+	b := h.state("WAT-1")
+	if z := h.zone("WAT-1"); z != 9 || len(b.cells) != 0 || !slices.Equal(b.pooled, b.belief) {
+		t.Fatalf("flat zones: zone %d, grid cells %d, pooled %v, zone filter %v", z, len(b.cells), b.pooled, b.belief)
+	}
+}
+
+// TestSwitchZoneRevisesTheFirstFix: within the instant of the first fix
+// (the rest of the first scan) the zone follows the posterior freely;
+// after it, only at SwitchOdds.
+func TestSwitchZoneRevisesTheFirstFix(t *testing.T) {
+	p := DefaultParams()
+	b := newBeacon("WAT-1")
+	b.zone, b.fixed, b.decided = 0, 1000, 1000
+	post := []float64{0.4, 0.6}
+	if z := switchZone(&p, b, post, 1000); z != 1 {
+		t.Fatalf("the first scan's rest: zone %d, want 1", z)
+	}
+	if z := switchZone(&p, b, post, 2000); z != 0 {
+		t.Fatalf("a second later at 1.5:1: zone %d, want 0", z)
 	}
 }

@@ -98,7 +98,11 @@ type gridLayout struct {
 	// gateways the fit will model (planGridGateways).
 	gwMap    []int32
 	modelled int
-	pool     sync.Pool // *gridScratch
+	// shaped: some zone has an area. Without one every zone is a single
+	// cell at its corner and the law has no distances to work with;
+	// fusion then leaves grid out.
+	shaped bool
+	pool   sync.Pool // *gridScratch
 }
 
 type gridGW struct {
@@ -154,6 +158,9 @@ func (m *model) buildGrid() {
 	}
 	for id := range byMap {
 		g.mapIDs = append(g.mapIDs, id)
+	}
+	for z := range m.zones {
+		g.shaped = g.shaped || zoneArea(&m.zones[z]) > 0
 	}
 	slices.Sort(g.mapIDs)
 	// Every zone gets at least one cell, so a site of more zones than

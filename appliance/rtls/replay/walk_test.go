@@ -44,30 +44,47 @@ func TestFilterLeadsOnNoisyWalk(t *testing.T) {
 	}
 }
 
-// TestFusionFlipsLessThanEitherHalf: fusion changes zone on the pooled
-// odds of hmm's zone filter and grid, so on walks where each of them
-// alone flips it flips less than both, at their accuracy (walk A seeds
-// 11 and 101: hmm 68.1% / 0.29 and 71.5 / 0.57 flips a minute, grid
-// 67.8 / 0.29 and 70.4 / 0.48, fusion 67.6 / 0.17 and 73.3 / 0.22).
-// Deciding on either half alone fails it.
-func TestFusionFlipsLessThanEitherHalf(t *testing.T) {
-	for _, seed := range walkSettings[0].seeds[:2] {
-		w := walkSettings[0].w
-		w.seed = seed
-		by := map[string]*Result{}
-		rs := evalWalk(t, w, "A")
-		for i := range rs {
-			by[rs[i].Algorithm] = &rs[i]
-		}
-		f := by["fusion"]
-		for _, half := range []string{"hmm", "grid"} {
-			o := by[half]
-			if f.FlipsPerMin() >= o.FlipsPerMin() || f.Accuracy() < o.Accuracy()-0.01 {
-				t.Errorf("walk A seed %d: fusion %.1f%% / %.2f flips a minute, %s %.1f%% / %.2f",
-					seed, 100*f.Accuracy(), f.FlipsPerMin(), half, 100*o.Accuracy(), o.FlipsPerMin())
+// TestFusionOnTheWalks: fusion changes zone on the pooled odds of hmm's
+// zone filter and grid, so on walks A and B (means over five seeds) it
+// is at least as accurate as either half and flips less than hmm and
+// about as little as grid (2026-11-26: A hmm 69.1% / 0.67 flips a
+// minute, grid 70.6 / 0.24, fusion 71.4 / 0.24; B 35.2 / 1.57, 36.7 /
+// 0.55, 39.0 / 0.55). Deciding on either half alone fails it. (On walk
+// C grid alone flips less: docs/performance.md.)
+func TestFusionOnTheWalks(t *testing.T) {
+	for _, s := range walkSettings[:2] {
+		acc, flips := map[string]float64{}, map[string]float64{}
+		for _, seed := range s.seeds {
+			w := s.w
+			w.seed = seed
+			ds := loadWalk(t, w)
+			rs, err := Run(ds, Options{Algorithms: []string{"hmm", "grid", "fusion"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, r := range rs {
+				acc[r.Algorithm] += r.Accuracy() / float64(len(s.seeds))
+				flips[r.Algorithm] += r.FlipsPerMin() / float64(len(s.seeds))
 			}
 		}
+		t.Logf("walk %s, five seeds: accuracy %v, flips a minute %v", s.name, acc, flips)
+		if acc["fusion"] < max(acc["hmm"], acc["grid"]) || flips["fusion"] >= flips["hmm"] || flips["fusion"] > 1.1*flips["grid"] {
+			t.Errorf("walk %s: fusion %.1f%% / %.2f flips a minute; hmm %.1f / %.2f, grid %.1f / %.2f", s.name,
+				100*acc["fusion"], flips["fusion"], 100*acc["hmm"], flips["hmm"], 100*acc["grid"], flips["grid"])
+		}
 	}
+}
+
+// loadWalk writes w to a temporary directory and loads it.
+func loadWalk(t *testing.T, w walk) *Dataset {
+	t.Helper()
+	dir := t.TempDir()
+	writeWalk(t, dir, w)
+	ds, err := Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ds
 }
 
 func writeFile(t *testing.T, path, body string) {
