@@ -16,14 +16,11 @@ func TestFusionKnownAnswer(t *testing.T) {
 	for _, withSamples := range []bool{true, false} {
 		s := gridSite(3, 3, !withSamples)
 		rng := rand.New(rand.NewPCG(12, 13))
-		h := newHarness(t, Options{})
-		h.e.SetSite(s)
+		var samples []Sample
 		if withSamples {
-			h.e.SetSamples(surveySamples(s, 5, 2, rng))
+			samples = surveySamples(s, 5, 2, rng)
 		}
-		if err := h.e.Start(AlgFusion); err != nil {
-			t.Fatal(err)
-		}
+		h := tracking(t, Options{}, s, samples, AlgFusion)
 		if m := h.e.model.Load(); !m.gridReady() {
 			t.Fatalf("samples=%v: fusion runs without a fitted grid", withSamples)
 		}
