@@ -4,7 +4,8 @@ import (
 	"cmp"
 	"math"
 	"slices"
-	"sync"
+
+	"beaconhub/appliance/assets"
 )
 
 // grid is a Bayes filter over positions, not zones: the zones are cut
@@ -78,6 +79,22 @@ type gridModel struct {
 	// (offset.go; 0 dB, the survey tag's, at nOffsets/2), made with the
 	// fit.
 	offs *gridOffsets
+	// scratch per shard of the engine's beacon state: stepGrid runs under
+	// its beacon's shard lock, so one buffer a shard is never shared, and
+	// a decision allocates nothing (a sync.Pool allocated whenever a
+	// collection emptied it, and under the race detector, which drops a
+	// share of what is put back, at one decision in five).
+	scratch [assets.NShards]*gridScratch
+}
+
+// scratchOf is the buffer of b's shard, made at its first use.
+func (g *gridModel) scratchOf(b *beacon) *gridScratch {
+	i := assets.UIDHash(b.uid) % assets.NShards
+	if g.scratch[i] == nil {
+		nc := len(g.czone)
+		g.scratch[i] = &gridScratch{ll: make([]float32, nc), tmp: make([]float32, nc)}
+	}
+	return g.scratch[i]
 }
 
 // gridLayout is the part of the grid that needs no fit: the cells, the
@@ -102,7 +119,6 @@ type gridLayout struct {
 	// cell at its corner and the law has no distances to work with;
 	// fusion then leaves grid out.
 	shaped bool
-	pool   sync.Pool // *gridScratch
 }
 
 type gridGW struct {
@@ -259,7 +275,6 @@ func (m *model) buildGrid() {
 		g.mix = append(g.mix, float32(math.Min(1, r*r)))
 	}
 	g.nbrOff = append(g.nbrOff, int32(len(g.nbr)))
-	g.pool.New = func() any { return &gridScratch{ll: make([]float32, nc), tmp: make([]float32, nc)} }
 	m.planGridGateways()
 }
 
@@ -665,8 +680,7 @@ func stepGrid(m *model, p *Params, b *beacon, now int64) bool {
 		b.gmass = make([]float64, len(m.zones))
 		b.gstepped, b.absentW = now, 0
 	}
-	sc := g.pool.Get().(*gridScratch)
-	defer g.pool.Put(sc)
+	sc := g.scratchOf(b)
 	dt := now - b.gstepped
 	// The rest of the scan the last update began with, if that update
 	// did begin (it returns early when nothing modelled was heard).
