@@ -115,9 +115,10 @@ type gridLayout struct {
 	// gateways the fit will model (planGridGateways).
 	gwMap    []int32
 	modelled int
-	// shaped: some zone has an area. Without one every zone is a single
-	// cell at its corner and the law has no distances to work with;
-	// fusion then leaves grid out.
+	// shaped: every zone has an area. A zone without one is a single
+	// cell at its corner, where the law puts it at the wrong distance
+	// from every gateway; fusion then leaves grid out (one flat zone of
+	// twelve cost it 6 points).
 	shaped bool
 }
 
@@ -175,8 +176,9 @@ func (m *model) buildGrid() {
 	for id := range byMap {
 		g.mapIDs = append(g.mapIDs, id)
 	}
+	g.shaped = len(m.zones) > 0
 	for z := range m.zones {
-		g.shaped = g.shaped || zoneArea(&m.zones[z]) > 0
+		g.shaped = g.shaped && zoneArea(&m.zones[z]) > 0
 	}
 	slices.Sort(g.mapIDs)
 	// Every zone gets at least one cell, so a site of more zones than

@@ -1,7 +1,10 @@
 package rtls
 
 import (
+	"bytes"
+	"maps"
 	"math"
+	"slices"
 	"sort"
 )
 
@@ -158,7 +161,10 @@ func buildModel(gen uint64, p Params, site Site, samples []Sample) *model {
 		if _, ok := m.zoneIdx[s.Zone]; !ok {
 			continue
 		}
-		for mac := range s.RSSI {
+		// In the MACs' order, not the map's: a gateway's index decides
+		// the order of sums and ties over gateways (learnGatewayZones),
+		// and a sample can name gateways the site no longer has.
+		for _, mac := range slices.SortedFunc(maps.Keys(s.RSSI), func(a, b [6]byte) int { return bytes.Compare(a[:], b[:]) }) {
 			addGW(mac)
 		}
 	}

@@ -46,7 +46,7 @@ func TestFilterLeadsOnNoisyWalk(t *testing.T) {
 
 // TestFusionOnTheWalks: fusion changes zone on the pooled odds of hmm's
 // zone filter and grid, so on walks A and B (means over five seeds) it
-// is at least as accurate as either half and flips less than hmm and
+// is more accurate than either half and flips less than hmm and
 // about as little as grid (2026-11-26: A hmm 69.1% / 0.67 flips a
 // minute, grid 70.6 / 0.24, fusion 71.4 / 0.24; B 35.2 / 1.57, 36.7 /
 // 0.55, 39.0 / 0.55). Deciding on either half alone fails it. (On walk
@@ -68,7 +68,8 @@ func TestFusionOnTheWalks(t *testing.T) {
 			}
 		}
 		t.Logf("walk %s, five seeds: accuracy %v, flips a minute %v", s.name, acc, flips)
-		if acc["fusion"] < max(acc["hmm"], acc["grid"]) || flips["fusion"] >= flips["hmm"] || flips["fusion"] > 1.1*flips["grid"] {
+		// Half a point: deciding on grid alone gives grid's figures.
+		if acc["fusion"] < max(acc["hmm"], acc["grid"])+0.005 || flips["fusion"] >= flips["hmm"] || flips["fusion"] > 1.1*flips["grid"] {
 			t.Errorf("walk %s: fusion %.1f%% / %.2f flips a minute; hmm %.1f / %.2f, grid %.1f / %.2f", s.name,
 				100*acc["fusion"], flips["fusion"], 100*acc["hmm"], flips["hmm"], 100*acc["grid"], flips["grid"])
 		}
