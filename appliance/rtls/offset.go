@@ -123,12 +123,53 @@ func (o *tagOffset) learn(m *model, p *Params, b *beacon, now int64) {
 	} else if len(b.belief) == nz {
 		pi = b.belief
 	}
+	// Only a surveyed zone says how loud the survey tag was there; an
+	// unsurveyed one is the law's extrapolation, whose error reads as an
+	// offset. A window whose belief is mostly in unsurveyed zones is not
+	// scored (grid, with its own belief there, ran a tag to +4.5 dB on a
+	// site whose test walked where the survey never went, and scored
+	// 19% against 56% without the estimate), and the others are scored
+	// on their surveyed zones only.
+	surveyed := func(z int) bool { return m.zoneSurveyed == nil || m.zoneSurveyed[z] }
+	if m.zoneSurveyed != nil {
+		w := pi
+		if w == nil {
+			// A memoryless algorithm holds no belief: the window's own
+			// evidence at the current estimate says where the tag is.
+			zs := sc.zs[:0]
+			for z := 0; z < nz; z++ {
+				zs = append(zs, int32(z))
+			}
+			if _, ok := scoreWindow(m, p, b, now, cover, o.a, zs, nil, sc.ll); !ok {
+				return
+			}
+			top := math.Inf(-1)
+			for _, v := range sc.ll {
+				top = math.Max(top, v)
+			}
+			for z, v := range sc.ll {
+				sc.ll[z] = math.Exp(m.temper * (v - top))
+			}
+			w = sc.ll
+		}
+		var in, all float64
+		for z, v := range w {
+			all += v
+			if surveyed(z) {
+				in += v
+			}
+		}
+		if in < 0.5*all {
+			o.at = now
+			return
+		}
+	}
 	zs, top := sc.zs[:0], 0.0
 	for _, v := range pi {
 		top = math.Max(top, v)
 	}
 	for z := 0; z < nz; z++ {
-		if pi == nil || pi[z] >= 1e-4*top {
+		if (pi == nil || pi[z] >= 1e-4*top) && surveyed(z) {
 			zs = append(zs, int32(z))
 		}
 	}

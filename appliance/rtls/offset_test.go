@@ -567,3 +567,42 @@ func TestSpreadScanRevisesItsFirstFix(t *testing.T) {
 		}
 	}
 }
+
+// TestTagOffsetIsNotLearnedWhereTheSurveyNeverWent: in zones the survey
+// left out, the reading model is the law's extrapolation, not a
+// measurement, and its error reads as an offset: readings 6 dB under the
+// law there (a wall, or a quieter tag: nothing tells them apart) must not
+// move the estimate (grid, holding its own belief there, ran a tag to
+// +4.5 dB on a site whose test walked where the survey never went). The
+// same tag in surveyed zones is learned as before.
+func TestTagOffsetIsNotLearnedWhereTheSurveyNeverWent(t *testing.T) {
+	s := gridSite(4, 4, true)
+	var samples []Sample
+	for _, sm := range surveySamples(s, 8, 3, rand.New(rand.NewPCG(1, 2))) {
+		if sm.Zone < 13 { // the last row of zones (13-16) is not surveyed
+			samples = append(samples, sm)
+		}
+	}
+	for _, alg := range []string{AlgKNN, AlgFilter, AlgGrid, AlgFusion} {
+		h := tracking(t, Options{}, s, samples, alg)
+		rng := rand.New(rand.NewPCG(5, 6))
+		for i := 0; i < 8; i++ { // four minutes in the unsurveyed row
+			z := s.Zones[12+i%4]
+			standLouder(h, s, "WAT-1", z.X1+20+rng.Float64()*60, z.Y1+20+rng.Float64()*60, -6, 3, 30, rng)
+		}
+		// k-NN holds no belief: the window's own evidence says whether
+		// the tag is in a surveyed zone, and a reading 6 dB under the
+		// law can look like a surveyed zone farther off (-1.2 dB; -6.2
+		// when every window was scored).
+		if v := offsetOf(h, "WAT-1"); math.Abs(v) > 1.5 || alg != AlgKNN && math.Abs(v) > 0.5 {
+			t.Errorf("%s: offset %.2f dB after four minutes in unsurveyed zones", alg, v)
+		}
+		for i := 0; i < 8; i++ { // four minutes in surveyed zones
+			z := s.Zones[i%12]
+			standLouder(h, s, "WAT-1", z.X1+20+rng.Float64()*60, z.Y1+20+rng.Float64()*60, -6, 3, 30, rng)
+		}
+		if v := offsetOf(h, "WAT-1"); v > -4 {
+			t.Errorf("%s: offset %.2f dB after four minutes in surveyed zones, 6 dB quieter", alg, v)
+		}
+	}
+}
