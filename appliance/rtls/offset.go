@@ -151,6 +151,8 @@ func (o *tagOffset) learn(m *model, p *Params, b *beacon, now int64) {
 				sc.ll[z] = math.Exp(m.temper * (v - top))
 			}
 			w = sc.ll
+		} else if !readable(m, p, b, now) {
+			return // an empty window is no try: the next report tries
 		}
 		var in, all float64
 		for z, v := range w {
@@ -172,6 +174,13 @@ func (o *tagOffset) learn(m *model, p *Params, b *beacon, now int64) {
 		if (pi == nil || pi[z] >= 1e-4*top) && surveyed(z) {
 			zs = append(zs, int32(z))
 		}
+	}
+	if len(zs) == 0 {
+		// Every surveyed zone under 1e-4 of the top (more than 5,000 of
+		// them with the rest of the belief elsewhere): nothing to score,
+		// and scoring nothing would make the estimate NaN.
+		o.at = now
+		return
 	}
 	// Scored at the table offsets k0-step, k0 and k0+step, all within
 	// the tables' range: an estimate at the bound must still be able to
@@ -230,6 +239,20 @@ func (o *tagOffset) learn(m *model, p *Params, b *beacon, now int64) {
 		b.rds[i].ema -= a - o.a
 	}
 	o.a = a
+}
+
+// readable reports whether b's window holds a reading the estimate
+// reads (as windowLL does with m.surveyed: a modelled gateway the survey
+// heard).
+func readable(m *model, p *Params, b *beacon, now int64) bool {
+	win := b.window(p, now)
+	for i := range b.rds {
+		rd := &b.rds[i]
+		if rd.fresh(win, now) && m.hasEm[rd.g] && (m.surveyed == nil || m.surveyed[rd.g]) {
+			return true
+		}
+	}
+	return false
 }
 
 // offsetDeadZone (dB) is taken off the magnitude of every applied

@@ -606,3 +606,28 @@ func TestTagOffsetIsNotLearnedWhereTheSurveyNeverWent(t *testing.T) {
 		}
 	}
 }
+
+// TestTagOffsetSkipNeedsAReading: a window whose belief is in unsurveyed
+// zones is skipped until offsetEvery windows later, but only a window
+// with readings in it: the first report after a silence finds its window
+// empty, and the next report must try again, as everywhere else.
+func TestTagOffsetSkipNeedsAReading(t *testing.T) {
+	s := gridSite(4, 4, true)
+	var samples []Sample
+	for _, sm := range surveySamples(s, 8, 3, rand.New(rand.NewPCG(1, 2))) {
+		if sm.Zone < 13 {
+			samples = append(samples, sm)
+		}
+	}
+	h := tracking(t, Options{}, s, samples, AlgFilter)
+	z := s.Zones[13]
+	standLouder(h, s, "WAT-1", z.X1+50, z.Y1+50, 0, 3, 30, rand.New(rand.NewPCG(5, 6)))
+	h.clk.Advance(h.e.Params().Stale + time.Second)
+	b, m := h.state("WAT-1"), h.e.model.Load()
+	p := h.e.Params()
+	at, now := b.off.at, h.clk.Now().UnixMilli()
+	b.off.learn(m, &p, b, now)
+	if b.off.at != at {
+		t.Fatalf("an empty window moved the next try: at %d -> %d (now %d)", at, b.off.at, now)
+	}
+}
