@@ -103,17 +103,8 @@ func TestFusionSwitchesOnlyWhenBothLean(t *testing.T) {
 // hmm and bayes do. (Pooling grid's stale masses, it stayed in the room
 // left for the whole minute, at pooled odds of 9.96.)
 func TestFusionForgetsAGridThatLearnsNothing(t *testing.T) {
-	s := gridSite(3, 1, false)
+	s, samples := roomOfOneGateway()
 	g3 := s.Gateways[2].MAC
-	var samples []Sample
-	for _, sm := range surveySamples(s, 4, 2, rand.New(rand.NewPCG(1, 2))) {
-		for mac := range sm.RSSI {
-			if (sm.Zone == 3) != (mac == g3) {
-				delete(sm.RSSI, mac) // zone 3 hears only gateway 3; no other zone hears it
-			}
-		}
-		samples = append(samples, sm)
-	}
 	for _, alg := range []string{AlgFilter, AlgFusion} {
 		h := tracking(t, Options{}, s, samples, alg)
 		if m := h.e.model.Load(); alg == AlgFusion && m.grid.gw[m.gwIdx[g3]].ok {
@@ -154,17 +145,8 @@ func TestFusionForgetsAGridThatLearnsNothing(t *testing.T) {
 // now and then, and the zone changed 34 times in ten stays of two
 // minutes, ten of them the arrival (pooled as undecided: 18).
 func TestFusionHeardByGridNowAndThen(t *testing.T) {
-	s := gridSite(3, 1, false)
+	s, samples := roomOfOneGateway()
 	g2, g3 := s.Gateways[1], s.Gateways[2].MAC
-	var samples []Sample
-	for _, sm := range surveySamples(s, 4, 2, rand.New(rand.NewPCG(1, 2))) {
-		for mac := range sm.RSSI {
-			if (sm.Zone == 3) != (mac == g3) {
-				delete(sm.RSSI, mac)
-			}
-		}
-		samples = append(samples, sm)
-	}
 	changes := 0
 	for seed := uint64(0); seed < 10; seed++ {
 		h := tracking(t, Options{}, s, samples, AlgFusion)
@@ -241,4 +223,22 @@ func TestSwitchZoneRevisesTheFirstFix(t *testing.T) {
 	if z := switchZone(&p, b, post, 2000); z != 0 {
 		t.Fatalf("a second later at 1.5:1: zone %d, want 0", z)
 	}
+}
+
+// roomOfOneGateway is three zones in a row with a gateway each, surveyed
+// so that zone 3 hears only gateway 3 and no other zone hears it: too
+// few samples for grid to model gateway 3.
+func roomOfOneGateway() (Site, []Sample) {
+	s := gridSite(3, 1, false)
+	g3 := s.Gateways[2].MAC
+	var samples []Sample
+	for _, sm := range surveySamples(s, 4, 2, rand.New(rand.NewPCG(1, 2))) {
+		for mac := range sm.RSSI {
+			if (sm.Zone == 3) != (mac == g3) {
+				delete(sm.RSSI, mac)
+			}
+		}
+		samples = append(samples, sm)
+	}
+	return s, samples
 }
