@@ -23,6 +23,7 @@ import (
 // stays of 10-20 s, has too little signal for any tracker to lead
 // clearly: docs/performance.md.)
 func TestFilterLeadsOnNoisyWalk(t *testing.T) {
+	t.Parallel() // a walk replay: seconds, tens of them under the race detector
 	for _, w := range []walk{
 		{seed: 11, grid: 4, gateways: 12, pathLoss: 2.5, noise: 6, miss: 0.3, legs: 40, stayMin: 20},
 		{seed: 7, grid: 3, gateways: 15, pathLoss: 2, noise: 4, miss: 0.2, legs: 40, stayMin: 30},
@@ -52,6 +53,7 @@ func TestFilterLeadsOnNoisyWalk(t *testing.T) {
 // 0.55, 39.0 / 0.55). Deciding on either half alone fails it. (On walk
 // C grid alone flips less: docs/performance.md.)
 func TestFusionOnTheWalks(t *testing.T) {
+	t.Parallel() // a walk replay: seconds, tens of them under the race detector
 	for _, s := range walkSettings[:2] {
 		acc, flips := map[string]float64{}, map[string]float64{}
 		for _, seed := range s.seeds {
@@ -347,6 +349,7 @@ func posDist(a, b string) float64 {
 // accuracy; without it they lose half of it or more, so the walks do
 // test the estimate. The learned offset is checked too.
 func TestTagOffsetOnWalk(t *testing.T) {
+	t.Parallel() // a walk replay: seconds, tens of them under the race detector
 	noOffset := rtls.DefaultParams()
 	noOffset.OffsetTau = -1
 	for _, c := range []struct {
@@ -399,6 +402,7 @@ func TestTagOffsetOnWalk(t *testing.T) {
 // seed 101 (53.7% / 0.89 flips a minute; 63.2% / 0.43 without any
 // estimate; 61.3% / 0.47 with the half-dB dead zone).
 func TestTagOffsetOfAFastAdvertiser(t *testing.T) {
+	t.Parallel() // a walk replay: seconds, tens of them under the race detector
 	w := walkSettings[0].w
 	w.seed, w.rate = 101, 10
 	for _, r := range evalWalk(t, w, "A at 10 Hz") {
@@ -443,6 +447,7 @@ func quieter(t *testing.T) {
 // gateway's readings as the survey did (rtls reading.windowMean) they
 // flip less than at one report a second and are as accurate or more.
 func TestFiltersHoldAtFiveReportsASecond(t *testing.T) {
+	t.Parallel() // a walk replay: seconds, tens of them under the race detector
 	for _, c := range []struct {
 		setting int
 		acc     map[string]float64 // least accuracy
@@ -479,6 +484,7 @@ func TestFiltersHoldAtFiveReportsASecond(t *testing.T) {
 // 71.1% with whole scans; refined by the rest of the scan, 71.8%,
 // refineSpan).
 func TestSpreadScansKeepTheirEvidence(t *testing.T) {
+	t.Parallel() // a walk replay: seconds, tens of them under the race detector
 	for _, c := range []struct {
 		setting int
 		seed    uint64
@@ -507,6 +513,7 @@ func TestSpreadScansKeepTheirEvidence(t *testing.T) {
 // of 10 units a metre, the metre drawing's 10 m zones were 1 m wide,
 // under one of grid's cells.
 func TestWalkInMetres(t *testing.T) {
+	t.Parallel() // a walk replay: seconds, tens of them under the race detector
 	w := walk{seed: 7, grid: 3, gateways: 15, pathLoss: 2, noise: 4, miss: 0.2, legs: 12, stayMin: 30}
 	acc := map[float64]map[string]float64{}
 	for _, u := range []float64{10, 1, 100} {
