@@ -231,7 +231,7 @@ func BenchmarkWSHubOnEvent(b *testing.B) {
 	srv := &Server{log: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	hub := newWSHub(srv, fake, WSOptions{SendBuffer: 1 << 16})
 	defer hub.close()
-	c := &wsClient{hub: hub, send: make(chan outFrame, 1<<16), done: make(chan struct{}), subs: map[string]bool{}}
+	c := &wsClient{hub: hub, send: make(chan outFrame, 1<<16), done: make(chan struct{}), read: make(chan struct{}), subs: map[string]bool{}}
 	hub.add(c, chanTrack+"WATCHED", "WATCHED", false)
 	go func() {
 		for range c.send {

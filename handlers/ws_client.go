@@ -26,6 +26,10 @@ type wsClient struct {
 	conn *websocket.Conn
 	send chan outFrame
 	done chan struct{}
+	// read is closed when the reader has ended: after a close frame the
+	// writer waits for it (the peer's close reply ends the read) before
+	// closing the socket.
+	read chan struct{}
 	once sync.Once
 	// closeCode and closeText are the close frame the writer sends.
 	closeCode atomic.Int32
@@ -123,7 +127,22 @@ func (c *wsClient) writer() {
 			if code := int(c.closeCode.Load()); code != websocket.CloseAbnormalClosure {
 				// Short: a peer that does not take a close frame at once
 				// is not worth holding the goroutines for.
-				_ = c.conn.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(code, text), time.Now().Add(min(o.WriteWait, time.Second)))
+				wait := min(o.WriteWait, time.Second)
+				if c.conn.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(code, text), time.Now().Add(wait)) == nil {
+					// The closing handshake: the socket closes when the
+					// peer has replied (its close frame ends the reader),
+					// or after wait. Closed at once, it took the peer's
+					// pong to a ping sent just before as a reason to reset
+					// the connection, and the peer read "broken pipe"
+					// instead of the close frame (one run in nine of
+					// TestWSSessionFollowsAccountChanges on a busy host).
+					t := time.NewTimer(wait)
+					select {
+					case <-c.read:
+					case <-t.C:
+					}
+					t.Stop()
+				}
 			}
 			return
 		}
@@ -201,6 +220,7 @@ func (c *wsClient) write(f outFrame) error {
 func (c *wsClient) reader() {
 	o := c.hub.opts
 	defer func() {
+		close(c.read)
 		c.shut(websocket.CloseNormalClosure, "")
 		c.hub.remove(c)
 		c.hub.wg.Done()

@@ -174,7 +174,7 @@ func (h *wsHub) wantsDebug(uid string) bool {
 // returns the client (nil when the hub is closed).
 func (h *wsHub) serve(conn *websocket.Conn, sess *wsSession) *wsClient {
 	c := &wsClient{hub: h, conn: conn, send: make(chan outFrame, h.opts.SendBuffer),
-		done: make(chan struct{}), subs: map[string]bool{}}
+		done: make(chan struct{}), read: make(chan struct{}), subs: map[string]bool{}}
 	if sess != nil {
 		c.sess.Store(sess)
 		c.checked = time.Now()
