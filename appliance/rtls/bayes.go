@@ -26,12 +26,10 @@ import "math"
 type bayes struct{}
 
 func (bayes) info(m *model) AlgorithmInfo {
+	params := filterParams(m)
+	params["lost"] = m.p.Lost
 	return infoOf(AlgBayes, "naive-Bayes classifier of heard and unheard gateways with a sticky uniform-transition prior (forgetting time MeanStay) and odds hysteresis",
-		commonParams(&m.p, map[string]any{"mean_stay_ms": m.p.MeanStay.Milliseconds(), "evidence": m.p.Evidence, "window_weight": m.temper, "knn_weight": m.knnW,
-			"switch_odds": m.p.SwitchOdds, "sigma_db": m.p.Sigma, "sigma_floor_db": m.p.SigmaFloor,
-			"floor_dbm": m.p.Floor, "lost": m.p.Lost, "sample_window_ms": m.p.SampleWindow.Milliseconds(),
-			"decide_every_ms": m.p.DecideEvery.Milliseconds()}),
-		m.lacks(false, false, false, true))
+		commonParams(&m.p, params), m.lacks(false, false, false, true))
 }
 
 func (bayes) update(m *model, p *Params, b *beacon, _ *reading, now int64) (int, position) {

@@ -413,7 +413,7 @@ func windowLL(m *model, p *Params, b *beacon, now int64, cover, off float64, ems
 	}
 	for i := range b.rds {
 		rd := &b.rds[i]
-		if !rd.fresh(win, now) || !m.hasEm[rd.g] || use != nil && !use[rd.g] {
+		if !m.readsWindow(rd, win, now, use) {
 			continue
 		}
 		any = true

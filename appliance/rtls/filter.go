@@ -35,10 +35,15 @@ type filter struct{}
 
 func (filter) info(m *model) AlgorithmInfo {
 	return infoOf(AlgFilter, "adjacency-constrained Bayes filter (HMM) over zones; naive-Bayes likelihood of heard and unheard gateways from survey samples, or the log-distance model",
-		commonParams(&m.p, map[string]any{"mean_stay_ms": m.p.MeanStay.Milliseconds(), "evidence": m.p.Evidence, "window_weight": m.temper, "knn_weight": m.knnW,
-			"switch_odds": m.p.SwitchOdds, "sigma_db": m.p.Sigma, "sigma_floor_db": m.p.SigmaFloor,
-			"floor_dbm": m.p.Floor, "sample_window_ms": m.p.SampleWindow.Milliseconds(), "decide_every_ms": m.p.DecideEvery.Milliseconds()}),
-		m.lacks(false, false, false, true))
+		commonParams(&m.p, filterParams(m)), m.lacks(false, false, false, true))
+}
+
+// filterParams are the parameters of the zone filter, which hmm, bayes
+// and fusion share.
+func filterParams(m *model) map[string]any {
+	return map[string]any{"mean_stay_ms": m.p.MeanStay.Milliseconds(), "evidence": m.p.Evidence, "window_weight": m.temper, "knn_weight": m.knnW,
+		"switch_odds": m.p.SwitchOdds, "sigma_db": m.p.Sigma, "sigma_floor_db": m.p.SigmaFloor,
+		"floor_dbm": m.p.Floor, "sample_window_ms": m.p.SampleWindow.Milliseconds(), "decide_every_ms": m.p.DecideEvery.Milliseconds()}
 }
 
 // stepMS bounds one prediction step so a long gap is integrated in

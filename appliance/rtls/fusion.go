@@ -27,10 +27,8 @@ import "math"
 type fusion struct{}
 
 func (fusion) info(m *model) AlgorithmInfo {
-	params := map[string]any{"mean_stay_ms": m.p.MeanStay.Milliseconds(), "evidence": m.p.Evidence, "window_weight": m.temper, "knn_weight": m.knnW,
-		"switch_odds": m.p.SwitchOdds, "sigma_db": m.p.Sigma, "sigma_floor_db": m.p.SigmaFloor,
-		"floor_dbm": m.p.Floor, "sample_window_ms": m.p.SampleWindow.Milliseconds(), "decide_every_ms": m.p.DecideEvery.Milliseconds(),
-		"pool": "logarithmic, equal weights", "grid_cells": 0, "gateways_modelled": 0}
+	params := filterParams(m)
+	params["pool"], params["grid_cells"], params["gateways_modelled"] = "logarithmic, equal weights", 0, 0
 	if g := m.grid; g != nil {
 		params["grid_cells"], params["gateways_modelled"] = len(g.czone), g.modelled
 	}

@@ -242,17 +242,21 @@ func (o *tagOffset) learn(m *model, p *Params, b *beacon, now int64) {
 }
 
 // readable reports whether b's window holds a reading the estimate
-// reads (as windowLL does with m.surveyed: a modelled gateway the survey
-// heard).
+// reads (scoreWindow's windowLL, with m.surveyed).
 func readable(m *model, p *Params, b *beacon, now int64) bool {
 	win := b.window(p, now)
 	for i := range b.rds {
-		rd := &b.rds[i]
-		if rd.fresh(win, now) && m.hasEm[rd.g] && (m.surveyed == nil || m.surveyed[rd.g]) {
+		if m.readsWindow(&b.rds[i], win, now, m.surveyed) {
 			return true
 		}
 	}
 	return false
+}
+
+// readsWindow reports whether windowLL reads rd in a window of win ms to
+// now: fresh, of a gateway with a reading model, and in use (nil: all).
+func (m *model) readsWindow(rd *reading, win, now int64, use []bool) bool {
+	return rd.fresh(win, now) && m.hasEm[rd.g] && (use == nil || use[rd.g])
 }
 
 // offsetDeadZone (dB) is taken off the magnitude of every applied
