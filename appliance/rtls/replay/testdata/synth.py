@@ -1,7 +1,10 @@
 #!/usr/bin/env python3
 """Synthetic walk dataset in the rssi-replay format.
 usage: synth.py OUTDIR [--zones CxR] [--zsize M] [--gws N] [--beacons B] [--train-s S] [--test-s S]
-       [--hz F] [--pos known|null|mix] [--seed K] [--dwell S] [--phear P]"""
+       [--hz F] [--pos known|null|mix] [--seed K] [--dwell S] [--phear P] [--offset-scale F]
+
+Each walk's tag is heard uniform(-2, 2) dB off the law, times --offset-scale
+(0: every tag is the survey tag; the draws, and so the walks, stay the same)."""
 import argparse, json, math, os, random
 ap=argparse.ArgumentParser()
 ap.add_argument('out'); ap.add_argument('--zones',default='4x3'); ap.add_argument('--zsize',type=float,default=10)
@@ -11,6 +14,7 @@ ap.add_argument('--hz',type=float,default=1.0); ap.add_argument('--pos',default=
 ap.add_argument('--seed',type=int,default=1); ap.add_argument('--dwell',type=float,default=60)
 ap.add_argument('--phear',type=float,default=0.9); ap.add_argument('--t0',type=int,default=1700000000000)
 ap.add_argument('--gwcols',type=int,default=0)
+ap.add_argument('--offset-scale',type=float,default=1.0)
 a=ap.parse_args()
 rnd=random.Random(a.seed)
 C,R=map(int,a.zones.split('x')); S=a.zsize
@@ -44,7 +48,7 @@ def walk(dur,bid,t0,out):
     c,r=rnd.randrange(C),rnd.randrange(R)
     x,y=(c+0.5)*S,(r+0.5)*S
     tx,ty=x,y; t=0.0; next_hop=rnd.expovariate(1/a.dwell)
-    off=rnd.uniform(-2,2)
+    off=rnd.uniform(-2,2)*a.offset_scale
     dt=1.0/a.hz
     while t<dur:
         if t>=next_hop:
