@@ -93,6 +93,9 @@ type beacon struct {
 	// off is how much louder than the survey tag this tag is heard
 	// (offset.go); it survives resets, being the tag's, not the model's.
 	off tagOffset
+	// goff is fusion's second estimate, its grid half's against grid's
+	// law (learnOffsets); off is then its zone filter's.
+	goff tagOffset
 }
 
 func newBeacon(uid string) *beacon {

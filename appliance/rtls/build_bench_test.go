@@ -31,6 +31,20 @@ func BenchmarkModelBuild(b *testing.B) {
 			}
 		})
 	}
+	// Placed, the same site places its survey (placeSurvey) instead of
+	// searching positions.
+	b.Run("SetSamples/grid/placed", func(b *testing.B) {
+		placed := gridSite(14, 14, true)
+		h := newHarness(b, Options{})
+		h.e.SetSite(placed)
+		if err := h.e.Start(AlgGrid); err != nil {
+			b.Fatal(err)
+		}
+		b.ResetTimer()
+		for i := 0; i < b.N; i++ {
+			h.e.SetSamples(samples)
+		}
+	})
 	b.Run("Start/grid", func(b *testing.B) {
 		h := newHarness(b, Options{})
 		h.e.SetSite(s)

@@ -273,7 +273,7 @@ func (e *Engine) Observe(bt *ingest.Batch, w *ingest.Writes) {
 		// millisecond, so the reports of one scan are all read with the
 		// same offset, in whatever order they come.
 		b.track(t)
-		b.off.learn(m, &e.p, b, t)
+		b.learnOffsets(m, &e.p, t, r.name)
 		rd := b.sight(m, &e.p, bt.Gateway, o.RSSI, t)
 		e.emitDebug(b)
 		z, pos := r.alg.update(m, &e.p, b, rd, t)
