@@ -120,7 +120,7 @@ func buildModel(gen uint64, p Params, site Site, samples []Sample) *model {
 		m.zones = append(m.zones, z)
 	}
 	nz := len(m.zones)
-	m.offs = newOffsetTables(nz)
+	m.offs = newOffsetTables()
 	m.adj = make([][]int, nz)
 	for i, z := range m.zones {
 		for _, id := range z.Adjacent {

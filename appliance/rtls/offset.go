@@ -3,7 +3,8 @@ package rtls
 import (
 	"math"
 	"slices"
-	"sync"
+
+	"beaconhub/appliance/assets"
 )
 
 // A site surveys with one tag and tracks many: another model, another
@@ -139,8 +140,7 @@ func (o *tagOffset) learn(m *model, p *Params, b *beacon, now int64, law bool) {
 	}
 	o.tried = now
 	cover := b.coverSince(p, o.burst, now)
-	sc := m.offs.scratch.Get().(*offsetScratch)
-	defer m.offs.scratch.Put(sc)
+	sc := m.offs.scratchOf(b, nz)
 	// The belief over zones the algorithm decides on (grid's zone
 	// masses, fusion's pooled posterior, else the zone filters'),
 	// summed over the zones within 1e-4 of the most probable (the rest
@@ -354,10 +354,25 @@ type offsetTables struct {
 	// miss is per offsetIndex, nil at 0 dB (the model's own em and
 	// missZone) and without survey samples (nothing counted to move).
 	miss [nOffsets]*missTable
-	// scratch holds the estimate's per-zone buffers: a beacon's own
-	// would cost 12 bytes per zone for each of 10,000 beacons, and the
-	// cache misses with them.
-	scratch sync.Pool // *offsetScratch
+	// scratch holds the estimate's buffers per shard of the engine's
+	// beacon state (learn runs under its beacon's shard lock, so a
+	// shard's is never shared): a beacon's own would cost 12 bytes per
+	// zone for each of 10,000 beacons, and the cache misses with them;
+	// a sync.Pool allocated whenever a collection emptied it, and under
+	// the race detector, which drops a share of what is put back, at
+	// fusion's estimates now and then (TestSteadyStateDoesNotAllocate).
+	// The model and its fitted copy (withGrid) share it, as they share
+	// the engine's shard locks.
+	scratch [assets.NShards]*offsetScratch
+}
+
+// scratchOf is the buffer of b's shard, made at its first use.
+func (t *offsetTables) scratchOf(b *beacon, nz int) *offsetScratch {
+	i := assets.UIDHash(b.uid) % assets.NShards
+	if t.scratch[i] == nil {
+		t.scratch[i] = &offsetScratch{ll: make([]float64, nz), zs: make([]int32, 0, nz)}
+	}
+	return t.scratch[i]
 }
 
 type offsetScratch struct {
@@ -369,11 +384,7 @@ type offsetScratch struct {
 	cells []float64
 }
 
-func newOffsetTables(nz int) *offsetTables {
-	t := &offsetTables{}
-	t.scratch.New = func() any { return &offsetScratch{ll: make([]float64, nz), zs: make([]int32, 0, nz)} }
-	return t
-}
+func newOffsetTables() *offsetTables { return &offsetTables{} }
 
 // buildOffsetTables makes the zone filters' miss tables and the
 // estimate's reading model (emT) from the survey-trained em, at model
