@@ -88,6 +88,7 @@ type gridModel struct {
 	anchors int
 	ocells  []int32
 	omu     []float32 // mu of the ocells: [g*len(ocells)+j]
+	omap    []int     // map mi's ocells are [omap[mi], omap[mi+1])
 	// scratch per shard of the engine's beacon state: stepGrid runs under
 	// its beacon's shard lock, so one buffer a shard is never shared, and
 	// a decision allocates nothing (a sync.Pool allocated whenever a
@@ -456,12 +457,26 @@ func (m *model) fitGridGateways() {
 	// the "not heard" tables, which copy theirs.
 	g.ocells = g.ocells[:0]
 	if g.anchors >= minAnchors {
-		stride := max(1, nc/offsetCells)
-		for c := 0; c < nc; c += stride {
+		for c := 0; c < nc; c++ {
 			if m.zoneSurveyed == nil || m.zoneSurveyed[g.czone[c]] {
 				g.ocells = append(g.ocells, int32(c))
 			}
 		}
+		if k := (len(g.ocells) + offsetCells - 1) / offsetCells; k > 1 {
+			thin := g.ocells[:0]
+			for i := 0; i < len(g.ocells); i += k {
+				thin = append(thin, g.ocells[i])
+			}
+			g.ocells = thin
+		}
+	}
+	// Cells are laid out map by map: each map's scored cells are one run.
+	g.omap = make([]int, len(g.mapIDs)+1)
+	for _, c := range g.ocells {
+		g.omap[g.cmap[c]+1]++
+	}
+	for i := range g.mapIDs {
+		g.omap[i+1] += g.omap[i]
 	}
 	n := len(g.ocells)
 	g.omu = make([]float32, ng*n)

@@ -528,15 +528,16 @@ func scoreWindow(m *model, p *Params, b *beacon, now int64, cover, off float64, 
 }
 
 // offsetCells bounds the cells scoreCells reads a window in (every
-// len/offsetCells-th of the surveyed zones' cells, gridModel.ocells): the
+// k-th of the surveyed zones' cells, at most offsetCells, gridModel.ocells): the
 // sum over positions is smooth at the scale of a cell or two, and the
 // whole grid three times a window costs as much as a grid update.
-const offsetCells = 128
+const offsetCells = 256
 
 // scoreCells is scoreWindow on grid's law, at the offsets k0-offsetStep,
 // k0 and k0+offsetStep (l): the log of the sum over the cells of
 // surveyed zones of the window's likelihood there (cellsLL), reading the
-// anchors (model.anchor) in the window of now.
+// anchors (model.anchor) in the window ending at now (learn passes the
+// last sighting).
 //
 // The position is left open over the whole grid, every cell alike, not
 // weighed by grid's belief: that belief was formed with the offset
@@ -583,8 +584,11 @@ func (m *model) readsLaw() bool { return m.gridReady() && m.grid.anchors >= minA
 const minAnchors = 3
 
 // anchor reports whether gateway gi's law can say how loud a tag should
-// be where it stands: modelled by grid, placed, and heard by the survey
-// (or no survey at all). An unplaced gateway's position is searched
+// be where it stands: modelled by grid, placed, and fitted on its map's
+// survey (or no survey at all): a placed gateway its floor's survey
+// heard too seldom keeps the default law, and one on a floor never
+// surveyed, heard across the floor by the survey of another, put the
+// survey tag at +1.7 to +3.2 dB (a review). An unplaced gateway's position is searched
 // together with its law on samples taken to be at their zones' centres,
 // and without known positions where in its zone each sample was cannot
 // be told (placeSurvey); read against such laws, the survey tag itself
@@ -592,7 +596,8 @@ const minAnchors = 3
 // and grid lost 3 points of walk A. Without minAnchors anchors (UCI,
 // the walks) the estimate stays on the zone filters' models.
 func (m *model) anchor(gi int) bool {
-	return m.grid.gw[gi].ok && m.gwPlaced[gi] && (m.surveyed == nil || m.surveyed[gi])
+	gw := &m.grid.gw[gi]
+	return gw.ok && m.gwPlaced[gi] && (len(m.samples) == 0 || gw.fittedOnSurvey)
 }
 
 // cellsLL writes to l, at the offsets k0-offsetStep, k0 and
@@ -625,12 +630,19 @@ func (g *gridModel) cellsLL(hx []float32, cover, k0 float64, ll []float64, l *[3
 		if x != x {
 			continue // silent: in the anchors' sum
 		}
+		// Only the cells of the gateway's own map: the law has it
+		// practically never heard on another floor, so a reading heard
+		// across the floor was impossibly loud on every cell there and a
+		// larger offset always fitted better (the survey tag went to +5.3
+		// dB on a review's two-floor site). Its "not heard" term there
+		// is about 0, and is left in the anchors' sum.
 		gw := &g.gw[gi]
+		lo, hi := g.omap[gw.mapIdx], g.omap[gw.mapIdx+1]
 		mu := g.omu[gi*n : (gi+1)*n]
 		for i, t := range ts {
 			v := k0 + float64((i-1)*offsetStep)
 			lm, out := t.olm[gi*n:(gi+1)*n], ll[i*n:(i+1)*n]
-			for j := range out {
+			for j := lo; j < hi; j++ {
 				d := float64(x) - v - float64(mu[j])
 				out[j] += gw.lhitK - d*d*gw.inv2s2 - cover*float64(lm[j])
 			}
