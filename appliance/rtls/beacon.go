@@ -3,6 +3,8 @@ package rtls
 import (
 	"math"
 	"math/bits"
+
+	"beaconhub/appliance/assets"
 )
 
 // reading is one gateway's view of one beacon.
@@ -40,8 +42,13 @@ const histN = 16
 // beacon is the live state of one tracked beacon.
 type beacon struct {
 	uid string
-	gen uint64 // model generation the algorithm state belongs to
-	rds []reading
+	// shard is the index of the engine's shard that holds the beacon
+	// (uid's hash, assets.NShards): the per-shard scratch buffers of grid
+	// and the tag offset estimate are picked by it, without hashing the
+	// uid again at every decision.
+	shard uint32
+	gen   uint64 // model generation the algorithm state belongs to
+	rds   []reading
 
 	heard   int64 // Unix ms of the last sighting
 	decided int64 // Unix ms of the last decision (rate limit)
@@ -99,7 +106,7 @@ type beacon struct {
 }
 
 func newBeacon(uid string) *beacon {
-	return &beacon{uid: uid, zone: -1, cand: -1, gw: -1, challenger: -1}
+	return &beacon{uid: uid, shard: assets.UIDHash(uid) % assets.NShards, zone: -1, cand: -1, gw: -1, challenger: -1}
 }
 
 // reset drops everything that was computed against another model or

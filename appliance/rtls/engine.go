@@ -335,7 +335,7 @@ func (e *Engine) Rename(oldUID, newUID string) {
 			if cur != nil && (*cur).open {
 				ops = append(ops, closeOp(newUID, (*cur).since, now))
 			}
-			b.uid = newUID
+			b.uid, b.shard = newUID, nh%assets.NShards
 			*sn.V.Add(nh, newUID) = b
 		}
 	}

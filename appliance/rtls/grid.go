@@ -99,12 +99,11 @@ type gridModel struct {
 
 // scratchOf is the buffer of b's shard, made at its first use.
 func (g *gridModel) scratchOf(b *beacon) *gridScratch {
-	i := assets.UIDHash(b.uid) % assets.NShards
-	if g.scratch[i] == nil {
+	if g.scratch[b.shard] == nil {
 		nc := len(g.czone)
-		g.scratch[i] = &gridScratch{ll: make([]float32, nc), tmp: make([]float32, nc)}
+		g.scratch[b.shard] = &gridScratch{ll: make([]float32, nc), tmp: make([]float32, nc)}
 	}
-	return g.scratch[i]
+	return g.scratch[b.shard]
 }
 
 // gridLayout is the part of the grid that needs no fit: the cells, the

@@ -368,11 +368,10 @@ type offsetTables struct {
 
 // scratchOf is the buffer of b's shard, made at its first use.
 func (t *offsetTables) scratchOf(b *beacon, nz int) *offsetScratch {
-	i := assets.UIDHash(b.uid) % assets.NShards
-	if t.scratch[i] == nil {
-		t.scratch[i] = &offsetScratch{ll: make([]float64, nz), zs: make([]int32, 0, nz)}
+	if t.scratch[b.shard] == nil {
+		t.scratch[b.shard] = &offsetScratch{ll: make([]float64, nz), zs: make([]int32, 0, nz)}
 	}
-	return t.scratch[i]
+	return t.scratch[b.shard]
 }
 
 type offsetScratch struct {
