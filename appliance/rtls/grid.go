@@ -423,7 +423,16 @@ func (m *model) fitGridGateways() {
 				p0: m.p.TxPower, n: m.p.PathLoss, sig: m.p.Sigma, miss: m.p.Lost}
 		}
 	}
-	m.placeSurvey()
+	// The anchors (model.anchor) are known once every gateway is fitted:
+	// placing the survey refits their laws, not which they are.
+	var anchors []int
+	for gi := range g.gw {
+		if m.anchor(gi) {
+			anchors = append(anchors, gi)
+		}
+	}
+	g.anchors = len(anchors)
+	m.placeSurvey(anchors)
 	for gi := range g.gw {
 		if gw := &g.gw[gi]; gw.ok {
 			gw.lhitK = math.Log(1-gw.miss) - math.Log(gw.sig)
@@ -439,17 +448,10 @@ func (m *model) fitGridGateways() {
 		ppm := m.pixelsPerMeter(g.mapIDs[gw.mapIdx])
 		for c := 0; c < nc; c++ {
 			mu := g.floor - 4*gw.sig // another floor: practically never heard
-			if int(g.cmap[c]) == gw.mapIdx {
-				d := math.Max(math.Hypot(gw.x-float64(g.cx[c]), gw.y-float64(g.cy[c]))/ppm, 0.5)
+			if d, ok := g.cellDist(gw, c, ppm); ok {
 				mu = gw.p0 - 10*gw.n*math.Log10(d)
 			}
 			g.mu[gi*nc+c] = float32(mu)
-		}
-	}
-	g.anchors = 0
-	for gi := range g.gw {
-		if m.anchor(gi) {
-			g.anchors++
 		}
 	}
 	// The tag offset estimate's cells and their laws (cellsLL), before
@@ -461,13 +463,7 @@ func (m *model) fitGridGateways() {
 				g.ocells = append(g.ocells, int32(c))
 			}
 		}
-		if k := (len(g.ocells) + offsetCells - 1) / offsetCells; k > 1 {
-			thin := g.ocells[:0]
-			for i := 0; i < len(g.ocells); i += k {
-				thin = append(thin, g.ocells[i])
-			}
-			g.ocells = thin
-		}
+		g.ocells = thinTo(g.ocells, offsetCells)
 	}
 	// Cells are laid out map by map: each map's scored cells are one run.
 	g.omap = make([]int, len(g.mapIDs)+1)
@@ -491,6 +487,16 @@ func (m *model) fitGridGateways() {
 	g.fitted = true
 }
 
+// cellDist is the distance in metres (at least half a metre, where the
+// law stops) from gateway gw to cell c, ppm its map's pixels per metre;
+// false when c is on another map.
+func (g *gridModel) cellDist(gw *gridGW, c int, ppm float64) (float64, bool) {
+	if int(g.cmap[c]) != gw.mapIdx {
+		return 0, false
+	}
+	return math.Max(math.Hypot(gw.x-float64(g.cx[c]), gw.y-float64(g.cy[c]))/ppm, 0.5), true
+}
+
 // buildMiss is the "not heard" model of a tag heard v dB louder than the
 // survey tag: each modelled gateway misses a reading when it falls under
 // the floor (its expectation moved by v) or, otherwise, with its lost
@@ -511,10 +517,11 @@ func (m *model) buildMiss(v float64) *gridMiss {
 			t.lmiss[gi*nc+c] = lm
 			t.base[c] += lm
 		}
+		anchor := m.anchor(gi)
 		for j, c := range g.ocells {
 			lm := t.lmiss[gi*nc+int(c)]
 			t.olm[gi*n+j] = lm
-			if m.anchor(gi) {
+			if anchor {
 				t.oanchors[j] += lm
 			}
 		}
@@ -625,6 +632,20 @@ func (m *model) fitGridGateway(gi int, gw *gridGW) {
 	*gw = gridGW{ok: true, x: bx, y: by, mapIdx: gw.mapIdx, p0: best.p0, n: best.n, sig: best.sig, miss: best.miss, fittedOnSurvey: true}
 }
 
+// thinTo keeps every k-th of cs, k the smallest that leaves at most most
+// (in place).
+func thinTo(cs []int32, most int) []int32 {
+	k := (len(cs) + most - 1) / most
+	if k <= 1 {
+		return cs
+	}
+	thin := cs[:0]
+	for i := 0; i < len(cs); i += k {
+		thin = append(thin, cs[i])
+	}
+	return thin
+}
+
 // placeRounds is how many rounds of placing the survey placeSurvey
 // makes; maxPlaces bounds where in its zone a sample may have been taken
 // (the zone's cells, every len/maxPlaces-th), and maxPlacePairs the
@@ -650,14 +671,8 @@ const (
 // TestGridOffsetLeavesThePositionOpen). With fewer than minAnchors
 // anchors the places cannot be told and the laws stay as fitted; the
 // other gateways' laws (and unplaced ones' positions) are not refitted.
-func (m *model) placeSurvey() {
+func (m *model) placeSurvey(anchors []int) {
 	g := m.grid
-	var anchors []int
-	for gi := range g.gw {
-		if g.gw[gi].fittedOnSurvey && m.anchor(gi) {
-			anchors = append(anchors, gi)
-		}
-	}
 	if len(anchors) < minAnchors || len(m.samples) == 0 {
 		return
 	}
@@ -666,13 +681,7 @@ func (m *model) placeSurvey() {
 		places[z] = append(places[z], int32(c))
 	}
 	for z, cs := range places {
-		if k := (len(cs) + maxPlaces - 1) / maxPlaces; k > 1 {
-			thin := cs[:0]
-			for i := 0; i < len(cs); i += k {
-				thin = append(thin, cs[i])
-			}
-			places[z] = thin
-		}
+		places[z] = thinTo(cs, maxPlaces)
 	}
 	pairs := 0
 	for i := range m.samples {
@@ -698,9 +707,8 @@ func (m *model) placeSurvey() {
 		ppm := m.pixelsPerMeter(g.mapIDs[gw.mapIdx])
 		for c := range nc {
 			lx[a*nc+c] = math.NaN()
-			if int(g.cmap[c]) == gw.mapIdx {
-				d := math.Hypot(gw.x-float64(g.cx[c]), gw.y-float64(g.cy[c])) / ppm
-				lx[a*nc+c] = -10 * math.Log10(math.Max(d, 0.5))
+			if d, ok := g.cellDist(gw, c, ppm); ok {
+				lx[a*nc+c] = -10 * math.Log10(d)
 			}
 		}
 	}
