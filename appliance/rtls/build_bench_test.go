@@ -18,11 +18,21 @@ func worstSite() (Site, []Sample) {
 // Start(grid) costs on a model built while another algorithm ran.
 func BenchmarkModelBuild(b *testing.B) {
 	s, samples := worstSite()
-	for _, alg := range []string{AlgFilter, AlgGrid} {
-		b.Run("SetSamples/"+alg, func(b *testing.B) {
+	// Placed, the same site places its survey (placeSurvey) instead of
+	// searching positions.
+	for _, run := range []struct {
+		name string
+		site Site
+		alg  string
+	}{
+		{"SetSamples/" + AlgFilter, s, AlgFilter},
+		{"SetSamples/" + AlgGrid, s, AlgGrid},
+		{"SetSamples/grid/placed", gridSite(14, 14, true), AlgGrid},
+	} {
+		b.Run(run.name, func(b *testing.B) {
 			h := newHarness(b, Options{})
-			h.e.SetSite(s)
-			if err := h.e.Start(alg); err != nil {
+			h.e.SetSite(run.site)
+			if err := h.e.Start(run.alg); err != nil {
 				b.Fatal(err)
 			}
 			b.ResetTimer()
@@ -31,20 +41,6 @@ func BenchmarkModelBuild(b *testing.B) {
 			}
 		})
 	}
-	// Placed, the same site places its survey (placeSurvey) instead of
-	// searching positions.
-	b.Run("SetSamples/grid/placed", func(b *testing.B) {
-		placed := gridSite(14, 14, true)
-		h := newHarness(b, Options{})
-		h.e.SetSite(placed)
-		if err := h.e.Start(AlgGrid); err != nil {
-			b.Fatal(err)
-		}
-		b.ResetTimer()
-		for i := 0; i < b.N; i++ {
-			h.e.SetSamples(samples)
-		}
-	})
 	b.Run("Start/grid", func(b *testing.B) {
 		h := newHarness(b, Options{})
 		h.e.SetSite(s)
