@@ -116,14 +116,21 @@ func TestCentroidWithoutPlacementIsNotReady(t *testing.T) {
 	}
 }
 
-// surveySamples makes n noisy samples per zone from the model.
+// surveySamples makes n noisy samples per zone from the model, each
+// within 3 m of its zone's centre (both ways).
 func surveySamples(s Site, n int, noise float64, rng *rand.Rand) []Sample {
+	return surveyWithin(s, n, 30, noise, rng)
+}
+
+// surveyWithin is surveySamples with the samples within spread pixels of
+// their zone's centre (both ways).
+func surveyWithin(s Site, n int, spread, noise float64, rng *rand.Rand) []Sample {
 	var out []Sample
 	for _, z := range s.Zones {
 		cx, cy := (z.X1+z.X2)/2, (z.Y1+z.Y2)/2
 		for i := 0; i < n; i++ {
 			sm := Sample{Zone: z.ID, RSSI: map[[6]byte]float64{}}
-			x, y := cx+(rng.Float64()*2-1)*30, cy+(rng.Float64()*2-1)*30
+			x, y := cx+(rng.Float64()*2-1)*spread, cy+(rng.Float64()*2-1)*spread
 			for _, g := range s.Gateways {
 				if r := modelRSSI(g.X, g.Y, x, y) + (rng.Float64()*2-1)*noise; r >= -95 {
 					sm.RSSI[g.MAC] = r

@@ -111,3 +111,12 @@ func adjacent(s Site, a, b uint64) bool {
 	}
 	return false
 }
+
+// gatewaysInARow is gridSite(4, 3) with only its middle row's gateways,
+// placed: the rooms above and below have none of their own, and every
+// place is heard by at most four gateways, all on one line.
+func gatewaysInARow() Site {
+	s := gridSite(4, 3, true)
+	s.Gateways = s.Gateways[4:8]
+	return s
+}

@@ -695,6 +695,39 @@ func TestGridOffsetLeavesThePositionOpen(t *testing.T) {
 	}
 }
 
+// TestGridOffsetOfALouderTagAmongFewGateways: heard by few gateways, a
+// louder tag also passes for one nearer them, so grid's belief, formed
+// with the offset applied so far, puts it where its window needs less
+// offset. The law's estimate leaves the position open (every cell
+// alike) and finds a tag 3 dB louder touring the site, on average over
+// six tags; weighing the cells by grid's belief kept it near where it
+// started (+1.9 dB). fusion's grid half learns the same estimate
+// (TestFusionGridHalfReadsItsOwnOffset).
+func TestGridOffsetOfALouderTagAmongFewGateways(t *testing.T) {
+	s := gatewaysInARow()
+	samples := recordSurvey(t, s, 40, 0, rand.New(rand.NewPCG(1, 2)))
+	var ests []float64
+	mean := 0.0
+	for seed := range uint64(6) {
+		h := tracking(t, Options{}, s, samples, AlgGrid)
+		if !h.e.model.Load().readsLaw() {
+			t.Fatal("the estimate does not read grid's law")
+		}
+		rng := rand.New(rand.NewPCG(7, 9+seed))
+		for range 30 { // 20 s each at random places of random zones
+			z := s.Zones[rng.IntN(len(s.Zones))]
+			standLouder(h, s, "WAT-1", z.X1+5+rng.Float64()*90, z.Y1+5+rng.Float64()*90, 3, 3, 20, rng)
+		}
+		v := h.state("WAT-1").off.v
+		ests = append(ests, v)
+		mean += v / 6
+	}
+	t.Logf("estimates %.2f dB, mean %.2f", ests, mean)
+	if math.Abs(mean-3) > 0.5 {
+		t.Errorf("offset estimates %.2f dB (mean %.2f) for tags 3 dB louder", ests, mean)
+	}
+}
+
 // TestGridOffsetOfTheSurveyTagLosingReadings: the survey tag itself,
 // heard once a second with 40% of its readings lost (survey and
 // tracking alike), keeps grid's estimate near 0. Scored on the window to
