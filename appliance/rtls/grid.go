@@ -46,7 +46,7 @@ type grid struct{}
 
 func (grid) info(m *model) AlgorithmInfo {
 	g := m.grid
-	params := map[string]any{"switch_odds": m.p.SwitchOdds, "floor_dbm": 0.0, "cells": 0, "cell_px": []float64{},
+	params := map[string]any{"switch_odds": m.p.SwitchOdds, "diffusion_m2": m.p.Diffusion, "floor_dbm": 0.0, "cells": 0, "cell_px": []float64{},
 		"sample_window_ms": m.p.SampleWindow.Milliseconds(), "decide_every_ms": m.p.DecideEvery.Milliseconds(), "gateways_modelled": 0}
 	reason := m.lacks(false, false, false, false)
 	if g != nil {
@@ -151,6 +151,17 @@ const maxGridCells = 1024
 
 // gridStep is the prediction step (one diffusion per second of time).
 const gridStep = 1000
+
+// gridKernelVar (m²) is the variance along each axis of one full
+// neighbour step (diffuse with f = 1 on metre cells): the neighbour
+// weights 1, 0.6 and 0.35 put 2 x 0.6 + 4 x 0.35 = 2.6 of 4.8 one cell
+// off along x. Params.Diffusion is a share of it.
+const gridKernelVar = 2.6 / 4.8
+
+// MaxDiffusion (m² a second) is the largest Params.Diffusion, and its
+// default: one neighbour step a second, a tag that may walk at about
+// 1 m/s at any time.
+const MaxDiffusion = gridKernelVar
 
 // evidencePeriod (ms) is the least time between two readings of one
 // gateway that count in full: BLE beacons advertise about once a second,
@@ -949,11 +960,7 @@ func stepGrid(m *model, p *Params, b *beacon, now int64, off float64) bool {
 		for c, v := range b.cells {
 			b.cells[c] = max(v, 1e-9)
 		}
-		for left, steps := dt, 0; left > 0 && steps < 60; steps++ {
-			s := min(left, gridStep)
-			g.diffuse(b.cells, sc.tmp, float32(s)/gridStep)
-			left -= s
-		}
+		g.predict(b.cells, sc.tmp, dt, p.Diffusion)
 		b.gstepped = now
 	}
 	// Evidence is per unit of time. A gateway banks a period's worth of
@@ -1077,6 +1084,18 @@ func (g *gridModel) addTerm(ll, lmiss []float32, gi int, w float32) {
 	lm := lmiss[gi*nc : (gi+1)*nc]
 	for c := range ll {
 		ll[c] += w * lm[c]
+	}
+}
+
+// predict spreads the belief over dt ms (at most a minute: after that
+// it is spread out anyway) by a random walk adding diffusion m² a second
+// along each axis.
+func (g *gridModel) predict(bel, tmp []float32, dt int64, diffusion float64) {
+	walk := float32(diffusion / gridKernelVar)
+	for left, steps := dt, 0; left > 0 && steps < 60; steps++ {
+		s := min(left, gridStep)
+		g.diffuse(bel, tmp, walk*float32(s)/gridStep)
+		left -= s
 	}
 }
 

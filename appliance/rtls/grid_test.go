@@ -153,6 +153,47 @@ func TestGridPlacesTheSurveyByItsReadings(t *testing.T) {
 	}
 }
 
+// TestGridDiffusionIsAVariance: Params.Diffusion means what it says, on
+// metre cells and on the larger cells of a large site alike: ten
+// seconds of prediction from one cell spread the belief by ten times
+// the diffusion along each axis, in square metres.
+func TestGridDiffusionIsAVariance(t *testing.T) {
+	for _, c := range []struct {
+		site      Site
+		diffusion float64
+	}{
+		{gridSite(3, 3, true), MaxDiffusion}, // 30 m square: metre cells
+		{gridSite(3, 3, true), MaxDiffusion / 4},
+		{gridSite(8, 8, true), MaxDiffusion / 4}, // 80 m: cells of 2.56 m
+	} {
+		h := tracking(t, Options{}, c.site, nil, AlgGrid)
+		g := h.e.model.Load().grid
+		ppm := c.site.Maps[0].PixelsPerMeter
+		mid := float32(c.site.Maps[0].Width / 2)
+		start := 0 // the cell nearest the middle of the map
+		for i := range g.cx {
+			if math.Hypot(float64(g.cx[i]-mid), float64(g.cy[i]-mid)) < math.Hypot(float64(g.cx[start]-mid), float64(g.cy[start]-mid)) {
+				start = i
+			}
+		}
+		bel, tmp := make([]float32, len(g.czone)), make([]float32, len(g.czone))
+		bel[start] = 1
+		g.predict(bel, tmp, 10_000, c.diffusion)
+		var vx, vy, sum float64
+		for i, w := range bel {
+			dx, dy := float64(g.cx[i]-g.cx[start])/ppm, float64(g.cy[i]-g.cy[start])/ppm
+			vx, vy, sum = vx+float64(w)*dx*dx, vy+float64(w)*dy*dy, sum+float64(w)
+		}
+		vx, vy = vx/sum, vy/sum
+		want := 10 * c.diffusion
+		t.Logf("cell %.3g m, diffusion %.3g: variance %.3f, %.3f m² along x, y after 10 s (want %.3f)",
+			g.cellPx[0]/ppm, c.diffusion, vx, vy, want)
+		if math.Abs(vx-want) > 0.05*want || math.Abs(vy-want) > 0.05*want {
+			t.Errorf("cell %.3g m, diffusion %.3g: variance %.3f, %.3f m², want %.3f", g.cellPx[0]/ppm, c.diffusion, vx, vy, want)
+		}
+	}
+}
+
 // TestGridCellsCoverEveryZone: a zone smaller than a cell still gets one,
 // and a large site is held to maxGridCells.
 func TestGridCellsCoverEveryZone(t *testing.T) {

@@ -83,6 +83,11 @@ type Params struct {
 	// from the survey tag a tag is expected to be heard before any of
 	// its readings says so.
 	OffsetSpread float64
+	// Diffusion (m² a second) is how fast grid's belief spreads: the
+	// variance, along each axis, that a second adds to where the tag may
+	// be (a random walk). At most gridKernelVar, one neighbour step a
+	// second.
+	Diffusion float64
 }
 
 // DefaultParams are documented in docs/rtls.md.
@@ -107,6 +112,7 @@ func DefaultParams() Params {
 		Lost:         0.2,
 		OffsetTau:    10 * time.Minute,
 		OffsetSpread: 6,
+		Diffusion:    gridKernelVar,
 	}
 }
 
@@ -149,6 +155,7 @@ func (p Params) withDefaults() Params {
 	setF(&p.SigmaFloor, d.SigmaFloor)
 	setF(&p.Lost, d.Lost)
 	setF(&p.OffsetSpread, d.OffsetSpread)
+	setF(&p.Diffusion, d.Diffusion)
 	if p.K <= 0 {
 		p.K = d.K
 	}
@@ -260,6 +267,8 @@ func (p *Params) check() error {
 		return fmt.Errorf("switch_odds must be at least 1")
 	case p.Margin < 0:
 		return fmt.Errorf("margin must not be negative")
+	case p.Diffusion <= 0 || p.Diffusion > gridKernelVar:
+		return fmt.Errorf("diffusion must be above 0 and at most %.4g m² (one neighbour step a second)", gridKernelVar)
 	}
 	return nil
 }

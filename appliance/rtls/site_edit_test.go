@@ -312,13 +312,17 @@ func TestParamsSet(t *testing.T) {
 	// run as given (0 stands for the default, K is bounded) or that make
 	// no sense; a refusal leaves the value set before.
 	for _, c := range [][2]string{{"switchodds", "30"}, {"mean_stay", "60"}, {"k", "1.5"}, {"sigma", "NaN"},
-		{"lost", "0"}, {"k", "40"}, {"lost", "1.5"}, {"sigma", "-6"}, {"switch_odds", "0.5"}, {"smooth_tau", "0s"}} {
+		{"lost", "0"}, {"k", "40"}, {"lost", "1.5"}, {"sigma", "-6"}, {"switch_odds", "0.5"}, {"smooth_tau", "0s"},
+		{"diffusion", "0.6"}, {"diffusion", "-0.1"}} {
 		if err := p.Set(c[0], c[1]); err == nil {
 			t.Fatalf("%s=%s accepted", c[0], c[1])
 		}
 	}
 	if p.SwitchOdds != 30 || p.K != 7 || p.Lost != DefaultParams().Lost || p.Sigma != DefaultParams().Sigma {
 		t.Fatalf("after refusals: %+v", p)
+	}
+	if err := p.Set("diffusion", "0.1"); err != nil || p.Diffusion != 0.1 {
+		t.Fatalf("diffusion=0.1: %v", err)
 	}
 	if err := p.Set("decide_every", "0s"); err != nil || p.DecideEvery != 0 {
 		t.Fatalf("decide_every=0s (decide on every sighting): %v", err)

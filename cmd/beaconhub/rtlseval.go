@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -56,6 +57,15 @@ func cmdRTLSEval(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "rtls-eval:", err)
 		return 1
 	}
+	// grid's motion is trained on train.csv's walk, as the radio model
+	// is on its readings, unless the command line gives it.
+	var motion string
+	if !slices.ContainsFunc(set, func(s string) bool { return strings.HasPrefix(s, "diffusion=") }) {
+		if d, lag, pairs, ok := ds.Motion(); ok {
+			params.Diffusion = d
+			motion = replay.MotionNote(d, lag, pairs)
+		}
+	}
 	opts := replay.Options{Timeout: *timeout, Params: params}
 	for _, a := range strings.Split(*algs, ",") {
 		if a = strings.TrimSpace(a); a != "" {
@@ -98,6 +108,9 @@ func cmdRTLSEval(args []string, stdout, stderr io.Writer) int {
 		dir, len(ds.Site.Zones), len(ds.Site.Gateways), len(ds.Train), len(ds.Test), ds.Skipped, ds.Markers, ds.Unlabelled, ds.UnlabelledTrain)
 	for _, n := range ds.Notes {
 		fmt.Fprintln(stdout, "note:", n)
+	}
+	if motion != "" {
+		fmt.Fprintln(stdout, "note:", motion)
 	}
 	if len(set) > 0 {
 		fmt.Fprintln(stdout, "parameters other than the defaults:", strings.Join(set, " "))

@@ -57,6 +57,34 @@ func TestRTLSEvalCommand(t *testing.T) {
 	if code := run([]string{"rtls-eval", "--set", "switch_odd=3", dir}, &out, &errb); code != 2 {
 		t.Fatalf("unknown parameter: exit %d", code)
 	}
+	// A training walk with positions gives grid its motion (the files
+	// above have none, and no note); one set on the command line wins.
+	if strings.Contains(out.String(), "note: motion") {
+		t.Fatalf("motion measured without positions:\n%s", out.String())
+	}
+	var walked strings.Builder
+	walked.WriteString("t_ms,gateway,beacon,rssi,zone,x,y\n")
+	for s := 0; s < 300; s++ {
+		x := float64(s) // 0.1 m/s, there and back
+		if s >= 150 {
+			x = float64(300 - s)
+		}
+		zone := "A"
+		if x >= 100 {
+			zone = "B"
+		}
+		fmt.Fprintf(&walked, "%d,G1,T,%d,%s,%.0f,50\n", 1000*s, -60-int(x)/10, zone, x)
+	}
+	moving := variant(t, dir, "train.csv", walked.String())
+	out.Reset()
+	if code := run([]string{"rtls-eval", "--alg", "grid", moving}, &out, &errb); code != 0 || !strings.Contains(out.String(), "note: motion: diffusion ") {
+		t.Fatalf("walk with positions: exit %d: %s%s", code, out.String(), errb.String())
+	}
+	out.Reset()
+	if code := run([]string{"rtls-eval", "--alg", "grid", "--set", "diffusion=0.2", moving}, &out, &errb); code != 0 ||
+		strings.Contains(out.String(), "note: motion") || !strings.Contains(out.String(), "diffusion=0.2") {
+		t.Fatalf("--set diffusion: exit %d: %s%s", code, out.String(), errb.String())
+	}
 	// A test file shorter than the warm-up scores nothing: that is an
 	// error, not a table of 0.0% (0/0).
 	short := variant(t, dir, "test.csv", "t_ms,gateway,beacon,rssi,zone\n0,G1,T,-60,A\n3000,G1,T,-61,A\n")

@@ -1,0 +1,107 @@
+package replay
+
+import (
+	"fmt"
+	"maps"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+
+	"beaconhub/appliance/rtls"
+)
+
+// motionLags (s) are the time scales Motion measures a walk's spread
+// at: from one advertisement to about the longest a filter's belief
+// remembers (a zone change is decided within 3-9 s, a stay lasts tens of
+// seconds).
+var motionLags = []int64{1, 2, 3, 5, 10, 20, 30}
+
+// minMotionPairs is the least number of position pairs a lag needs to
+// count: about two beacons walking for a minute and a half.
+const minMotionPairs = 200
+
+// Motion measures how fast train.csv's beacons move, as grid's motion
+// model reads it (rtls.Params.Diffusion): the variance along each axis
+// that a second adds to a beacon's position. A random walk's variance
+// grows with time; a person's does not (they walk, stop, turn back), so
+// the spread per second depends on the time scale: Motion takes the
+// largest over lags of 1 to 30 s, the least diffusion that keeps up with
+// the walk at every time scale the filters remember. It is bounded to
+// [rtls.MaxDiffusion/8, rtls.MaxDiffusion].
+//
+// It needs the recorded positions (x, y) at whole seconds of a walk: ok
+// is false when a lag has fewer than minMotionPairs pairs of one
+// beacon's positions that far apart (no positions, or a recording whose
+// clock ticks in minutes). pairs is how many the chosen lag had.
+func (ds *Dataset) Motion() (d float64, lag int64, pairs int, ok bool) {
+	if ds.NoGeometry || len(ds.Site.Maps) == 0 || ds.Site.Maps[0].PixelsPerMeter <= 0 {
+		return 0, 0, 0, false
+	}
+	ppm := ds.Site.Maps[0].PixelsPerMeter
+	type pos struct{ x, y float64 }
+	at := map[string]map[int64]pos{} // beacon -> second -> first position in it
+	for _, r := range ds.Train {
+		xs, ys, found := strings.Cut(r.Pos, ",")
+		if !found {
+			continue
+		}
+		x, errX := strconv.ParseFloat(xs, 64)
+		y, errY := strconv.ParseFloat(ys, 64)
+		if errX != nil || errY != nil {
+			continue
+		}
+		m := at[r.Beacon]
+		if m == nil {
+			m = map[int64]pos{}
+			at[r.Beacon] = m
+		}
+		s := r.T / 1000
+		if _, seen := m[s]; !seen {
+			m[s] = pos{x / ppm, y / ppm}
+		}
+	}
+	for _, tau := range motionLags {
+		var sum float64
+		n := 0
+		// In a fixed order: a sum's last bits, and so a decision at
+		// the threshold, must not change from run to run.
+		for _, b := range slices.Sorted(maps.Keys(at)) {
+			m := at[b]
+			for _, s := range slices.Sorted(maps.Keys(m)) {
+				p := m[s]
+				if q, ok := m[s+tau]; ok {
+					dx, dy := q.x-p.x, q.y-p.y
+					sum += (dx*dx + dy*dy) / 2
+					n++
+				}
+			}
+		}
+		if n < minMotionPairs {
+			// Not a walk seen through at this time scale (a survey
+			// of still points, a clock in minutes): what it shows at
+			// shorter lags is a beacon standing, not how it moves.
+			return 0, 0, 0, false
+		}
+		if v := sum / float64(n) / float64(tau); !ok || v > d {
+			d, lag, pairs, ok = v, tau, n, true
+		}
+	}
+	if ok {
+		d = math.Min(math.Max(d, rtls.MaxDiffusion/8), rtls.MaxDiffusion)
+	}
+	return d, lag, pairs, ok
+}
+
+// MotionNote says what Motion measured, for rtls-eval's notes.
+func MotionNote(d float64, lag int64, pairs int) string {
+	bound := ""
+	switch d {
+	case rtls.MaxDiffusion:
+		bound = ", at most grid's default"
+	case rtls.MaxDiffusion / 8:
+		bound = ", at least an eighth of grid's default"
+	}
+	return fmt.Sprintf("motion: diffusion %.3g m² a second (grid, fusion), from train.csv's walk: %d pairs of positions %d s apart%s (--set diffusion=V overrides it)",
+		d, pairs, lag, bound)
+}

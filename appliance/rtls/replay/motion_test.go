@@ -1,0 +1,74 @@
+package replay
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"beaconhub/appliance/rtls"
+)
+
+// walkedSet is a Dataset whose train rows are beacons walking at random:
+// each second a step of variance v m² along each axis, recorded every
+// every seconds (two gateways hear each position), in map units of 10
+// a metre.
+func walkedSet(beacons, seconds, every int, v float64, seed uint64) *Dataset {
+	ds := &Dataset{Site: rtls.Site{Maps: []rtls.Map{{ID: 1, PixelsPerMeter: 10}}}}
+	rng := rand.New(rand.NewPCG(seed, seed+1))
+	for b := range beacons {
+		x, y := 0.0, 0.0
+		for s := range seconds {
+			x += rng.NormFloat64() * math.Sqrt(v)
+			y += rng.NormFloat64() * math.Sqrt(v)
+			if s%every != 0 {
+				continue
+			}
+			pos := fmt.Sprintf("%.2f,%.2f", 10*x, 10*y)
+			for _, g := range []string{"G1", "G2"} {
+				ds.Train = append(ds.Train, Row{T: int64(1000*s + 37*b), Gateway: g, Beacon: fmt.Sprint("B", b), RSSI: -70, Zone: "Z", Pos: pos})
+			}
+		}
+	}
+	return ds
+}
+
+// TestMotionOfARandomWalk: on a walk that is the random walk grid's
+// prediction assumes, Motion gives back its variance a second.
+func TestMotionOfARandomWalk(t *testing.T) {
+	for _, v := range []float64{0.1, 0.3} {
+		d, lag, pairs, ok := walkedSet(4, 3600, 1, v, 1).Motion()
+		t.Logf("walk of %.2f m²/s: %.3f (lag %d s, %d pairs)", v, d, lag, pairs)
+		if !ok || d < 0.95*v || d > 1.15*v {
+			t.Errorf("walk of %.2f m²/s measured %.3f (ok %v)", v, d, ok)
+		}
+	}
+}
+
+// TestMotionBounds: a walk faster than one neighbour step a second
+// gives grid's default; a beacon that barely moves still lets the
+// belief follow it at an eighth of it.
+func TestMotionBounds(t *testing.T) {
+	if d, _, _, ok := walkedSet(2, 600, 1, 5, 2).Motion(); !ok || d != rtls.MaxDiffusion {
+		t.Errorf("fast walk: %v %v, want %v", d, ok, rtls.MaxDiffusion)
+	}
+	if d, _, _, ok := walkedSet(2, 600, 1, 0.0001, 3).Motion(); !ok || d != rtls.MaxDiffusion/8 {
+		t.Errorf("still beacon: %v %v, want %v", d, ok, rtls.MaxDiffusion/8)
+	}
+}
+
+// TestMotionNeedsAWalk: without positions, or with positions a minute
+// apart (a clock in minutes, a survey of still points), nothing is
+// measured and grid keeps its default.
+func TestMotionNeedsAWalk(t *testing.T) {
+	noPos := walkedSet(2, 600, 1, 0.2, 4)
+	for i := range noPos.Train {
+		noPos.Train[i].Pos = ","
+	}
+	short := walkedSet(1, 150, 1, 0.2, 6) // 120 pairs 30 s apart
+	for name, ds := range map[string]*Dataset{"no positions": noPos, "a minute apart": walkedSet(4, 7200, 60, 0.2, 5), "too short": short} {
+		if d, _, _, ok := ds.Motion(); ok {
+			t.Errorf("%s: measured %v", name, d)
+		}
+	}
+}
