@@ -165,7 +165,15 @@ func (a *App) buildRTLS() error {
 	if a.pipeline == nil || !a.live.Get().Has(config.FeatureRTLS) {
 		return nil
 	}
-	eng := rtls.New(rtls.Options{Clock: a.clock, Logger: a.log, Writer: a.writer})
+	cfg := a.live.Get()
+	params, err := config.RTLSParams(cfg.RTLSParams)
+	if err != nil { // validated on load: a bug if it happens
+		return fmt.Errorf("server_rtls_params: %w", err)
+	}
+	if len(cfg.RTLSParams) > 0 {
+		a.log.Info("rtls: parameters other than the defaults", "server_rtls_params", strings.Join(cfg.RTLSParams, " "))
+	}
+	eng := rtls.New(rtls.Options{Clock: a.clock, Logger: a.log, Writer: a.writer, Params: params})
 	c := &rtlsControl{Engine: eng, app: a}
 	now := a.clock.Now().UnixMilli()
 	if err := a.db.Update(func(tx *bolt.Tx) error { return rtls.CloseOpenIntervals(tx, now) }); err != nil {

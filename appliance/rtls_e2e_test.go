@@ -12,11 +12,13 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
 	"beaconhub/appliance"
 	"beaconhub/appliance/clock"
+	"beaconhub/appliance/rtls"
 	"beaconhub/broker/brokertest"
 	"beaconhub/store"
 
@@ -27,10 +29,15 @@ import (
 // on a fake clock, with a watch beacon and one gateway registered.
 func rtlsApp(t *testing.T, home string, clk *clock.Fake) *appliance.App {
 	t.Helper()
+	return rtlsAppWith(t, home, clk, `{"server_features":["service"]}`)
+}
+
+// rtlsAppWith is rtlsApp with the configuration file cfg.
+func rtlsAppWith(t *testing.T, home string, clk *clock.Fake, cfg string) *appliance.App {
+	t.Helper()
 	if err := os.MkdirAll(filepath.Join(home, "config"), 0o750); err != nil {
 		t.Fatal(err)
 	}
-	cfg := `{"server_features":["service"]}`
 	if err := os.WriteFile(filepath.Join(home, "config", "main.config.json"), []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -335,3 +342,48 @@ func TestRTLSAlgorithmSurvivesRestart(t *testing.T) {
 }
 
 func itoa(v uint64) string { return strconv.FormatUint(v, 10) }
+
+// TestRTLSParamsFromConfig: server_rtls_params reaches the engine and
+// shows in the algorithms' parameters; a bad entry stops the start with
+// a message naming the key.
+func TestRTLSParamsFromConfig(t *testing.T) {
+	clk := clock.NewFake(time.Now().Truncate(time.Second))
+	app := rtlsAppWith(t, t.TempDir(), clk, `{"server_features":["service"],"server_rtls_params":["switch_odds=30","diffusion=0.13"]}`)
+	t.Cleanup(func() { _ = app.Shutdown(context.Background()) })
+	if p := app.RTLS().Params(); p.SwitchOdds != 30 || p.Diffusion != 0.13 || p.Lost != rtls.DefaultParams().Lost {
+		t.Fatalf("engine parameters %+v", p)
+	}
+	c := &client{t: t, base: "http://" + app.HTTPAddr(), token: adminToken(t, app)}
+	var list struct {
+		Algorithms []struct {
+			Name   string         `json:"name"`
+			Params map[string]any `json:"params"`
+		} `json:"algorithms"`
+	}
+	c.must("GET", "/api/v1/tracking/algorithms", nil, &list)
+	found := false
+	for _, a := range list.Algorithms {
+		if a.Name == rtls.AlgGrid {
+			found = true
+			if a.Params["switch_odds"] != 30.0 || a.Params["diffusion_m2"] != 0.13 {
+				t.Fatalf("grid's parameters %v", a.Params)
+			}
+		}
+	}
+	if !found {
+		t.Fatalf("no grid in %+v", list)
+	}
+
+	home := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(home, "config"), 0o750); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(home, "config", "main.config.json"), []byte(`{"server_rtls_params":["diffusion=2"]}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err := appliance.New(appliance.Options{Home: home, HTTPListen: "127.0.0.1:0", MQTTListen: "127.0.0.1:0",
+		BcryptCost: 4, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err == nil || !strings.Contains(err.Error(), "server_rtls_params") || !strings.Contains(err.Error(), "diffusion") {
+		t.Fatalf("diffusion=2: %v", err)
+	}
+}

@@ -56,6 +56,10 @@ type Config struct {
 	EventsRetentionDays        int `json:"server_events_retention_days"`
 	EventsWarningRetentionDays int `json:"server_events_warning_retention_days"`
 
+	// RTLSParams are "name=value" entries over the tracking engine's
+	// defaults (RTLSParams).
+	RTLSParams []string `json:"server_rtls_params"`
+
 	DebugSnapshotInterval int    `json:"server_debug_snapshot_interval"`
 	DebugLogDir           string `json:"server_debug_log_dir"`
 	DebugMaxFiles         int    `json:"server_debug_max_files"`

@@ -32,7 +32,9 @@ func (c *Config) Get(key string) any {
 	}
 	v := reflect.ValueOf(c).Elem().Field(i).Interface()
 	if ss, ok := v.([]string); ok {
-		return append([]string(nil), ss...)
+		// Never nil: an empty list is written back as [], not null
+		// (which the next load would take for a missing key).
+		return append(make([]string, 0, len(ss)), ss...)
 	}
 	return v
 }

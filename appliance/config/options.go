@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"beaconhub/appliance/rtls"
 )
 
 // Kind is the JSON type of an option's value.
@@ -166,6 +168,32 @@ func features(v any) error {
 	}
 	return nil
 }
+
+// RTLSParams are the tracking engine's parameters with the entries of
+// server_rtls_params applied (validated on load, so none fails here).
+func RTLSParams(entries []string) (rtls.Params, error) {
+	p := rtls.DefaultParams()
+	seen := map[string]bool{}
+	for _, e := range entries {
+		name, value, ok := strings.Cut(e, "=")
+		name = strings.TrimSpace(name)
+		if !ok || name == "" {
+			return p, fmt.Errorf("%q: want name=value, e.g. switch_odds=30", e)
+		}
+		if seen[name] {
+			return p, fmt.Errorf("%s given twice", name)
+		}
+		seen[name] = true
+		if err := p.Set(name, value); err != nil {
+			return p, err
+		}
+	}
+	return p, nil
+}
+func rtlsParams(v any) error {
+	_, err := RTLSParams(v.([]string))
+	return err
+}
 func cidr(v any) error {
 	s := v.(string)
 	if s == "" {
@@ -247,6 +275,12 @@ var Options = []Option{
 	// (presses) are kept like sensor history (appliance/alerting/retention.go).
 	{Key: "server_events_retention_days", Group: "performance", Kind: KindInt, Default: num(400), UI: true, Validate: intRange(1, 36500)},
 	{Key: "server_events_warning_retention_days", Group: "performance", Kind: KindInt, Default: num(30), UI: true, Validate: intRange(1, 36500)},
+
+	// Tracking engine parameters other than the defaults, "name=value"
+	// as rtls-eval's --set takes them (docs/rtls.md, Parameters): what a
+	// labelled walk of the site measured, or a site's own trade-off
+	// between flips and lag (switch_odds).
+	{Key: "server_rtls_params", Group: "rtls", Kind: KindStrings, Default: func(Brand) any { return []string{} }, Restart: true, Validate: rtlsParams},
 
 	{Key: "server_debug_snapshot_interval", Group: "diagnostics", Kind: KindInt, Default: num(300), UI: true, Validate: intRange(10, 86400)},
 	{Key: "server_debug_log_dir", Group: "diagnostics", Default: str("logs/diagnostics"), UI: true, Validate: relPath},

@@ -70,6 +70,7 @@ var badValues = map[string][]any{
 	"server_ui_nav_orientation":                   {"diagonal"},
 	"server_ui_logout_style":                      {"link"},
 	"server_ui_footer_text":                       {strings.Repeat("é", 241)},
+	"server_rtls_params":                          {[]string{"switch_odds"}, []string{"=3"}, []string{"nope=1"}, []string{"diffusion=1"}, []string{"switch_odds=30", "switch_odds=20"}},
 }
 
 // wrongType returns a JSON value of the wrong type for kind.
