@@ -60,7 +60,10 @@ func cmdRTLSEval(args []string, stdout, stderr io.Writer) int {
 	// grid's motion is trained on train.csv's walk, as the radio model
 	// is on its readings, unless the command line gives it.
 	var motion string
-	if !slices.ContainsFunc(set, func(s string) bool { return strings.HasPrefix(s, "diffusion=") }) {
+	isSet := func(name string) bool {
+		return slices.ContainsFunc(set, func(s string) bool { return strings.HasPrefix(s, name+"=") })
+	}
+	if !isSet("diffusion") {
 		if d, lag, pairs, ok := ds.Motion(); ok {
 			params.Diffusion = d
 			motion = replay.MotionNote(d, lag, pairs)
@@ -99,6 +102,23 @@ func cmdRTLSEval(args []string, stdout, stderr io.Writer) int {
 		}
 	}()
 	opts.WorkDir = work
+	// The filters' odds are chosen on train.csv when it is a walk
+	// (Motion found one), unless the command line gives them.
+	var odds string
+	if _, _, _, isWalk := ds.Motion(); isWalk && !isSet("switch_odds") {
+		ch, err := replay.SelectOdds(ds, opts)
+		if err != nil {
+			fmt.Fprintln(stderr, "rtls-eval:", err)
+			return 1
+		}
+		if len(ch) > 0 {
+			opts.Odds = map[string]float64{}
+			for a, c := range ch {
+				opts.Odds[a] = c.Odds
+			}
+			odds = replay.OddsNote(ch)
+		}
+	}
 	rs, err := replay.Run(ds, opts)
 	if err != nil {
 		fmt.Fprintln(stderr, "rtls-eval:", err)
@@ -111,6 +131,9 @@ func cmdRTLSEval(args []string, stdout, stderr io.Writer) int {
 	}
 	if motion != "" {
 		fmt.Fprintln(stdout, "note:", motion)
+	}
+	if odds != "" {
+		fmt.Fprintln(stdout, "note:", odds)
 	}
 	if len(set) > 0 {
 		fmt.Fprintln(stdout, "parameters other than the defaults:", strings.Join(set, " "))

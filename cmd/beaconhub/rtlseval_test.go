@@ -77,13 +77,16 @@ func TestRTLSEvalCommand(t *testing.T) {
 	}
 	moving := variant(t, dir, "train.csv", walked.String())
 	out.Reset()
-	if code := run([]string{"rtls-eval", "--alg", "grid", moving}, &out, &errb); code != 0 || !strings.Contains(out.String(), "note: motion: diffusion ") {
+	// The filters' odds are chosen on it too (strongest has none).
+	if code := run([]string{"rtls-eval", "--alg", "grid,strongest", moving}, &out, &errb); code != 0 ||
+		!strings.Contains(out.String(), "note: motion: diffusion ") || !strings.Contains(out.String(), "note: switch_odds chosen on train.csv") ||
+		!strings.Contains(out.String(), ": grid ") || strings.Contains(out.String(), "strongest 10") {
 		t.Fatalf("walk with positions: exit %d: %s%s", code, out.String(), errb.String())
 	}
 	out.Reset()
-	if code := run([]string{"rtls-eval", "--alg", "grid", "--set", "diffusion=0.2", moving}, &out, &errb); code != 0 ||
-		strings.Contains(out.String(), "note: motion") || !strings.Contains(out.String(), "diffusion=0.2") {
-		t.Fatalf("--set diffusion: exit %d: %s%s", code, out.String(), errb.String())
+	if code := run([]string{"rtls-eval", "--alg", "grid", "--set", "diffusion=0.2", "--set", "switch_odds=30", moving}, &out, &errb); code != 0 ||
+		strings.Contains(out.String(), "note: motion") || strings.Contains(out.String(), "note: switch_odds") || !strings.Contains(out.String(), "diffusion=0.2 switch_odds=30") {
+		t.Fatalf("--set diffusion and switch_odds: exit %d: %s%s", code, out.String(), errb.String())
 	}
 	// A test file shorter than the warm-up scores nothing: that is an
 	// error, not a table of 0.0% (0/0).

@@ -31,6 +31,10 @@ type Options struct {
 	// temporary one. rtls-eval passes its own, to remove it when stopped
 	// by a signal too.
 	WorkDir string
+	// Odds gives an algorithm its own SwitchOdds (SelectOdds); the
+	// others run Params'. Each odds runs on an engine of its own, given
+	// the samples the one survey recorded.
+	Odds map[string]float64
 }
 
 // rig is the real appliance data path over a throw-away store.
@@ -121,20 +125,10 @@ func (r *rig) play(evs []event, before func(ev event), after func(i int)) error 
 	return nil
 }
 
-// train replays train.csv while the engine records survey samples of each
-// beacon in its true zone (a zone change starts a window in the new
-// zone), then loads the samples. It returns how many there are.
-func (r *rig) train(ds *Dataset, timeout time.Duration) (int, error) {
-	samples, err := r.survey(ds, timeout)
-	if err != nil {
-		return 0, err
-	}
-	r.eng.SetSamples(samples)
-	return len(samples), nil
-}
-
-// survey records train.csv's samples, beacon after beacon in the order
-// of their ids, not the map's: the samples' order decides k-NN's ties
+// survey replays train.csv while the engine records survey samples of
+// each beacon in its true zone (a zone change starts a window in the new
+// zone), and returns them beacon after beacon in the order of their ids,
+// not the map's: the samples' order decides k-NN's ties
 // and the order of the calibration's sums, and a random one made a
 // recording of two beacons score differently from run to run (m3 of the
 // outside generator: hmm 79.3% or 79.2%, one run in twelve;
@@ -182,9 +176,44 @@ func Run(ds *Dataset, opts Options) ([]Result, error) {
 		return nil, err
 	}
 	defer r.close()
-	if _, err := r.train(ds, opts.Timeout); err != nil {
+	samples, err := r.survey(ds, opts.Timeout)
+	if err != nil {
 		return nil, err
 	}
+	r.eng.SetSamples(samples)
+	rigs := map[float64]*rig{r.eng.Params().SwitchOdds: r}
+	rigFor := func(name string) (*rig, error) {
+		odds, ok := opts.Odds[name]
+		if !ok {
+			return r, nil
+		}
+		if rr := rigs[odds]; rr != nil {
+			return rr, nil
+		}
+		sub, err := os.MkdirTemp(dir, "odds-")
+		if err != nil {
+			return nil, err
+		}
+		o := opts
+		o.Params = r.eng.Params()
+		if err := o.Params.Set("switch_odds", fmt.Sprint(odds)); err != nil {
+			return nil, err
+		}
+		rr, err := newRig(ds, sub, o)
+		if err != nil {
+			return nil, err
+		}
+		rr.eng.SetSamples(samples)
+		rigs[odds] = rr
+		return rr, nil
+	}
+	defer func() {
+		for _, rr := range rigs {
+			if rr != r {
+				rr.close()
+			}
+		}
+	}()
 	names := opts.Algorithms
 	infos := map[string]rtls.AlgorithmInfo{}
 	for _, a := range r.eng.Algorithms() {
@@ -206,6 +235,10 @@ func Run(ds *Dataset, opts Options) ([]Result, error) {
 			res.Ready, res.Reason = false, "the zones in site.json have no area"
 		}
 		if res.Ready {
+			r, err := rigFor(name)
+			if err != nil {
+				return nil, err
+			}
 			// A silence longer than the timeout between runs, so nothing
 			// of the previous run leaks in.
 			r.clk.Advance(2 * opts.Timeout)

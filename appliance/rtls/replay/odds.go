@@ -1,0 +1,170 @@
+package replay
+
+import (
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+
+	"beaconhub/appliance/rtls"
+)
+
+// OddsCandidates are the switch_odds SelectOdds chooses between: "strong"
+// and "very strong" evidence on Jeffreys' scale of Bayes factors. The
+// first is the engine's default.
+var OddsCandidates = []float64{10, 30}
+
+// FlipCost (seconds of a wrong zone) is what SelectOdds charges a flip:
+// a candidate scores its accuracy (%) less 100 x FlipCost / 60 points
+// per flip a minute (10 points for one flip a minute). A flip is a zone
+// left and, mostly, entered again: two interval records, two frames to
+// every live view, perhaps an alert; the target (85% with under
+// one flip per 10 minutes) puts a flip at several seconds of error.
+const FlipCost = 6.0
+
+// oddsBlocks is how many blocks of train.csv, by time, SelectOdds holds
+// out in turn (alternate blocks: every block is surveyed by one fold
+// and scored by the other, so both see most of the site).
+const oddsBlocks = 8
+
+// OddsScore is one candidate's score over the held-out blocks.
+type OddsScore struct {
+	Odds        float64
+	Accuracy    float64 // share of scored sightings
+	FlipsPerMin float64
+}
+
+// OddsChoice is SelectOdds' answer for one algorithm.
+type OddsChoice struct {
+	Odds   float64
+	Scores []OddsScore // per candidate, in OddsCandidates' order
+}
+
+// oddsAlgorithms are the algorithms whose decision SwitchOdds sets.
+var oddsAlgorithms = []string{rtls.AlgFilter, rtls.AlgBayes, rtls.AlgGrid, rtls.AlgFusion}
+
+// SelectOdds chooses, for each filter among opts.Algorithms (all four
+// when empty), the switch_odds of OddsCandidates that tracks train.csv
+// best when trained on the rest of it: train.csv is cut by time into
+// oddsBlocks blocks, the even blocks surveyed and the odd ones replayed
+// and scored, then the other way round; each candidate's accuracy and
+// flips are pooled over both, and the best accuracy less FlipCost per
+// flip wins (a tie keeps the default). How often a site's tags change
+// zone decides what the odds cost in lag, and only a walk through time
+// shows it; the caller asks only when train.csv is one (Motion). Nothing
+// of test.csv is read.
+func SelectOdds(ds *Dataset, opts Options) (map[string]OddsChoice, error) {
+	algs := opts.Algorithms
+	if len(algs) == 0 {
+		algs = oddsAlgorithms
+	}
+	algs = slices.DeleteFunc(slices.Clone(algs), func(a string) bool { return !slices.Contains(oddsAlgorithms, a) })
+	if len(algs) == 0 {
+		return nil, nil
+	}
+	if opts.Params == (rtls.Params{}) {
+		opts.Params = rtls.DefaultParams()
+	}
+	folds := holdOut(ds.Train, oddsBlocks)
+	type tally struct {
+		scored, correct, flips int
+		stableS                float64
+	}
+	sum := map[string][]tally{}
+	for _, a := range algs {
+		sum[a] = make([]tally, len(OddsCandidates))
+	}
+	for _, f := range folds {
+		sub := *ds
+		sub.Train, sub.Test = f[0], f[1]
+		for ci, c := range OddsCandidates {
+			o := opts
+			o.Algorithms, o.Odds = algs, nil
+			if opts.WorkDir != "" { // each run's store apart, in the caller's directory
+				d, err := os.MkdirTemp(opts.WorkDir, "fold-")
+				if err != nil {
+					return nil, err
+				}
+				o.WorkDir = d
+			}
+			if err := o.Params.Set("switch_odds", fmt.Sprint(c)); err != nil {
+				return nil, err
+			}
+			rs, err := Run(&sub, o)
+			if err != nil {
+				return nil, err
+			}
+			for _, r := range rs {
+				t := &sum[r.Algorithm][ci]
+				t.scored, t.correct, t.flips, t.stableS = t.scored+r.Scored, t.correct+r.Correct, t.flips+r.Flips, t.stableS+r.StableS
+			}
+		}
+	}
+	out := map[string]OddsChoice{}
+	for _, a := range algs {
+		var ch OddsChoice
+		for ci, t := range sum[a] {
+			sc := OddsScore{Odds: OddsCandidates[ci]}
+			if t.scored > 0 {
+				sc.Accuracy = float64(t.correct) / float64(t.scored)
+			}
+			if t.stableS > 0 {
+				sc.FlipsPerMin = float64(t.flips) / (t.stableS / 60)
+			}
+			ch.Scores = append(ch.Scores, sc)
+		}
+		ch.Odds = chooseOdds(ch.Scores)
+		out[a] = ch
+	}
+	return out, nil
+}
+
+// chooseOdds is the candidate with the best accuracy (%) less FlipCost
+// seconds a flip; on a tie the first (the default).
+func chooseOdds(scores []OddsScore) float64 {
+	best, odds := 0.0, 0.0
+	for i, sc := range scores {
+		if v := 100*sc.Accuracy - 100*FlipCost/60*sc.FlipsPerMin; i == 0 || v > best {
+			best, odds = v, sc.Odds
+		}
+	}
+	return odds
+}
+
+// holdOut cuts rows (in time order) into n blocks of about as many rows
+// (the rows of one millisecond in one block) and returns two folds:
+// {survey, scored} = {odd blocks, even blocks} and the other way round.
+func holdOut(rows []Row, n int) [][2][]Row {
+	var even, odd []Row
+	b := 0
+	for i, r := range rows {
+		// A millisecond's rows stay in the block of its first.
+		if i == 0 || r.T != rows[i-1].T {
+			b = i * n / len(rows)
+		}
+		if b%2 == 0 {
+			even = append(even, r)
+		} else {
+			odd = append(odd, r)
+		}
+	}
+	return [][2][]Row{{odd, even}, {even, odd}}
+}
+
+// OddsNote says what SelectOdds chose, for rtls-eval's notes.
+func OddsNote(ch map[string]OddsChoice) string {
+	var parts []string
+	for _, a := range oddsAlgorithms {
+		c, ok := ch[a]
+		if !ok {
+			continue
+		}
+		var sc []string
+		for _, s := range c.Scores {
+			sc = append(sc, fmt.Sprintf("%g: %.1f%% / %.2f", s.Odds, 100*s.Accuracy, s.FlipsPerMin))
+		}
+		parts = append(parts, fmt.Sprintf("%s %g (%s)", a, c.Odds, strings.Join(sc, ", ")))
+	}
+	return fmt.Sprintf("switch_odds chosen on train.csv, half its blocks surveyed and the other half tracked, a flip costing %g s of a wrong zone: %s (--set switch_odds=V overrides it)",
+		FlipCost, strings.Join(parts, "; "))
+}

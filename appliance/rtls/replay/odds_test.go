@@ -1,0 +1,125 @@
+package replay
+
+import (
+	"reflect"
+	"slices"
+	"testing"
+
+	"beaconhub/appliance/rtls"
+)
+
+// TestHoldOutKeepsEveryRowOnce: each fold surveys half the blocks and
+// scores the other half, every row on one side exactly once, the rows of
+// one millisecond together, and the second fold is the first swapped.
+func TestHoldOutKeepsEveryRowOnce(t *testing.T) {
+	var rows []Row
+	for i := range 100 {
+		for range 1 + i%3 { // one to three rows a millisecond
+			rows = append(rows, Row{T: int64(1000 * i), Gateway: "G", Beacon: "B"})
+		}
+	}
+	f := holdOut(rows, 8)
+	if len(f) != 2 || !reflect.DeepEqual(f[0][0], f[1][1]) || !reflect.DeepEqual(f[0][1], f[1][0]) {
+		t.Fatal("the second fold is not the first swapped")
+	}
+	survey, scored := f[0][0], f[0][1]
+	if len(survey)+len(scored) != len(rows) || len(survey) < len(rows)/3 || len(scored) < len(rows)/3 {
+		t.Fatalf("%d rows surveyed, %d scored of %d", len(survey), len(scored), len(rows))
+	}
+	side := map[int64]int{}
+	for k, part := range [][]Row{survey, scored} {
+		if !slices.IsSortedFunc(part, func(a, b Row) int { return int(a.T - b.T) }) {
+			t.Fatal("a part is out of time order")
+		}
+		for _, r := range part {
+			if s, seen := side[r.T]; seen && s != k {
+				t.Fatalf("the rows of %d ms are split", r.T)
+			}
+			side[r.T] = k
+		}
+	}
+	if len(side) != 100 {
+		t.Fatalf("%d milliseconds of 100", len(side))
+	}
+}
+
+// TestChooseOdds: the best accuracy less FlipCost a flip, the default on
+// a tie.
+func TestChooseOdds(t *testing.T) {
+	for _, c := range []struct {
+		scores []OddsScore
+		want   float64
+	}{
+		// Half a point for 0.4 flips a minute fewer (4 points): 30.
+		{[]OddsScore{{10, 0.90, 0.5}, {30, 0.895, 0.1}}, 30},
+		// Six points of accuracy for 0.2 fewer flips (2 points): 10.
+		{[]OddsScore{{10, 0.70, 0.3}, {30, 0.64, 0.1}}, 10},
+		{[]OddsScore{{10, 0.80, 0.2}, {30, 0.80, 0.2}}, 10},
+	} {
+		if got := chooseOdds(c.scores); got != c.want {
+			t.Errorf("%+v: chose %v, want %v", c.scores, got, c.want)
+		}
+	}
+}
+
+// TestRunGivesEachAlgorithmItsOdds: an algorithm given its own odds
+// scores exactly as a run with those odds for every algorithm, on the
+// samples of the one survey; the others keep the run's.
+func TestRunGivesEachAlgorithmItsOdds(t *testing.T) {
+	w := walkSettings[0].w
+	w.seed = walkSettings[0].seeds[0]
+	ds := loadWalk(t, w)
+	algs := []string{rtls.AlgFilter, rtls.AlgGrid}
+	at := func(odds float64, per map[string]float64) map[string]Result {
+		p := rtls.DefaultParams()
+		p.SwitchOdds = odds
+		rs, err := Run(ds, Options{Algorithms: algs, Params: p, Odds: per})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]Result{}
+		for _, r := range rs {
+			r.Offsets = nil
+			out[r.Algorithm] = r
+		}
+		return out
+	}
+	at10, at30, mixed := at(10, nil), at(30, nil), at(10, map[string]float64{rtls.AlgGrid: 30})
+	if reflect.DeepEqual(at10[rtls.AlgGrid], at30[rtls.AlgGrid]) {
+		t.Fatal("grid scores alike at odds 10 and 30: the test cannot tell them apart")
+	}
+	if !reflect.DeepEqual(mixed[rtls.AlgGrid], at30[rtls.AlgGrid]) {
+		t.Errorf("grid given odds 30: %+v, at 30 throughout: %+v", mixed[rtls.AlgGrid], at30[rtls.AlgGrid])
+	}
+	if !reflect.DeepEqual(mixed[rtls.AlgFilter], at10[rtls.AlgFilter]) {
+		t.Errorf("hmm beside it: %+v, at 10 throughout: %+v", mixed[rtls.AlgFilter], at10[rtls.AlgFilter])
+	}
+}
+
+// TestSelectOddsOnAWalk: on a labelled walk (walk C's, its first half
+// as train.csv) SelectOdds scores both candidates for each filter it is
+// asked about, chooses by chooseOdds, and never reads test.csv.
+func TestSelectOddsOnAWalk(t *testing.T) {
+	w := walkSettings[2].w
+	w.seed = walkSettings[2].seeds[0]
+	ds := loadWalk(t, w)
+	ds.Train, ds.Test = ds.Test[:len(ds.Test)/2], nil
+	ch, err := SelectOdds(ds, Options{Algorithms: []string{rtls.AlgKNN, rtls.AlgFilter, rtls.AlgGrid}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ch) != 2 {
+		t.Fatalf("choices for %d algorithms, want hmm and grid (knn has no odds): %+v", len(ch), ch)
+	}
+	for a, c := range ch {
+		t.Logf("%s: %v from %+v", a, c.Odds, c.Scores)
+		if len(c.Scores) != len(OddsCandidates) || c.Odds != chooseOdds(c.Scores) {
+			t.Errorf("%s: %+v", a, c)
+		}
+		for _, s := range c.Scores {
+			if s.Accuracy <= 0 || s.Accuracy > 1 || s.FlipsPerMin < 0 {
+				t.Errorf("%s: score %+v", a, s)
+			}
+		}
+	}
+}
