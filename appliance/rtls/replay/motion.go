@@ -21,6 +21,13 @@ var motionLags = []int64{1, 2, 3, 5, 10, 20, 30}
 // count: about two beacons walking for a minute and a half.
 const minMotionPairs = 200
 
+// maxWalkSpeed (m/s, root mean square over one second) is the fastest a
+// recording's positions may move to be a walk: a run. A survey that
+// puts its tag at a random point of its zone every second (the Go
+// walks') moves at 5-6 m/s; its time order says nothing of how tags
+// move.
+const maxWalkSpeed = 3.0
+
 // Motion measures how fast train.csv's beacons move, as grid's motion
 // model reads it (rtls.Params.Diffusion): the variance along each axis
 // that a second adds to a beacon's position. A random walk's variance
@@ -33,7 +40,8 @@ const minMotionPairs = 200
 // It needs the recorded positions (x, y) at whole seconds of a walk: ok
 // is false when a lag has fewer than minMotionPairs pairs of one
 // beacon's positions that far apart (no positions, or a recording whose
-// clock ticks in minutes). pairs is how many the chosen lag had.
+// clock ticks in minutes), or when they move faster than maxWalkSpeed
+// from one second to the next. pairs is how many the chosen lag had.
 func (ds *Dataset) Motion() (d float64, lag int64, pairs int, ok bool) {
 	if ds.NoGeometry || len(ds.Site.Maps) == 0 || ds.Site.Maps[0].PixelsPerMeter <= 0 {
 		return 0, 0, 0, false
@@ -83,7 +91,11 @@ func (ds *Dataset) Motion() (d float64, lag int64, pairs int, ok bool) {
 			// shorter lags is a beacon standing, not how it moves.
 			return 0, 0, 0, false
 		}
-		if v := sum / float64(n) / float64(tau); !ok || v > d {
+		v := sum / float64(n) / float64(tau)
+		if tau == 1 && v > maxWalkSpeed*maxWalkSpeed/2 {
+			return 0, 0, 0, false // faster than anyone walks: not a walk
+		}
+		if !ok || v > d {
 			d, lag, pairs, ok = v, tau, n, true
 		}
 	}

@@ -49,7 +49,7 @@ func TestMotionOfARandomWalk(t *testing.T) {
 // gives grid's default; a beacon that barely moves still lets the
 // belief follow it at an eighth of it.
 func TestMotionBounds(t *testing.T) {
-	if d, _, _, ok := walkedSet(2, 600, 1, 5, 2).Motion(); !ok || d != rtls.MaxDiffusion {
+	if d, _, _, ok := walkedSet(2, 600, 1, 2, 2).Motion(); !ok || d != rtls.MaxDiffusion {
 		t.Errorf("fast walk: %v %v, want %v", d, ok, rtls.MaxDiffusion)
 	}
 	if d, _, _, ok := walkedSet(2, 600, 1, 0.0001, 3).Motion(); !ok || d != rtls.MaxDiffusion/8 {
@@ -57,16 +57,24 @@ func TestMotionBounds(t *testing.T) {
 	}
 }
 
-// TestMotionNeedsAWalk: without positions, or with positions a minute
-// apart (a clock in minutes, a survey of still points), nothing is
-// measured and grid keeps its default.
+// TestMotionNeedsAWalk: without positions, with positions a minute
+// apart (a clock in minutes, a survey of still points) or jumping about
+// faster than anyone walks, nothing is measured and grid keeps its
+// default.
 func TestMotionNeedsAWalk(t *testing.T) {
 	noPos := walkedSet(2, 600, 1, 0.2, 4)
 	for i := range noPos.Train {
 		noPos.Train[i].Pos = ","
 	}
 	short := walkedSet(1, 150, 1, 0.2, 6) // 120 pairs 30 s apart
-	for name, ds := range map[string]*Dataset{"no positions": noPos, "a minute apart": walkedSet(4, 7200, 60, 0.2, 5), "too short": short} {
+	// A survey at a random point of a 10 m room every second.
+	jumps := walkedSet(2, 600, 1, 0.2, 7)
+	rng := rand.New(rand.NewPCG(8, 9))
+	for i := 0; i < len(jumps.Train); i += 2 {
+		pos := fmt.Sprintf("%.1f,%.1f", 100*rng.Float64(), 100*rng.Float64())
+		jumps.Train[i].Pos, jumps.Train[i+1].Pos = pos, pos
+	}
+	for name, ds := range map[string]*Dataset{"no positions": noPos, "a minute apart": walkedSet(4, 7200, 60, 0.2, 5), "too short": short, "random points": jumps} {
 		if d, _, _, ok := ds.Motion(); ok {
 			t.Errorf("%s: measured %v", name, d)
 		}
