@@ -361,17 +361,17 @@ func TestRTLSParamsFromConfig(t *testing.T) {
 		} `json:"algorithms"`
 	}
 	c.must("GET", "/api/v1/tracking/algorithms", nil, &list)
-	found := false
+	found := 0
 	for _, a := range list.Algorithms {
-		if a.Name == rtls.AlgGrid {
-			found = true
+		if a.Name == rtls.AlgGrid || a.Name == rtls.AlgFusion {
+			found++
 			if a.Params["switch_odds"] != 30.0 || a.Params["diffusion_m2"] != 0.13 {
-				t.Fatalf("grid's parameters %v", a.Params)
+				t.Fatalf("%s's parameters %v", a.Name, a.Params)
 			}
 		}
 	}
-	if !found {
-		t.Fatalf("no grid in %+v", list)
+	if found != 2 {
+		t.Fatalf("grid and fusion not both in %+v", list)
 	}
 
 	home := t.TempDir()

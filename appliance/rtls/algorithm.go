@@ -1,5 +1,7 @@
 package rtls
 
+import "slices"
+
 // algorithm turns one beacon's smoothed readings into a zone. update runs
 // for every sighting (under the beacon's shard lock) after the sighting
 // has been folded into rd; it returns the zone index to report (-1
@@ -21,6 +23,9 @@ const (
 )
 
 var algorithmNames = []string{AlgStrongest, AlgCentroid, AlgKNN, AlgFilter, AlgBayes, AlgGrid, AlgFusion}
+
+// AlgorithmNames are the algorithms the engine has, in its order.
+func AlgorithmNames() []string { return slices.Clone(algorithmNames) }
 
 func newAlgorithm(name string) algorithm {
 	switch name {

@@ -155,7 +155,12 @@ func (p Params) withDefaults() Params {
 	setF(&p.SigmaFloor, d.SigmaFloor)
 	setF(&p.Lost, d.Lost)
 	setF(&p.OffsetSpread, d.OffsetSpread)
-	setF(&p.Diffusion, d.Diffusion)
+	// Not a number, or beyond one step a second, it would stall or
+	// scatter the belief: such a value runs as the default (Set and the
+	// configuration refuse it).
+	if !(p.Diffusion > 0 && p.Diffusion <= gridKernelVar) {
+		p.Diffusion = d.Diffusion
+	}
 	if p.K <= 0 {
 		p.K = d.K
 	}
@@ -267,7 +272,7 @@ func (p *Params) check() error {
 		return fmt.Errorf("switch_odds must be at least 1")
 	case p.Margin < 0:
 		return fmt.Errorf("margin must not be negative")
-	case p.Diffusion <= 0 || p.Diffusion > gridKernelVar:
+	case !(p.Diffusion > 0 && p.Diffusion <= gridKernelVar):
 		return fmt.Errorf("diffusion must be above 0 and at most %.4g m² (one neighbour step a second)", gridKernelVar)
 	}
 	return nil

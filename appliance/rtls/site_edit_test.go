@@ -1,6 +1,7 @@
 package rtls
 
 import (
+	"math"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -323,6 +324,15 @@ func TestParamsSet(t *testing.T) {
 	}
 	if err := p.Set("diffusion", "0.1"); err != nil || p.Diffusion != 0.1 {
 		t.Fatalf("diffusion=0.1: %v", err)
+	}
+	// Set and the configuration refuse it; given directly, a diffusion
+	// that is not a number or too large runs as the default.
+	for _, d := range []float64{math.NaN(), 2} {
+		q := p
+		q.Diffusion = d
+		if err := q.check(); err == nil || q.withDefaults().Diffusion != MaxDiffusion {
+			t.Fatalf("diffusion %v: check %v, runs as %v", d, err, q.withDefaults().Diffusion)
+		}
 	}
 	if err := p.Set("decide_every", "0s"); err != nil || p.DecideEvery != 0 {
 		t.Fatalf("decide_every=0s (decide on every sighting): %v", err)

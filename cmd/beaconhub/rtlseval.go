@@ -29,10 +29,14 @@ func cmdRTLSEval(args []string, stdout, stderr io.Writer) int {
 		if !ok {
 			return fmt.Errorf("want name=value, got %q", s)
 		}
-		if err := params.Set(strings.TrimSpace(name), value); err != nil {
+		name = strings.TrimSpace(name)
+		if slices.ContainsFunc(set, func(s string) bool { return strings.HasPrefix(s, name+"=") }) {
+			return fmt.Errorf("%s given twice", name) // as server_rtls_params refuses it
+		}
+		if err := params.Set(name, value); err != nil {
 			return err
 		}
-		set = append(set, strings.TrimSpace(name)+"="+strings.TrimSpace(value))
+		set = append(set, name+"="+strings.TrimSpace(value))
 		return nil
 	})
 	// Flags may follow the directory too (rtls-eval DIR --alg knn): the
@@ -65,13 +69,22 @@ func cmdRTLSEval(args []string, stdout, stderr io.Writer) int {
 	}
 	if !isSet("diffusion") {
 		if d, lag, pairs, ok := ds.Motion(); ok {
-			params.Diffusion = d
+			// Through Set, so what runs is a value the engine takes.
+			if err := params.Set("diffusion", fmt.Sprint(d)); err != nil {
+				fmt.Fprintln(stderr, "rtls-eval: measured motion:", err)
+				return 1
+			}
 			motion = replay.MotionNote(d, lag, pairs)
 		}
 	}
 	opts := replay.Options{Timeout: *timeout, Params: params}
 	for _, a := range strings.Split(*algs, ",") {
 		if a = strings.TrimSpace(a); a != "" {
+			if !slices.Contains(rtls.AlgorithmNames(), a) {
+				// Before the odds are chosen, not after.
+				fmt.Fprintf(stderr, "rtls-eval: %v: %q (known: %s)\n", rtls.ErrUnknownAlgorithm, a, strings.Join(rtls.AlgorithmNames(), ", "))
+				return 1
+			}
 			opts.Algorithms = append(opts.Algorithms, a)
 		}
 	}

@@ -59,8 +59,11 @@ func TestRTLSEvalCommand(t *testing.T) {
 	}
 	// A training walk with positions gives grid its motion (the files
 	// above have none, and no note); one set on the command line wins.
-	if strings.Contains(out.String(), "note: motion") {
-		t.Fatalf("motion measured without positions:\n%s", out.String())
+	if strings.Contains(out.String(), "note: motion") || strings.Contains(out.String(), "note: switch_odds") {
+		t.Fatalf("motion measured or odds chosen without a walk:\n%s", out.String())
+	}
+	if code := run([]string{"rtls-eval", "--set", "k=3", "--set", "k=4", dir}, &out, &errb); code != 2 {
+		t.Fatalf("a parameter set twice: exit %d", code)
 	}
 	var walked strings.Builder
 	walked.WriteString("t_ms,gateway,beacon,rssi,zone,x,y\n")

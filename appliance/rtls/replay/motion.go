@@ -56,8 +56,8 @@ func (ds *Dataset) Motion() (d float64, lag int64, pairs int, ok bool) {
 		}
 		x, errX := strconv.ParseFloat(xs, 64)
 		y, errY := strconv.ParseFloat(ys, 64)
-		if errX != nil || errY != nil {
-			continue
+		if errX != nil || errY != nil || math.IsNaN(x+y) || math.IsInf(x+y, 0) {
+			continue // "nan" parses: a blank position, not one
 		}
 		m := at[r.Beacon]
 		if m == nil {

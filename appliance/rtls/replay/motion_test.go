@@ -2,8 +2,10 @@ package replay
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"beaconhub/appliance/rtls"
@@ -66,7 +68,7 @@ func TestMotionNeedsAWalk(t *testing.T) {
 	for i := range noPos.Train {
 		noPos.Train[i].Pos = ","
 	}
-	short := walkedSet(1, 150, 1, 0.2, 6) // 120 pairs 30 s apart
+	short := walkedSet(1, 225, 1, 0.2, 6) // 205 pairs 20 s apart, 195 30 s apart
 	// A survey at a random point of a 10 m room every second.
 	jumps := walkedSet(2, 600, 1, 0.2, 7)
 	rng := rand.New(rand.NewPCG(8, 9))
@@ -78,5 +80,54 @@ func TestMotionNeedsAWalk(t *testing.T) {
 		if d, _, _, ok := ds.Motion(); ok {
 			t.Errorf("%s: measured %v", name, d)
 		}
+	}
+}
+
+// TestMotionTakesTheLargestLag: a tag that walks 3 m at 0.3 m/s, stands
+// 5 s, walks back and stands 5 s spreads most at lags of 10-20 s;
+// Motion gives the largest spread a second over the lags, not the one
+// of a second (which sees mostly standing) nor of 30 s. A blank ("nan")
+// position is no position.
+func TestMotionTakesTheLargestLag(t *testing.T) {
+	ds := &Dataset{Site: rtls.Site{Maps: []rtls.Map{{ID: 1, PixelsPerMeter: 10}}}}
+	var xs []float64
+	for s := range 1800 {
+		x := 0.0
+		switch c := s % 30; {
+		case c < 10:
+			x = 0.3 * float64(c)
+		case c < 15:
+			x = 3
+		case c < 25:
+			x = 0.3 * float64(25-c)
+		}
+		xs = append(xs, x)
+		pos := fmt.Sprintf("%.1f,0", 10*x)
+		if s%97 == 0 {
+			pos = "nan,nan"
+		}
+		ds.Train = append(ds.Train, Row{T: int64(1000 * s), Gateway: "G1", Beacon: "B", Pos: pos})
+	}
+	per := map[int64]float64{}
+	for _, lag := range motionLags {
+		var sum float64
+		n := 0
+		for s := 0; s+int(lag) < len(xs); s++ {
+			if s%97 == 0 || (s+int(lag))%97 == 0 {
+				continue
+			}
+			dx := xs[s+int(lag)] - xs[s]
+			sum += dx * dx / 2
+			n++
+		}
+		per[lag] = sum / float64(n) / float64(lag)
+	}
+	d, lag, _, ok := ds.Motion()
+	t.Logf("per lag %v: measured %v at %d s", per, d, lag)
+	if !ok || math.Abs(d-per[lag]) > 1e-9 || d != slices.Max(slices.Collect(maps.Values(per))) {
+		t.Fatalf("measured %v at lag %d (ok %v), per lag %v", d, lag, ok, per)
+	}
+	if per[1] > d/2 || per[30] > d/2 || d >= rtls.MaxDiffusion || d <= rtls.MaxDiffusion/8 {
+		t.Fatalf("the lags do not differ enough to test anything: %v", per)
 	}
 }

@@ -2,6 +2,7 @@ package replay
 
 import (
 	"fmt"
+	"maps"
 	"os"
 	"slices"
 	"strings"
@@ -63,9 +64,11 @@ func SelectOdds(ds *Dataset, opts Options) (map[string]OddsChoice, error) {
 		return nil, nil
 	}
 	if opts.Params == (rtls.Params{}) {
+		// Run's zero Params are the defaults, DecideEvery included;
+		// with SwitchOdds set, the other zero fields would be.
 		opts.Params = rtls.DefaultParams()
 	}
-	folds := holdOut(ds.Train, oddsBlocks)
+	folds := holdOut(ds, oddsBlocks)
 	type tally struct {
 		scored, correct, flips int
 		stableS                float64
@@ -74,12 +77,13 @@ func SelectOdds(ds *Dataset, opts Options) (map[string]OddsChoice, error) {
 	for _, a := range algs {
 		sum[a] = make([]tally, len(OddsCandidates))
 	}
-	for _, f := range folds {
-		sub := *ds
-		sub.Train, sub.Test = f[0], f[1]
+	for _, sub := range folds {
 		for ci, c := range OddsCandidates {
 			o := opts
 			o.Algorithms, o.Odds = algs, nil
+			// Zero fields are the defaults (Run's rule); the candidates
+			// are valid odds.
+			o.Params.SwitchOdds = c
 			if opts.WorkDir != "" { // each run's store apart, in the caller's directory
 				d, err := os.MkdirTemp(opts.WorkDir, "fold-")
 				if err != nil {
@@ -87,10 +91,10 @@ func SelectOdds(ds *Dataset, opts Options) (map[string]OddsChoice, error) {
 				}
 				o.WorkDir = d
 			}
-			if err := o.Params.Set("switch_odds", fmt.Sprint(c)); err != nil {
-				return nil, err
+			rs, err := Run(sub, o)
+			if o.WorkDir != opts.WorkDir {
+				os.RemoveAll(o.WorkDir)
 			}
-			rs, err := Run(&sub, o)
 			if err != nil {
 				return nil, err
 			}
@@ -102,6 +106,9 @@ func SelectOdds(ds *Dataset, opts Options) (map[string]OddsChoice, error) {
 	}
 	out := map[string]OddsChoice{}
 	for _, a := range algs {
+		if !slices.ContainsFunc(sum[a], func(t tally) bool { return t.scored > 0 }) {
+			continue // not ready, or nothing held out to score: no choice to report
+		}
 		var ch OddsChoice
 		for ci, t := range sum[a] {
 			sc := OddsScore{Odds: OddsCandidates[ci]}
@@ -131,24 +138,41 @@ func chooseOdds(scores []OddsScore) float64 {
 	return odds
 }
 
-// holdOut cuts rows (in time order) into n blocks of about as many rows
-// (the rows of one millisecond in one block) and returns two folds:
-// {survey, scored} = {odd blocks, even blocks} and the other way round.
-func holdOut(rows []Row, n int) [][2][]Row {
-	var even, odd []Row
+// holdOut cuts ds.Train (in time order) into n blocks of about as many
+// rows (the rows of one millisecond in one block) and returns two
+// recordings: one surveys the odd blocks and tracks the even ones, the
+// other the other way round. Each block's beacons are beacons of their
+// own ("B1#3" in block 3, with a MAC of its own): joined end to end, a
+// beacon would jump from where one block left it to where the next
+// finds it, and be scored on a zone change no tag made; apart, each
+// starts afresh, with its warm-up.
+func holdOut(ds *Dataset, n int) [2]*Dataset {
+	rows := ds.Train
+	var parts [2][]Row // [0]: even blocks, [1]: odd blocks
+	beacons := maps.Clone(ds.Beacons)
 	b := 0
 	for i, r := range rows {
 		// A millisecond's rows stay in the block of its first.
 		if i == 0 || r.T != rows[i-1].T {
 			b = i * n / len(rows)
 		}
-		if b%2 == 0 {
-			even = append(even, r)
-		} else {
-			odd = append(odd, r)
+		id := fmt.Sprintf("%s#%d", r.Beacon, b)
+		if _, ok := beacons[id]; !ok {
+			mac := ds.Beacons[r.Beacon]
+			mac[1] = 0xB0 | byte(b) // Load's MACs have 0 there
+			beacons[id] = mac
 		}
+		r.Beacon = id
+		parts[b%2] = append(parts[b%2], r)
 	}
-	return [][2][]Row{{odd, even}, {even, odd}}
+	var out [2]*Dataset
+	for k := range out {
+		sub := *ds
+		sub.Beacons = beacons
+		sub.Train, sub.Test = parts[1-k], parts[k]
+		out[k] = &sub
+	}
+	return out
 }
 
 // OddsNote says what SelectOdds chose, for rtls-eval's notes.

@@ -2,44 +2,63 @@ package replay
 
 import (
 	"reflect"
-	"slices"
 	"testing"
 
 	"beaconhub/appliance/rtls"
 )
 
-// TestHoldOutKeepsEveryRowOnce: each fold surveys half the blocks and
-// scores the other half, every row on one side exactly once, the rows of
-// one millisecond together, and the second fold is the first swapped.
+// TestHoldOutKeepsEveryRowOnce: each fold surveys the odd blocks of
+// eight (by time) and scores the even ones, or the other way round;
+// every row is on one side exactly once, the rows of one millisecond
+// together, and each block's beacon is a beacon of its own, with a MAC
+// of its own, so no beacon jumps from one block to the next.
 func TestHoldOutKeepsEveryRowOnce(t *testing.T) {
-	var rows []Row
+	ds := &Dataset{Beacons: map[string][6]byte{"B": {0xC3, 0, 0, 0, 0, 1}}}
 	for i := range 100 {
 		for range 1 + i%3 { // one to three rows a millisecond
-			rows = append(rows, Row{T: int64(1000 * i), Gateway: "G", Beacon: "B"})
+			ds.Train = append(ds.Train, Row{T: int64(1000 * i), Gateway: "G", Beacon: "B"})
 		}
 	}
-	f := holdOut(rows, 8)
-	if len(f) != 2 || !reflect.DeepEqual(f[0][0], f[1][1]) || !reflect.DeepEqual(f[0][1], f[1][0]) {
+	f := holdOut(ds, 8)
+	if !reflect.DeepEqual(f[0].Train, f[1].Test) || !reflect.DeepEqual(f[0].Test, f[1].Train) {
 		t.Fatal("the second fold is not the first swapped")
 	}
-	survey, scored := f[0][0], f[0][1]
-	if len(survey)+len(scored) != len(rows) || len(survey) < len(rows)/3 || len(scored) < len(rows)/3 {
-		t.Fatalf("%d rows surveyed, %d scored of %d", len(survey), len(scored), len(rows))
+	survey, scored := f[0].Train, f[0].Test
+	if len(survey)+len(scored) != len(ds.Train) || len(survey) < len(ds.Train)/3 || len(scored) < len(ds.Train)/3 {
+		t.Fatalf("%d rows surveyed, %d scored of %d", len(survey), len(scored), len(ds.Train))
 	}
 	side := map[int64]int{}
+	macs := map[[6]byte]string{}
 	for k, part := range [][]Row{survey, scored} {
-		if !slices.IsSortedFunc(part, func(a, b Row) int { return int(a.T - b.T) }) {
-			t.Fatal("a part is out of time order")
-		}
-		for _, r := range part {
+		blocks := map[string]bool{}
+		for i, r := range part {
+			if i > 0 && r.T < part[i-1].T {
+				t.Fatal("a part is out of time order")
+			}
 			if s, seen := side[r.T]; seen && s != k {
 				t.Fatalf("the rows of %d ms are split", r.T)
 			}
 			side[r.T] = k
+			blocks[r.Beacon] = true
+			mac, ok := f[0].Beacons[r.Beacon]
+			if !ok {
+				t.Fatalf("%s has no MAC", r.Beacon)
+			}
+			if other, dup := macs[mac]; dup && other != r.Beacon {
+				t.Fatalf("%s and %s share a MAC", r.Beacon, other)
+			}
+			macs[mac] = r.Beacon
+		}
+		// Four blocks a side, alternating: a beacon each.
+		if len(blocks) != 4 {
+			t.Errorf("side %d holds the beacons %v, want 4 blocks", k, blocks)
 		}
 	}
 	if len(side) != 100 {
 		t.Fatalf("%d milliseconds of 100", len(side))
+	}
+	if _, ok := ds.Beacons["B#0"]; ok {
+		t.Fatal("holdOut changed the recording's own beacons")
 	}
 }
 
@@ -83,6 +102,11 @@ func TestRunGivesEachAlgorithmItsOdds(t *testing.T) {
 			out[r.Algorithm] = r
 		}
 		return out
+	}
+	for _, bad := range []map[string]float64{{rtls.AlgKNN: 30}, {rtls.AlgGrid: 0.5}} {
+		if _, err := Run(ds, Options{Algorithms: algs, Odds: bad}); err == nil {
+			t.Errorf("odds %v accepted", bad)
+		}
 	}
 	at10, at30, mixed := at(10, nil), at(30, nil), at(10, map[string]float64{rtls.AlgGrid: 30})
 	if reflect.DeepEqual(at10[rtls.AlgGrid], at30[rtls.AlgGrid]) {

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	"beaconhub/appliance/assets"
@@ -161,6 +162,14 @@ func Run(ds *Dataset, opts Options) ([]Result, error) {
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	for name, odds := range opts.Odds {
+		if !slices.Contains(oddsAlgorithms, name) {
+			return nil, fmt.Errorf("odds for %q, which has none (only %s)", name, strings.Join(oddsAlgorithms, ", "))
+		}
+		if !(odds >= 1) {
+			return nil, fmt.Errorf("%s: switch_odds %v: must be at least 1", name, odds)
+		}
 	}
 	dir := opts.WorkDir
 	if dir == "" {
