@@ -125,7 +125,7 @@ func TestRunGivesEachAlgorithmItsOdds(t *testing.T) {
 // asked about, chooses by chooseOdds, and never reads test.csv.
 func TestSelectOddsOnAWalk(t *testing.T) {
 	w := walkSettings[2].w
-	w.seed = walkSettings[2].seeds[0]
+	w.seed, w.legs = walkSettings[2].seeds[0], 20
 	ds := loadWalk(t, w)
 	ds.Train, ds.Test = ds.Test[:len(ds.Test)/2], nil
 	ch, err := SelectOdds(ds, Options{Algorithms: []string{rtls.AlgKNN, rtls.AlgFilter, rtls.AlgGrid}})
