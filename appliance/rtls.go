@@ -166,7 +166,7 @@ func (a *App) buildRTLS() error {
 		return nil
 	}
 	cfg := a.live.Get()
-	params, err := config.RTLSParams(cfg.RTLSParams)
+	params, err := rtls.ParamsFrom(cfg.RTLSParams)
 	if err != nil { // validated on load: a bug if it happens
 		return fmt.Errorf("server_rtls_params: %w", err)
 	}

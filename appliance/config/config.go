@@ -57,7 +57,7 @@ type Config struct {
 	EventsWarningRetentionDays int `json:"server_events_warning_retention_days"`
 
 	// RTLSParams are "name=value" entries over the tracking engine's
-	// defaults (RTLSParams).
+	// defaults (rtls.ParamsFrom).
 	RTLSParams []string `json:"server_rtls_params"`
 
 	DebugSnapshotInterval int    `json:"server_debug_snapshot_interval"`

@@ -169,29 +169,8 @@ func features(v any) error {
 	return nil
 }
 
-// RTLSParams are the tracking engine's parameters with the entries of
-// server_rtls_params applied (validated on load, so none fails here).
-func RTLSParams(entries []string) (rtls.Params, error) {
-	p := rtls.DefaultParams()
-	seen := map[string]bool{}
-	for _, e := range entries {
-		name, value, ok := strings.Cut(e, "=")
-		name = strings.TrimSpace(name)
-		if !ok || name == "" {
-			return p, fmt.Errorf("%q: want name=value, e.g. switch_odds=30", e)
-		}
-		if seen[name] {
-			return p, fmt.Errorf("%s given twice", name)
-		}
-		seen[name] = true
-		if err := p.Set(name, value); err != nil {
-			return p, err
-		}
-	}
-	return p, nil
-}
 func rtlsParams(v any) error {
-	_, err := RTLSParams(v.([]string))
+	_, err := rtls.ParamsFrom(v.([]string))
 	return err
 }
 func cidr(v any) error {

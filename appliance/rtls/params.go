@@ -193,6 +193,30 @@ func ParamNames() []string {
 	return out
 }
 
+// ParamsFrom are the defaults with entries applied, each "name=value"
+// as Set takes them (names and values trimmed); a name given twice, an
+// entry without "=" or one Set refuses is an error. rtls-eval's --set
+// and the appliance's server_rtls_params both read them so.
+func ParamsFrom(entries []string) (Params, error) {
+	p := DefaultParams()
+	seen := map[string]bool{}
+	for _, e := range entries {
+		name, value, ok := strings.Cut(e, "=")
+		name = strings.TrimSpace(name)
+		if !ok || name == "" {
+			return p, fmt.Errorf("%q: want name=value, e.g. switch_odds=30", e)
+		}
+		if seen[name] {
+			return p, fmt.Errorf("%s given twice", name)
+		}
+		seen[name] = true
+		if err := p.Set(name, value); err != nil {
+			return p, err
+		}
+	}
+	return p, nil
+}
+
 // Set sets the field named name (ParamNames) from text: a duration
 // ("30s") for durations, a number otherwise. It lets rtls-eval try a
 // setting on a recording without a rebuild.

@@ -25,18 +25,17 @@ func cmdRTLSEval(args []string, stdout, stderr io.Writer) int {
 	params := rtls.DefaultParams()
 	var set []string
 	fs.Func("set", "name=value: an engine parameter (docs/rtls.md, Parameters; repeatable), e.g. switch_odds=30 or mean_stay=60s", func(s string) error {
-		name, value, ok := strings.Cut(s, "=")
-		if !ok {
-			return fmt.Errorf("want name=value, got %q", s)
+		// Read as server_rtls_params is (rtls.ParamsFrom), kept trimmed
+		// for the output.
+		entry := s
+		if name, value, ok := strings.Cut(s, "="); ok {
+			entry = strings.TrimSpace(name) + "=" + strings.TrimSpace(value)
 		}
-		name = strings.TrimSpace(name)
-		if slices.ContainsFunc(set, func(s string) bool { return strings.HasPrefix(s, name+"=") }) {
-			return fmt.Errorf("%s given twice", name) // as server_rtls_params refuses it
-		}
-		if err := params.Set(name, value); err != nil {
+		p, err := rtls.ParamsFrom(append(slices.Clone(set), entry))
+		if err != nil {
 			return err
 		}
-		set = append(set, name+"="+strings.TrimSpace(value))
+		params, set = p, append(set, entry)
 		return nil
 	})
 	// Flags may follow the directory too (rtls-eval DIR --alg knn): the
@@ -67,15 +66,14 @@ func cmdRTLSEval(args []string, stdout, stderr io.Writer) int {
 	isSet := func(name string) bool {
 		return slices.ContainsFunc(set, func(s string) bool { return strings.HasPrefix(s, name+"=") })
 	}
-	if !isSet("diffusion") {
-		if d, lag, pairs, ok := ds.Motion(); ok {
-			// Through Set, so what runs is a value the engine takes.
-			if err := params.Set("diffusion", fmt.Sprint(d)); err != nil {
-				fmt.Fprintln(stderr, "rtls-eval: measured motion:", err)
-				return 1
-			}
-			motion = replay.MotionNote(d, lag, pairs)
+	d, lag, pairs, walked := ds.Motion()
+	if walked && !isSet("diffusion") {
+		// Through Set, so what runs is a value the engine takes.
+		if err := params.Set("diffusion", fmt.Sprint(d)); err != nil {
+			fmt.Fprintln(stderr, "rtls-eval: measured motion:", err)
+			return 1
 		}
+		motion = replay.MotionNote(d, lag, pairs)
 	}
 	opts := replay.Options{Timeout: *timeout, Params: params}
 	for _, a := range strings.Split(*algs, ",") {
@@ -118,7 +116,7 @@ func cmdRTLSEval(args []string, stdout, stderr io.Writer) int {
 	// The filters' odds are chosen on train.csv when it is a walk
 	// (Motion found one), unless the command line gives them.
 	var odds string
-	if _, _, _, isWalk := ds.Motion(); isWalk && !isSet("switch_odds") {
+	if walked && !isSet("switch_odds") {
 		ch, err := replay.SelectOdds(ds, opts)
 		if err != nil {
 			fmt.Fprintln(stderr, "rtls-eval:", err)

@@ -69,14 +69,19 @@ func (ds *Dataset) Motion() (d float64, lag int64, pairs int, ok bool) {
 			m[s] = pos{x / ppm, y / ppm}
 		}
 	}
+	// Summed in a fixed order: a sum's last bits, and so a decision at
+	// the threshold, must not change from run to run.
+	beacons := slices.Sorted(maps.Keys(at))
+	seconds := make([][]int64, len(beacons))
+	for i, b := range beacons {
+		seconds[i] = slices.Sorted(maps.Keys(at[b]))
+	}
 	for _, tau := range motionLags {
 		var sum float64
 		n := 0
-		// In a fixed order: a sum's last bits, and so a decision at
-		// the threshold, must not change from run to run.
-		for _, b := range slices.Sorted(maps.Keys(at)) {
+		for i, b := range beacons {
 			m := at[b]
-			for _, s := range slices.Sorted(maps.Keys(m)) {
+			for _, s := range seconds[i] {
 				p := m[s]
 				if q, ok := m[s+tau]; ok {
 					dx, dy := q.x-p.x, q.y-p.y
