@@ -252,14 +252,16 @@ func (p *Params) Set(name, text string) error {
 		default:
 			return fmt.Errorf("%s: cannot be set", name)
 		}
-		// A value the engine would not use as given (0 stands for the
-		// default, K is bounded) or that makes no sense is refused, so
-		// what rtls-eval echoes is what ran.
+		// A value that makes no sense, or that the engine would not use
+		// as given (0 stands for the default, K is bounded), is refused,
+		// so what rtls-eval echoes is what ran. The range first: a value
+		// out of it may also run as the default (diffusion), and the
+		// range is what the user needs to hear.
 		var err error
-		if used := reflect.ValueOf(p.withDefaults()).Field(i); !used.Equal(f) {
-			err = fmt.Errorf("%s=%s would run as %v", name, text, used)
-		} else if err = p.check(); err != nil {
+		if err = p.check(); err != nil {
 			err = fmt.Errorf("%s=%s: %w", name, text, err)
+		} else if used := reflect.ValueOf(p.withDefaults()).Field(i); !used.Equal(f) {
+			err = fmt.Errorf("%s=%s would run as %v", name, text, used)
 		}
 		if err != nil {
 			f.Set(old)

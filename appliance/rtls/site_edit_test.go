@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -321,6 +322,11 @@ func TestParamsSet(t *testing.T) {
 	}
 	if p.SwitchOdds != 30 || p.K != 7 || p.Lost != DefaultParams().Lost || p.Sigma != DefaultParams().Sigma {
 		t.Fatalf("after refusals: %+v", p)
+	}
+	// Out of range and also run as the default, it is refused for its
+	// range, which is what the user needs to hear (docs/config.md).
+	if err := p.Set("diffusion", "2"); err == nil || !strings.Contains(err.Error(), "at most 0.5417 m²") {
+		t.Fatalf("diffusion=2: %v", err)
 	}
 	if err := p.Set("diffusion", "0.1"); err != nil || p.Diffusion != 0.1 {
 		t.Fatalf("diffusion=0.1: %v", err)
