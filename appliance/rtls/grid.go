@@ -112,13 +112,15 @@ type gridLayout struct {
 	cellPx []float64 // per map index: cell edge in pixels (cell centres are the map grid)
 	cx, cy []float32
 	cmap   []int32 // map index (into mapIDs)
-	czone  []int32
-	nbrOff []int32 // neighbours of cell c: nbr[nbrOff[c]:nbrOff[c+1]], self included
-	nbr    []int32
-	nbrW   []float32 // normalised weights
-	mix    []float32 // per cell: share of the belief that diffuses per second
-	mapIDs []uint64
-	floor  float64
+	// mapCells: the cells of map index mi are [mapCells[mi], mapCells[mi+1])
+	mapCells []int32
+	czone    []int32
+	nbrOff   []int32 // neighbours of cell c: nbr[nbrOff[c]:nbrOff[c+1]], self included
+	nbr      []int32
+	nbrW     []float32 // normalised weights
+	mix      []float32 // per cell: share of the belief that diffuses per second
+	mapIDs   []uint64
+	floor    float64
 	// gwMap is per model gateway its map index (placed, or its learned
 	// zone's), -1 when it is on no map with zones; modelled counts the
 	// gateways the fit will model (planGridGateways).
@@ -263,6 +265,14 @@ func (m *model) buildGrid() {
 		}
 	}
 	nc := len(g.czone)
+	// The cells are laid out map by map (above).
+	g.mapCells = make([]int32, len(g.mapIDs)+1)
+	for _, mi := range g.cmap {
+		g.mapCells[mi+1]++
+	}
+	for mi := range g.mapIDs {
+		g.mapCells[mi+1] += g.mapCells[mi]
+	}
 	g.nbrOff = make([]int32, 0, nc+1)
 	for c := 0; c < nc; c++ {
 		g.nbrOff = append(g.nbrOff, int32(len(g.nbr)))
@@ -1044,7 +1054,15 @@ func stepGrid(m *model, p *Params, b *beacon, now int64, off float64) bool {
 		// floor whatever the priors (at most 1 against at least 1e-9:
 		// e^-42 / 1e-9 < 1e-9), so its exp is not needed; within one
 		// millisecond the floor waits for the next (above), and a cell
-		// zeroed here stays 0 until then.
+		// zeroed here stays 0 until then: it is skipped, its evidence
+		// being above top at times (a cross-floor reading zeroed the
+		// cells of the floor the next report of the scan came from, by
+		// up to e^94, whose float32 is +Inf, and 0 x Inf made the whole
+		// belief NaN: the beacon stayed in one zone for good,
+		// TestGridBeliefSurvivesAContradictoryScan).
+		if b.cells[c] == 0 {
+			continue
+		}
 		if d := ll[c] - top; d > -42 {
 			b.cells[c] *= float32(math.Exp(float64(d)))
 		} else {
@@ -1065,18 +1083,42 @@ func stepGrid(m *model, p *Params, b *beacon, now int64, off float64) bool {
 }
 
 // addHeard adds w times a heard reading's log-likelihood to every cell
-// (its hit rate and Gaussian) and takes back refund times its gateway's
-// "not heard" term, which the update's base charged it.
+// (its hit rate and Gaussian; on another floor, crossSpan's) and takes
+// back refund times its gateway's "not heard" term, which the update's
+// base charged it.
 func (g *gridModel) addHeard(ll, lmiss []float32, gi int, x, w, refund float32) {
 	nc := len(ll)
 	gw := &g.gw[gi]
 	k, inv := w*float32(gw.lhitK), w*float32(gw.inv2s2)
 	mu, lm := g.mu[gi*nc:(gi+1)*nc], lmiss[gi*nc:(gi+1)*nc]
-	for c := range ll {
+	lo, hi := int(g.mapCells[gw.mapIdx]), int(g.mapCells[gw.mapIdx+1])
+	for c := lo; c < hi; c++ {
 		d := x - mu[c]
 		ll[c] += k - d*d*inv - refund*lm[c]
 	}
+	if lo == 0 && hi == nc {
+		return
+	}
+	// On another floor the law does not say how loud the gateway is
+	// (through a ceiling, down a stairwell): its reading counts as one
+	// anywhere in crossSpan. Taken for the law's "practically never
+	// heard" there, one reading heard across the floor ruled that floor
+	// out, and a tag upstairs whose scans began with a downstairs
+	// gateway was reported downstairs for as long as it stood there
+	// (TestGridBeliefSurvivesAnotherFloorsReading).
+	cross := w * float32(math.Log(1-gw.miss)-math.Log(crossSpan)+0.5*math.Log(2*math.Pi))
+	for c := 0; c < lo; c++ {
+		ll[c] += cross - refund*lm[c]
+	}
+	for c := hi; c < nc; c++ {
+		ll[c] += cross - refund*lm[c]
+	}
 }
+
+// crossSpan (dB) is the span of levels at which a gateway may hear a
+// tag on another floor (addHeard): some 10-40 dB under what it would
+// hear on its own.
+const crossSpan = 30
 
 // addTerm adds w times gateway gi's "not heard" log-likelihood.
 func (g *gridModel) addTerm(ll, lmiss []float32, gi int, w float32) {

@@ -604,23 +604,39 @@ func TestGridBeliefIgnoresScanOrder(t *testing.T) {
 // point 60 m apart (each alone rules the other's cells out by far more
 // than e^-42) leave a belief, not nothing: with the floor waiting for the
 // next millisecond, every cell the first report zeroed is still 0 when
-// the second comes.
+// the second comes. With a narrow law (sigma 2 dB) the second report
+// favours the zeroed cells by more than e^88, a float32 +Inf: the belief
+// must still not turn NaN (0 x Inf), and the next second, with the
+// floor, it moves on.
 func TestGridBeliefSurvivesAContradictoryScan(t *testing.T) {
 	s := gridSite(7, 1, true)
-	h := tracking(t, Options{}, s, nil, AlgGrid)
-	h.clk.Advance(time.Second)
-	h.sight("WAT-1", s.Gateways[0].MAC, -30)
-	h.sight("WAT-1", s.Gateways[6].MAC, -30)
-	m := gridMass(h, "WAT-1")
-	var sum float64
-	for _, v := range m {
-		if math.IsNaN(v) {
-			t.Fatalf("zone masses %v", m)
+	for _, sigma := range []float64{0, 2} {
+		h := tracking(t, Options{Params: Params{Sigma: sigma, SigmaFloor: min(sigma, DefaultParams().SigmaFloor)}}, s, nil, AlgGrid)
+		h.clk.Advance(time.Second)
+		h.sight("WAT-1", s.Gateways[0].MAC, -30)
+		h.sight("WAT-1", s.Gateways[6].MAC, -30)
+		check := func(when string) []float64 {
+			m := gridMass(h, "WAT-1")
+			var sum float64
+			for _, v := range m {
+				if math.IsNaN(v) {
+					t.Fatalf("sigma %v, %s: zone masses %v", sigma, when, m)
+				}
+				sum += v
+			}
+			if math.Abs(sum-1) > 1e-3 {
+				t.Fatalf("sigma %v, %s: zone masses %v sum to %v", sigma, when, m, sum)
+			}
+			return m
 		}
-		sum += v
-	}
-	if math.Abs(sum-1) > 1e-3 {
-		t.Fatalf("zone masses %v sum to %v", m, sum)
+		check("the contradictory scan")
+		for range 5 {
+			h.clk.Advance(time.Second)
+			h.sight("WAT-1", s.Gateways[6].MAC, -30)
+		}
+		if m := check("five scans of the last gateway alone"); m[6] < 0.9 {
+			t.Fatalf("sigma %v: zone masses %v, want the last zone's", sigma, m)
+		}
 	}
 }
 
@@ -657,6 +673,43 @@ func TestGridRefinementRefundsSilenceOnce(t *testing.T) {
 	for z := range mass[0] {
 		if d := math.Abs(mass[0][z] - mass[1][z]); d > 1e-3 {
 			t.Fatalf("zone masses %v with the scan in one millisecond, %v spread over 25 ms", mass[0], mass[1])
+		}
+	}
+}
+
+// TestGridBeliefSurvivesAnotherFloorsReading: on two floors whose
+// gateways hear each other's floor 12 dB quieter, a tag going upstairs
+// is reported upstairs, though every scan begins with a downstairs
+// gateway's report, and back downstairs when it returns; with the
+// default law (no survey) and with a survey recorded on both floors.
+// Read by the law as "practically never heard" on the other floor, the
+// first downstairs report ruled the upstairs cells out at every scan,
+// and the tag stayed downstairs for as long as it stood upstairs.
+func TestGridBeliefSurvivesAnotherFloorsReading(t *testing.T) {
+	s := twoFloors()
+	rng := rand.New(rand.NewPCG(3, 4))
+	rec := newHarness(t, Options{})
+	rec.e.SetSite(s)
+	var survey []Sample
+	for _, z := range s.Zones {
+		rec.e.Record("WAT-9", z.ID)
+		for range 5 {
+			standOnFloor(rec, s, "WAT-9", z.MapID, z.X1+20+rng.Float64()*60, z.Y1+20+rng.Float64()*60, 12, 2, rng)
+		}
+		survey = append(survey, rec.e.StopRecording("WAT-9")...)
+	}
+	for _, samples := range [][]Sample{nil, survey} {
+		h := tracking(t, Options{}, s, samples, AlgGrid)
+		for _, stop := range []struct {
+			zone  uint64
+			x, y  float64
+			floor uint64
+		}{{2, 150, 50, 1}, {106, 150, 150, 2}, {107, 250, 150, 2}, {7, 250, 150, 1}} {
+			standOnFloor(h, s, "WAT-1", stop.floor, stop.x, stop.y, 12, 15, rng)
+			if z := h.zone("WAT-1"); z != stop.zone {
+				t.Fatalf("survey of %d samples: standing in zone %d (floor %d), reported in %d; zone masses %.3g",
+					len(samples), stop.zone, stop.floor, z, gridMass(h, "WAT-1"))
+			}
 		}
 	}
 }

@@ -241,7 +241,7 @@ func (o *tagOffset) learn(m *model, p *Params, b *beacon, now int64, law bool) {
 		if at < o.burst {
 			return // nothing of this burst before now: the next report tries
 		}
-		if !scoreCells(m, p, b, at, b.coverSince(p, o.burst, at), k0, sc, &l) {
+		if !scoreCells(m, p, b, at, b.coverSince(p, o.burst, at), k0, pi, sc, &l) {
 			return
 		}
 	} else {
@@ -381,6 +381,7 @@ type offsetScratch struct {
 	// window's log-likelihood per scored cell at three offsets.
 	hx    []float32
 	cells []float64
+	mapW  []float64 // per map: log weight of each of its cells (scoreCells)
 }
 
 func newOffsetTables() *offsetTables { return &offsetTables{} }
@@ -548,7 +549,18 @@ const offsetCells = 256
 // filters' models, whose zone means explain an offset away the same
 // way; known, its offset was worth 11 points of grid's accuracy there
 // (docs/performance.md, "The tag offset against grid's law").
-func scoreCells(m *model, p *Params, b *beacon, now int64, cover, k0 float64, sc *offsetScratch, l *[3]float64) bool {
+//
+// The floor, though, is the belief's (pi, zone masses; nil: every cell
+// alike): each map's cells count by the share of the belief on that
+// map. A reading is scored on its own gateway's map only (cellsLL), so a
+// tag on one floor, its own floor's gateways loud and the other's heard
+// 12 dB quieter through the ceiling, fitted the other floor as well at
+// an offset of about -10 dB, where those quiet readings are what that
+// floor's gateways would hear nearby and the loud ones are not read at
+// all: the survey tag itself ran to -9.7 dB and was then reported in
+// one zone wherever it stood (TestGridOffsetReadsEachGatewayOnItsFloor).
+// Which floor a tag is on the belief tells from the first scans.
+func scoreCells(m *model, p *Params, b *beacon, now int64, cover, k0 float64, pi []float64, sc *offsetScratch, l *[3]float64) bool {
 	g := m.grid
 	ng := len(g.gw)
 	if cap(sc.hx) < ng {
@@ -568,8 +580,28 @@ func scoreCells(m *model, p *Params, b *beacon, now int64, cover, k0 float64, sc
 	if !any {
 		return false
 	}
+	var lw []float64
+	if nm := len(g.mapIDs); nm > 1 && len(pi) == len(m.zones) {
+		if cap(sc.mapW) < nm {
+			sc.mapW = make([]float64, nm)
+		}
+		lw = sc.mapW[:nm]
+		clear(lw)
+		for z, v := range pi {
+			if mi := slices.Index(g.mapIDs, m.zones[z].MapID); mi >= 0 {
+				lw[mi] += v
+			}
+		}
+		for mi, share := range lw {
+			// Per cell: the map's share over its scored cells (every
+			// cell alike on a map, as on a site of one).
+			if n := g.omap[mi+1] - g.omap[mi]; n > 0 {
+				lw[mi] = math.Log(max(share, 1e-300)) - math.Log(float64(n))
+			}
+		}
+	}
 	var ok bool
-	sc.cells, ok = g.cellsLL(hx, cover, k0, sc.cells, l)
+	sc.cells, ok = g.cellsLL(hx, cover, k0, lw, sc.cells, l)
 	return ok
 }
 
@@ -604,12 +636,13 @@ func (m *model) anchor(gi int) bool {
 // g.ocells of the likelihood of a window: hx per gateway its mean (NaN:
 // silent; only anchors are read, model.anchor), each heard one less the
 // offset against its gateway's law, each silent anchor's "not heard"
-// term from the offset's table weighed by cover. ll is scratch; false
-// when no cell is scored. It reads tables of those cells only, gateway
+// term from the offset's table weighed by cover; each cell's term
+// weighed by lw, per map index the log weight of each of its cells (nil:
+// all alike). ll is scratch; false when no cell is scored. It reads tables of those cells only, gateway
 // by gateway: cell by cell over the grid's own tables, every term was a
 // cache miss, 77 us a window on the benchmark's site, and grid's cost
 // per report doubled.
-func (g *gridModel) cellsLL(hx []float32, cover, k0 float64, ll []float64, l *[3]float64) ([]float64, bool) {
+func (g *gridModel) cellsLL(hx []float32, cover, k0 float64, lw, ll []float64, l *[3]float64) ([]float64, bool) {
 	n := len(g.ocells)
 	if n == 0 {
 		return ll, false
@@ -644,6 +677,15 @@ func (g *gridModel) cellsLL(hx []float32, cover, k0 float64, ll []float64, l *[3
 			for j := lo; j < hi; j++ {
 				d := float64(x) - v - float64(mu[j])
 				out[j] += gw.lhitK - d*d*gw.inv2s2 - cover*float64(lm[j])
+			}
+		}
+	}
+	if lw != nil {
+		for i := range l {
+			for mi := range g.mapIDs {
+				for j := g.omap[mi]; j < g.omap[mi+1]; j++ {
+					ll[i*n+j] += lw[mi]
+				}
 			}
 		}
 	}
