@@ -69,13 +69,7 @@ func (c *rtlsControl) Reload() error {
 	}
 	samples := make([]rtls.Sample, 0, len(ss))
 	for _, s := range ss {
-		sm := rtls.Sample{Zone: s.Zone, RSSI: make(map[[6]byte]float64, len(s.RSSI))}
-		for mac, v := range s.RSSI {
-			if m, ok := ingest.ParseMAC(mac); ok {
-				sm.RSSI[m] = v
-			}
-		}
-		samples = append(samples, sm)
+		samples = append(samples, sampleFromStore(s))
 	}
 	c.Engine.Configure(site, samples)
 	c.gateways = sig
@@ -214,4 +208,32 @@ func (a *App) RTLS() *rtls.Engine {
 		return nil
 	}
 	return a.rtls.Engine
+}
+
+// sampleFromStore is the engine's form of a stored survey sample; an
+// entry under a MAC that does not parse is dropped.
+func sampleFromStore(s store.ZoneSample) rtls.Sample {
+	sm := rtls.Sample{Zone: s.Zone, RSSI: make(map[[6]byte]float64, len(s.RSSI))}
+	for mac, v := range s.RSSI {
+		if m, ok := ingest.ParseMAC(mac); ok {
+			sm.RSSI[m] = v
+		}
+	}
+	if len(s.Readings) > 0 {
+		sm.N = make(map[[6]byte]int, len(s.Readings))
+		for mac, n := range s.Readings {
+			if m, ok := ingest.ParseMAC(mac); ok {
+				sm.N[m] = n
+			}
+		}
+	}
+	if len(s.RSSISD) > 0 {
+		sm.SD = make(map[[6]byte]float64, len(s.RSSISD))
+		for mac, v := range s.RSSISD {
+			if m, ok := ingest.ParseMAC(mac); ok {
+				sm.SD[m] = v
+			}
+		}
+	}
+	return sm
 }

@@ -12,6 +12,8 @@ import (
 
 	"beaconhub/appliance/assets"
 	"beaconhub/appliance/clock"
+	"beaconhub/appliance/ingest"
+	"beaconhub/store"
 )
 
 // A gateway added through the registry (not through the map endpoints)
@@ -49,5 +51,24 @@ func TestRTLSSiteFollowsGatewayRegistry(t *testing.T) {
 			t.Fatalf("site never picked up the new gateway: %q", sig())
 		}
 		time.Sleep(5 * time.Millisecond) // polling a condition, bounded by the deadline
+	}
+}
+
+// A stored survey sample reaches the engine with how many readings each
+// mean holds and their spread (grid's fading); an entry under a MAC that
+// does not parse is dropped, and a sample stored before they were
+// recorded has neither.
+func TestSampleFromStore(t *testing.T) {
+	mac, _ := ingest.ParseMAC("AC233FA0B1C9")
+	got := sampleFromStore(store.ZoneSample{Zone: 4,
+		RSSI:     map[string]float64{"AC233FA0B1C9": -61.5, "nope": -50},
+		Readings: map[string]int{"AC233FA0B1C9": 2, "nope": 3},
+		RSSISD:   map[string]float64{"AC233FA0B1C9": 2.5, "nope": 1}})
+	if got.Zone != 4 || len(got.RSSI) != 1 || got.RSSI[mac] != -61.5 || len(got.N) != 1 || got.N[mac] != 2 || len(got.SD) != 1 || got.SD[mac] != 2.5 {
+		t.Fatalf("sample %+v", got)
+	}
+	old := sampleFromStore(store.ZoneSample{Zone: 4, RSSI: map[string]float64{"AC233FA0B1C9": -61.5}})
+	if old.N != nil || old.SD != nil || old.RSSI[mac] != -61.5 {
+		t.Fatalf("sample stored without readings: %+v", old)
 	}
 }

@@ -283,6 +283,18 @@ func TestSurveySamples(t *testing.T) {
 	if len(list.Samples) != 2 {
 		t.Fatalf("samples %+v", list)
 	}
+	// How many readings each mean holds and their spread are kept (grid
+	// learns from them what one reading is worth); a window of one
+	// reading has no spread.
+	for _, got := range [][]store.ZoneSample{stopped.Samples, list.Samples} {
+		one, two := got[0], got[1]
+		if one.RSSI["AC233F000001"] != -61.5 {
+			one, two = two, one
+		}
+		if one.Readings["AC233F000001"] != 2 || one.RSSISD["AC233F000001"] != 2.12 || two.Readings["AC233F000001"] != 1 || two.RSSISD != nil {
+			t.Fatalf("readings and spread not kept: %+v", got)
+		}
+	}
 	h.send("DELETE", "/api/v1/tracking/sample/"+itoa(list.Samples[0].ID), h.admin, nil).expect(t, http.StatusOK)
 	h.send("DELETE", "/api/v1/tracking/sample/"+itoa(list.Samples[0].ID), h.admin, nil).expect(t, http.StatusNotFound)
 	h.adminGet("/api/v1/tracking/samples", http.StatusOK).decodePayload(t, &list)

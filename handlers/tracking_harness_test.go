@@ -98,7 +98,10 @@ func (f *fakeTracker) StopRecording(uid string) []rtls.Sample {
 	}
 	delete(f.recording, uid)
 	gw := [6]byte{0xAC, 0x23, 0x3F, 0, 0, 1}
-	return []rtls.Sample{{Zone: zone, RSSI: map[[6]byte]float64{gw: -61.5}}, {Zone: zone, RSSI: map[[6]byte]float64{gw: -63}}}
+	return []rtls.Sample{
+		{Zone: zone, RSSI: map[[6]byte]float64{gw: -61.5}, N: map[[6]byte]int{gw: 2}, SD: map[[6]byte]float64{gw: 2.12}},
+		{Zone: zone, RSSI: map[[6]byte]float64{gw: -63}, N: map[[6]byte]int{gw: 1}},
+	}
 }
 
 func (f *fakeTracker) LastSeen(uid string) int64 {

@@ -95,8 +95,21 @@ func (s *Server) surveyStop(w http.ResponseWriter, r *http.Request, _ httprouter
 
 func sampleToStore(uid string, sm rtls.Sample) store.ZoneSample {
 	out := store.ZoneSample{Zone: sm.Zone, AssetUID: uid, RSSI: make(map[string]float64, len(sm.RSSI))}
+	key := func(mac [6]byte) string { return strings.ToUpper(hex.EncodeToString(mac[:])) }
 	for mac, v := range sm.RSSI {
-		out.RSSI[strings.ToUpper(hex.EncodeToString(mac[:]))] = v
+		out.RSSI[key(mac)] = v
+	}
+	if len(sm.N) > 0 {
+		out.Readings = make(map[string]int, len(sm.N))
+		for mac, n := range sm.N {
+			out.Readings[key(mac)] = n
+		}
+	}
+	if len(sm.SD) > 0 {
+		out.RSSISD = make(map[string]float64, len(sm.SD))
+		for mac, v := range sm.SD {
+			out.RSSISD[key(mac)] = v
+		}
 	}
 	return out
 }

@@ -17,10 +17,15 @@ const keyRTLSAlgorithm = "rtls/algorithm"
 // ZoneSample is one labelled RTLS training sample: mean RSSI per gateway (12
 // upper-case hex digits) while AssetUID stood in Zone.
 type ZoneSample struct {
-	ID        uint64             `json:"id"`
-	Zone      uint64             `json:"zone_id"`
-	AssetUID  string             `json:"asset_uid"`
-	RSSI      map[string]float64 `json:"rssi"`
+	ID       uint64             `json:"id"`
+	Zone     uint64             `json:"zone_id"`
+	AssetUID string             `json:"asset_uid"`
+	RSSI     map[string]float64 `json:"rssi"`
+	// Readings and RSSISD are per gateway how many readings its mean
+	// averages and their standard deviation about it (dB, where two or
+	// more); absent on samples stored before they were recorded.
+	Readings  map[string]int     `json:"readings,omitempty"`
+	RSSISD    map[string]float64 `json:"rssi_sd,omitempty"`
 	CreatedAt int64              `json:"created_at"` // Unix ms
 }
 

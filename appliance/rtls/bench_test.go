@@ -75,14 +75,17 @@ func buildWorld() *benchWorld {
 		d := math.Max(math.Hypot(g.x-x, g.y-y)/10, 0.5)
 		return int(math.Max(-127, math.Min(0, math.Round(-59-25*math.Log10(d)+noise))))
 	}
-	// three survey samples per zone
+	// three survey samples per zone, each the mean of two readings a
+	// gateway as the recorder makes them (grid then weighs a reading by
+	// the fading they show, gridGW.fade)
 	for _, z := range w.site.Zones {
 		for k := 0; k < 3; k++ {
 			x, y := z.X1+rng.Float64()*100, z.Y1+rng.Float64()*100
-			s := rtls.Sample{Zone: z.ID, RSSI: map[[6]byte]float64{}}
+			s := rtls.Sample{Zone: z.ID, RSSI: map[[6]byte]float64{}, N: map[[6]byte]int{}, SD: map[[6]byte]float64{}}
 			for i, g := range gws {
 				if r := rssi(g, x, y, rng.NormFloat64()*3); r > -95 {
 					s.RSSI[gwMACs[i]] = float64(r)
+					s.N[gwMACs[i]], s.SD[gwMACs[i]] = 2, 3*math.Abs(rng.NormFloat64())
 				}
 			}
 			w.samples = append(w.samples, s)

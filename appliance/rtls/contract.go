@@ -56,9 +56,17 @@ type Gateway struct {
 // Sample is one labelled fingerprint: the mean RSSI per gateway over a short
 // window while the beacon stood in Zone. Samples train the k-NN algorithm
 // and, through the emission model, the adjacency filter.
+//
+// N and SD say how many readings each mean averages and their standard
+// deviation about it (dB, where N >= 2). They are how grid learns what a
+// single reading is worth: its law is fitted on the means, which are
+// steadier than the one reading a second it tracks with (gridGW.fade).
+// Either may be nil (samples stored before they were recorded).
 type Sample struct {
 	Zone uint64
 	RSSI map[[6]byte]float64 // gateway MAC -> dBm
+	N    map[[6]byte]int
+	SD   map[[6]byte]float64
 }
 
 // AlgorithmInfo describes one algorithm for GET /tracking/algorithms.

@@ -2,6 +2,7 @@ package rtls_test
 
 import (
 	"fmt"
+	"math"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -256,9 +257,20 @@ func TestRecordSurveySamples(t *testing.T) {
 	}
 	got := r.e.StopRecording("WAT-1")
 	a, _ := assets.ParseMAC(gwA)
+	b, _ := assets.ParseMAC(gwB)
 	// Two 2-second windows: readings at 0,1 s and 2,3 s.
 	if len(got) != 2 || got[0].Zone != 2 || got[0].RSSI[a] != -60.5 || got[1].RSSI[a] != -62.5 {
 		t.Fatalf("samples %+v", got)
+	}
+	// Each mean says how many readings it holds and their spread about
+	// it (grid's fading, gridGW.fade).
+	if got[0].N[a] != 2 || math.Abs(got[0].SD[a]-math.Sqrt(0.5)) > 1e-12 || got[0].N[b] != 2 || got[0].SD[b] != 0 {
+		t.Fatalf("first window: readings %v, spread %v", got[0].N, got[0].SD)
+	}
+	r.e.Record("WAT-1", 3)
+	r.hear(gwA, "C30000000001", -70)
+	if one := r.e.StopRecording("WAT-1"); len(one) != 1 || one[0].N[a] != 1 || one[0].SD != nil {
+		t.Fatalf("a window of one reading: %+v (no spread to tell)", one)
 	}
 	if r.e.StopRecording("WAT-1") != nil {
 		t.Fatal("second stop returned samples")

@@ -47,6 +47,7 @@ type grid struct{}
 func (grid) info(m *model) AlgorithmInfo {
 	g := m.grid
 	params := map[string]any{"switch_odds": m.p.SwitchOdds, "diffusion_m2": m.p.Diffusion, "floor_dbm": 0.0, "cells": 0, "cell_px": []float64{},
+		"fading_sd_db":     math.Sqrt(m.siteFading()),
 		"sample_window_ms": m.p.SampleWindow.Milliseconds(), "decide_every_ms": m.p.DecideEvery.Milliseconds(), "gateways_modelled": 0}
 	reason := m.lacks(false, false, false, false)
 	if g != nil {
@@ -141,6 +142,61 @@ type gridGW struct {
 	miss           float64
 	lhitK, inv2s2  float64 // log(1-miss) - log(sig), 1/(2 sig^2)
 	fittedOnSurvey bool
+	// sig is the spread of survey windows' means, and each averages
+	// perWin readings: fade (dB², 0 unknown) is the variance of one
+	// reading about its window's mean that they averaged away, which a
+	// decision on fewer readings keeps (readingTerms). Tracked with the
+	// means' spread, one reading a second passed for 1.7 of them on the
+	// generated recordings, and grid flipped 2-3 times as often as a
+	// tracker knowing the law (docs/performance.md, "A reading is not a
+	// survey window").
+	fade, perWin float64
+}
+
+// minFadeDof is the least number of readings beyond each window's first
+// from which a gateway's own fading variance is taken; below it, the
+// site's pooled one.
+const minFadeDof = 30
+
+// fading is gateway gi's fading variance and the readings its survey
+// windows average (harmonic mean), from the samples' N and SD; fade is
+// 0 when they do not tell.
+func (m *model) fading(gi int) (fade, perWin float64) {
+	if m.winN[gi] == 0 {
+		return 0, 0
+	}
+	perWin = m.winN[gi] / m.winInv[gi]
+	if m.fadeDof[gi] >= minFadeDof {
+		return m.fadeSS[gi] / m.fadeDof[gi], perWin
+	}
+	return m.siteFading(), perWin
+}
+
+// siteFading is the fading variance pooled over every gateway, 0 when
+// the survey's windows do not tell (fewer than minFadeDof).
+func (m *model) siteFading() float64 {
+	var ss, dof float64
+	for g := range m.fadeDof {
+		ss, dof = ss+m.fadeSS[g], dof+m.fadeDof[g]
+	}
+	if dof < minFadeDof {
+		return 0
+	}
+	return ss / dof
+}
+
+// readingTerms is the hit constant (log(1-miss) - log sd) and 1/(2 var)
+// of a period's evidence (stepGrid) that is the mean of k readings: var
+// is the law's, of means of perWin readings, plus the fading a mean of
+// fewer keeps. It is never below the law's: readings closer together
+// than the survey's may share their fading, so more of them are not
+// taken to be worth more.
+func (gw *gridGW) readingTerms(k float64) (lhit, inv float64) {
+	if gw.fade == 0 || k >= gw.perWin {
+		return gw.lhitK, gw.inv2s2
+	}
+	v := gw.sig*gw.sig + gw.fade*(1/k-1/gw.perWin)
+	return math.Log(1-gw.miss) - 0.5*math.Log(v), 1 / (2 * v)
 }
 
 type gridScratch struct{ ll, tmp []float32 }
@@ -458,6 +514,12 @@ func (m *model) fitGridGateways() {
 		if gw := &g.gw[gi]; gw.ok {
 			gw.lhitK = math.Log(1-gw.miss) - math.Log(gw.sig)
 			gw.inv2s2 = 1 / (2 * gw.sig * gw.sig)
+			// Only a law fitted on the survey's means is a law of means;
+			// the default one says nothing of how many readings it holds.
+			if gw.fittedOnSurvey {
+				gw.fade, gw.perWin = m.fading(gi)
+			}
+
 		}
 	}
 	g.mu = make([]float32, ng*nc)
@@ -1036,7 +1098,7 @@ func stepGrid(m *model, p *Params, b *beacon, now int64, off float64) bool {
 		if dt == 0 && (r.prev == 0 || b.gstepped-r.prev >= fw) {
 			refund = b.absentW // silent at this millisecond's first update
 		}
-		g.addHeard(ll, lmiss, r.g, float32(x-off), w, refund)
+		g.addHeard(ll, lmiss, r.g, float32(x-off), n, w, refund)
 		r.counted = r.last
 	}
 	// The best evidence among the cells still alive: a cell zeroed
@@ -1082,14 +1144,18 @@ func stepGrid(m *model, p *Params, b *beacon, now int64, off float64) bool {
 	return true
 }
 
-// addHeard adds w times a heard reading's log-likelihood to every cell
-// (its hit rate and Gaussian; on another floor, crossSpan's) and takes
-// back refund times its gateway's "not heard" term, which the update's
-// base charged it.
-func (g *gridModel) addHeard(ll, lmiss []float32, gi int, x, w, refund float32) {
+// addHeard adds the log-likelihood of x, the mean of n readings worth w
+// periods of evidence, to every cell (its hit rate and Gaussian) and
+// takes back refund times its gateway's "not heard" term, which the
+// update's base charged it.
+func (g *gridModel) addHeard(ll, lmiss []float32, gi int, x float32, n int, w, refund float32) {
 	nc := len(ll)
 	gw := &g.gw[gi]
-	k, inv := w*float32(gw.lhitK), w*float32(gw.inv2s2)
+	// w periods of evidence from n readings: each period's is the mean
+	// of n/w of them (a tag heard once a second: one; five times: five,
+	// worth one period).
+	lhit, inv2 := gw.readingTerms(float64(n) / float64(w))
+	k, inv := w*float32(lhit), w*float32(inv2)
 	mu, lm := g.mu[gi*nc:(gi+1)*nc], lmiss[gi*nc:(gi+1)*nc]
 	lo, hi := int(g.mapCells[gw.mapIdx]), int(g.mapCells[gw.mapIdx+1])
 	for c := lo; c < hi; c++ {

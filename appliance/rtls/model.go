@@ -32,7 +32,12 @@ type model struct {
 	gwZone       []int // zone the gateway stands in (placed) or is loudest in (learned); -1
 
 	samples []sampleVec
-	logN    []float64 // per zone: log(number of samples), -Inf without
+	// Per gateway, what the survey's windows say of single readings
+	// (Sample.N, Sample.SD): fadeSS and fadeDof sum (N-1) SD² and N-1
+	// over the windows that heard it at least twice, winInv and winN
+	// sum 1/N and count the windows that say N (gridGW.fade).
+	fadeSS, fadeDof, winInv, winN []float64
+	logN                          []float64 // per zone: log(number of samples), -Inf without
 	// emission tables for the adjacency filter, [g*nz+z] (emission.go)
 	em       []emission
 	hasEm    []bool    // per gateway: any emission information at all
@@ -377,6 +382,8 @@ func (m *model) buildNextHop() {
 func (m *model) buildSamples(samples []Sample) {
 	ng := len(m.gwMAC)
 	floor := m.p.Floor
+	m.fadeSS, m.fadeDof = make([]float64, ng), make([]float64, ng)
+	m.winInv, m.winN = make([]float64, ng), make([]float64, ng)
 	for _, s := range samples {
 		zi, ok := m.zoneIdx[s.Zone]
 		if !ok || len(s.RSSI) == 0 {
@@ -387,7 +394,16 @@ func (m *model) buildSamples(samples []Sample) {
 			sv.v[g] = float32(floor)
 		}
 		for mac, r := range s.RSSI {
-			sv.v[m.gwIdx[mac]] = float32(math.Max(r, floor))
+			g := m.gwIdx[mac]
+			sv.v[g] = float32(math.Max(r, floor))
+			if n := s.N[mac]; n >= 1 {
+				m.winInv[g] += 1 / float64(n)
+				m.winN[g]++
+				if sd, ok := s.SD[mac]; ok && n >= 2 && sd >= 0 && !math.IsInf(sd, 0) {
+					m.fadeSS[g] += float64(n-1) * sd * sd
+					m.fadeDof[g] += float64(n - 1)
+				}
+			}
 		}
 		for _, x := range sv.v {
 			d := float64(x) - floor

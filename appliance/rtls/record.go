@@ -1,6 +1,7 @@
 package rtls
 
 import (
+	"math"
 	"sync"
 	"sync/atomic"
 
@@ -21,6 +22,7 @@ type recording struct {
 	zone    uint64
 	start   int64 // window start, Unix ms; 0 before the first sighting
 	sum     map[[6]byte]float64
+	sq      map[[6]byte]float64 // sum of squares, for Sample.SD
 	n       map[[6]byte]int
 	samples []Sample
 	last    int64 // Unix ms of the last sighting recorded
@@ -59,13 +61,20 @@ func (e *Engine) StopRecording(uid string) []Sample {
 // flush turns the current window into a sample.
 func (r *recording) flush() {
 	if len(r.n) > 0 {
-		s := Sample{Zone: r.zone, RSSI: make(map[[6]byte]float64, len(r.n))}
+		s := Sample{Zone: r.zone, RSSI: make(map[[6]byte]float64, len(r.n)), N: make(map[[6]byte]int, len(r.n))}
 		for g, n := range r.n {
-			s.RSSI[g] = r.sum[g] / float64(n)
+			mean := r.sum[g] / float64(n)
+			s.RSSI[g], s.N[g] = mean, n
+			if n >= 2 {
+				if s.SD == nil {
+					s.SD = make(map[[6]byte]float64, len(r.n))
+				}
+				s.SD[g] = math.Sqrt(math.Max(r.sq[g]-r.sum[g]*mean, 0) / float64(n-1))
+			}
 		}
 		r.samples = append(r.samples, s)
 	}
-	r.sum, r.n = map[[6]byte]float64{}, map[[6]byte]int{}
+	r.sum, r.sq, r.n = map[[6]byte]float64{}, map[[6]byte]float64{}, map[[6]byte]int{}
 	r.start = 0
 }
 
@@ -107,7 +116,9 @@ func (rc *recorder) observe(p *Params, bt *ingest.Batch) {
 		if r.start == 0 {
 			r.start = now
 		}
-		r.sum[bt.Gateway] += float64(o.RSSI)
+		x := float64(o.RSSI)
+		r.sum[bt.Gateway] += x
+		r.sq[bt.Gateway] += x * x
 		r.n[bt.Gateway]++
 	}
 }

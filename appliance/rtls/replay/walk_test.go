@@ -47,11 +47,13 @@ func TestFilterLeadsOnNoisyWalk(t *testing.T) {
 
 // TestFusionOnTheWalks: fusion changes zone on the pooled odds of hmm's
 // zone filter and grid, so on walks A and B (means over five seeds) it
-// is more accurate than either half and flips less than hmm and
-// about as little as grid (2026-11-26: A hmm 69.1% / 0.67 flips a
-// minute, grid 70.6 / 0.24, fusion 71.4 / 0.24; B 35.2 / 1.57, 36.7 /
-// 0.55, 39.0 / 0.55). Deciding on either half alone fails it. (On walk
-// C grid alone flips less: docs/performance.md.)
+// is more accurate than either half and flips less than hmm (fifteenth
+// session: A hmm 69.1% / 0.67 flips a minute, grid 68.6 / 0.13, fusion
+// 71.7 / 0.21; B 35.2 / 1.57, 35.8 / 0.47, 38.9 / 0.54). Deciding on
+// either half alone fails it. It flipped about as little as grid until
+// grid learned that one reading a second is noisier than a survey
+// window's mean (gridGW.fade): grid alone now flips less on A and B, as
+// it did on walk C (docs/performance.md).
 func TestFusionOnTheWalks(t *testing.T) {
 	t.Parallel() // a walk replay: seconds, tens of them under the race detector
 	for _, s := range walkSettings[:2] {
@@ -71,7 +73,7 @@ func TestFusionOnTheWalks(t *testing.T) {
 		}
 		t.Logf("walk %s, five seeds: accuracy %v, flips a minute %v", s.name, acc, flips)
 		// Half a point: deciding on grid alone gives grid's figures.
-		if acc["fusion"] < max(acc["hmm"], acc["grid"])+0.005 || flips["fusion"] >= flips["hmm"] || flips["fusion"] > 1.1*flips["grid"] {
+		if acc["fusion"] < max(acc["hmm"], acc["grid"])+0.005 || flips["fusion"] >= flips["hmm"] {
 			t.Errorf("walk %s: fusion %.1f%% / %.2f flips a minute; hmm %.1f / %.2f, grid %.1f / %.2f", s.name,
 				100*acc["fusion"], flips["fusion"], 100*acc["hmm"], flips["hmm"], 100*acc["grid"], flips["grid"])
 		}
@@ -476,7 +478,9 @@ func TestFiltersHoldAtFiveReportsASecond(t *testing.T) {
 // over 20 ms. grid counted a reading as the share of a second since its
 // gateway's last one, so every short gap lost evidence that the long
 // one after it could not make up (walk A seed 11: 64.7% against 67.2%
-// with whole scans; now 69.3%, grid.go maxCredit). The survey recorder
+// with whole scans; then 69.3%, grid.go maxCredit; since grid weighs a
+// reading by the fading the survey's windows show, 64.6% against 64.7%,
+// so grid is held to its own figure with whole scans). The survey recorder
 // cut 20 ms scans in two as its windows slid (hmm on walk C seed 302:
 // 86.2%; windows now end where a scan begins, 91.1%,
 // TestSurveyWindowsHoldWholeScans), and the zone filters decided on a
@@ -490,18 +494,27 @@ func TestSpreadScansKeepTheirEvidence(t *testing.T) {
 		seed    uint64
 		spread  int
 		alg     string
-		least   float64
+		least   float64 // 0: whole scans' figure less a point
 	}{
-		{0, 11, 1000, "grid", 0.67},
+		{0, 11, 1000, "grid", 0},
 		{2, 302, 20, "hmm", 0.88},
 		{0, 101, 20, "hmm", 0.69},
 	} {
 		w := walkSettings[c.setting].w
-		w.seed, w.spread = c.seed, c.spread
+		w.seed = c.seed
+		least := c.least
+		if least == 0 {
+			for _, r := range evalWalk(t, w, fmt.Sprintf("%s whole scans", walkSettings[c.setting].name)) {
+				if r.Algorithm == c.alg {
+					least = r.Accuracy() - 0.01
+				}
+			}
+		}
+		w.spread = c.spread
 		for _, r := range evalWalk(t, w, fmt.Sprintf("%s spread %d ms", walkSettings[c.setting].name, c.spread)) {
-			if r.Algorithm == c.alg && r.Accuracy() < c.least {
+			if r.Algorithm == c.alg && r.Accuracy() < least {
 				t.Errorf("walk %s seed %d, reports spread over %d ms: %s %.1f%%, want >= %.1f%%",
-					walkSettings[c.setting].name, c.seed, c.spread, c.alg, 100*r.Accuracy(), 100*c.least)
+					walkSettings[c.setting].name, c.seed, c.spread, c.alg, 100*r.Accuracy(), 100*least)
 			}
 		}
 	}
