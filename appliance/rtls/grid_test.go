@@ -688,16 +688,7 @@ func TestGridRefinementRefundsSilenceOnce(t *testing.T) {
 func TestGridBeliefSurvivesAnotherFloorsReading(t *testing.T) {
 	s := twoFloors()
 	rng := rand.New(rand.NewPCG(3, 4))
-	rec := newHarness(t, Options{})
-	rec.e.SetSite(s)
-	var survey []Sample
-	for _, z := range s.Zones {
-		rec.e.Record("WAT-9", z.ID)
-		for range 5 {
-			standOnFloor(rec, s, "WAT-9", z.MapID, z.X1+20+rng.Float64()*60, z.Y1+20+rng.Float64()*60, 12, 2, rng)
-		}
-		survey = append(survey, rec.e.StopRecording("WAT-9")...)
-	}
+	survey := surveyFloors(t, s, 5, 2, 20, rng)
 	for _, samples := range [][]Sample{nil, survey} {
 		h := tracking(t, Options{}, s, samples, AlgGrid)
 		for _, stop := range []struct {

@@ -791,6 +791,24 @@ func standOnFloor(h *harness, s Site, uid string, mapID uint64, x, y, loss float
 	}
 }
 
+// surveyFloors records a survey of twoFloors' site s: in every zone the
+// survey tag stands still seconds at each of spots spots, at least
+// margin pixels inside the zone.
+func surveyFloors(t *testing.T, s Site, spots, still int, margin float64, rng *rand.Rand) []Sample {
+	rec := newHarness(t, Options{})
+	rec.e.SetSite(s)
+	var samples []Sample
+	for _, z := range s.Zones {
+		rec.e.Record("WAT-9", z.ID)
+		for range spots {
+			x, y := z.X1+margin+rng.Float64()*(100-2*margin), z.Y1+margin+rng.Float64()*(100-2*margin)
+			standOnFloor(rec, s, "WAT-9", z.MapID, x, y, 12, still, rng)
+		}
+		samples = append(samples, rec.e.StopRecording("WAT-9")...)
+	}
+	return samples
+}
+
 // TestGridOffsetReadsEachGatewayOnItsFloor: on two floors whose gateways
 // hear across the floor 12 dB quieter, the survey tag itself keeps
 // grid's estimate near 0 and is reported where it stands, with a survey
@@ -806,16 +824,7 @@ func TestGridOffsetReadsEachGatewayOnItsFloor(t *testing.T) {
 	s := twoFloors()
 	for _, still := range []int{1, 2} {
 		rng := rand.New(rand.NewPCG(1, 2))
-		rec := newHarness(t, Options{})
-		rec.e.SetSite(s)
-		var samples []Sample
-		for _, z := range s.Zones {
-			rec.e.Record("WAT-9", z.ID)
-			for range 20 / still {
-				standOnFloor(rec, s, "WAT-9", z.MapID, z.X1+5+rng.Float64()*90, z.Y1+5+rng.Float64()*90, 12, still, rng)
-			}
-			samples = append(samples, rec.e.StopRecording("WAT-9")...)
-		}
+		samples := surveyFloors(t, s, 20/still, still, 5, rng)
 		h := tracking(t, Options{}, s, samples, AlgGrid)
 		wrong := 0
 		for i := 0; i < 30; i++ {
