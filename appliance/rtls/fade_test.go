@@ -153,3 +153,73 @@ func TestGridTakesFadingFromTheSurvey(t *testing.T) {
 		t.Fatalf("largest zone mass %.4f with the windows' spread, %.4f without: one reading must count for less", top[true], top[false])
 	}
 }
+
+// TestFadingIgnoresAnImpossibleSpread: an SD no window can have (a
+// store edited by hand: 1e160 dB, whose square overflows) is not read;
+// read, it made the fading +Inf and grid's belief NaN.
+func TestFadingIgnoresAnImpossibleSpread(t *testing.T) {
+	s := gridSite(3, 3, true)
+	plain := surveySamples(s, 10, 3, rand.New(rand.NewPCG(21, 22)))
+	h := newHarness(t, Options{})
+	h.e.SetSite(s)
+	h.e.SetSamples(withWindows(plain, 2, 1e160))
+	if err := h.e.Start(AlgGrid); err != nil {
+		t.Fatal(err)
+	}
+	if got := gridInfo(h.e).Params["fading_sd_db"]; got != 0.0 {
+		t.Errorf("fading_sd_db %v, want 0 (unknown)", got)
+	}
+	standAt(h, s, "WAT-1", 140, 160, 0, 1, nil)
+	for _, v := range gridMass(h, "WAT-1") {
+		if math.IsNaN(v) {
+			t.Fatalf("zone masses %v", gridMass(h, "WAT-1"))
+		}
+	}
+}
+
+// TestGridDefaultLawTakesNoFading: only a law fitted on the survey's
+// means takes the survey's fading; a placed gateway on a floor never
+// surveyed keeps the default law, though the other floor's survey heard
+// it across the ceiling.
+func TestGridDefaultLawTakesNoFading(t *testing.T) {
+	s := twoFloors()
+	rng := rand.New(rand.NewPCG(5, 6))
+	rec := newHarness(t, Options{})
+	rec.e.SetSite(s)
+	var samples []Sample
+	for _, z := range s.Zones {
+		if z.MapID != 1 {
+			continue // the upper floor is never surveyed
+		}
+		rec.e.Record("WAT-9", z.ID)
+		for range 6 {
+			standOnFloor(rec, s, "WAT-9", 1, z.X1+20+rng.Float64()*60, z.Y1+20+rng.Float64()*60, 12, 2, rng)
+		}
+		samples = append(samples, rec.e.StopRecording("WAT-9")...)
+	}
+	m := buildModel(1, DefaultParams(), s, samples).withGrid(2)
+	fitted, deflt := 0, 0
+	for gi, gw := range m.grid.gw {
+		if !gw.ok || m.winN[gi] == 0 {
+			continue
+		}
+		f, _ := m.fading(gi)
+		if f == 0 {
+			t.Fatalf("gateway %d: the survey's windows do not tell its fading", gi)
+		}
+		if gw.fittedOnSurvey {
+			fitted++
+			if gw.fade != f {
+				t.Errorf("gateway %d, fitted on the survey: fade %v, want %v", gi, gw.fade, f)
+			}
+			continue
+		}
+		deflt++
+		if gw.fade != 0 || gw.perWin != 0 {
+			t.Errorf("gateway %d, default law, heard across the floor in %v windows: fade %v over %v readings, want none", gi, m.winN[gi], gw.fade, gw.perWin)
+		}
+	}
+	if fitted == 0 || deflt == 0 {
+		t.Fatalf("%d fitted, %d default-law gateways heard: the test needs both", fitted, deflt)
+	}
+}

@@ -1145,9 +1145,9 @@ func stepGrid(m *model, p *Params, b *beacon, now int64, off float64) bool {
 }
 
 // addHeard adds the log-likelihood of x, the mean of n readings worth w
-// periods of evidence, to every cell (its hit rate and Gaussian) and
-// takes back refund times its gateway's "not heard" term, which the
-// update's base charged it.
+// periods of evidence, to every cell (its hit rate and Gaussian; on
+// another floor, crossSpan's) and takes back refund times its gateway's
+// "not heard" term, which the update's base charged it.
 func (g *gridModel) addHeard(ll, lmiss []float32, gi int, x float32, n int, w, refund float32) {
 	nc := len(ll)
 	gw := &g.gw[gi]

@@ -379,6 +379,10 @@ func (m *model) buildNextHop() {
 	}
 }
 
+// maxWindowSD (dB) bounds a sample's SD (Sample.SD): readings within
+// the contract's -127..0 dBm cannot stray further from their mean.
+const maxWindowSD = 127
+
 func (m *model) buildSamples(samples []Sample) {
 	ng := len(m.gwMAC)
 	floor := m.p.Floor
@@ -399,7 +403,10 @@ func (m *model) buildSamples(samples []Sample) {
 			if n := s.N[mac]; n >= 1 {
 				m.winInv[g] += 1 / float64(n)
 				m.winN[g]++
-				if sd, ok := s.SD[mac]; ok && n >= 2 && sd >= 0 && !math.IsInf(sd, 0) {
+				// An SD no window of whole dBm in the gateway contract's
+				// range can have (a store edited by hand) is not read: its
+				// square overflowed, and the belief turned NaN.
+				if sd, ok := s.SD[mac]; ok && n >= 2 && sd >= 0 && sd <= maxWindowSD {
 					m.fadeSS[g] += float64(n-1) * sd * sd
 					m.fadeDof[g] += float64(n - 1)
 				}

@@ -841,3 +841,55 @@ func TestGridOffsetReadsEachGatewayOnItsFloor(t *testing.T) {
 		}
 	}
 }
+
+// TestScoreCellsWeighsEachFloorByItsShare: the offset's window
+// likelihood is a mixture of the floors, each floor's cells alike:
+// l = log sum over maps of share x the mean over its scored cells of the
+// likelihood there: without the mean, a floor of more scored cells
+// would weigh more than its share (on these equal floors the estimate,
+// which reads differences, would not move, but l would).
+func TestScoreCellsWeighsEachFloorByItsShare(t *testing.T) {
+	s := twoFloors()
+	rng := rand.New(rand.NewPCG(1, 2))
+	h := tracking(t, Options{}, s, surveyFloors(t, s, 10, 1, 5, rng), AlgGrid)
+	standOnFloor(h, s, "WAT-1", 1, 150, 150, 12, 3, rng)
+	m, b := h.e.model.Load(), h.state("WAT-1")
+	if !m.readsLaw() || len(m.grid.mapIDs) != 2 {
+		t.Fatalf("reads the law %v, %d maps", m.readsLaw(), len(m.grid.mapIDs))
+	}
+	g, sc := m.grid, &offsetScratch{}
+	var l0, l [3]float64
+	if !scoreCells(m, &h.e.p, b, b.heard, 1, 0, nil, sc, &l0) {
+		t.Fatal("nothing scored")
+	}
+	n := len(g.ocells)
+	cells := slices.Clone(sc.cells[:3*n]) // each cell's, unweighed
+	share := map[uint64]float64{1: 0.7, 2: 0.3}
+	perMap := map[uint64]int{}
+	for _, z := range m.zones {
+		perMap[z.MapID]++
+	}
+	pi := make([]float64, len(m.zones))
+	for z, zn := range m.zones {
+		pi[z] = share[zn.MapID] / float64(perMap[zn.MapID])
+	}
+	if !scoreCells(m, &h.e.p, b, b.heard, 1, 0, pi, sc, &l) {
+		t.Fatal("nothing scored")
+	}
+	for i := range l {
+		out := cells[i*n : (i+1)*n]
+		top := slices.Max(out)
+		var sum float64
+		for mi, id := range g.mapIDs {
+			lo, hi := g.omap[mi], g.omap[mi+1]
+			var s float64
+			for _, v := range out[lo:hi] {
+				s += math.Exp(v - top)
+			}
+			sum += share[id] * s / float64(hi-lo)
+		}
+		if want := top + math.Log(sum); math.Abs(l[i]-want) > 1e-9 {
+			t.Errorf("offset %d: window log-likelihood %.6f, want %.6f", i-1, l[i], want)
+		}
+	}
+}
