@@ -156,10 +156,12 @@ func buildSite(db *store.DB, reg *assets.Service) (site rtls.Site, gatewaySig st
 // state), loads the site and samples, subscribes the engine to ingest and
 // resumes the algorithm the admin chose last.
 func (a *App) buildRTLS() error {
-	if a.pipeline == nil || !a.live.Get().Has(config.FeatureRTLS) {
+	// One read of the live configuration: the feature and the parameters
+	// come from the same version of it.
+	cfg := a.live.Get()
+	if a.pipeline == nil || !cfg.Has(config.FeatureRTLS) {
 		return nil
 	}
-	cfg := a.live.Get()
 	params, err := rtls.ParamsFrom(cfg.RTLSParams)
 	if err != nil { // validated on load: a bug if it happens
 		return fmt.Errorf("server_rtls_params: %w", err)
