@@ -4,9 +4,12 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"math"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -86,6 +89,34 @@ func TestRTLSEvalCommand(t *testing.T) {
 		!strings.Contains(out.String(), ": grid ") || strings.Contains(out.String(), "strongest 10") {
 		t.Fatalf("walk with positions: exit %d: %s%s", code, out.String(), errb.String())
 	}
+	// The odds chosen are the odds run: each filter's row is the one a
+	// run with its odds set gives, not the other candidate's, on a
+	// recording where they matter (a tag standing 2 m either side of a
+	// boundary, 7 dB of noise), and where hmm chooses 30 and grid 10.
+	noisy := noisyWalk(t)
+	out.Reset()
+	if code := run([]string{"rtls-eval", "--alg", "hmm,grid", noisy}, &out, &errb); code != 0 {
+		t.Fatalf("noisy walk: exit %d: %s", code, errb.String())
+	}
+	row := func(o, alg string) string { return regexp.MustCompile(`(?m)^\| ` + alg + ` \|.*$`).FindString(o) }
+	fixed := map[string]string{}
+	for _, odds := range []string{"10", "30"} {
+		var o bytes.Buffer
+		if code := run([]string{"rtls-eval", "--alg", "hmm,grid", "--set", "switch_odds=" + odds, noisy}, &o, &errb); code != 0 {
+			t.Fatalf("switch_odds=%s: exit %d: %s", odds, code, errb.String())
+		}
+		fixed[odds] = o.String()
+	}
+	for alg, want := range map[string]string{"hmm": "30", "grid": "10"} {
+		chosen := regexp.MustCompile(`[:;] ` + alg + ` (\d+) \(`).FindStringSubmatch(out.String())
+		if chosen == nil || chosen[1] != want {
+			t.Fatalf("%s: odds chosen %v, want %s:\n%s", alg, chosen, want, out.String())
+		}
+		other := map[string]string{"10": "30", "30": "10"}[want]
+		if got := row(out.String(), alg); got != row(fixed[want], alg) || got == row(fixed[other], alg) {
+			t.Fatalf("%s chose %s and ran %s; with %s set: %s; with %s: %s", alg, want, got, want, row(fixed[want], alg), other, row(fixed[other], alg))
+		}
+	}
 	out.Reset()
 	if code := run([]string{"rtls-eval", "--alg", "grid", "--set", "diffusion=0.2", "--set", "switch_odds=30", moving}, &out, &errb); code != 0 ||
 		strings.Contains(out.String(), "note: motion") || strings.Contains(out.String(), "note: switch_odds") || !strings.Contains(out.String(), "diffusion=0.2 switch_odds=30") {
@@ -114,6 +145,49 @@ func TestRTLSEvalCommand(t *testing.T) {
 	if code := run([]string{"rtls-eval"}, &out, &errb); code != 2 {
 		t.Fatalf("no dir exit %d", code)
 	}
+}
+
+// noisyWalk writes a recording of two 10 m zones, a placed gateway in
+// the middle of each, whose tag stands 2 m from the boundary on either
+// side in turn (a minute each, crossing at 1 m/s), heard with 7 dB of
+// noise: train.csv and test.csv are two draws of it.
+func noisyWalk(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	site := `{"map":{"width":200,"height":100},
+	 "zones":[{"name":"A","x1":0,"y1":0,"x2":100,"y2":100},{"name":"B","x1":100,"y1":0,"x2":200,"y2":100}],
+	 "adjacency":[["A","B"]],
+	 "gateways":[{"id":"G1","x":50,"y":50},{"id":"G2","x":150,"y":50}]}`
+	draw := func(seed uint64) string {
+		rng := rand.New(rand.NewPCG(seed, 1))
+		var b strings.Builder
+		b.WriteString("t_ms,gateway,beacon,rssi,zone,x,y\n")
+		x := 80.0
+		for s := 0; s < 600; s++ {
+			if target := map[bool]float64{false: 80, true: 120}[s/64%2 == 1]; x != target {
+				x += math.Copysign(math.Min(10, math.Abs(target-x)), target-x)
+			}
+			zone := "A"
+			if x >= 100 {
+				zone = "B"
+			}
+			for _, g := range []struct {
+				id string
+				x  float64
+			}{{"G1", 50}, {"G2", 150}} {
+				d := math.Max(math.Abs(x-g.x)/10, 0.5)
+				r := math.Round(-59 - 22*math.Log10(d) + 7*rng.NormFloat64())
+				fmt.Fprintf(&b, "%d,%s,T,%.0f,%s,%.0f,50\n", 1000*s+int(g.x)/10, g.id, r, zone, x)
+			}
+		}
+		return b.String()
+	}
+	for name, body := range map[string]string{"site.json": site, "train.csv": draw(1), "test.csv": draw(2)} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
 }
 
 // variant copies the dataset in dir to a new directory with file name

@@ -33,6 +33,7 @@ type OddsScore struct {
 	Odds        float64
 	Accuracy    float64 // share of scored sightings
 	FlipsPerMin float64
+	Scored      int // sightings scored, over both folds
 }
 
 // OddsChoice is SelectOdds' answer for one algorithm.
@@ -111,7 +112,7 @@ func SelectOdds(ds *Dataset, opts Options) (map[string]OddsChoice, error) {
 		}
 		var ch OddsChoice
 		for ci, t := range sum[a] {
-			sc := OddsScore{Odds: OddsCandidates[ci]}
+			sc := OddsScore{Odds: OddsCandidates[ci], Scored: t.scored}
 			if t.scored > 0 {
 				sc.Accuracy = float64(t.correct) / float64(t.scored)
 			}

@@ -70,10 +70,10 @@ func TestChooseOdds(t *testing.T) {
 		want   float64
 	}{
 		// Half a point for 0.4 flips a minute fewer (4 points): 30.
-		{[]OddsScore{{10, 0.90, 0.5}, {30, 0.895, 0.1}}, 30},
+		{[]OddsScore{{10, 0.90, 0.5, 100}, {30, 0.895, 0.1, 100}}, 30},
 		// Six points of accuracy for 0.2 fewer flips (2 points): 10.
-		{[]OddsScore{{10, 0.70, 0.3}, {30, 0.64, 0.1}}, 10},
-		{[]OddsScore{{10, 0.80, 0.2}, {30, 0.80, 0.2}}, 10},
+		{[]OddsScore{{10, 0.70, 0.3, 100}, {30, 0.64, 0.1, 100}}, 10},
+		{[]OddsScore{{10, 0.80, 0.2, 100}, {30, 0.80, 0.2, 100}}, 10},
 	} {
 		if got := chooseOdds(c.scores); got != c.want {
 			t.Errorf("%+v: chose %v, want %v", c.scores, got, c.want)
@@ -122,7 +122,8 @@ func TestRunGivesEachAlgorithmItsOdds(t *testing.T) {
 
 // TestSelectOddsOnAWalk: on a labelled walk (walk C's, its first half
 // as train.csv) SelectOdds scores both candidates for each filter it is
-// asked about, chooses by chooseOdds, and never reads test.csv.
+// asked about, on both folds (every block but its beacons' warm-ups is
+// scored once), chooses by chooseOdds, and never reads test.csv.
 func TestSelectOddsOnAWalk(t *testing.T) {
 	w := walkSettings[2].w
 	w.seed, w.legs = walkSettings[2].seeds[0], 20
@@ -143,6 +144,10 @@ func TestSelectOddsOnAWalk(t *testing.T) {
 		for _, s := range c.Scores {
 			if s.Accuracy <= 0 || s.Accuracy > 1 || s.FlipsPerMin < 0 {
 				t.Errorf("%s: score %+v", a, s)
+			}
+			// One fold alone scores about half the rows.
+			if s.Scored < len(ds.Train)*8/10 || s.Scored > len(ds.Train) {
+				t.Errorf("%s at odds %v: %d sightings scored of %d in train.csv", a, s.Odds, s.Scored, len(ds.Train))
 			}
 		}
 	}
