@@ -14,6 +14,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"beaconhub/appliance/rtls"
+	"beaconhub/appliance/rtls/replay"
 )
 
 func TestRTLSEvalCommand(t *testing.T) {
@@ -106,6 +109,26 @@ func TestRTLSEvalCommand(t *testing.T) {
 			t.Fatalf("switch_odds=%s: exit %d: %s", odds, code, errb.String())
 		}
 		fixed[odds] = o.String()
+	}
+	// And they were chosen with the motion measured, not the default:
+	// the note is SelectOdds' with the measured diffusion.
+	ds, err := replay.Load(noisy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, _, _, isWalk := ds.Motion()
+	p := rtls.DefaultParams()
+	if err := p.Set("diffusion", fmt.Sprint(d)); !isWalk || err != nil || d == rtls.MaxDiffusion {
+		t.Fatalf("motion %v (walk %v): %v", d, isWalk, err)
+	}
+	for _, pp := range []rtls.Params{p, rtls.DefaultParams()} {
+		ch, err := replay.SelectOdds(ds, replay.Options{Algorithms: []string{"hmm", "grid"}, Params: pp})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if measured := pp == p; strings.Contains(out.String(), replay.OddsNote(ch)) != measured {
+			t.Fatalf("with the measured diffusion %v: %v; note %q in:\n%s", d, measured, replay.OddsNote(ch), out.String())
+		}
 	}
 	for alg, want := range map[string]string{"hmm": "30", "grid": "10"} {
 		chosen := regexp.MustCompile(`[:;] ` + alg + ` (\d+) \(`).FindStringSubmatch(out.String())
