@@ -519,7 +519,6 @@ func (m *model) fitGridGateways() {
 			if gw.fittedOnSurvey {
 				gw.fade, gw.perWin = m.fading(gi)
 			}
-
 		}
 	}
 	g.mu = make([]float32, ng*nc)

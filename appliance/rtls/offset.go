@@ -638,10 +638,10 @@ func (m *model) anchor(gi int) bool {
 // offset against its gateway's law, each silent anchor's "not heard"
 // term from the offset's table weighed by cover; each cell's term
 // weighed by lw, per map index the log weight of each of its cells (nil:
-// all alike). ll is scratch; false when no cell is scored. It reads tables of those cells only, gateway
-// by gateway: cell by cell over the grid's own tables, every term was a
-// cache miss, 77 us a window on the benchmark's site, and grid's cost
-// per report doubled.
+// all alike). ll is scratch; false when no cell is scored. It reads
+// tables of those cells only, gateway by gateway: cell by cell over the
+// grid's own tables, every term was a cache miss, 77 us a window on the
+// benchmark's site, and grid's cost per report doubled.
 func (g *gridModel) cellsLL(hx []float32, cover, k0 float64, lw, ll []float64, l *[3]float64) ([]float64, bool) {
 	n := len(g.ocells)
 	if n == 0 {
