@@ -215,27 +215,21 @@ func (a *App) RTLS() *rtls.Engine {
 // sampleFromStore is the engine's form of a stored survey sample; an
 // entry under a MAC that does not parse is dropped.
 func sampleFromStore(s store.ZoneSample) rtls.Sample {
-	sm := rtls.Sample{Zone: s.Zone, RSSI: make(map[[6]byte]float64, len(s.RSSI))}
-	for mac, v := range s.RSSI {
-		if m, ok := ingest.ParseMAC(mac); ok {
-			sm.RSSI[m] = v
+	return rtls.Sample{Zone: s.Zone, RSSI: byParsedMAC(s.RSSI), N: byParsedMAC(s.Readings), SD: byParsedMAC(s.RSSISD)}
+}
+
+// byParsedMAC is m keyed by parsed MACs, without the keys that do not
+// parse; nil when m is empty (a sample stored without readings or
+// spread).
+func byParsedMAC[V any](m map[string]V) map[[6]byte]V {
+	if len(m) == 0 {
+		return nil
+	}
+	out := make(map[[6]byte]V, len(m))
+	for mac, v := range m {
+		if p, ok := ingest.ParseMAC(mac); ok {
+			out[p] = v
 		}
 	}
-	if len(s.Readings) > 0 {
-		sm.N = make(map[[6]byte]int, len(s.Readings))
-		for mac, n := range s.Readings {
-			if m, ok := ingest.ParseMAC(mac); ok {
-				sm.N[m] = n
-			}
-		}
-	}
-	if len(s.RSSISD) > 0 {
-		sm.SD = make(map[[6]byte]float64, len(s.RSSISD))
-		for mac, v := range s.RSSISD {
-			if m, ok := ingest.ParseMAC(mac); ok {
-				sm.SD[m] = v
-			}
-		}
-	}
-	return sm
+	return out
 }

@@ -1,15 +1,14 @@
 package handlers
 
 import (
-	"encoding/hex"
 	"errors"
 	"net/http"
 	"strconv"
-	"strings"
 	"time"
 
 	"beaconhub/appliance/apperr"
 	"beaconhub/appliance/applog"
+	"beaconhub/appliance/assets"
 	"beaconhub/appliance/rtls"
 	"beaconhub/store"
 
@@ -94,22 +93,20 @@ func (s *Server) surveyStop(w http.ResponseWriter, r *http.Request, _ httprouter
 }
 
 func sampleToStore(uid string, sm rtls.Sample) store.ZoneSample {
-	out := store.ZoneSample{Zone: sm.Zone, AssetUID: uid, RSSI: make(map[string]float64, len(sm.RSSI))}
-	key := func(mac [6]byte) string { return strings.ToUpper(hex.EncodeToString(mac[:])) }
-	for mac, v := range sm.RSSI {
-		out.RSSI[key(mac)] = v
+	return store.ZoneSample{Zone: sm.Zone, AssetUID: uid, RSSI: byFormattedMAC(sm.RSSI),
+		Readings: byFormattedMAC(sm.N), RSSISD: byFormattedMAC(sm.SD)}
+}
+
+// byFormattedMAC is m keyed by the store's MAC form (assets.FormatMAC);
+// nil when m is empty, so a sample without readings or spread stores
+// neither.
+func byFormattedMAC[V any](m map[[6]byte]V) map[string]V {
+	if len(m) == 0 {
+		return nil
 	}
-	if len(sm.N) > 0 {
-		out.Readings = make(map[string]int, len(sm.N))
-		for mac, n := range sm.N {
-			out.Readings[key(mac)] = n
-		}
-	}
-	if len(sm.SD) > 0 {
-		out.RSSISD = make(map[string]float64, len(sm.SD))
-		for mac, v := range sm.SD {
-			out.RSSISD[key(mac)] = v
-		}
+	out := make(map[string]V, len(m))
+	for mac, v := range m {
+		out[assets.FormatMAC(mac)] = v
 	}
 	return out
 }
