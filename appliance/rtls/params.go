@@ -158,7 +158,7 @@ func (p Params) withDefaults() Params {
 	// Not a number, or beyond one step a second, it would stall or
 	// scatter the belief: such a value runs as the default (Set and the
 	// configuration refuse it).
-	if !(p.Diffusion > 0 && p.Diffusion <= gridKernelVar) {
+	if !diffusionOK(p.Diffusion) {
 		p.Diffusion = d.Diffusion
 	}
 	if p.K <= 0 {
@@ -298,8 +298,13 @@ func (p *Params) check() error {
 		return fmt.Errorf("switch_odds must be at least 1")
 	case p.Margin < 0:
 		return fmt.Errorf("margin must not be negative")
-	case !(p.Diffusion > 0 && p.Diffusion <= gridKernelVar):
+	case !diffusionOK(p.Diffusion):
 		return fmt.Errorf("diffusion must be above 0 and at most %.4g m² (one neighbour step a second)", gridKernelVar)
 	}
 	return nil
 }
+
+// diffusionOK reports whether d is a diffusion grid runs as given: above
+// 0 (NaN is not) and at most one neighbour step a second. withDefaults
+// and check read the same range.
+func diffusionOK(d float64) bool { return d > 0 && d <= gridKernelVar }
