@@ -162,6 +162,13 @@ func TestRTLSEvalCommand(t *testing.T) {
 	if code := run([]string{"rtls-eval", "--alg", "nope", dir}, &out, &errb); code != 1 {
 		t.Fatalf("unknown algorithm exit %d", code)
 	}
+	// On a walk too, where the odds would be chosen first: refused
+	// before any replay, with the names it knows.
+	errb.Reset()
+	if code := run([]string{"rtls-eval", "--alg", "grid,nope", noisy}, &out, &errb); code != 1 ||
+		!strings.Contains(errb.String(), `unknown algorithm: "nope" (known: strongest,`) {
+		t.Fatalf("unknown algorithm on a walk: exit %d: %s", code, errb.String())
+	}
 	if code := run([]string{"rtls-eval", dir, "extra"}, &out, &errb); code != 2 {
 		t.Fatalf("two directories: exit %d", code)
 	}

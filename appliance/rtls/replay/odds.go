@@ -56,6 +56,9 @@ var oddsAlgorithms = []string{rtls.AlgFilter, rtls.AlgBayes, rtls.AlgGrid, rtls.
 // shows it; the caller asks only when train.csv is one (Motion). Nothing
 // of test.csv is read.
 func SelectOdds(ds *Dataset, opts Options) (map[string]OddsChoice, error) {
+	if err := checkAlgorithms(opts.Algorithms); err != nil {
+		return nil, err
+	}
 	algs := opts.Algorithms
 	if len(algs) == 0 {
 		algs = oddsAlgorithms

@@ -163,6 +163,9 @@ func Run(ds *Dataset, opts Options) ([]Result, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
+	if err := checkAlgorithms(opts.Algorithms); err != nil {
+		return nil, err
+	}
 	for name, odds := range opts.Odds {
 		if !slices.Contains(oddsAlgorithms, name) {
 			return nil, fmt.Errorf("odds for %q, which has none (only %s)", name, strings.Join(oddsAlgorithms, ", "))
@@ -234,10 +237,7 @@ func Run(ds *Dataset, opts Options) ([]Result, error) {
 	test := timeline(ds.Test, opts.Timeout)
 	var out []Result
 	for _, name := range names {
-		info, ok := infos[name]
-		if !ok {
-			return nil, fmt.Errorf("%w: %q", rtls.ErrUnknownAlgorithm, name)
-		}
+		info := infos[name] // every name is the engine's (checkAlgorithms)
 		res := Result{Algorithm: name, Ready: info.Ready, Reason: info.Reason}
 		if ds.NoGeometry && (name == rtls.AlgCentroid || name == rtls.AlgGrid) {
 			// The engine would place every zone at the origin.
@@ -294,4 +294,16 @@ func atInstantEnd(evs []event, score func(ev event)) func(i int) {
 		}
 		lo = i + 1
 	}
+}
+
+// checkAlgorithms refuses a name the engine does not have, before any
+// replay: Run's survey and SelectOdds' folds take seconds to minutes.
+func checkAlgorithms(names []string) error {
+	known := rtls.AlgorithmNames()
+	for _, name := range names {
+		if !slices.Contains(known, name) {
+			return fmt.Errorf("%w: %q (known: %s)", rtls.ErrUnknownAlgorithm, name, strings.Join(known, ", "))
+		}
+	}
+	return nil
 }
