@@ -93,6 +93,9 @@ type beacon struct {
 	gmass    []float64
 	gstepped int64
 	absentW  float32
+	// liveAt is when this beacon last charged silent gateways
+	// (liveness.silence).
+	liveAt int64
 	// fusion: the pooled posterior. post is the zone posterior the
 	// running algorithm decides on when it is not belief (grid's gmass,
 	// fusion's pooled); the tag offset estimate reads it.
@@ -125,7 +128,7 @@ func (b *beacon) reset(m *model) {
 	b.cand, b.gw, b.challenger = -1, -1, -1
 	b.prior, b.belief, b.scratch, b.votes, b.cells = nil, nil, nil, nil, nil
 	b.gmass, b.pooled, b.post = nil, nil, nil
-	b.decided, b.refineUntil = 0, 0
+	b.decided, b.refineUntil, b.liveAt = 0, 0, 0
 	// Zone indexes are per model: find the zone again by id. A zone that
 	// no longer exists becomes unknown; its interval (still open) is
 	// closed by the next decision or the timeout.

@@ -89,6 +89,10 @@ type Status struct {
 	Located   int    `json:"located"`         // of which have a zone
 	Reports   uint64 `json:"reports"`         // sightings observed since Start
 	Samples   int    `json:"samples"`         // training samples loaded
+	// GatewaysDown are the gateways judged down (liveness.go): silent
+	// where the survey says they hear a tag, whose silence the
+	// algorithms no longer count until they report again.
+	GatewaysDown []string `json:"gateways_down"`
 }
 
 // Location is the live prediction for one beacon. Zone 0 means unknown

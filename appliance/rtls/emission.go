@@ -411,6 +411,9 @@ func windowLL(m *model, p *Params, b *beacon, now int64, cover, off float64, ems
 	for _, z := range zs {
 		ll[z] = cover * missZone[z]
 	}
+	if cover > 0 && m.live.nDown.Load() > 0 {
+		unDown(m, b, win, now, cover, mt, zs, ll)
+	}
 	for i := range b.rds {
 		rd := &b.rds[i]
 		if !m.readsWindow(rd, win, now, use) {
@@ -443,6 +446,29 @@ func windowLL(m *model, p *Params, b *beacon, now int64, cover, off float64, ems
 		}
 	}
 	return any
+}
+
+// unDown takes out of ll the silence of the gateways judged down
+// (liveness.go) that missZone (mt's or the model's) charged.
+func unDown(m *model, b *beacon, win, now int64, cover float64, mt *missTable, zs []int32, ll []float64) {
+	nz := len(m.zones)
+	for g := range m.gwMAC {
+		if !m.hasEm[g] || !m.live.isDown(g) || b.heardWithin(g, win, now) {
+			continue
+		}
+		lm := func(z int) float64 { return m.em[g*nz+z].logMiss }
+		if mt != nil {
+			lm = func(z int) float64 { return float64(mt.lm[g*nz+z]) }
+		}
+		if zs == nil {
+			for z := range nz {
+				ll[z] -= cover * lm(z)
+			}
+		}
+		for _, z := range zs {
+			ll[z] -= cover * lm(int(z))
+		}
+	}
 }
 
 // knnLikelihood adds to ll the k-NN view of the same window means

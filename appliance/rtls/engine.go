@@ -247,6 +247,9 @@ func (e *Engine) Observe(bt *ingest.Batch, w *ingest.Writes) {
 	}
 	m := e.model.Load()
 	now := bt.Received
+	if g, ok := m.gwIdx[bt.Gateway]; ok && m.live.heard(g) {
+		e.log.Info("rtls: gateway reports again; its silence counts again", "gateway", assets.FormatMAC(bt.Gateway))
+	}
 	n := 0
 	for i := range bt.Obs {
 		o := &bt.Obs[i]
@@ -278,6 +281,9 @@ func (e *Engine) Observe(bt *ingest.Batch, w *ingest.Writes) {
 		e.emitDebug(b)
 		z, pos := r.alg.update(m, &e.p, b, rd, t)
 		e.commit(m, b, z, pos, t, &w.Ops)
+		for _, g := range m.live.silence(&e.p, b, t) {
+			e.log.Warn("rtls: gateway judged down: silent where the survey says it hears; its silence no longer counts until it reports", "gateway", assets.FormatMAC(m.gwMAC[g]))
+		}
 		w.Hand() // under the shard lock: a beacon's intervals open before they close
 		sh.Unlock()
 	}

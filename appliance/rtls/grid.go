@@ -1059,6 +1059,14 @@ func stepGrid(m *model, p *Params, b *beacon, now int64, off float64) bool {
 	for c := range ll {
 		ll[c] = absent * base[c]
 	}
+	if absent > 0 && m.live.nDown.Load() > 0 {
+		// A gateway judged down says nothing by its silence (liveness.go).
+		for gi := range g.gw {
+			if g.gw[gi].ok && m.live.isDown(gi) && !b.heardWithin(gi, fw, now) {
+				g.addTerm(ll, lmiss, gi, -absent)
+			}
+		}
+	}
 	for i := range b.rds {
 		r := &b.rds[i]
 		if !r.fresh(fw, now) || !g.gw[r.g].ok {

@@ -13,6 +13,12 @@ func (e *Engine) Status() Status {
 		st.Running, st.Algorithm, st.Since = true, r.name, r.since
 	}
 	m := e.model.Load()
+	st.GatewaysDown = []string{}
+	for g := range m.gwMAC {
+		if m.live.isDown(g) {
+			st.GatewaysDown = append(st.GatewaysDown, assets.FormatMAC(m.gwMAC[g]))
+		}
+	}
 	for i := range e.shards {
 		sh := &e.shards[i]
 		sh.Lock()

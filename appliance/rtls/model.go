@@ -61,6 +61,9 @@ type model struct {
 	// (grid.go); the radio model is fitted only for grid to run
 	// (withGrid), never in a published model.
 	grid *gridModel
+	// live judges which gateways are down (liveness.go); withGrid's
+	// copy shares it.
+	live *liveness
 }
 
 type position struct {
@@ -184,6 +187,7 @@ func buildModel(gen uint64, p Params, site Site, samples []Sample) *model {
 	}
 	m.learnGatewayZones()
 	m.buildEmissions()
+	m.buildLiveness()
 	m.buildGrid()
 	return m
 }

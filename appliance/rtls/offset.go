@@ -580,6 +580,16 @@ func scoreCells(m *model, p *Params, b *beacon, now int64, cover, k0 float64, pi
 	if !any {
 		return false
 	}
+	if m.live.nDown.Load() > 0 {
+		// A silent anchor judged down (liveness.go) says nothing of how
+		// loud the tag is either: left in the anchors' sum, it read as a
+		// tag too quiet for the gateway over it to hear.
+		for gi, x := range hx {
+			if x != x && m.anchor(gi) && m.live.isDown(gi) {
+				hx[gi] = float32(math.Inf(1))
+			}
+		}
+	}
 	var lw []float64
 	if nm := len(g.mapIDs); nm > 1 && len(pi) == len(m.zones) {
 		if cap(sc.mapW) < nm {
@@ -634,7 +644,8 @@ func (m *model) anchor(gi int) bool {
 // cellsLL writes to l, at the offsets k0-offsetStep, k0 and
 // k0+offsetStep against the law, the log of the sum over the cells
 // g.ocells of the likelihood of a window: hx per gateway its mean (NaN:
-// silent; only anchors are read, model.anchor), each heard one less the
+// silent; +Inf: silent and judged down, whose silence is taken out;
+// only anchors are read, model.anchor), each heard one less the
 // offset against its gateway's law, each silent anchor's "not heard"
 // term from the offset's table weighed by cover; each cell's term
 // weighed by lw, per map index the log weight of each of its cells (nil:
@@ -661,6 +672,15 @@ func (g *gridModel) cellsLL(hx []float32, cover, k0 float64, lw, ll []float64, l
 	for gi, x := range hx {
 		if x != x {
 			continue // silent: in the anchors' sum
+		}
+		if math.IsInf(float64(x), 1) { // down: out of the anchors' sum
+			for i, t := range ts {
+				lm, out := t.olm[gi*n:(gi+1)*n], ll[i*n:(i+1)*n]
+				for j := range out {
+					out[j] -= cover * float64(lm[j])
+				}
+			}
+			continue
 		}
 		// Only the cells of the gateway's own map: the law has it
 		// practically never heard on another floor, so a reading heard

@@ -1,0 +1,248 @@
+package rtls
+
+import (
+	"bytes"
+	"encoding/json"
+	"log/slog"
+	"math"
+	"math/rand/v2"
+	"strings"
+	"testing"
+	"time"
+
+	"beaconhub/appliance/assets"
+)
+
+// shortRange is the sensitivity of the site in these tests: a gateway
+// hears its own zone and the four next to it, not the diagonal ones, so
+// silence says where a tag is not.
+const shortRange = -86
+
+// surveyShort is surveyWithin heard at shortRange.
+func surveyShort(s Site, n int, noise float64, rng *rand.Rand) []Sample {
+	out := surveyWithin(s, n, 30, noise, rng)
+	for _, sm := range out {
+		for g, r := range sm.RSSI {
+			if r < shortRange {
+				delete(sm.RSSI, g)
+			}
+		}
+	}
+	return out
+}
+
+// standShort is standAt heard at shortRange, with gateway dead (if any)
+// silent.
+func standShort(h *harness, s Site, uid string, x, y float64, dead [6]byte, n int, rng *rand.Rand) {
+	for range n {
+		for _, g := range s.Gateways {
+			if r := modelRSSI(g.X, g.Y, x, y) + (rng.Float64()*2-1)*4; g.MAC != dead && r >= shortRange {
+				h.sight(uid, g.MAC, r)
+			}
+		}
+		h.clk.Advance(time.Second)
+	}
+}
+
+// A tag standing under a gateway that went down: a survey of 200
+// windows a zone says that gateway always hears the zone, so its silence
+// is strong evidence the tag is elsewhere. Counted, it put the tag in a
+// neighbouring zone in 10 stands of 20 for grid and 1 for fusion (the
+// zone filters weigh the neighbours' readings more here). Judged down,
+// the gateway's silence stops counting and every stand is placed under
+// it.
+func TestADeadGatewaysSilenceStopsCounting(t *testing.T) {
+	s := gridSite(3, 3, true)
+	samples := surveyShort(s, 200, 4, rand.New(rand.NewPCG(70, 71)))
+	dead := gwMAC(5) // the centre zone's
+	for _, alg := range []string{AlgBayes, AlgFilter, AlgGrid, AlgFusion} {
+		t.Run(alg, func(t *testing.T) {
+			var logs bytes.Buffer
+			h := newHarness(t, Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+			h.e.Configure(s, samples)
+			if err := h.e.Start(alg); err != nil {
+				t.Fatal(err)
+			}
+			rng := rand.New(rand.NewPCG(72, 73))
+			wrong := 0
+			for i := range 20 {
+				uid := "WAT-" + string(rune('A'+i))
+				x, y := 105+rng.Float64()*90, 105+rng.Float64()*90 // within 4.5 m of the centre
+				// The first stands judge the gateway down; every stand
+				// is scored after a minute, as a tag standing there.
+				standShort(h, s, uid, x, y, dead, 60, rng)
+				if h.zone(uid) != 5 {
+					wrong++
+				}
+
+			}
+			st := h.e.Status()
+			if js, _ := json.Marshal(st); !strings.Contains(string(js), `"gateways_down":["`+assets.FormatMAC(dead)+`"]`) {
+				t.Fatalf("status %s, want gateways_down [%s]", js, assets.FormatMAC(dead))
+			}
+			if wrong > 0 {
+				t.Fatalf("%d of 20 stands under the dead gateway named another zone", wrong)
+			}
+			if n := strings.Count(logs.String(), "gateway judged down"); n != 1 {
+				t.Fatalf("%d 'judged down' lines, want 1:\n%s", n, logs.String())
+			}
+			// One report and it is up again: its silence counts again.
+			h.sight("WAT-A", dead, -50)
+			if js, _ := json.Marshal(h.e.Status()); !strings.Contains(string(js), `"gateways_down":[]`) {
+				t.Fatalf("status %s after it reported, want gateways_down []", js)
+			}
+			m := h.e.model.Load()
+			if g := m.gwIdx[dead]; m.live.ev[g].Load() != 0 || m.live.isDown(g) {
+				t.Fatalf("evidence %d after a report, want 0", m.live.ev[g].Load())
+			}
+			if !strings.Contains(logs.String(), "gateway reports again") {
+				t.Fatalf("no 'reports again' line:\n%s", logs.String())
+			}
+		})
+	}
+}
+
+// An idle gateway is not a dead one: a tag standing for an hour in a
+// corner leaves the gateways that never hear that corner silent
+// throughout, and those that do hear it keep reporting; none is judged
+// down, and none gathers any evidence.
+func TestAnIdleGatewayIsNotJudgedDown(t *testing.T) {
+	s := gridSite(3, 3, true)
+	h := newHarness(t, Options{})
+	h.e.Configure(s, surveyShort(s, 5, 2, rand.New(rand.NewPCG(74, 75))))
+	if err := h.e.Start(AlgBayes); err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(76, 77))
+	standShort(h, s, "WAT-1", 50, 50, [6]byte{}, 3600, rng)
+	if h.zone("WAT-1") != 1 {
+		t.Fatalf("zone %d, want 1", h.zone("WAT-1"))
+	}
+	m := h.e.model.Load()
+	for _, g := range s.Gateways {
+		gi := m.gwIdx[g.MAC]
+		if m.live.isDown(gi) {
+			t.Fatalf("gateway %s judged down", assets.FormatMAC(g.MAC))
+		}
+		if id := g.MAC[5]; id != 1 && id != 2 && id != 4 && m.live.ev[gi].Load() != 0 {
+			t.Fatalf("gateway of zone %d, which never hears zone 1, gathered %d", id, m.live.ev[gi].Load())
+		}
+	}
+}
+
+// Without a survey nothing says who should have heard, so nothing is
+// ever judged down (buildLiveness): the tag under the dead gateway is
+// as the algorithms without silence place it.
+func TestNoSurveyJudgesNoGatewayDown(t *testing.T) {
+	s := gridSite(3, 3, true)
+	h := newHarness(t, Options{})
+	h.e.SetSite(s)
+	if err := h.e.Start(AlgBayes); err != nil {
+		t.Fatal(err)
+	}
+	standShort(h, s, "WAT-1", 150, 150, gwMAC(5), 600, rand.New(rand.NewPCG(78, 79)))
+	if st := h.e.Status(); len(st.GatewaysDown) != 0 {
+		t.Fatalf("gateways down %v without a survey", st.GatewaysDown)
+	}
+}
+
+// The zone filters' side: with the gateway judged down, each zone's
+// log-likelihood gains back exactly what the gateway's silence charged
+// it (cover times its "not heard" term there), and nothing else moves.
+func TestADeadGatewaysSilenceLeavesTheFiltersEvidence(t *testing.T) {
+	s := gridSite(3, 3, true)
+	h := newHarness(t, Options{})
+	h.e.Configure(s, surveyShort(s, 50, 4, rand.New(rand.NewPCG(80, 81))))
+	if err := h.e.Start(AlgBayes); err != nil {
+		t.Fatal(err)
+	}
+	dead := gwMAC(5)
+	standShort(h, s, "WAT-1", 150, 150, dead, 3, rand.New(rand.NewPCG(82, 83)))
+	m := h.e.model.Load()
+	g, nz := m.gwIdx[dead], len(m.zones)
+	if m.live.isDown(g) {
+		t.Fatal("judged down after 3 s")
+	}
+	now := h.clk.Now().UnixMilli() - 1000
+	viewBeacon(h.e, "WAT-1", func(b *beacon) int {
+		cover := b.cover(&h.e.p, now)
+		mt := m.missAt(b.off.a)
+		if cover <= 0 {
+			t.Fatalf("cover %v", cover)
+		}
+		lm := func(z int) float64 { return m.em[g*nz+z].logMiss }
+		if mt != nil { // a tag offset's table
+			lm = func(z int) float64 { return float64(mt.lm[g*nz+z]) }
+		}
+		ll0, ll1 := make([]float64, nz), make([]float64, nz)
+		logLikelihood(m, &h.e.p, b, now, cover, ll0)
+		m.live.down[g].Store(true)
+		m.live.nDown.Add(1)
+		defer func() { m.live.down[g].Store(false); m.live.nDown.Add(-1) }()
+		logLikelihood(m, &h.e.p, b, now, cover, ll1)
+		for z := range nz {
+			want := -cover * lm(z)
+			if d := ll1[z] - ll0[z]; math.Abs(d-want) > 1e-9 || want <= 0 {
+				t.Fatalf("zone %d: down moved the log-likelihood by %v, want %v (> 0)", z, d, want)
+			}
+		}
+		return 0
+	})
+}
+
+// grid's tag offset estimate reads each silent anchor's "not heard"
+// term; a silent anchor judged down must not weigh in: under a dead
+// gateway its silence reads as a tag too quiet to be heard. Changing
+// the dead gateway's tables changes nothing while it is down, and
+// changes the estimate's scores once it is up.
+func TestADeadGatewaysSilenceLeavesTheOffsetEstimate(t *testing.T) {
+	s := gridSite(3, 3, true)
+	h := newHarness(t, Options{})
+	h.e.Configure(s, surveyShort(s, 50, 4, rand.New(rand.NewPCG(84, 85))))
+	if err := h.e.Start(AlgGrid); err != nil {
+		t.Fatal(err)
+	}
+	dead := gwMAC(5)
+	standShort(h, s, "WAT-1", 160, 140, dead, 3, rand.New(rand.NewPCG(86, 87)))
+	m := h.e.model.Load()
+	g := m.grid
+	gi := m.gwIdx[dead]
+	if !m.anchor(gi) || !m.readsLaw() {
+		t.Fatalf("dead gateway anchor %v, law read %v", m.anchor(gi), m.readsLaw())
+	}
+	score := func() [3]float64 {
+		var l [3]float64
+		now := h.clk.Now().UnixMilli() - 1000
+		viewBeacon(h.e, "WAT-1", func(b *beacon) bool {
+			if !scoreCells(m, &h.e.p, b, now, 1, 0, nil, &offsetScratch{}, &l) {
+				t.Fatal("nothing scored")
+			}
+			return true
+		})
+		return l
+	}
+	// Tilt the dead gateway's "not heard" terms cell by cell, in every
+	// offset's table (its share of the anchors' sum with them).
+	tilt := func() {
+		n := len(g.ocells)
+		for _, tb := range g.offs {
+			for j := range n {
+				d := float32(j%5) * -0.3
+				tb.olm[gi*n+j] += d
+				tb.oanchors[j] += d
+			}
+		}
+	}
+	m.live.down[gi].Store(true)
+	m.live.nDown.Add(1)
+	l0 := score()
+	tilt()
+	if l1 := score(); math.Abs(l1[0]-l0[0])+math.Abs(l1[1]-l0[1])+math.Abs(l1[2]-l0[2]) > 1e-4 { // float32 tables
+		t.Fatalf("down, the dead gateway's tables moved the scores: %v -> %v", l0, l1)
+	}
+	m.live.down[gi].Store(false)
+	m.live.nDown.Add(-1)
+	if l2 := score(); math.Abs(l2[1]-l0[1]) < 0.1 {
+		t.Fatalf("up, its tables moved the score by less than 0.1 (%v -> %v): the test cannot tell", l0, l2)
+	}
+}
