@@ -491,6 +491,7 @@ func knnLikelihood(m *model, p *Params, b *beacon, now int64, cover float64, ll 
 	if q.n == 0 {
 		return
 	}
+	q.leaveOutDown(m)
 	m.nearest(p, &q, -1, b.votes)
 	voteLogShare(p.K, b.votes)
 	m.neutralUnsurveyed(b.votes)

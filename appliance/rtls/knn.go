@@ -1,6 +1,9 @@
 package rtls
 
-import "math"
+import (
+	"math"
+	"slices"
+)
 
 // knn compares the beacon's smoothed RSSI vector (Floor for gateways not
 // heard) with every survey sample in Euclidean dB distance; the K nearest
@@ -50,6 +53,7 @@ func vote(m *model, p *Params, b *beacon, now int64, votes []float64) (int, bool
 	if q.n == 0 {
 		return -1, false
 	}
+	q.leaveOutDown(m)
 	return m.nearest(p, &q, -1, votes), true
 }
 
@@ -62,6 +66,23 @@ type query struct {
 	as [maxHeard]float64
 	c  float64
 	n  int
+	// dn are the gateways judged down (liveness.go) and not heard: their
+	// dimension is left out, a dead gateway's silence saying nothing.
+	dn [maxHeard]int32
+	nd int
+}
+
+// leaveOutDown adds to q the gateways judged down that q has not heard.
+func (q *query) leaveOutDown(m *model) {
+	if m.live.nDown.Load() == 0 {
+		return
+	}
+	for g := range m.gwMAC {
+		if q.nd < maxHeard && m.live.isDown(g) && !slices.Contains(q.gs[:q.n], int32(g)) {
+			q.dn[q.nd] = int32(g)
+			q.nd++
+		}
+	}
 }
 
 // add puts gateway g's reading x into q; false when q is full.
@@ -89,6 +110,10 @@ func (m *model) nearest(p *Params, q *query, skip int, votes []float64) int {
 		d := s.base + q.c
 		for k := 0; k < q.n; k++ {
 			d += q.as[k] * float64(s.v[q.gs[k]])
+		}
+		for k := 0; k < q.nd; k++ {
+			e := float64(s.v[q.dn[k]]) - p.Floor
+			d -= e * e
 		}
 		// insertion into the sorted top-K
 		if n < p.K {

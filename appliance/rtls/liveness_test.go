@@ -246,3 +246,43 @@ func TestADeadGatewaysSilenceLeavesTheOffsetEstimate(t *testing.T) {
 		t.Fatalf("up, its tables moved the score by less than 0.1 (%v -> %v): the test cannot tell", l0, l2)
 	}
 }
+
+// k-NN reads an unheard gateway as heard at Floor, so under a dead
+// gateway every stand is far from its own zone's samples: it named a
+// neighbour for all 20. Its decisions then never charge the dead
+// gateway (liveness.go: the evidence is read in the zone the running
+// algorithm decides), so with knn running nothing judges it down; once
+// judged (here by hand; under fusion by fusion's decisions, whose k-NN
+// vote this is too) its dimension is left out and every stand is right.
+func TestKNNLeavesOutADeadGateway(t *testing.T) {
+	s := gridSite(3, 3, true)
+	samples := surveyShort(s, 200, 4, rand.New(rand.NewPCG(70, 71)))
+	dead := gwMAC(5)
+	for _, judged := range []bool{false, true} {
+		h := newHarness(t, Options{})
+		h.e.Configure(s, samples)
+		if err := h.e.Start(AlgKNN); err != nil {
+			t.Fatal(err)
+		}
+		m := h.e.model.Load()
+		if judged {
+			m.live.down[m.gwIdx[dead]].Store(true)
+			m.live.nDown.Add(1)
+		}
+		rng := rand.New(rand.NewPCG(72, 73))
+		wrong := 0
+		for i := range 20 {
+			uid := "WAT-" + string(rune('A'+i))
+			standShort(h, s, uid, 105+rng.Float64()*90, 105+rng.Float64()*90, dead, 20, rng)
+			if h.zone(uid) != 5 {
+				wrong++
+			}
+		}
+		if judged && wrong > 0 || !judged && wrong < 10 {
+			t.Fatalf("judged down %v: %d of 20 stands named another zone", judged, wrong)
+		}
+		if st := h.e.Status(); len(st.GatewaysDown) != map[bool]int{false: 0, true: 1}[judged] {
+			t.Fatalf("judged down %v: gateways down %v", judged, st.GatewaysDown)
+		}
+	}
+}
