@@ -158,7 +158,13 @@ func voteLogShare(k int, votes []float64) {
 		return
 	}
 	nz, kf := float64(len(votes)), float64(k)
+	// At most K zones have a vote: the others share one value.
+	none := math.Log((1 / nz) / (kf + 1))
 	for z, v := range votes {
+		if v == 0 {
+			votes[z] = none
+			continue
+		}
 		votes[z] = math.Log((kf*v/tot + 1/nz) / (kf + 1))
 	}
 }
