@@ -169,7 +169,7 @@ func (a *App) buildRTLS() error {
 	if len(cfg.RTLSParams) > 0 {
 		a.log.Info("rtls: parameters other than the defaults", "server_rtls_params", strings.Join(cfg.RTLSParams, " "))
 	}
-	eng := rtls.New(rtls.Options{Clock: a.clock, Logger: a.log, Writer: a.writer, Params: params})
+	eng := rtls.New(rtls.Options{Clock: a.clock, Logger: a.log, Writer: a.writer, Params: params, GatewaySeen: a.gatewaySeen})
 	c := &rtlsControl{Engine: eng, app: a}
 	now := a.clock.Now().UnixMilli()
 	if err := a.db.Update(func(tx *bolt.Tx) error { return rtls.CloseOpenIntervals(tx, now) }); err != nil {
@@ -233,3 +233,9 @@ func byParsedMAC[V any](m map[string]V) map[[6]byte]V {
 	}
 	return out
 }
+
+// gatewaySeen is the Unix ms of the last message of any kind from the
+// gateway mac (its status heartbeat included): the engine judges no
+// gateway down while it still talks (docs/rtls.md, "Gateways that go
+// down").
+func (a *App) gatewaySeen(mac [6]byte) int64 { return a.pipeline.LastSeen().Gateway(ingest.MAC(mac)) }

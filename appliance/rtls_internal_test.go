@@ -13,6 +13,7 @@ import (
 	"beaconhub/appliance/assets"
 	"beaconhub/appliance/clock"
 	"beaconhub/appliance/ingest"
+	"beaconhub/broker/brokertest"
 	"beaconhub/store"
 )
 
@@ -70,5 +71,38 @@ func TestSampleFromStore(t *testing.T) {
 	old := sampleFromStore(store.ZoneSample{Zone: 4, RSSI: map[string]float64{"AC233FA0B1C9": -61.5}})
 	if old.N != nil || old.SD != nil || old.RSSI[mac] != -61.5 {
 		t.Fatalf("sample stored without readings: %+v", old)
+	}
+}
+
+// The engine asks the pipeline when a gateway last sent anything: a
+// status heartbeat, published over real MQTT, counts (a gateway still
+// talking is never judged down, docs/rtls.md).
+func TestRTLSSeesGatewayHeartbeats(t *testing.T) {
+	home := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(home, "config"), 0o750); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(home, "config", "main.config.json"), []byte(`{"server_features":["rtls"]}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	clk := clock.NewFake(time.Now().Truncate(time.Second))
+	a, err := New(Options{Home: home, HTTPListen: "127.0.0.1:0", MQTTListen: "127.0.0.1:0", BcryptCost: 4, Clock: clk,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = a.Shutdown(context.Background()) })
+	if err := a.Start(); err != nil {
+		t.Fatal(err)
+	}
+	gw := [6]byte{0xAC, 0x23, 0x3F, 0xA0, 0xB1, 0xC5}
+	if v := a.gatewaySeen(gw); v != 0 {
+		t.Fatalf("seen %d before any message", v)
+	}
+	cfg := a.Live().Get()
+	brokertest.Pub(t, a.MQTTAddr(), cfg.MQTTUser, cfg.MQTTPass, "-q", "1", "-i", "AC233FA0B1C5", "-t", "gw/AC233FA0B1C5/status",
+		"-m", `{"ts":1732290000123,"ip":"192.0.2.10","fw":"1.4.2","uptime":86400}`)
+	if v, want := a.gatewaySeen(gw), clk.Now().UnixMilli(); v != want {
+		t.Fatalf("seen %d after a heartbeat, want %d", v, want)
 	}
 }

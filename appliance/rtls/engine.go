@@ -31,6 +31,11 @@ type Options struct {
 	Timeout time.Duration
 	// Params tune the algorithms; the zero value means DefaultParams.
 	Params Params
+	// GatewaySeen, if set, is the Unix ms of a gateway's last message
+	// of any kind (a status heartbeat, reports of beacons the engine
+	// does not track): a gateway still talking is never judged down
+	// (liveness.go), and one judged down that talks again is back.
+	GatewaySeen func(mac [6]byte) int64
 }
 
 // trackableTypes are the beacon types the engine locates (spec
@@ -281,7 +286,7 @@ func (e *Engine) Observe(bt *ingest.Batch, w *ingest.Writes) {
 		e.emitDebug(b)
 		z, pos := r.alg.update(m, &e.p, b, rd, t)
 		e.commit(m, b, z, pos, t, &w.Ops)
-		for _, g := range m.live.silence(&e.p, b, t) {
+		for _, g := range m.live.silence(&e.p, b, t, e.opts.GatewaySeen, m.gwMAC) {
 			e.log.Warn("rtls: gateway judged down: silent where the survey says it hears; its silence no longer counts until it reports", "gateway", assets.FormatMAC(m.gwMAC[g]))
 		}
 		w.Hand() // under the shard lock: a beacon's intervals open before they close

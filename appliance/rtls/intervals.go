@@ -79,6 +79,7 @@ func (e *Engine) scheduleSweep() {
 	}
 	e.sweep = e.clock.AfterFunc(e.sweepEvery(), func() {
 		e.expire(e.clock.Now().UnixMilli())
+		e.reviveTalking()
 		e.scheduleSweep()
 	})
 }

@@ -3,6 +3,8 @@ package rtls
 import (
 	"math"
 	"sync/atomic"
+
+	"beaconhub/appliance/assets"
 )
 
 // A gateway that goes down (a power cut, a pulled cable) falls silent,
@@ -44,6 +46,8 @@ type liveness struct {
 	ev    []atomic.Int64
 	down  []atomic.Bool
 	nDown atomic.Int32
+	// downAt is when each gateway was last judged down (Unix ms).
+	downAt []atomic.Int64
 	// hears[z] are the gateways that usually hear zone z, with what a
 	// window of their silence there says.
 	hears [][]hearer
@@ -81,7 +85,7 @@ const (
 // silence (buildEmissions), and nothing is ever judged down.
 func (m *model) buildLiveness() {
 	nz, ng := len(m.zones), len(m.gwMAC)
-	lv := &liveness{ev: make([]atomic.Int64, ng), down: make([]atomic.Bool, ng), hears: make([][]hearer, nz)}
+	lv := &liveness{ev: make([]atomic.Int64, ng), down: make([]atomic.Bool, ng), downAt: make([]atomic.Int64, ng), hears: make([][]hearer, nz)}
 	for g := range ng {
 		if !m.hasEm[g] {
 			continue
@@ -115,8 +119,11 @@ func (lv *liveness) isDown(g int) bool { return lv.nDown.Load() > 0 && lv.down[g
 
 // silence charges, for beacon b decided in its zone at now, the gateways
 // that usually hear that zone and have not heard b for a window (see
-// above); it returns the gateways it judged down (nil mostly).
-func (lv *liveness) silence(p *Params, b *beacon, now int64) []int {
+// above); it returns the gateways it judged down (nil mostly). A gateway
+// whose evidence is due but that is still sending anything at all (seen,
+// Options.GatewaySeen, of its MAC in macs) is not judged: its evidence
+// starts over.
+func (lv *liveness) silence(p *Params, b *beacon, now int64, seen func([6]byte) int64, macs [][6]byte) []int {
 	if b.zone < 0 || b.zone >= len(lv.hears) || len(lv.hears[b.zone]) == 0 {
 		b.liveAt = now
 		return nil
@@ -136,7 +143,15 @@ func (lv *liveness) silence(p *Params, b *beacon, now int64) []int {
 		if b.heardWithin(h.g, win, now) {
 			continue
 		}
-		if lv.ev[h.g].Add(int64(f*h.nats*1e6)) >= downNats*1e6 && lv.down[h.g].CompareAndSwap(false, true) {
+		if lv.ev[h.g].Add(int64(f*h.nats*1e6)) < downNats*1e6 {
+			continue
+		}
+		if seen != nil && now-seen(macs[h.g]) < talkingWithin {
+			lv.ev[h.g].Store(0)
+			continue
+		}
+		if lv.down[h.g].CompareAndSwap(false, true) {
+			lv.downAt[h.g].Store(now)
 			lv.nDown.Add(1)
 			out = append(out, h.g)
 		}
@@ -152,4 +167,26 @@ func (b *beacon) heardWithin(g int, w, now int64) bool {
 		}
 	}
 	return false
+}
+
+// talkingWithin is how recently a gateway must have sent anything to
+// count as talking (Options.GatewaySeen): gateways batch their reports,
+// some every few seconds.
+const talkingWithin = 10_000
+
+// reviveTalking brings back every gateway judged down that has sent
+// anything since (a status heartbeat, a beacon the engine does not
+// track): run by the timeout sweep, as such messages do not reach
+// Observe.
+func (e *Engine) reviveTalking() {
+	seen := e.opts.GatewaySeen
+	m := e.model.Load()
+	if seen == nil || m.live.nDown.Load() == 0 {
+		return
+	}
+	for g := range m.gwMAC {
+		if m.live.isDown(g) && seen(m.gwMAC[g]) > m.live.downAt[g].Load() && m.live.heard(g) {
+			e.log.Info("rtls: gateway talks again; its silence counts again", "gateway", assets.FormatMAC(m.gwMAC[g]))
+		}
+	}
 }

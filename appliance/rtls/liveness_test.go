@@ -7,6 +7,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -284,5 +285,49 @@ func TestKNNLeavesOutADeadGateway(t *testing.T) {
 		if st := h.e.Status(); len(st.GatewaysDown) != map[bool]int{false: 0, true: 1}[judged] {
 			t.Fatalf("judged down %v: gateways down %v", judged, st.GatewaysDown)
 		}
+	}
+}
+
+// A gateway that still sends anything (Options.GatewaySeen: a status
+// heartbeat, beacons the engine does not track) is not down, however
+// silent it is to the tracked tags; once it stops it is judged down, and
+// once it talks again the sweep brings it back without a report of a
+// tracked beacon.
+func TestATalkingGatewayIsNotJudgedDown(t *testing.T) {
+	s := gridSite(3, 3, true)
+	dead := gwMAC(5)
+	var lastWord atomic.Int64 // the dead gateway's last message, Unix ms
+	var logs bytes.Buffer
+	h := newHarness(t, Options{Logger: slog.New(slog.NewTextHandler(&logs, nil)), GatewaySeen: func(mac [6]byte) int64 {
+		if mac == dead {
+			return lastWord.Load()
+		}
+		return 0
+	}})
+	h.e.Configure(s, surveyShort(s, 200, 4, rand.New(rand.NewPCG(90, 91))))
+	if err := h.e.Start(AlgBayes); err != nil {
+		t.Fatal(err)
+	}
+	m := h.e.model.Load()
+	g := m.gwIdx[dead]
+	rng := rand.New(rand.NewPCG(92, 93))
+	for range 120 { // heartbeats every second: talking throughout
+		lastWord.Store(h.clk.Now().UnixMilli())
+		standShort(h, s, "WAT-1", 150, 150, dead, 1, rng)
+	}
+	if m.live.isDown(g) || strings.Contains(logs.String(), "judged down") {
+		t.Fatalf("a talking gateway judged down:\n%s", logs.String())
+	}
+	standShort(h, s, "WAT-1", 150, 150, dead, 60, rng) // the heartbeats stop
+	if !m.live.isDown(g) {
+		t.Fatalf("silent for a minute and not judged down (evidence %d)", m.live.ev[g].Load())
+	}
+	lastWord.Store(h.clk.Now().UnixMilli()) // one heartbeat
+	h.clk.Advance(h.e.sweepEvery())         // runs the sweep
+	if m.live.isDown(g) {
+		t.Fatal("talking again, still judged down after a sweep")
+	}
+	if !strings.Contains(logs.String(), "gateway talks again") {
+		t.Fatalf("no 'talks again' line:\n%s", logs.String())
 	}
 }
