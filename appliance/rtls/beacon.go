@@ -93,6 +93,10 @@ type beacon struct {
 	gmass    []float64
 	gstepped int64
 	absentW  float32
+	// downOut are the gateways judged down whose silence grid's last
+	// charging update took out (stepGrid): a refining report of one
+	// (back up within the scan) is refunded no charge it was not made.
+	downOut []int32
 	// liveAt is when this beacon last charged silent gateways
 	// (liveness.silence).
 	liveAt int64

@@ -252,9 +252,10 @@ func (e *Engine) Observe(bt *ingest.Batch, w *ingest.Writes) {
 	}
 	m := e.model.Load()
 	now := bt.Received
-	if g, ok := m.gwIdx[bt.Gateway]; ok && m.live.heard(g) {
+	if g, ok := m.gwIdx[bt.Gateway]; ok && m.live.heard(g, now) {
 		e.log.Info("rtls: gateway reports again; its silence counts again", "gateway", assets.FormatMAC(bt.Gateway))
 	}
+	var downs []int
 	n := 0
 	for i := range bt.Obs {
 		o := &bt.Obs[i]
@@ -286,15 +287,16 @@ func (e *Engine) Observe(bt *ingest.Batch, w *ingest.Writes) {
 		e.emitDebug(b)
 		z, pos := r.alg.update(m, &e.p, b, rd, t)
 		e.commit(m, b, z, pos, t, &w.Ops)
-		for _, g := range m.live.silence(&e.p, b, t, e.opts.GatewaySeen, m.gwMAC) {
-			e.log.Warn("rtls: gateway judged down: silent where the survey says it hears; its silence no longer counts until it reports", "gateway", assets.FormatMAC(m.gwMAC[g]))
-		}
+		downs = append(downs, m.live.silence(&e.p, b, t, e.opts.GatewaySeen, m.gwMAC)...)
 		w.Hand() // under the shard lock: a beacon's intervals open before they close
 		sh.Unlock()
 	}
 	// One atomic add per batch: a shared counter bumped per report
 	// bounces its cache line between the cores' read loops.
 	e.reports.Add(uint64(n))
+	for _, g := range downs { // rare; logged outside the shard locks
+		e.log.Warn("rtls: gateway judged down: silent where the survey says it hears; its silence no longer counts until it reports", "gateway", assets.FormatMAC(m.gwMAC[g]))
+	}
 }
 
 // commit applies a decision: zone intervals on a zone change, track

@@ -1053,6 +1053,7 @@ func stepGrid(m *model, p *Params, b *beacon, now int64, off float64) bool {
 	if dt > 0 {
 		absent = float32(b.cover(p, now) * math.Min(1, float64(dt)/win))
 		b.absentW = absent
+		b.downOut = b.downOut[:0]
 	}
 	lmiss, base := g.missAt(off)
 	ll := sc.ll
@@ -1064,6 +1065,7 @@ func stepGrid(m *model, p *Params, b *beacon, now int64, off float64) bool {
 		for gi := range g.gw {
 			if g.gw[gi].ok && m.live.isDown(gi) && !b.heardWithin(gi, fw, now) {
 				g.addTerm(ll, lmiss, gi, -absent)
+				b.downOut = append(b.downOut, int32(gi))
 			}
 		}
 	}
@@ -1104,6 +1106,11 @@ func stepGrid(m *model, p *Params, b *beacon, now int64, off float64) bool {
 		// was refunded twice (a review).
 		if dt == 0 && (r.prev == 0 || b.gstepped-r.prev >= fw) {
 			refund = b.absentW // silent at this millisecond's first update
+			if slices.Contains(b.downOut, int32(r.g)) {
+				// Down then, its silence was taken out, not charged
+				// (a review: grid's belief was off by e^0.39).
+				refund = 0
+			}
 		}
 		g.addHeard(ll, lmiss, r.g, float32(x-off), n, w, refund)
 		r.counted = r.last

@@ -62,6 +62,7 @@ func (e *Engine) resetState(now int64) {
 		sh.V = assets.UIDMap[*beacon]{}
 		sh.Unlock()
 	}
+	e.model.Load().live.reset()
 	e.queue(ops)
 }
 

@@ -22,13 +22,15 @@ import (
 // survey says it would have heard: each beacon, once a second, adds for
 // every gateway that usually hears the zone it is in, and loud (at least
 // hearShare of the survey's windows, loudMargin above its quietest
-// reading), and has not heard it for a window
-// -log P(not heard in a window) of the zone (at most maxMissNats), in
-// proportion to the time. An idle gateway far from every tag gathers
-// nothing, however long it is silent. Any report from the gateway (of
-// any beacon) wipes its evidence and brings it back at once; at downNats
-// it is judged down, and until its next report its silence is no longer
-// counted by any algorithm.
+// reading), and has neither heard it for its window nor reported
+// anything for Stale, -log P(not heard in a window) of the zone (at
+// most maxMissNats), in proportion to the time. An idle gateway far
+// from every tag gathers nothing, however long it is silent. Any report
+// reaching the engine from the gateway (of any registered beacon) wipes
+// its evidence and brings it back at once; at downNats it is judged
+// down, and until its next report its silence is no longer counted by
+// any algorithm that reads silence. A gateway still sending anything at
+// all (Options.GatewaySeen) is never judged down.
 //
 // A wrong "down" costs little (the gateway's silence is ignored until it
 // next reports, as an algorithm that does not read silence would); a
@@ -43,7 +45,12 @@ import (
 type liveness struct {
 	// evidence per gateway that it is down, in micro-nats, since its
 	// last report.
-	ev    []atomic.Int64
+	ev []atomic.Int64
+	// last is each gateway's last report reaching the engine (Unix ms):
+	// one that reported lately is up, whatever a beacon did not hear. A
+	// review had 100 tags advertising every 3 s charge healthy gateways
+	// between their reports past downNats, 167 times in 3 minutes.
+	last  []atomic.Int64
 	down  []atomic.Bool
 	nDown atomic.Int32
 	// downAt is when each gateway was last judged down (Unix ms).
@@ -85,8 +92,11 @@ const (
 // silence (buildEmissions), and nothing is ever judged down.
 func (m *model) buildLiveness() {
 	nz, ng := len(m.zones), len(m.gwMAC)
-	lv := &liveness{ev: make([]atomic.Int64, ng), down: make([]atomic.Bool, ng), downAt: make([]atomic.Int64, ng), hears: make([][]hearer, nz)}
-	for g := range ng {
+	lv := &liveness{ev: make([]atomic.Int64, ng), last: make([]atomic.Int64, ng), down: make([]atomic.Bool, ng),
+		downAt: make([]atomic.Int64, ng), hears: make([][]hearer, nz)}
+	// Only the site's gateways: one the survey names but the site no
+	// longer has is silent for good and was listed down for good.
+	for g := range m.nSiteGW {
 		if !m.hasEm[g] {
 			continue
 		}
@@ -103,7 +113,10 @@ func (m *model) buildLiveness() {
 
 // heard is a report from gateway g: it is up. It reports whether g was
 // judged down until now.
-func (lv *liveness) heard(g int) bool {
+func (lv *liveness) heard(g int, now int64) bool {
+	if lv.last[g].Load() < now {
+		lv.last[g].Store(now)
+	}
 	if lv.ev[g].Load() != 0 {
 		lv.ev[g].Store(0)
 	}
@@ -136,11 +149,11 @@ func (lv *liveness) silence(p *Params, b *beacon, now int64, seen func([6]byte) 
 		return nil
 	}
 	b.liveAt = now
-	win := p.SampleWindow.Milliseconds()
+	win, stale := b.window(p, now), p.Stale.Milliseconds()
 	f := math.Min(float64(dt), float64(win)) / float64(win) * b.cover(p, now)
 	var out []int
 	for _, h := range lv.hears[b.zone] {
-		if b.heardWithin(h.g, win, now) {
+		if lv.down[h.g].Load() || b.heardWithin(h.g, win, now) || now-lv.last[h.g].Load() < stale {
 			continue
 		}
 		if lv.ev[h.g].Add(int64(f*h.nats*1e6)) < downNats*1e6 {
@@ -185,8 +198,20 @@ func (e *Engine) reviveTalking() {
 		return
 	}
 	for g := range m.gwMAC {
-		if m.live.isDown(g) && seen(m.gwMAC[g]) > m.live.downAt[g].Load() && m.live.heard(g) {
+		if t := seen(m.gwMAC[g]); m.live.isDown(g) && t > m.live.downAt[g].Load() && m.live.heard(g, t) {
 			e.log.Info("rtls: gateway talks again; its silence counts again", "gateway", assets.FormatMAC(m.gwMAC[g]))
 		}
 	}
+}
+
+// reset forgets every judgement (Start, Stop): a run starts with every
+// gateway up, so one run's judgement does not carry into the next
+// (rtls-eval runs several algorithms on one engine).
+func (lv *liveness) reset() {
+	for g := range lv.ev {
+		lv.ev[g].Store(0)
+		lv.last[g].Store(0)
+		lv.down[g].Store(false)
+	}
+	lv.nDown.Store(0)
 }

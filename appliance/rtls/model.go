@@ -24,7 +24,10 @@ type model struct {
 
 	gwIdx map[[6]byte]int
 	gwMAC [][6]byte
-	gwPos []position // placed position, else centre of the learned zone
+	// nSiteGW: the first nSiteGW gateways are the site's; the others
+	// are named only by survey samples.
+	nSiteGW int
+	gwPos   []position // placed position, else centre of the learned zone
 	// zoneSurveyed[z]: the survey has samples of zone z (nil without a
 	// survey).
 	zoneSurveyed []bool
@@ -165,6 +168,7 @@ func buildModel(gen uint64, p Params, site Site, samples []Sample) *model {
 			m.gwZone[i] = m.zoneAt(g.MapID, g.X, g.Y)
 		}
 	}
+	m.nSiteGW = len(m.gwMAC)
 	for _, s := range samples {
 		if _, ok := m.zoneIdx[s.Zone]; !ok {
 			continue
