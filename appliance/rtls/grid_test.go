@@ -1,6 +1,7 @@
 package rtls
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -701,6 +702,57 @@ func TestGridBeliefSurvivesAnotherFloorsReading(t *testing.T) {
 				t.Fatalf("survey of %d samples: standing in zone %d (floor %d), reported in %d; zone masses %.3g",
 					len(samples), stop.zone, stop.floor, z, gridMass(h, "WAT-1"))
 			}
+		}
+	}
+}
+
+// roomsOf is a w x h site of rooms side metres wide (10 px a metre).
+func roomsOf(w, h int, side float64) Site {
+	s := Site{Maps: []Map{{ID: 1, Name: "floor", Width: 10 * side * float64(w), Height: 10 * side * float64(h), PixelsPerMeter: 10}}}
+	for r := range h {
+		for c := range w {
+			id := uint64(1 + r*w + c)
+			s.Zones = append(s.Zones, Zone{ID: id, MapID: 1, Name: fmt.Sprint(id),
+				X1: 10 * side * float64(c), Y1: 10 * side * float64(r), X2: 10 * side * float64(c+1), Y2: 10 * side * float64(r+1)})
+		}
+	}
+	return s
+}
+
+// grid's cells are the lattice squares whose centres a zone holds, so an
+// edge between two lattice lines moved to the nearest one, and a tag in
+// the strip between was reported next door. The cells are sized so that
+// the rooms' edges fall on the lattice: 3.4 m rooms get cells of 3.4/3
+// m, not metres; 3 m rooms on a site whose cell budget needs cells of
+// 1.54 m get 1.5 m; metre-aligned rooms keep metre cells.
+func TestGridCellsFitTheRooms(t *testing.T) {
+	for _, c := range []struct {
+		name       string
+		s          Site
+		cellMetres float64
+	}{
+		{"3.4 m rooms", roomsOf(4, 3, 3.4), 3.4 / 3},
+		{"16 x 16 rooms of 3 m", roomsOf(16, 16, 3), 1.5},
+		{"4 m rooms", roomsOf(4, 3, 4), 1},
+		{"10 m rooms, 1,200 m²", roomsOf(4, 3, 10), 10.0 / 9},
+	} {
+		m := buildModel(1, DefaultParams(), c.s, nil)
+		g := m.grid
+		if got := g.cellPx[0] / 10; math.Abs(got-c.cellMetres) > 0.01*c.cellMetres {
+			t.Errorf("%s: cells of %.3f m, want %.3f", c.name, got, c.cellMetres)
+		}
+		// Every room is covered by its own cells exactly.
+		area := make([]float64, len(m.zones))
+		for _, z := range g.czone {
+			area[z] += g.cellPx[0] * g.cellPx[0]
+		}
+		for z := range m.zones {
+			if want := zoneArea(&m.zones[z]); math.Abs(area[z]-want) > 1e-6*want {
+				t.Fatalf("%s: zone %d has %.1f px² of cells, its area is %.1f", c.name, z, area[z], want)
+			}
+		}
+		if len(g.czone) > maxGridCells {
+			t.Errorf("%s: %d cells, over the budget", c.name, len(g.czone))
 		}
 	}
 }
