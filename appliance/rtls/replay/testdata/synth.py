@@ -2,9 +2,13 @@
 """Synthetic walk dataset in the rssi-replay format.
 usage: synth.py OUTDIR [--zones CxR] [--zsize M] [--gws N] [--beacons B] [--train-s S] [--test-s S]
        [--hz F] [--pos known|null|mix] [--seed K] [--dwell S] [--phear P] [--offset-scale F]
+       [--walls P]
 
 Each walk's tag is heard uniform(-2, 2) dB off the law, times --offset-scale
-(0: every tag is the survey tag; the draws, and so the walks, stay the same)."""
+(0: every tag is the survey tag; the draws, and so the walks, stay the same).
+--walls P puts a wall (no door) between each pair of neighbouring rooms with
+probability P, keeping every room reachable: site.json's adjacency lists only
+the doors, and the tags walk through doors only (0: the same sets as before)."""
 import argparse, json, math, os, random
 ap=argparse.ArgumentParser()
 ap.add_argument('out'); ap.add_argument('--zones',default='4x3'); ap.add_argument('--zsize',type=float,default=10)
@@ -15,6 +19,7 @@ ap.add_argument('--seed',type=int,default=1); ap.add_argument('--dwell',type=flo
 ap.add_argument('--phear',type=float,default=0.9); ap.add_argument('--t0',type=int,default=1700000000000)
 ap.add_argument('--gwcols',type=int,default=0)
 ap.add_argument('--offset-scale',type=float,default=1.0)
+ap.add_argument('--walls',type=float,default=0.0)
 a=ap.parse_args()
 rnd=random.Random(a.seed)
 C,R=map(int,a.zones.split('x')); S=a.zsize
@@ -29,6 +34,23 @@ for r in range(R):
     for c in range(C):
         if c+1<C: adj.append([zname[(c,r)],zname[(c+1,r)]])
         if r+1<R: adj.append([zname[(c,r)],zname[(c,r+1)]])
+if a.walls>0:
+    # A random spanning tree keeps every room reachable; each other door
+    # is walled with probability --walls (its own generator: the walks
+    # draw from rnd as without walls).
+    wr=random.Random(a.seed*7919+1); wr.shuffle(adj)
+    parent={z['name']:z['name'] for z in zones}
+    def root(n):
+        while parent[n]!=n: n=parent[n]
+        return n
+    kept=[]
+    for e in adj:
+        ra,rb=root(e[0]),root(e[1])
+        if ra!=rb: parent[ra]=rb; kept.append(e)
+        elif wr.random()>=a.walls: kept.append(e)
+    adj=kept
+doors={}
+for u,v in adj: doors.setdefault(u,set()).add(v); doors.setdefault(v,set()).add(u)
 gws=[]
 gc=a.gwcols or max(1,int(round(math.sqrt(a.gws*W/H))))
 for i in range(a.gws):
@@ -52,7 +74,7 @@ def walk(dur,bid,t0,out):
     dt=1.0/a.hz
     while t<dur:
         if t>=next_hop:
-            nb=[(c+dc,r+dr) for dc,dr in ((1,0),(-1,0),(0,1),(0,-1)) if 0<=c+dc<C and 0<=r+dr<R]
+            nb=[(c+dc,r+dr) for dc,dr in ((1,0),(-1,0),(0,1),(0,-1)) if 0<=c+dc<C and 0<=r+dr<R and zname[(c+dc,r+dr)] in doors.get(zname[(c,r)],())]
             c,r=rnd.choice(nb); next_hop=t+rnd.expovariate(1/a.dwell)
             tx,ty=(c+rnd.uniform(0.2,0.8))*S,(r+rnd.uniform(0.2,0.8))*S
         # move toward target at 1 m/s
