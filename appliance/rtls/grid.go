@@ -389,19 +389,35 @@ func countCells(m *model, zs []int, px float64) int {
 // 3 m rooms, whose cell budget made cells 1.54 m, lost 14 to 1.5 m
 // (docs/performance.md, "Cells that fit the rooms").
 func alignScale(m *model, byMap map[uint64][]int, mapIDs []uint64, least float64, budget int) float64 {
+	origin := make([][2]float64, len(mapIDs))
+	for i, id := range mapIDs {
+		origin[i][0], origin[i][1], _, _ = bbox(m, byMap[id])
+	}
+	// misplaced is in square metres, so that maps drawn at different
+	// scales weigh alike (in pixels a map at 100 px a metre outweighed
+	// one at 10 a hundredfold: a review).
 	misplaced := func(scale float64) float64 {
 		var area float64
-		for _, id := range mapIDs {
-			px := scale * m.pixelsPerMeter(id)
-			x0, y0, _, _ := bbox(m, byMap[id])
-			off := func(e, o float64) float64 {
+		for i, id := range mapIDs {
+			ppm := m.pixelsPerMeter(id)
+			px := scale * ppm
+			off := func(e, o float64) float64 { // metres to the nearest lattice line
 				r := (e - o) / px
-				return math.Abs(r-math.Round(r)) * px
+				if d := math.Abs(r - math.Round(r)); d > 1e-6 {
+					return d * scale
+				}
+				// On it, but for rounding: at 12.7 px a metre, metre rooms
+				// missed by 1e-11 and any candidate that happened to hit 0
+				// won, 3 m rooms getting 1.5 m cells (a review).
+				return 0
 			}
 			for _, z := range byMap[id] {
 				r := &m.zones[z]
-				w, h := math.Abs(r.X2-r.X1), math.Abs(r.Y2-r.Y1)
-				area += (off(r.X1, x0)+off(r.X2, x0))*h + (off(r.Y1, y0)+off(r.Y2, y0))*w
+				if zoneArea(r) == 0 {
+					continue // one cell at its centre, whatever the lattice
+				}
+				w, h := math.Abs(r.X2-r.X1)/ppm, math.Abs(r.Y2-r.Y1)/ppm
+				area += (off(r.X1, origin[i][0])+off(r.X2, origin[i][0]))*h + (off(r.Y1, origin[i][1])+off(r.Y2, origin[i][1]))*w
 			}
 		}
 		return area
@@ -413,9 +429,9 @@ func alignScale(m *model, byMap map[uint64][]int, mapIDs []uint64, least float64
 		}
 		return n
 	}
-	// From a tenth below the least (its search overshoots by 5%; never
-	// below a metre, whose diffusion mix would exceed one) if the budget
-	// allows.
+	// From about a tenth below the least (least/1.1: its search
+	// overshoots by 5%; never below a metre, whose diffusion mix would
+	// exceed one) if the budget allows.
 	lo, hi := max(1, least/1.1), 1.5*least
 	// The candidates: the sides of the rooms cut in whole cells (a
 	// regular plan then fits exactly), and a scan of the range between
@@ -426,6 +442,9 @@ func alignScale(m *model, byMap map[uint64][]int, mapIDs []uint64, least float64
 		ppm := m.pixelsPerMeter(id)
 		for _, z := range byMap[id] {
 			r := &m.zones[z]
+			if zoneArea(r) == 0 {
+				continue // a line: its length (a kilometre) made thousands of candidates
+			}
 			for _, l := range []float64{math.Abs(r.X2-r.X1) / ppm, math.Abs(r.Y2-r.Y1) / ppm} {
 				l = math.Round(l*1e6) / 1e6
 				if l <= 0 || sides[l] || len(sides) >= 64 {
@@ -467,12 +486,9 @@ func alignScale(m *model, byMap map[uint64][]int, mapIDs []uint64, least float64
 		}
 		// Within a thousandth of the least's misplaced area: as good
 		// (rounding in the zones' coordinates), and the earlier wins.
-		if a := misplaced(sc); a < bestArea-tol && (sc >= least || cells(sc) <= budget) {
+		if a := misplaced(sc); a < bestArea-tol && cells(sc) <= budget {
 			best, bestArea = sc, a
 		}
-	}
-	if best > least && cells(best) > budget {
-		return least
 	}
 	return best
 }
