@@ -203,7 +203,7 @@ func TestGridCellsCoverEveryZone(t *testing.T) {
 	h := newHarness(t, Options{})
 	h.e.SetSite(s)
 	g := h.e.model.Load().grid
-	if n := len(g.czone); n > max(maxGridCells, len(s.Zones)) || n < len(s.Zones) {
+	if n := len(g.czone); n > gridBudget(len(s.Zones)) || n < len(s.Zones) {
 		t.Fatalf("%d cells for %d zones", n, len(s.Zones))
 	}
 	seen := map[int32]bool{}
@@ -366,10 +366,10 @@ func TestGridCellLayout(t *testing.T) {
 	if inner != 28*28 {
 		t.Fatalf("%d cells with 8 neighbours, want %d", inner, 28*28)
 	}
-	h.e.SetSite(gridSite(20, 20, true)) // 200 m x 200 m
+	h.e.SetSite(gridSite(20, 20, true)) // 200 m x 200 m, 400 zones
 	g = h.e.model.Load().grid
-	if n := len(g.czone); n > maxGridCells || n < maxGridCells/2 {
-		t.Fatalf("%d cells, budget %d", n, maxGridCells)
+	if b := gridBudget(400); b != 1600 || len(g.czone) > b || len(g.czone) < b/2 {
+		t.Fatalf("%d cells, budget %d (want 1,600: four a zone)", len(g.czone), b)
 	}
 	if g.nbrOff[len(g.czone)/2+1]-g.nbrOff[len(g.czone)/2] < 4 {
 		t.Fatalf("large cells (%v px) lost their neighbours", g.cellPx)
@@ -756,6 +756,9 @@ func TestGridCellsFitTheRooms(t *testing.T) {
 		{"3 m rooms at 12.7 px a metre", roomsAt(1, 4, 3, 3, 12.7, 0, 0), 1},
 		{"3.4 m rooms away from the map's corner", roomsAt(1, 4, 3, 3.4, 10, 37, 113), 3.4 / 3},
 		{"two floors at 10 and 100 px a metre", twoScales(), 3.4 / 3},
+		// Over 256 zones the budget is four cells a zone (to 4,096): 24 x
+		// 24 rooms of 3 m get 1.5 m cells, not one cell a room.
+		{"24 x 24 rooms of 3 m", roomsOf(24, 24, 3), 1.5},
 	} {
 		m := buildModel(1, DefaultParams(), c.s, nil)
 		g := m.grid
@@ -779,7 +782,7 @@ func TestGridCellsFitTheRooms(t *testing.T) {
 				t.Fatalf("%s: zone %d has %.1f px² of cells, its area is %.1f", c.name, z, area[z], want)
 			}
 		}
-		if len(g.czone) > maxGridCells {
+		if len(g.czone) > gridBudget(len(m.zones)) {
 			t.Errorf("%s: %d cells, over the budget", c.name, len(g.czone))
 		}
 	}
