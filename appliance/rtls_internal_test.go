@@ -17,9 +17,10 @@ import (
 	"beaconhub/store"
 )
 
-// A gateway added through the registry (not through the map endpoints)
-// reaches the engine's site at the next recheck.
-func TestRTLSSiteFollowsGatewayRegistry(t *testing.T) {
+// rtlsAppliance is an appliance (not started) with feature rtls, on a
+// fake clock, in a home of its own.
+func rtlsAppliance(t *testing.T) (*App, *clock.Fake) {
+	t.Helper()
 	home := t.TempDir()
 	if err := os.MkdirAll(filepath.Join(home, "config"), 0o750); err != nil {
 		t.Fatal(err)
@@ -34,6 +35,13 @@ func TestRTLSSiteFollowsGatewayRegistry(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = a.Shutdown(context.Background()) })
+	return a, clk
+}
+
+// A gateway added through the registry (not through the map endpoints)
+// reaches the engine's site at the next recheck.
+func TestRTLSSiteFollowsGatewayRegistry(t *testing.T) {
+	a, clk := rtlsAppliance(t)
 	if a.rtls == nil {
 		t.Fatal("feature rtls built no engine")
 	}
@@ -78,20 +86,7 @@ func TestSampleFromStore(t *testing.T) {
 // status heartbeat, published over real MQTT, counts (a gateway still
 // talking is never judged down, docs/rtls.md).
 func TestRTLSSeesGatewayHeartbeats(t *testing.T) {
-	home := t.TempDir()
-	if err := os.MkdirAll(filepath.Join(home, "config"), 0o750); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(home, "config", "main.config.json"), []byte(`{"server_features":["rtls"]}`), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	clk := clock.NewFake(time.Now().Truncate(time.Second))
-	a, err := New(Options{Home: home, HTTPListen: "127.0.0.1:0", MQTTListen: "127.0.0.1:0", BcryptCost: 4, Clock: clk,
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = a.Shutdown(context.Background()) })
+	a, clk := rtlsAppliance(t)
 	if err := a.Start(); err != nil {
 		t.Fatal(err)
 	}

@@ -62,11 +62,7 @@ func TestADeadGatewaysSilenceStopsCounting(t *testing.T) {
 	for _, alg := range []string{AlgBayes, AlgFilter, AlgGrid, AlgFusion} {
 		t.Run(alg, func(t *testing.T) {
 			var logs bytes.Buffer
-			h := newHarness(t, Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
-			h.e.Configure(s, samples)
-			if err := h.e.Start(alg); err != nil {
-				t.Fatal(err)
-			}
+			h := tracking(t, Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))}, s, samples, alg)
 			rng := rand.New(rand.NewPCG(72, 73))
 			wrong := 0
 			for i := range 20 {
@@ -112,11 +108,7 @@ func TestADeadGatewaysSilenceStopsCounting(t *testing.T) {
 // down, and none gathers any evidence.
 func TestAnIdleGatewayIsNotJudgedDown(t *testing.T) {
 	s := gridSite(3, 3, true)
-	h := newHarness(t, Options{})
-	h.e.Configure(s, surveyShort(s, 5, 2, rand.New(rand.NewPCG(74, 75))))
-	if err := h.e.Start(AlgBayes); err != nil {
-		t.Fatal(err)
-	}
+	h := tracking(t, Options{}, s, surveyShort(s, 5, 2, rand.New(rand.NewPCG(74, 75))), AlgBayes)
 	rng := rand.New(rand.NewPCG(76, 77))
 	standShort(h, s, "WAT-1", 50, 50, [6]byte{}, 3600, rng)
 	if h.zone("WAT-1") != 1 {
@@ -155,11 +147,7 @@ func TestNoSurveyJudgesNoGatewayDown(t *testing.T) {
 // it (cover times its "not heard" term there), and nothing else moves.
 func TestADeadGatewaysSilenceLeavesTheFiltersEvidence(t *testing.T) {
 	s := gridSite(3, 3, true)
-	h := newHarness(t, Options{})
-	h.e.Configure(s, surveyShort(s, 50, 4, rand.New(rand.NewPCG(80, 81))))
-	if err := h.e.Start(AlgBayes); err != nil {
-		t.Fatal(err)
-	}
+	h := tracking(t, Options{}, s, surveyShort(s, 50, 4, rand.New(rand.NewPCG(80, 81))), AlgBayes)
 	dead := gwMAC(5)
 	standShort(h, s, "WAT-1", 150, 150, dead, 3, rand.New(rand.NewPCG(82, 83)))
 	m := h.e.model.Load()
@@ -201,11 +189,7 @@ func TestADeadGatewaysSilenceLeavesTheFiltersEvidence(t *testing.T) {
 // changes the estimate's scores once it is up.
 func TestADeadGatewaysSilenceLeavesTheOffsetEstimate(t *testing.T) {
 	s := gridSite(3, 3, true)
-	h := newHarness(t, Options{})
-	h.e.Configure(s, surveyShort(s, 50, 4, rand.New(rand.NewPCG(84, 85))))
-	if err := h.e.Start(AlgGrid); err != nil {
-		t.Fatal(err)
-	}
+	h := tracking(t, Options{}, s, surveyShort(s, 50, 4, rand.New(rand.NewPCG(84, 85))), AlgGrid)
 	dead := gwMAC(5)
 	standShort(h, s, "WAT-1", 160, 140, dead, 3, rand.New(rand.NewPCG(86, 87)))
 	m := h.e.model.Load()
@@ -263,11 +247,7 @@ func TestKNNLeavesOutADeadGateway(t *testing.T) {
 	samples := surveyShort(s, 200, 4, rand.New(rand.NewPCG(70, 71)))
 	dead := gwMAC(5)
 	for _, judged := range []bool{false, true} {
-		h := newHarness(t, Options{})
-		h.e.Configure(s, samples)
-		if err := h.e.Start(AlgKNN); err != nil {
-			t.Fatal(err)
-		}
+		h := tracking(t, Options{}, s, samples, AlgKNN)
 		m := h.e.model.Load()
 		if judged {
 			m.live.down[m.gwIdx[dead]].Store(true)
@@ -349,11 +329,7 @@ func TestAGatewayBackWithinAScanIsRefundedNothing(t *testing.T) {
 			dead := gwMAC(5)
 			var hs [2]*harness
 			for i := range hs {
-				h := newHarness(t, Options{})
-				h.e.Configure(s, samples)
-				if err := h.e.Start(alg); err != nil {
-					t.Fatal(err)
-				}
+				h := tracking(t, Options{}, s, samples, alg)
 				standShort(h, s, "WAT-1", 160, 140, dead, 10, rand.New(rand.NewPCG(86, 87)))
 				hs[i] = h
 			}
@@ -414,11 +390,7 @@ func TestSlowTagsTakeNoHealthyGatewayDown(t *testing.T) {
 		t.Run(fmt.Sprintf("k%d_adv%d", tc.k, tc.advEvery), func(t *testing.T) {
 			s := gridSite(3, 3, true)
 			var logs bytes.Buffer
-			h := newHarness(t, Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
-			h.e.Configure(s, surveyShort(s, 50, 4, rand.New(rand.NewPCG(90, 91))))
-			if err := h.e.Start(AlgBayes); err != nil {
-				t.Fatal(err)
-			}
+			h := tracking(t, Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))}, s, surveyShort(s, 50, 4, rand.New(rand.NewPCG(90, 91))), AlgBayes)
 			rng := rand.New(rand.NewPCG(92, 93))
 			type tag struct {
 				uid   string
@@ -494,11 +466,7 @@ func TestRemovedGatewaysAndRestartsJudgeNothing(t *testing.T) {
 	samples := surveyShort(s, 50, 4, rand.New(rand.NewPCG(70, 71)))
 	removed := s
 	removed.Gateways = append(append([]Gateway(nil), s.Gateways[:4]...), s.Gateways[5:]...)
-	h := newHarness(t, Options{})
-	h.e.Configure(removed, samples)
-	if err := h.e.Start(AlgBayes); err != nil {
-		t.Fatal(err)
-	}
+	h := tracking(t, Options{}, removed, samples, AlgBayes)
 	standShort(h, s, "WAT-1", 150, 150, gwMAC(5), 60, rand.New(rand.NewPCG(1, 2)))
 	if st := h.e.Status(); len(st.GatewaysDown) != 0 {
 		t.Fatalf("a gateway the site no longer has listed down: %v", st.GatewaysDown)
