@@ -2,13 +2,16 @@
 """Synthetic walk dataset in the rssi-replay format.
 usage: synth.py OUTDIR [--zones CxR] [--zsize M] [--gws N] [--beacons B] [--train-s S] [--test-s S]
        [--hz F] [--pos known|null|mix] [--seed K] [--dwell S] [--phear P] [--offset-scale F]
-       [--walls P]
+       [--walls P] [--colw W,W,...] [--rowh H,H,...]
 
 Each walk's tag is heard uniform(-2, 2) dB off the law, times --offset-scale
 (0: every tag is the survey tag; the draws, and so the walks, stay the same).
 --walls P puts a wall (no door) between each pair of neighbouring rooms with
 probability P, keeping every room reachable: site.json's adjacency lists only
-the doors, and the tags walk through doors only (0: the same sets as before)."""
+the doors, and the tags walk through doors only (0: the same sets as before).
+--colw / --rowh give each column's width and each row's height in metres
+(rooms of mixed sizes: bathrooms beside wards); they override --zones and
+--zsize."""
 import argparse, json, math, os, random
 ap=argparse.ArgumentParser()
 ap.add_argument('out'); ap.add_argument('--zones',default='4x3'); ap.add_argument('--zsize',type=float,default=10)
@@ -20,15 +23,23 @@ ap.add_argument('--phear',type=float,default=0.9); ap.add_argument('--t0',type=i
 ap.add_argument('--gwcols',type=int,default=0)
 ap.add_argument('--offset-scale',type=float,default=1.0)
 ap.add_argument('--walls',type=float,default=0.0)
+ap.add_argument('--colw',default=''); ap.add_argument('--rowh',default='')
 a=ap.parse_args()
 rnd=random.Random(a.seed)
 C,R=map(int,a.zones.split('x')); S=a.zsize
-W,H=C*S,R*S
+cw=[float(v) for v in a.colw.split(',')] if a.colw else [S]*C
+rh=[float(v) for v in a.rowh.split(',')] if a.rowh else [S]*R
+C,R=len(cw),len(rh)
+xs=[0.0]
+for v in cw: xs.append(xs[-1]+v)
+ys=[0.0]
+for v in rh: ys.append(ys[-1]+v)
+W,H=xs[-1],ys[-1]
 zones=[]; zname={}
 for r in range(R):
     for c in range(C):
         n=('Z%d%d'%(c,r)) if C<=10 and R<=10 else ('Z%d_%d'%(c,r)); zname[(c,r)]=n
-        zones.append(dict(name=n,x1=c*S,y1=r*S,x2=(c+1)*S,y2=(r+1)*S))
+        zones.append(dict(name=n,x1=xs[c],y1=ys[r],x2=xs[c+1],y2=ys[r+1]))
 adj=[]
 for r in range(R):
     for c in range(C):
@@ -63,12 +74,14 @@ def gwjson(i,g):
 site=dict(map=dict(width=W,height=H),zones=zones,adjacency=adj,gateways=[gwjson(i,g) for i,g in enumerate(gws)])
 os.makedirs(a.out,exist_ok=True)
 json.dump(site,open(os.path.join(a.out,'site.json'),'w'),indent=1)
+import bisect
 def zone_at(x,y):
-    c=min(C-1,int(x//S)); r=min(R-1,int(y//S)); return zname[(c,r)]
+    c=min(C-1,max(0,bisect.bisect_right(xs,x)-1)); r=min(R-1,max(0,bisect.bisect_right(ys,y)-1)); return zname[(c,r)]
+def at(c,r,u,v): return xs[c]+u*cw[c], ys[r]+v*rh[r]
 def walk(dur,bid,t0,out):
     # each beacon hops zone to adjacent zone, dwell in zone ~dwell s, moving inside
     c,r=rnd.randrange(C),rnd.randrange(R)
-    x,y=(c+0.5)*S,(r+0.5)*S
+    x,y=at(c,r,0.5,0.5)
     tx,ty=x,y; t=0.0; next_hop=rnd.expovariate(1/a.dwell)
     off=rnd.uniform(-2,2)*a.offset_scale
     dt=1.0/a.hz
@@ -76,13 +89,13 @@ def walk(dur,bid,t0,out):
         if t>=next_hop:
             nb=[(c+dc,r+dr) for dc,dr in ((1,0),(-1,0),(0,1),(0,-1)) if 0<=c+dc<C and 0<=r+dr<R and zname[(c+dc,r+dr)] in doors.get(zname[(c,r)],())]
             c,r=rnd.choice(nb); next_hop=t+rnd.expovariate(1/a.dwell)
-            tx,ty=(c+rnd.uniform(0.2,0.8))*S,(r+rnd.uniform(0.2,0.8))*S
+            tx,ty=at(c,r,rnd.uniform(0.2,0.8),rnd.uniform(0.2,0.8))
         # move toward target at 1 m/s
         dx,dy=tx-x,ty-y; d=math.hypot(dx,dy)
         if d>dt*1.0: x+=dx/d*dt; y+=dy/d*dt
         else:
             x,y=tx,ty
-            if rnd.random()<0.1: tx,ty=(c+rnd.uniform(0.1,0.9))*S,(r+rnd.uniform(0.1,0.9))*S
+            if rnd.random()<0.1: tx,ty=at(c,r,rnd.uniform(0.1,0.9),rnd.uniform(0.1,0.9))
         z=zone_at(x,y)
         tm=t0+int(t*1000)
         for g,gx,gy in gws:
