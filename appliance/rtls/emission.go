@@ -411,7 +411,7 @@ func windowLL(m *model, p *Params, b *beacon, now int64, cover, off float64, ems
 	for _, z := range zs {
 		ll[z] = cover * missZone[z]
 	}
-	if cover > 0 && m.live.nDown.Load() > 0 {
+	if cover > 0 {
 		unDown(m, b, win, now, cover, mt, zs, ll)
 	}
 	for i := range b.rds {
@@ -452,21 +452,21 @@ func windowLL(m *model, p *Params, b *beacon, now int64, cover, off float64, ems
 // (liveness.go) that missZone (mt's or the model's) charged.
 func unDown(m *model, b *beacon, win, now int64, cover float64, mt *missTable, zs []int32, ll []float64) {
 	nz := len(m.zones)
-	for g := range m.gwMAC {
-		if !m.hasEm[g] || !m.live.isDown(g) || b.heardWithin(g, win, now) {
+	lm := func(i int) float64 { return m.em[i].logMiss } // [g*nz+z]
+	if mt != nil {
+		lm = func(i int) float64 { return float64(mt.lm[i]) }
+	}
+	for g := range m.silentDown(b, win, now) {
+		if !m.hasEm[g] {
 			continue
-		}
-		lm := func(z int) float64 { return m.em[g*nz+z].logMiss }
-		if mt != nil {
-			lm = func(z int) float64 { return float64(mt.lm[g*nz+z]) }
 		}
 		if zs == nil {
 			for z := range nz {
-				ll[z] -= cover * lm(z)
+				ll[z] -= cover * lm(g*nz+z)
 			}
 		}
 		for _, z := range zs {
-			ll[z] -= cover * lm(int(z))
+			ll[z] -= cover * lm(g*nz+int(z))
 		}
 	}
 }

@@ -1189,10 +1189,10 @@ func stepGrid(m *model, p *Params, b *beacon, now int64, off float64) bool {
 	for c := range ll {
 		ll[c] = absent * base[c]
 	}
-	if absent > 0 && m.live.nDown.Load() > 0 {
+	if absent > 0 {
 		// A gateway judged down says nothing by its silence (liveness.go).
-		for gi := range g.gw {
-			if g.gw[gi].ok && m.live.isDown(gi) && !b.heardWithin(gi, fw, now) {
+		for gi := range m.silentDown(b, fw, now) {
+			if g.gw[gi].ok {
 				g.addTerm(ll, lmiss, gi, -absent)
 				b.downOut = append(b.downOut, int32(gi))
 			}

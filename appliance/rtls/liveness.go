@@ -1,6 +1,7 @@
 package rtls
 
 import (
+	"iter"
 	"math"
 	"sync/atomic"
 
@@ -130,6 +131,23 @@ func (lv *liveness) heard(g int, now int64) bool {
 // isDown says whether g's silence is to be ignored.
 func (lv *liveness) isDown(g int) bool { return lv.nDown.Load() > 0 && lv.down[g].Load() }
 
+// silentDown yields the gateways judged down that have not heard b in
+// the last w ms: those whose silence grid, the zone filters and the tag
+// offset estimate take out of what they charged (none while nothing is
+// down).
+func (m *model) silentDown(b *beacon, w, now int64) iter.Seq[int] {
+	return func(yield func(int) bool) {
+		if m.live.nDown.Load() == 0 {
+			return
+		}
+		for g := range m.live.down {
+			if m.live.down[g].Load() && !b.heardWithin(g, w, now) && !yield(g) {
+				return
+			}
+		}
+	}
+}
+
 // silence charges, for beacon b decided in its zone at now, the gateways
 // that usually hear that zone and have not heard b for a window (see
 // above); it returns the gateways it judged down (nil mostly). A gateway
@@ -198,7 +216,10 @@ func (e *Engine) reviveTalking() {
 		return
 	}
 	for g := range m.gwMAC {
-		if t := seen(m.gwMAC[g]); m.live.isDown(g) && t > m.live.downAt[g].Load() && m.live.heard(g, t) {
+		if !m.live.isDown(g) {
+			continue
+		}
+		if t := seen(m.gwMAC[g]); t > m.live.downAt[g].Load() && m.live.heard(g, t) {
 			e.log.Info("rtls: gateway talks again; its silence counts again", "gateway", assets.FormatMAC(m.gwMAC[g]))
 		}
 	}

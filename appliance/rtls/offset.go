@@ -580,14 +580,12 @@ func scoreCells(m *model, p *Params, b *beacon, now int64, cover, k0 float64, pi
 	if !any {
 		return false
 	}
-	if m.live.nDown.Load() > 0 {
-		// A silent anchor judged down (liveness.go) says nothing of how
-		// loud the tag is either: left in the anchors' sum, it read as a
-		// tag too quiet for the gateway over it to hear.
-		for gi, x := range hx {
-			if x != x && m.anchor(gi) && m.live.isDown(gi) {
-				hx[gi] = float32(math.Inf(1))
-			}
+	// A silent anchor judged down (liveness.go) says nothing of how loud
+	// the tag is either: left in the anchors' sum, it read as a tag too
+	// quiet for the gateway over it to hear.
+	for gi := range m.silentDown(b, win, now) {
+		if m.anchor(gi) {
+			hx[gi] = float32(math.Inf(1))
 		}
 	}
 	var lw []float64
