@@ -2,7 +2,7 @@
 """Synthetic walk dataset in the rssi-replay format.
 usage: synth.py OUTDIR [--zones CxR] [--zsize M] [--gws N] [--beacons B] [--train-s S] [--test-s S]
        [--hz F] [--pos known|null|mix] [--seed K] [--dwell S] [--phear P] [--offset-scale F]
-       [--walls P] [--colw W,W,...] [--rowh H,H,...]
+       [--walls P] [--colw W,W,...] [--rowh H,H,...] [--wall-db D]
 
 Each walk's tag is heard uniform(-2, 2) dB off the law, times --offset-scale
 (0: every tag is the survey tag; the draws, and so the walks, stay the same).
@@ -11,7 +11,12 @@ probability P, keeping every room reachable: site.json's adjacency lists only
 the doors, and the tags walk through doors only (0: the same sets as before).
 --colw / --rowh give each column's width and each row's height in metres
 (rooms of mixed sizes: bathrooms beside wards); they override --zones and
---zsize."""
+--zsize.
+--wall-db D takes D dB off a reading for every room boundary between the
+tag and the gateway (the multi-wall model: a straight line between two rooms
+of a rectilinear plan crosses |columns apart| + |rows apart| of them), a loss
+the log-distance law the engine fits does not know (0: the same sets as
+before)."""
 import argparse, json, math, os, random
 ap=argparse.ArgumentParser()
 ap.add_argument('out'); ap.add_argument('--zones',default='4x3'); ap.add_argument('--zsize',type=float,default=10)
@@ -24,6 +29,7 @@ ap.add_argument('--gwcols',type=int,default=0)
 ap.add_argument('--offset-scale',type=float,default=1.0)
 ap.add_argument('--walls',type=float,default=0.0)
 ap.add_argument('--colw',default=''); ap.add_argument('--rowh',default='')
+ap.add_argument('--wall-db',type=float,default=0.0)
 a=ap.parse_args()
 rnd=random.Random(a.seed)
 C,R=map(int,a.zones.split('x')); S=a.zsize
@@ -77,6 +83,10 @@ json.dump(site,open(os.path.join(a.out,'site.json'),'w'),indent=1)
 import bisect
 def zone_at(x,y):
     c=min(C-1,max(0,bisect.bisect_right(xs,x)-1)); r=min(R-1,max(0,bisect.bisect_right(ys,y)-1)); return zname[(c,r)]
+def cell_at(x,y):
+    return min(C-1,max(0,bisect.bisect_right(xs,x)-1)), min(R-1,max(0,bisect.bisect_right(ys,y)-1))
+def walls_between(x,y,gx,gy):
+    (c1,r1),(c2,r2)=cell_at(x,y),cell_at(gx,gy); return abs(c1-c2)+abs(r1-r2)
 def at(c,r,u,v): return xs[c]+u*cw[c], ys[r]+v*rh[r]
 def walk(dur,bid,t0,out):
     # each beacon hops zone to adjacent zone, dwell in zone ~dwell s, moving inside
@@ -101,6 +111,7 @@ def walk(dur,bid,t0,out):
         for g,gx,gy in gws:
             dd=max(0.5,math.hypot(x-gx,y-gy))
             rs=-59+off-10*2.2*math.log10(dd)+rnd.gauss(0,4)
+            if a.wall_db: rs-=a.wall_db*walls_between(x,y,gx,gy)
             if rs<-100 or rnd.random()>a.phear: continue
             out.append((tm+rnd.randrange(0,int(1000*dt)),g,bid,int(round(rs)),z,round(x,2),round(y,2)))
         t+=dt
