@@ -2,7 +2,7 @@
 """Synthetic walk dataset in the rssi-replay format.
 usage: synth.py OUTDIR [--zones CxR] [--zsize M] [--gws N] [--beacons B] [--train-s S] [--test-s S]
        [--hz F] [--pos known|null|mix] [--seed K] [--dwell S] [--phear P] [--offset-scale F]
-       [--walls P] [--colw W,W,...] [--rowh H,H,...] [--wall-db D]
+       [--walls P] [--colw W,W,...] [--rowh H,H,...] [--wall-db D] [--wander P]
 
 Each walk's tag is heard uniform(-2, 2) dB off the law, times --offset-scale
 (0: every tag is the survey tag; the draws, and so the walks, stay the same).
@@ -16,7 +16,10 @@ the doors, and the tags walk through doors only (0: the same sets as before).
 tag and the gateway (the multi-wall model: a straight line between two rooms
 of a rectilinear plan crosses |columns apart| + |rows apart| of them), a loss
 the log-distance law the engine fits does not know (0: the same sets as
-before)."""
+before).
+--wander P is the chance, each second a tag stands at its target, that it
+moves on to another point of its room (0.1: people; near 0: assets, a bed or
+a pump that stays where it is put for minutes)."""
 import argparse, json, math, os, random
 ap=argparse.ArgumentParser()
 ap.add_argument('out'); ap.add_argument('--zones',default='4x3'); ap.add_argument('--zsize',type=float,default=10)
@@ -30,6 +33,7 @@ ap.add_argument('--offset-scale',type=float,default=1.0)
 ap.add_argument('--walls',type=float,default=0.0)
 ap.add_argument('--colw',default=''); ap.add_argument('--rowh',default='')
 ap.add_argument('--wall-db',type=float,default=0.0)
+ap.add_argument('--wander',type=float,default=0.1)
 a=ap.parse_args()
 rnd=random.Random(a.seed)
 C,R=map(int,a.zones.split('x')); S=a.zsize
@@ -105,7 +109,7 @@ def walk(dur,bid,t0,out):
         if d>dt*1.0: x+=dx/d*dt; y+=dy/d*dt
         else:
             x,y=tx,ty
-            if rnd.random()<0.1: tx,ty=at(c,r,rnd.uniform(0.1,0.9),rnd.uniform(0.1,0.9))
+            if rnd.random()<a.wander: tx,ty=at(c,r,rnd.uniform(0.1,0.9),rnd.uniform(0.1,0.9))
         z=zone_at(x,y)
         tm=t0+int(t*1000)
         for g,gx,gy in gws:
