@@ -348,9 +348,9 @@ func itoa(v uint64) string { return strconv.FormatUint(v, 10) }
 // a message naming the key.
 func TestRTLSParamsFromConfig(t *testing.T) {
 	clk := clock.NewFake(time.Now().Truncate(time.Second))
-	app := rtlsAppWith(t, t.TempDir(), clk, `{"server_features":["service"],"server_rtls_params":["switch_odds=30","diffusion=0.13"]}`)
+	app := rtlsAppWith(t, t.TempDir(), clk, `{"server_features":["service"],"server_rtls_params":["switch_odds=30","diffusion=0.13","stand_for=2m"]}`)
 	t.Cleanup(func() { _ = app.Shutdown(context.Background()) })
-	if p := app.RTLS().Params(); p.SwitchOdds != 30 || p.Diffusion != 0.13 || p.Lost != rtls.DefaultParams().Lost {
+	if p := app.RTLS().Params(); p.SwitchOdds != 30 || p.Diffusion != 0.13 || p.StandFor != 2*time.Minute || p.Lost != rtls.DefaultParams().Lost {
 		t.Fatalf("engine parameters %+v", p)
 	}
 	c := &client{t: t, base: "http://" + app.HTTPAddr(), token: adminToken(t, app)}
@@ -365,7 +365,7 @@ func TestRTLSParamsFromConfig(t *testing.T) {
 	for _, a := range list.Algorithms {
 		if a.Name == rtls.AlgGrid || a.Name == rtls.AlgFusion {
 			found++
-			if a.Params["switch_odds"] != 30.0 || a.Params["diffusion_m2"] != 0.13 {
+			if a.Params["switch_odds"] != 30.0 || a.Params["diffusion_m2"] != 0.13 || a.Params["stand_for_ms"] != 120000.0 || a.Params["move_for_ms"] != 10000.0 {
 				t.Fatalf("%s's parameters %v", a.Name, a.Params)
 			}
 		}

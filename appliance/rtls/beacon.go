@@ -86,10 +86,13 @@ type beacon struct {
 	weight    float64 // evidence weight of the current update
 	// k-NN scratch
 	votes []float64
-	// grid: belief per cell, its zone masses, when it last moved, and
-	// the silence charged at the last update (grid keeps its own step
-	// time: fusion runs it next to the zone filter, which keeps stepped)
+	// grid: belief per cell (moving, and standing when Params.StandFor
+	// is on: together they sum to 1), its zone masses, when it last
+	// moved, and the silence charged at the last update (grid keeps its
+	// own step time: fusion runs it next to the zone filter, which keeps
+	// stepped)
 	cells    []float32
+	still    []float32
 	gmass    []float64
 	gstepped int64
 	absentW  float32
@@ -130,7 +133,7 @@ func (b *beacon) reset(m *model) {
 		b.rds[i].counted = 0 // a new belief counts the window's readings again
 	}
 	b.cand, b.gw, b.challenger = -1, -1, -1
-	b.prior, b.belief, b.scratch, b.votes, b.cells = nil, nil, nil, nil, nil
+	b.prior, b.belief, b.scratch, b.votes, b.cells, b.still = nil, nil, nil, nil, nil, nil
 	b.gmass, b.pooled, b.post = nil, nil, nil
 	b.decided, b.refineUntil, b.liveAt = 0, 0, 0
 	// Zone indexes are per model: find the zone again by id. A zone that

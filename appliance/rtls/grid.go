@@ -47,6 +47,7 @@ type grid struct{}
 func (grid) info(m *model) AlgorithmInfo {
 	g := m.grid
 	params := map[string]any{"switch_odds": m.p.SwitchOdds, "diffusion_m2": m.p.Diffusion, "floor_dbm": 0.0, "cells": 0, "cell_px": []float64{},
+		"stand_for_ms": m.p.StandFor.Milliseconds(), "move_for_ms": m.p.MoveFor.Milliseconds(),
 		"fading_sd_db":     math.Sqrt(m.siteFading()),
 		"sample_window_ms": m.p.SampleWindow.Milliseconds(), "decide_every_ms": m.p.DecideEvery.Milliseconds(), "gateways_modelled": 0}
 	reason := m.lacks(false, false, false, false)
@@ -1135,10 +1136,21 @@ func stepGrid(m *model, p *Params, b *beacon, now int64, off float64) bool {
 		return false
 	}
 	nc := len(g.czone)
-	if len(b.cells) != nc {
+	stand := p.StandFor > 0
+	if len(b.cells) != nc || stand != (b.still != nil) {
+		// Uniform over the cells, each mode by its share of the time.
+		standing := float32(0)
+		b.still = nil
+		if stand {
+			standing = float32(standShare(p))
+			b.still = make([]float32, nc)
+		}
 		b.cells = make([]float32, nc)
 		for c := range b.cells {
-			b.cells[c] = 1 / float32(nc)
+			b.cells[c] = (1 - standing) / float32(nc)
+			if stand {
+				b.still[c] = standing / float32(nc)
+			}
 		}
 		b.gmass = make([]float64, len(m.zones))
 		b.gstepped, b.absentW = now, 0
@@ -1159,6 +1171,12 @@ func stepGrid(m *model, p *Params, b *beacon, now int64, off float64) bool {
 		// TestGridBeliefIgnoresScanOrder).
 		for c, v := range b.cells {
 			b.cells[c] = max(v, 1e-9)
+		}
+		if b.still != nil {
+			for c, v := range b.still {
+				b.still[c] = max(v, 1e-9)
+			}
+			switchModes(b.cells, b.still, dt, p)
 		}
 		g.predict(b.cells, sc.tmp, dt, p.Diffusion)
 		b.gstepped = now
@@ -1247,11 +1265,15 @@ func stepGrid(m *model, p *Params, b *beacon, now int64, off float64) bool {
 	// The best evidence among the cells still alive: a cell zeroed
 	// earlier in this millisecond (below) must not set the scale, or
 	// every live cell could fall 42 below it and the belief vanish.
+	still := b.still
 	top := float32(math.Inf(-1))
 	for c, v := range ll {
-		if b.cells[c] > 0 {
+		if b.cells[c] > 0 || still != nil && still[c] > 0 {
 			top = max(top, v)
 		}
+	}
+	if still != nil {
+		return g.foldTwo(b, ll, top)
 	}
 	var sum float32
 	for c := range b.cells {
@@ -1285,6 +1307,66 @@ func stepGrid(m *model, p *Params, b *beacon, now int64, off float64) bool {
 		mass[g.czone[c]] += float64(v)
 	}
 	return true
+}
+
+// foldTwo is the end of stepGrid for a beacon with a standing belief as
+// well as a moving one: both take the same evidence per cell (where the
+// tag is does not depend on whether it moves), and are normalised
+// together, so their sums are the odds of moving against standing. The
+// cells skipped and zeroed are stepGrid's, for the pair.
+func (g *gridModel) foldTwo(b *beacon, ll []float32, top float32) bool {
+	still := b.still
+	var sum float32
+	for c := range b.cells {
+		if b.cells[c] == 0 && still[c] == 0 {
+			continue
+		}
+		if d := ll[c] - top; d > -42 {
+			e := float32(math.Exp(float64(d)))
+			b.cells[c] *= e
+			still[c] *= e
+		} else {
+			b.cells[c], still[c] = 0, 0
+		}
+		sum += b.cells[c] + still[c]
+	}
+	mass := b.gmass
+	for z := range mass {
+		mass[z] = 0
+	}
+	for c := range b.cells {
+		v, w := b.cells[c]/sum, still[c]/sum
+		b.cells[c], still[c] = v, w
+		mass[g.czone[c]] += float64(v + w)
+	}
+	return true
+}
+
+// standShare is the share of the time a tag stands (Params.StandFor,
+// MoveFor): where switchModes settles.
+func standShare(p *Params) float64 {
+	st, mv := p.StandFor.Seconds(), p.MoveFor.Seconds()
+	return st / (st + mv)
+}
+
+// switchModes moves belief between the moving and the standing cells
+// over dt ms: a two-state Markov chain leaving standing at rate
+// 1/StandFor and moving at 1/MoveFor, taken exactly over dt (a minute's
+// silence is one step, not sixty). Moving mass then spreads (predict);
+// mass that began to move within dt spreads for all of it, a bound
+// rather than a mean, as one step a second already is.
+func switchModes(moving, still []float32, dt int64, p *Params) {
+	st, mv := p.StandFor.Seconds(), p.MoveFor.Seconds()
+	rate := 1/st + 1/mv
+	keep := math.Exp(-rate * float64(dt) / 1000)
+	share := standShare(p)
+	ss := float32(share + (1-share)*keep) // standing stays standing
+	mm := float32(1 - share + share*keep) // moving keeps moving
+	for c := range moving {
+		m, s := moving[c], still[c]
+		moving[c] = m*mm + s*(1-ss)
+		still[c] = s*ss + m*(1-mm)
+	}
 }
 
 // addHeard adds the log-likelihood of x, the mean of n readings worth w

@@ -88,6 +88,15 @@ type Params struct {
 	// be (a random walk). At most gridKernelVar, one neighbour step a
 	// second.
 	Diffusion float64
+	// StandFor and MoveFor, when StandFor is above 0, are how long on
+	// average a tag stands still and how long it moves before it
+	// stands again: grid then keeps a belief for each (a tag standing
+	// does not spread, one moving spreads by Diffusion) and the evidence
+	// says which it is. Off by default (0): it halves the flips of
+	// tags that stand for minutes (beds, pumps) and costs tags that walk
+	// between rooms time to be followed (docs/rtls.md, "Standing tags").
+	StandFor time.Duration
+	MoveFor  time.Duration
 }
 
 // DefaultParams are documented in docs/rtls.md.
@@ -113,6 +122,7 @@ func DefaultParams() Params {
 		OffsetTau:    10 * time.Minute,
 		OffsetSpread: 6,
 		Diffusion:    gridKernelVar,
+		MoveFor:      10 * time.Second,
 	}
 }
 
@@ -141,6 +151,10 @@ func (p Params) withDefaults() Params {
 	setD(&p.SampleWindow, d.SampleWindow)
 	if p.OffsetTau == 0 {
 		p.OffsetTau = d.OffsetTau
+	}
+	setD(&p.MoveFor, d.MoveFor)
+	if p.StandFor < 0 {
+		p.StandFor = 0 // off (Set and the configuration refuse it)
 	}
 	if p.DecideEvery < 0 {
 		p.DecideEvery = 0
@@ -298,6 +312,8 @@ func (p *Params) check() error {
 		return fmt.Errorf("switch_odds must be at least 1")
 	case p.Margin < 0:
 		return fmt.Errorf("margin must not be negative")
+	case p.StandFor < 0 || p.MoveFor < 0:
+		return fmt.Errorf("stand_for and move_for must not be negative")
 	case !diffusionOK(p.Diffusion):
 		return fmt.Errorf("diffusion must be above 0 and at most %.4g m² (one neighbour step a second)", gridKernelVar)
 	}

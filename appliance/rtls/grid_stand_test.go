@@ -1,0 +1,222 @@
+package rtls
+
+import (
+	"math"
+	"math/rand/v2"
+	"slices"
+	"testing"
+	"time"
+
+	"beaconhub/appliance/assets"
+)
+
+// standing is the defaults with grid's standing belief on.
+func standing() Params {
+	p := DefaultParams()
+	p.StandFor = 30 * time.Second
+	return p
+}
+
+// TestSwitchModesIsTheMarkovChain: switchModes takes the two-state
+// chain (standing left at 1/StandFor a second, moving at 1/MoveFor)
+// exactly over any dt: the same as a thousand small steps of it, no
+// belief created or lost, and after long enough the standing share
+// whatever the start.
+func TestSwitchModesIsTheMarkovChain(t *testing.T) {
+	p := standing()
+	p.MoveFor = 10 * time.Second
+	for _, dt := range []int64{0, 1, 1000, 7000, 600_000} {
+		moving, still := []float32{0.7, 0.1}, []float32{0.05, 0.15}
+		switchModes(moving, still, dt, &p)
+		// The same chain in 1,000 Euler steps.
+		m, s := []float64{0.7, 0.1}, []float64{0.05, 0.15}
+		h := float64(dt) / 1000 / 1000
+		for range 1000 {
+			for c := range m {
+				leave, stop := s[c]*h/p.StandFor.Seconds(), m[c]*h/p.MoveFor.Seconds()
+				m[c], s[c] = m[c]+leave-stop, s[c]-leave+stop
+			}
+		}
+		for c := range m {
+			if math.Abs(float64(moving[c])-m[c]) > 2e-3 || math.Abs(float64(still[c])-s[c]) > 2e-3 {
+				t.Errorf("dt %d ms, cell %d: moving %.4f standing %.4f, the chain %.4f %.4f", dt, c, moving[c], still[c], m[c], s[c])
+			}
+			if sum := moving[c] + still[c]; math.Abs(float64(sum)-[]float64{0.75, 0.25}[c]) > 1e-6 {
+				t.Errorf("dt %d ms, cell %d: %.7f of the belief, want %.2f", dt, c, sum, []float64{0.75, 0.25}[c])
+			}
+		}
+		if dt == 600_000 {
+			if got := float64(still[0]) / 0.75; math.Abs(got-standShare(&p)) > 1e-4 {
+				t.Errorf("after ten minutes %.4f of the belief stands, want %.4f", got, standShare(&p))
+			}
+		}
+	}
+}
+
+// changesWhileStanding stands a tag at (x, y) of s for secs seconds,
+// its readings off by up to noise dB either way, and counts the zone
+// changes after the first minute and the seconds it was in zone want.
+func changesWhileStanding(t *testing.T, p Params, s Site, x, y, noise float64, secs int, want uint64, seed uint64) (changes, right int) {
+	h := tracking(t, Options{Params: p}, s, nil, AlgGrid)
+	rng := rand.New(rand.NewPCG(seed, 7))
+	last := uint64(0)
+	for sec := 0; sec < secs; sec++ {
+		standAt(h, s, "WAT-1", x, y, noise, 1, rng)
+		z := h.zone("WAT-1")
+		if sec >= 60 {
+			if z != last {
+				changes++
+			}
+			if z == want {
+				right++
+			}
+		}
+		last = z
+	}
+	return changes, right
+}
+
+// TestGridStandingTagFlipsLess: a tag standing 0.3 m inside the middle
+// zone of nine, readings off by up to 9 dB. Always moving, grid's belief
+// spreads by a step a second and the noise carries it over the edge now
+// and then; standing, it gathers every reading since the tag stopped.
+func TestGridStandingTagFlipsLess(t *testing.T) {
+	s := gridSite(3, 3, true)
+	var moving, still, right int
+	for seed := uint64(1); seed <= 6; seed++ {
+		c, _ := changesWhileStanding(t, DefaultParams(), s, 197, 150, 9, 360, 5, seed)
+		moving += c
+		c, r := changesWhileStanding(t, standing(), s, 197, 150, 9, 360, 5, seed)
+		still, right = still+c, right+r
+	}
+	t.Logf("six tags for five minutes each: %d zone changes always moving, %d with standing (right %d of 1800 s)", moving, still, right)
+	if moving < 8 {
+		t.Fatalf("always moving, %d zone changes: the stand does not test standing", moving)
+	}
+	if still > moving/4 || right < 1710 {
+		t.Errorf("standing: %d zone changes (%d always moving), in the right zone %d of 1800 s", still, moving, right)
+	}
+}
+
+// lagAfterAWalk stands a tag in zone 4 of a 3 x 3 site for stand
+// seconds, walks it at 1 m/s to zone 6 and stands it there: the seconds
+// from crossing into zone 6 to being reported there (-1: never).
+func lagAfterAWalk(t *testing.T, p Params, noise float64, stand int, seed uint64) int {
+	s := gridSite(3, 3, true)
+	h := tracking(t, Options{Params: p}, s, nil, AlgGrid)
+	rng := rand.New(rand.NewPCG(seed, 9))
+	standAt(h, s, "WAT-1", 50, 150, noise, stand, rng)
+	x, crossed := 50.0, -1
+	for sec := 0; sec < 80; sec++ {
+		if x < 250 {
+			x += 10
+		}
+		standAt(h, s, "WAT-1", x, 150, noise, 1, rng)
+		if x > 200 && crossed < 0 {
+			crossed = sec
+		}
+		if crossed >= 0 && h.zone("WAT-1") == 6 {
+			return sec - crossed
+		}
+	}
+	return -1
+}
+
+// TestGridStandingTagStillFollowsAWalk: a tag that stood two minutes
+// (its belief sure it stands) and walks off is followed as soon as one
+// always moving is: the evidence moves the belief to the moving cells.
+func TestGridStandingTagStillFollowsAWalk(t *testing.T) {
+	for seed := uint64(1); seed <= 4; seed++ {
+		for _, noise := range []float64{6, 9} {
+			moving, still := lagAfterAWalk(t, DefaultParams(), noise, 120, seed), lagAfterAWalk(t, standing(), noise, 120, seed)
+			if moving < 0 || still < 0 || still > moving+1 || still > 5 {
+				t.Errorf("seed %d, noise %g: in the new zone %d s after crossing with standing, %d s always moving", seed, noise, still, moving)
+			}
+		}
+	}
+}
+
+// TestGridStandingBeliefIgnoresScanOrder: TestGridBeliefIgnoresScanOrder
+// with the standing belief, both halves of it.
+func TestGridStandingBeliefIgnoresScanOrder(t *testing.T) {
+	s := gridSite(4, 4, false)
+	samples := surveySamples(s, 10, 3, rand.New(rand.NewPCG(1, 2)))
+	p := standing()
+	p.OffsetTau = -1
+	var cells [2][]float32
+	for k := range cells {
+		h := tracking(t, Options{Params: p}, s, samples, AlgGrid)
+		walkInScans(h, s, -7, 120, k == 1)
+		sh := h.e.shards.OfUID("WAT-1")
+		sh.Lock()
+		b := *sh.V.Get(assets.UIDHash("WAT-1"), "WAT-1")
+		if len(b.still) != len(b.cells) || len(b.cells) == 0 {
+			t.Fatalf("%d standing cells, %d moving", len(b.still), len(b.cells))
+		}
+		cells[k] = append(slices.Clone(b.cells), b.still...)
+		sh.Unlock()
+	}
+	var worst, sum float64
+	for c := range cells[0] {
+		worst = math.Max(worst, math.Abs(float64(cells[0][c]-cells[1][c])))
+		sum += float64(cells[0][c])
+	}
+	if worst > 1e-4 || math.Abs(sum-1) > 1e-3 {
+		t.Fatalf("cell beliefs differ by up to %.4f between two orders of the same scans (sum %.5f)", worst, sum)
+	}
+}
+
+// TestStandForIsOffByDefault: standing is an option (docs/rtls.md,
+// "Standing tags"); a negative time is refused, and a beacon tracked
+// without it holds no standing cells.
+func TestStandForIsOffByDefault(t *testing.T) {
+	if p := DefaultParams(); p.StandFor != 0 || p.MoveFor != 10*time.Second {
+		t.Fatalf("defaults: stand_for %v, move_for %v", p.StandFor, p.MoveFor)
+	}
+	if _, err := ParamsFrom([]string{"stand_for=-1s"}); err == nil {
+		t.Fatal("stand_for=-1s accepted")
+	}
+	if _, err := ParamsFrom([]string{"move_for=-5s"}); err == nil {
+		t.Fatal("move_for=-5s accepted")
+	}
+	p, err := ParamsFrom([]string{"stand_for=2m", "move_for=15s"})
+	if err != nil || p.StandFor != 2*time.Minute || p.MoveFor != 15*time.Second {
+		t.Fatalf("stand_for=2m move_for=15s: %+v, %v", p, err)
+	}
+	s := gridSite(2, 1, true)
+	h := tracking(t, Options{}, s, nil, AlgGrid)
+	standAt(h, s, "WAT-1", 50, 50, 0, 3, nil)
+	if st, _ := viewBeacon(h.e, "WAT-1", func(b *beacon) []float32 { return b.still }); st != nil {
+		t.Fatalf("standing cells without stand_for: %d", len(st))
+	}
+}
+
+// TestGridUpdateSwitchesModes: each update moves belief between the
+// moving and the standing cells (switchModes, from stepGrid): a belief
+// all moving is a tenth standing a second later (MoveFor 10 s), and
+// somewhat more once the evidence is in: the moving tenth stayed where
+// the readings put the tag, the rest spread by a step.
+func TestGridUpdateSwitchesModes(t *testing.T) {
+	s := gridSite(2, 1, true)
+	h := tracking(t, Options{Params: standing()}, s, nil, AlgGrid)
+	standAt(h, s, "WAT-1", 50, 50, 0, 5, nil)
+	sh := h.e.shards.OfUID("WAT-1")
+	sh.Lock()
+	b := *sh.V.Get(assets.UIDHash("WAT-1"), "WAT-1")
+	for c := range b.cells {
+		b.cells[c] += b.still[c]
+		b.still[c] = 0
+	}
+	sh.Unlock()
+	standAt(h, s, "WAT-1", 50, 50, 0, 1, nil)
+	share, _ := viewBeacon(h.e, "WAT-1", func(b *beacon) float64 {
+		var st float64
+		for _, v := range b.still {
+			st += float64(v)
+		}
+		return st
+	})
+	if share < 1-math.Exp(-0.1) || share > 0.3 {
+		t.Fatalf("a second after all of it moved, %.3f of the belief stands, want %.3f to 0.3", share, 1-math.Exp(-0.1))
+	}
+}
