@@ -1352,20 +1352,22 @@ func standShare(p *Params) float64 {
 // switchModes moves belief between the moving and the standing cells
 // over dt ms: a two-state Markov chain leaving standing at rate
 // 1/StandFor and moving at 1/MoveFor, taken exactly over dt (a minute's
-// silence is one step, not sixty). Moving mass then spreads (predict);
-// mass that began to move within dt spreads for all of it, a bound
-// rather than a mean, as one step a second already is.
+// silence is one step, not sixty). The shares that change mode are
+// computed with expm1 in float64: as 1 - (float32 chance of staying)
+// a 1 ms step of an hour's stand rounded its leak 7% off, and a day's
+// to 0 (a review). Moving mass then spreads (predict); mass that began
+// to move within dt spreads for all of it, a bound rather than a mean,
+// as one step a second already is.
 func switchModes(moving, still []float32, dt int64, p *Params) {
 	st, mv := p.StandFor.Seconds(), p.MoveFor.Seconds()
-	rate := 1/st + 1/mv
-	keep := math.Exp(-rate * float64(dt) / 1000)
+	change := -math.Expm1(-(1/st + 1/mv) * float64(dt) / 1000)
 	share := standShare(p)
-	ss := float32(share + (1-share)*keep) // standing stays standing
-	mm := float32(1 - share + share*keep) // moving keeps moving
+	toMove := float32((1 - share) * change)
+	toStand := float32(share * change)
 	for c := range moving {
 		m, s := moving[c], still[c]
-		moving[c] = m*mm + s*(1-ss)
-		still[c] = s*ss + m*(1-mm)
+		moving[c] = m - m*toStand + s*toMove
+		still[c] = s - s*toMove + m*toStand
 	}
 }
 

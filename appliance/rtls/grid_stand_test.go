@@ -176,8 +176,17 @@ func TestStandForIsOffByDefault(t *testing.T) {
 	if _, err := ParamsFrom([]string{"stand_for=-1s"}); err == nil {
 		t.Fatal("stand_for=-1s accepted")
 	}
-	if _, err := ParamsFrom([]string{"move_for=-5s"}); err == nil {
-		t.Fatal("move_for=-5s accepted")
+	for _, bad := range [][]string{{"move_for=-5s"}, {"stand_for=30s", "move_for=0"}, {"stand_for=500ms"}, {"move_for=1ns"}} {
+		if _, err := ParamsFrom(bad); err == nil {
+			t.Fatalf("%v accepted", bad)
+		}
+	}
+	// Given directly (not through Set), such spells run as the defaults.
+	if p := (Params{StandFor: time.Nanosecond, MoveFor: time.Millisecond}).withDefaults(); p.StandFor != 0 || p.MoveFor != 10*time.Second {
+		t.Fatalf("stand_for 1ns, move_for 1ms run as %v, %v", p.StandFor, p.MoveFor)
+	}
+	if p := (Params{StandFor: 30 * time.Second}).withDefaults(); p.MoveFor != 10*time.Second {
+		t.Fatalf("move_for unset runs as %v", p.MoveFor)
 	}
 	p, err := ParamsFrom([]string{"stand_for=2m", "move_for=15s"})
 	if err != nil || p.StandFor != 2*time.Minute || p.MoveFor != 15*time.Second {
@@ -193,9 +202,9 @@ func TestStandForIsOffByDefault(t *testing.T) {
 
 // TestGridUpdateSwitchesModes: each update moves belief between the
 // moving and the standing cells (switchModes, from stepGrid): a belief
-// all moving is a tenth standing a second later (MoveFor 10 s), and
-// somewhat more once the evidence is in: the moving tenth stayed where
-// the readings put the tag, the rest spread by a step.
+// all moving is 9.4% standing a second later (the chain), and somewhat
+// more once the evidence is in: that share stayed where the readings put
+// the tag, the rest spread by a step.
 func TestGridUpdateSwitchesModes(t *testing.T) {
 	s := gridSite(2, 1, true)
 	h := tracking(t, Options{Params: standing()}, s, nil, AlgGrid)
@@ -216,7 +225,155 @@ func TestGridUpdateSwitchesModes(t *testing.T) {
 		}
 		return st
 	})
-	if share < 1-math.Exp(-0.1) || share > 0.3 {
-		t.Fatalf("a second after all of it moved, %.3f of the belief stands, want %.3f to 0.3", share, 1-math.Exp(-0.1))
+	// The chain's own share: 3/4 of 1 - e^-(1/30 + 1/10).
+	if want := 0.75 * -math.Expm1(-(1.0/30 + 1.0/10)); share < want || share > 0.3 {
+		t.Fatalf("a second after all of it moved, %.3f of the belief stands, want %.3f to 0.3", share, want)
+	}
+}
+
+// TestSwitchModesKeepsSmallLeaks: a long stand's leak to moving over
+// one millisecond is far under float32's step near 1; taken as 1 - (the
+// chance of staying) it rounded 7% off for an hour's stand and to
+// nothing for a day's (a review). Sixty thousand 1 ms steps must leak
+// what one step of a minute does.
+func TestSwitchModesKeepsSmallLeaks(t *testing.T) {
+	for _, stand := range []time.Duration{time.Hour, 24 * time.Hour} {
+		p := DefaultParams()
+		p.StandFor = stand
+		moving, still := []float32{0}, []float32{1}
+		for range 60_000 {
+			switchModes(moving, still, 1, &p)
+		}
+		one, oneStill := []float32{0}, []float32{1}
+		switchModes(one, oneStill, 60_000, &p)
+		if moving[0] <= 0 || math.Abs(float64(moving[0]/one[0])-1) > 0.01 {
+			t.Errorf("stand_for %v: %.3g moving after 60,000 steps of 1 ms, %.3g after one of a minute", stand, moving[0], one[0])
+		}
+	}
+}
+
+// TestGridStandingZoneMasses: the zone masses the decision and the tag
+// offset estimate read are both beliefs summed per zone, and sum to 1.
+func TestGridStandingZoneMasses(t *testing.T) {
+	s := gridSite(3, 3, true)
+	h := tracking(t, Options{Params: standing()}, s, nil, AlgGrid)
+	standAt(h, s, "WAT-1", 197, 150, 6, 20, rand.New(rand.NewPCG(1, 2)))
+	type out struct{ mass, want []float64 }
+	o, _ := viewBeacon(h.e, "WAT-1", func(b *beacon) out {
+		g := h.e.model.Load().grid
+		want := make([]float64, len(b.gmass))
+		for c := range b.cells {
+			want[g.czone[c]] += float64(b.cells[c]) + float64(b.still[c])
+		}
+		return out{slices.Clone(b.gmass), want}
+	})
+	var sum float64
+	for z := range o.mass {
+		sum += o.mass[z]
+		if math.Abs(o.mass[z]-o.want[z]) > 1e-5 {
+			t.Errorf("zone %d: mass %.5f, its cells %.5f", z, o.mass[z], o.want[z])
+		}
+	}
+	if math.Abs(sum-1) > 1e-4 {
+		t.Errorf("zone masses sum to %.5f", sum)
+	}
+}
+
+// TestGridStandingStartsAtItsShare: a new belief is uniform over the
+// cells in each mode, each mode at its share of the time; the evidence
+// multiplies both alike, so the share survives the first update.
+func TestGridStandingStartsAtItsShare(t *testing.T) {
+	s := gridSite(3, 3, true)
+	p := standing()
+	h := tracking(t, Options{Params: p}, s, nil, AlgGrid)
+	h.sight("WAT-1", s.Gateways[4].MAC, -60)
+	st, _ := viewBeacon(h.e, "WAT-1", func(b *beacon) float64 {
+		var v float64
+		for _, x := range b.still {
+			v += float64(x)
+		}
+		return v
+	})
+	if math.Abs(st-standShare(&p)) > 1e-4 {
+		t.Fatalf("after the first report %.4f of the belief stands, want %.4f", st, standShare(&p))
+	}
+}
+
+// TestGridStandingSurvivesAContradictoryScan is
+// TestGridBeliefSurvivesAContradictoryScan with the standing belief: a
+// cell zeroed within a millisecond is zeroed in both modes and skipped,
+// never multiplied by an evidence above the scale (0 x Inf is NaN).
+func TestGridStandingSurvivesAContradictoryScan(t *testing.T) {
+	s := gridSite(7, 1, true)
+	for _, sigma := range []float64{0, 2} {
+		p := Params{Sigma: sigma, SigmaFloor: min(sigma, DefaultParams().SigmaFloor), StandFor: 30 * time.Second}
+		h := tracking(t, Options{Params: p}, s, nil, AlgGrid)
+		h.clk.Advance(time.Second)
+		h.sight("WAT-1", s.Gateways[0].MAC, -30)
+		h.sight("WAT-1", s.Gateways[6].MAC, -30)
+		for i := range 6 {
+			var sum float64
+			m := gridMass(h, "WAT-1")
+			for _, v := range m {
+				sum += v
+			}
+			if math.IsNaN(sum) || math.Abs(sum-1) > 1e-3 {
+				t.Fatalf("sigma %v, step %d: zone masses %v", sigma, i, m)
+			}
+			h.clk.Advance(time.Second)
+			h.sight("WAT-1", s.Gateways[6].MAC, -30)
+		}
+		if m := gridMass(h, "WAT-1"); m[6] < 0.9 {
+			t.Fatalf("sigma %v: zone masses %v, want the last zone's", sigma, m)
+		}
+	}
+}
+
+// TestGridStandingExtremeTimes: the shortest and longest spells Set
+// takes keep a belief that sums to 1 and finds the tag.
+func TestGridStandingExtremeTimes(t *testing.T) {
+	for _, set := range [][]string{{"stand_for=30s", "move_for=1s"}, {"stand_for=1s"}, {"stand_for=2562047h", "move_for=2562047h"}} {
+		p, err := ParamsFrom(set)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := gridSite(3, 3, true)
+		h := tracking(t, Options{Params: p}, s, nil, AlgGrid)
+		for i := range 3 {
+			standAt(h, s, "WAT-1", 250, 150, 0, 1, nil)
+			var sum float64
+			for _, v := range gridMass(h, "WAT-1") {
+				sum += v
+			}
+			if math.IsNaN(sum) || math.Abs(sum-1) > 1e-3 {
+				t.Fatalf("%v, second %d: zone masses sum to %v", set, i, sum)
+			}
+		}
+		if z := h.zone("WAT-1"); z != 6 {
+			t.Fatalf("%v: zone %d, want 6", set, z)
+		}
+	}
+}
+
+// TestGridStandingFloorPerMode: the 1e-9 floor holds in each mode: far
+// from the tag the standing belief is floored like the moving one, so a
+// tag that walks there is not held back by a standing belief far under
+// the floor.
+func TestGridStandingFloorPerMode(t *testing.T) {
+	s := gridSite(5, 1, true)
+	h := tracking(t, Options{Params: standing()}, s, nil, AlgGrid)
+	standAt(h, s, "WAT-1", 20, 50, 0, 120, nil)
+	r, _ := viewBeacon(h.e, "WAT-1", func(b *beacon) float64 {
+		worst := math.Inf(1)
+		m := h.e.model.Load()
+		for c := range b.cells {
+			if int(m.grid.czone[c]) == len(m.zones)-1 && b.cells[c] > 0 {
+				worst = min(worst, float64(b.still[c]/b.cells[c]))
+			}
+		}
+		return worst
+	})
+	if r < 0.5 {
+		t.Fatalf("far from the tag, standing / moving is %.3f, want about 1 (both floored)", r)
 	}
 }

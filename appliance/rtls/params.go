@@ -88,11 +88,11 @@ type Params struct {
 	// be (a random walk). At most gridKernelVar, one neighbour step a
 	// second.
 	Diffusion float64
-	// StandFor and MoveFor, when StandFor is above 0, are how long on
-	// average a tag stands still and how long it moves before it
-	// stands again: grid then keeps a belief for each (a tag standing
-	// does not spread, one moving spreads by Diffusion) and the evidence
-	// says which it is. Off by default (0): it halves the flips of
+	// StandFor and MoveFor, when StandFor is set (at least a second),
+	// are how long on average a tag stands still and how long it moves
+	// before it stands again: grid then keeps a belief for each (a tag
+	// standing does not spread, one moving spreads by Diffusion) and the
+	// evidence says which it is. Off by default (0): it cuts the flips of
 	// tags that stand for minutes (beds, pumps) and costs tags that walk
 	// between rooms time to be followed (docs/rtls.md, "Standing tags").
 	StandFor time.Duration
@@ -152,9 +152,13 @@ func (p Params) withDefaults() Params {
 	if p.OffsetTau == 0 {
 		p.OffsetTau = d.OffsetTau
 	}
-	setD(&p.MoveFor, d.MoveFor)
-	if p.StandFor < 0 {
-		p.StandFor = 0 // off (Set and the configuration refuse it)
+	// Spells under a second run as the default (off, and 10 s; Set and
+	// the configuration refuse them).
+	if p.StandFor < time.Second {
+		p.StandFor = 0
+	}
+	if p.MoveFor < time.Second {
+		p.MoveFor = d.MoveFor
 	}
 	if p.DecideEvery < 0 {
 		p.DecideEvery = 0
@@ -312,8 +316,11 @@ func (p *Params) check() error {
 		return fmt.Errorf("switch_odds must be at least 1")
 	case p.Margin < 0:
 		return fmt.Errorf("margin must not be negative")
-	case p.StandFor < 0 || p.MoveFor < 0:
-		return fmt.Errorf("stand_for and move_for must not be negative")
+	case p.StandFor != 0 && p.StandFor < time.Second || p.MoveFor != 0 && p.MoveFor < time.Second:
+		// Spells shorter than the second between updates mean nothing
+		// to the chain, and at a nanosecond a belief's standing half
+		// rounded to 0 (a review).
+		return fmt.Errorf("stand_for must be 0 (off) or at least 1s, and move_for at least 1s")
 	case !diffusionOK(p.Diffusion):
 		return fmt.Errorf("diffusion must be above 0 and at most %.4g m² (one neighbour step a second)", gridKernelVar)
 	}
