@@ -136,36 +136,6 @@ func TestGridStandingTagStillFollowsAWalk(t *testing.T) {
 	}
 }
 
-// TestGridStandingBeliefIgnoresScanOrder: TestGridBeliefIgnoresScanOrder
-// with the standing belief, both halves of it.
-func TestGridStandingBeliefIgnoresScanOrder(t *testing.T) {
-	s := gridSite(4, 4, false)
-	samples := surveySamples(s, 10, 3, rand.New(rand.NewPCG(1, 2)))
-	p := standing()
-	p.OffsetTau = -1
-	var cells [2][]float32
-	for k := range cells {
-		h := tracking(t, Options{Params: p}, s, samples, AlgGrid)
-		walkInScans(h, s, -7, 120, k == 1)
-		sh := h.e.shards.OfUID("WAT-1")
-		sh.Lock()
-		b := *sh.V.Get(assets.UIDHash("WAT-1"), "WAT-1")
-		if len(b.still) != len(b.cells) || len(b.cells) == 0 {
-			t.Fatalf("%d standing cells, %d moving", len(b.still), len(b.cells))
-		}
-		cells[k] = append(slices.Clone(b.cells), b.still...)
-		sh.Unlock()
-	}
-	var worst, sum float64
-	for c := range cells[0] {
-		worst = math.Max(worst, math.Abs(float64(cells[0][c]-cells[1][c])))
-		sum += float64(cells[0][c])
-	}
-	if worst > 1e-4 || math.Abs(sum-1) > 1e-3 {
-		t.Fatalf("cell beliefs differ by up to %.4f between two orders of the same scans (sum %.5f)", worst, sum)
-	}
-}
-
 // TestStandForIsOffByDefault: standing is an option (docs/rtls.md,
 // "Standing tags"); a negative time is refused, and a beacon tracked
 // without it holds no standing cells.

@@ -578,26 +578,28 @@ func TestGridEvidenceOfDoubledReadings(t *testing.T) {
 // made the order count (cells differed by up to 0.94 for a quiet tag):
 // a cell floored after the first report of a scan then took the rest of
 // the scan's evidence from 1e-9, not from where the evidence had put it.
+// The same holds with the standing belief (stand_for), both halves of
+// it, which together sum to 1.
 func TestGridBeliefIgnoresScanOrder(t *testing.T) {
 	s := gridSite(4, 4, false)
 	samples := surveySamples(s, 10, 3, rand.New(rand.NewPCG(1, 2)))
-	noOffset := DefaultParams()
-	noOffset.OffsetTau = -1
-	var cells [2][]float32
-	for k := range cells {
-		h := tracking(t, Options{Params: noOffset}, s, samples, AlgGrid)
-		walkInScans(h, s, -7, 120, k == 1)
-		sh := h.e.shards.OfUID("WAT-1")
-		sh.Lock()
-		cells[k] = append([]float32(nil), (*sh.V.Get(assets.UIDHash("WAT-1"), "WAT-1")).cells...)
-		sh.Unlock()
-	}
-	worst := 0.0
-	for c := range cells[0] {
-		worst = math.Max(worst, math.Abs(float64(cells[0][c]-cells[1][c])))
-	}
-	if worst > 1e-4 {
-		t.Fatalf("cell beliefs differ by up to %.4f between two orders of the same scans", worst)
+	for _, stand := range []time.Duration{0, 30 * time.Second} {
+		p := DefaultParams()
+		p.OffsetTau, p.StandFor = -1, stand
+		var cells [2][]float32
+		for k := range cells {
+			h := tracking(t, Options{Params: p}, s, samples, AlgGrid)
+			walkInScans(h, s, -7, 120, k == 1)
+			cells[k], _ = viewBeacon(h.e, "WAT-1", func(b *beacon) []float32 { return append(slices.Clone(b.cells), b.still...) })
+		}
+		worst, sum := 0.0, 0.0
+		for c := range cells[0] {
+			worst = math.Max(worst, math.Abs(float64(cells[0][c]-cells[1][c])))
+			sum += float64(cells[0][c])
+		}
+		if worst > 1e-4 || math.Abs(sum-1) > 1e-3 {
+			t.Fatalf("stand_for %v: cell beliefs differ by up to %.4f between two orders of the same scans (sum %.5f)", stand, worst, sum)
+		}
 	}
 }
 
