@@ -55,24 +55,40 @@ func standShort(h *harness, s Site, uid string, x, y float64, dead [6]byte, n in
 // zone filters weigh the neighbours' readings more here). Judged down,
 // the gateway's silence stops counting and every stand is placed under
 // it.
+//
+// grid with standing tags (stand_for) too, with one difference: its
+// standing belief takes the silence in full until the judgement, where
+// the moving one forgets it as it spreads, so the first tag, standing
+// 1.5 m inside the dead gateway's zone, is next door after a minute,
+// before the gateway is judged down (during the second stand). Every
+// stand that ends after the judgement is right, and the first tag,
+// back, is placed under the gateway within seconds.
 func TestADeadGatewaysSilenceStopsCounting(t *testing.T) {
 	s := gridSite(3, 3, true)
 	samples := surveyShort(s, 200, 4, rand.New(rand.NewPCG(70, 71)))
 	dead := gwMAC(5) // the centre zone's
-	for _, alg := range []string{AlgBayes, AlgFilter, AlgGrid, AlgFusion} {
+	for _, alg := range []string{AlgBayes, AlgFilter, AlgGrid, AlgFusion, AlgGrid + "+stand"} {
 		t.Run(alg, func(t *testing.T) {
 			var logs bytes.Buffer
-			h := tracking(t, Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))}, s, samples, alg)
+			p := DefaultParams()
+			if a, ok := strings.CutSuffix(alg, "+stand"); ok {
+				alg, p = a, standing()
+			}
+			h := tracking(t, Options{Params: p, Logger: slog.New(slog.NewTextHandler(&logs, nil))}, s, samples, alg)
 			rng := rand.New(rand.NewPCG(72, 73))
 			wrong := 0
+			var first [2]float64
 			for i := range 20 {
 				uid := "WAT-" + string(rune('A'+i))
 				x, y := 105+rng.Float64()*90, 105+rng.Float64()*90 // within 4.5 m of the centre
 				// The first stands judge the gateway down; every stand
 				// is scored after a minute, as a tag standing there.
 				standShort(h, s, uid, x, y, dead, 60, rng)
-				if h.zone(uid) != 5 {
+				if h.zone(uid) != 5 && (p.StandFor == 0 || h.e.model.Load().live.nDown.Load() > 0) {
 					wrong++
+				}
+				if i == 0 {
+					first = [2]float64{x, y}
 				}
 
 			}
@@ -82,6 +98,12 @@ func TestADeadGatewaysSilenceStopsCounting(t *testing.T) {
 			}
 			if wrong > 0 {
 				t.Fatalf("%d of 20 stands under the dead gateway named another zone", wrong)
+			}
+			if p.StandFor > 0 {
+				standShort(h, s, "WAT-A", first[0], first[1], dead, 15, rng)
+				if z := h.zone("WAT-A"); z != 5 {
+					t.Fatalf("the first tag back under the dead gateway for 15 s: zone %d", z)
+				}
 			}
 			if n := strings.Count(logs.String(), "gateway judged down"); n != 1 {
 				t.Fatalf("%d 'judged down' lines, want 1:\n%s", n, logs.String())
