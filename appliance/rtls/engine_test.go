@@ -281,6 +281,37 @@ func TestRecordSurveySamples(t *testing.T) {
 	}
 }
 
+// TestSurveyCountsAResentReportOnce: a gateway that got no PUBACK sends
+// its QoS 1 publish again, the same reports with the same times: the
+// survey counts each reading once (counted twice, a window of -60 and
+// -62 held four readings and a spread of 1.15 dB instead of 1.41).
+// Readings of the same RSSI at other times all count.
+func TestSurveyCountsAResentReportOnce(t *testing.T) {
+	r := newRig(t)
+	r.e.Record("WAT-1", 2)
+	publish := func(ts int64, rssi int) {
+		payload := fmt.Appendf(nil, `{"ts":%d,"reports":[{"mac":"C30000000001","rssi":%d,"beacon_is_pushed":false}]}`, ts, rssi)
+		if err := r.p.HandlePublish(gwA, "gw/"+gwA+"/adv4", payload, 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t0 := r.clk.Now().UnixMilli()
+	publish(t0, -60)
+	r.clk.Advance(300 * time.Millisecond)
+	publish(t0, -60) // the same publish again
+	r.clk.Advance(700 * time.Millisecond)
+	publish(t0+1000, -62)
+	publish(t0+1000, -62)
+	r.clk.Advance(time.Second)
+	publish(t0+2000, -62) // a new reading, as loud
+	publish(t0+3000, -62)
+	got := r.e.StopRecording("WAT-1")
+	a, _ := assets.ParseMAC(gwA)
+	if len(got) != 2 || got[0].N[a] != 2 || math.Abs(got[0].SD[a]-math.Sqrt(2)) > 1e-9 || got[1].N[a] != 2 {
+		t.Fatalf("samples %+v", got)
+	}
+}
+
 // TestSurveyWindowsHoldWholeScans: scans a second apart whose two
 // reports come some milliseconds apart, the first earlier in its second
 // in some scans than in others (gateways publishing on their own). Each

@@ -26,6 +26,16 @@ type recording struct {
 	n       map[[6]byte]int
 	samples []Sample
 	last    int64 // Unix ms of the last sighting recorded
+	// prev is each gateway's last report recorded (its time and RSSI):
+	// a QoS 1 publish the gateway sends again (no PUBACK reached it)
+	// carries the same report, and counted twice it halved the spread
+	// of its window's readings.
+	prev map[[6]byte]heardAt
+}
+
+type heardAt struct {
+	ts   int64
+	rssi int8
 }
 
 // Record starts (or restarts in another zone) recording survey samples of
@@ -35,7 +45,7 @@ func (e *Engine) Record(uid string, zone uint64) {
 	defer e.rec.mu.Unlock()
 	r := e.rec.m[uid]
 	if r == nil {
-		r = &recording{}
+		r = &recording{prev: map[[6]byte]heardAt{}}
 		e.rec.m[uid] = r
 		e.rec.active.Store(int32(len(e.rec.m)))
 	}
@@ -97,6 +107,15 @@ func (rc *recorder) observe(p *Params, bt *ingest.Batch) {
 		if r == nil {
 			continue
 		}
+		// The same report from the same gateway (its time, from the
+		// gateway's clock, and its RSSI): delivered again, not heard
+		// again. A gateway that sends no time gets its receive time,
+		// and such a resend cannot be told from a new reading.
+		h := heardAt{o.TS, o.RSSI}
+		if r.prev[bt.Gateway] == h {
+			continue
+		}
+		r.prev[bt.Gateway] = h
 		now := bt.Received
 		// A window ends after SampleWindow, or at the first report of a
 		// scan (scanSettle after the last report) that comes less than
