@@ -75,6 +75,7 @@ type debugData struct {
 	AssetUID string             `json:"asset_uid"`
 	RSSI     []rtls.GatewayRSSI `json:"rssi"`
 	OffsetDB float64            `json:"offset_db"`
+	Standing *float64           `json:"standing,omitempty"`
 }
 
 func channelOf(ev *rtls.Event) (ch, uid string) {
@@ -128,7 +129,12 @@ func (h *wsHub) fanout(ev *rtls.Event) {
 	}
 	f := trackFrame{Type: "track", Channel: ch, Data: ev.Location}
 	if ev.Debug {
-		f.Type, f.Data = "track-debug", debugData{AssetUID: uid, RSSI: ev.RSSI, OffsetDB: math.Round(ev.Offset*10) / 10}
+		d := debugData{AssetUID: uid, RSSI: ev.RSSI, OffsetDB: math.Round(ev.Offset*10) / 10}
+		if ev.Standing != nil {
+			st := math.Round(*ev.Standing*100) / 100
+			d.Standing = &st
+		}
+		f.Type, f.Data = "track-debug", d
 	}
 	out, err := encodeFrame(f, len(subs))
 	if err != nil {

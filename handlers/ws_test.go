@@ -221,6 +221,14 @@ func TestWSChannels(t *testing.T) {
 	if off := d["data"].(map[string]any)["offset_db"]; off != -3.2 {
 		t.Fatalf("debug frame offset_db %v, want the tag offset to a tenth of a dB (-3.2)", off)
 	}
+	if _, ok := d["data"].(map[string]any)["standing"]; ok {
+		t.Fatalf("debug frame %v: standing without a standing belief", d)
+	}
+	standing := 0.934
+	r.fake.emit(rtls.Event{Debug: true, AssetUID: r.f.watch, RSSI: []rtls.GatewayRSSI{}, Standing: &standing})
+	if st := next(t, admin, "track-debug")["data"].(map[string]any)["standing"]; st != 0.93 {
+		t.Fatalf("debug frame standing %v, want grid's standing share to a hundredth (0.93)", st)
+	}
 	// The user never saw a debug frame: the next frame after a ping is the pong.
 	send(t, user, map[string]any{"type": "ping"})
 	_ = user.SetReadDeadline(time.Now().Add(5 * time.Second))

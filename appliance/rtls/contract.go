@@ -128,7 +128,10 @@ type Event struct {
 	// Offset (debug events) is how many dB louder than the survey tag
 	// the engine hears this tag (offset.go); the algorithms see RSSI
 	// minus Offset.
-	Offset   float64
+	Offset float64
+	// Standing (debug events) is the share of grid's belief that the
+	// tag stands (Params.StandFor), nil when no standing belief is kept.
+	Standing *float64
 	AssetUID string
 }
 

@@ -347,3 +347,28 @@ func TestGridStandingFloorPerMode(t *testing.T) {
 		t.Fatalf("far from the tag, standing / moving is %.3f, want about 1 (both floored)", r)
 	}
 }
+
+// TestDebugEventsShowStanding: a debug event carries the share of grid's
+// belief that stands when it keeps one, and no share when it does not.
+func TestDebugEventsShowStanding(t *testing.T) {
+	s := gridSite(2, 1, true)
+	for _, p := range []Params{DefaultParams(), standing()} {
+		h := tracking(t, Options{Params: p}, s, nil, AlgGrid)
+		var last *Event
+		h.e.Listen(func(ev Event) {
+			if ev.Debug {
+				last = &ev
+			}
+		}, func(string) bool { return true })
+		standAt(h, s, "WAT-1", 50, 50, 0, 30, nil)
+		if last == nil {
+			t.Fatal("no debug event")
+		}
+		switch {
+		case p.StandFor == 0 && last.Standing != nil:
+			t.Fatalf("standing %v without stand_for", *last.Standing)
+		case p.StandFor > 0 && (last.Standing == nil || *last.Standing < 0.75 || *last.Standing > 1):
+			t.Fatalf("a tag standing 30 s: standing %v, want above its share of 0.75", last.Standing)
+		}
+	}
+}
