@@ -1272,9 +1272,6 @@ func stepGrid(m *model, p *Params, b *beacon, now int64, off float64) bool {
 			top = max(top, v)
 		}
 	}
-	if still != nil {
-		return g.foldTwo(b, ll, top)
-	}
 	var sum float32
 	for c := range b.cells {
 		// A cell more than e^-42 below the best one ends under the 1e-9
@@ -1286,16 +1283,25 @@ func stepGrid(m *model, p *Params, b *beacon, now int64, off float64) bool {
 		// cells of the floor the next report of the scan came from, by
 		// up to e^94, whose float32 is +Inf, and 0 x Inf made the whole
 		// belief NaN: the beacon stayed in one zone for good,
-		// TestGridBeliefSurvivesAContradictoryScan).
-		if b.cells[c] == 0 {
+		// TestGridBeliefSurvivesAContradictoryScan). A standing belief
+		// (Params.StandFor) takes the same evidence per cell (where the
+		// tag is does not depend on whether it moves); the pair is
+		// skipped and zeroed together and normalised together, so their
+		// sums are the odds of moving against standing.
+		if b.cells[c] == 0 && (still == nil || still[c] == 0) {
 			continue
 		}
+		e := float32(0)
 		if d := ll[c] - top; d > -42 {
-			b.cells[c] *= float32(math.Exp(float64(d)))
-		} else {
-			b.cells[c] = 0
+			e = float32(math.Exp(float64(d)))
 		}
-		sum += b.cells[c]
+		b.cells[c] *= e
+		if still == nil {
+			sum += b.cells[c]
+			continue
+		}
+		still[c] *= e
+		sum += b.cells[c] + still[c]
 	}
 	mass := b.gmass
 	for z := range mass {
@@ -1304,40 +1310,12 @@ func stepGrid(m *model, p *Params, b *beacon, now int64, off float64) bool {
 	for c := range b.cells {
 		v := b.cells[c] / sum
 		b.cells[c] = v
+		if still != nil {
+			w := still[c] / sum
+			still[c] = w
+			v += w
+		}
 		mass[g.czone[c]] += float64(v)
-	}
-	return true
-}
-
-// foldTwo is the end of stepGrid for a beacon with a standing belief as
-// well as a moving one: both take the same evidence per cell (where the
-// tag is does not depend on whether it moves), and are normalised
-// together, so their sums are the odds of moving against standing. The
-// cells skipped and zeroed are stepGrid's, for the pair.
-func (g *gridModel) foldTwo(b *beacon, ll []float32, top float32) bool {
-	still := b.still
-	var sum float32
-	for c := range b.cells {
-		if b.cells[c] == 0 && still[c] == 0 {
-			continue
-		}
-		if d := ll[c] - top; d > -42 {
-			e := float32(math.Exp(float64(d)))
-			b.cells[c] *= e
-			still[c] *= e
-		} else {
-			b.cells[c], still[c] = 0, 0
-		}
-		sum += b.cells[c] + still[c]
-	}
-	mass := b.gmass
-	for z := range mass {
-		mass[z] = 0
-	}
-	for c := range b.cells {
-		v, w := b.cells[c]/sum, still[c]/sum
-		b.cells[c], still[c] = v, w
-		mass[g.czone[c]] += float64(v + w)
 	}
 	return true
 }
