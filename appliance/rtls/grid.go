@@ -279,10 +279,7 @@ func (m *model) buildGrid() {
 	budget := gridBudget(len(m.zones))
 	scale := 1.0
 	for {
-		n := 0
-		for _, id := range g.mapIDs {
-			n += countCells(m, byMap[id], scale*m.pixelsPerMeter(id))
-		}
+		n := siteCells(m, byMap, g.mapIDs, scale)
 		if n <= budget || scale > 1e6 {
 			break
 		}
@@ -382,6 +379,16 @@ func (m *model) buildGrid() {
 	m.planGridGateways()
 }
 
+// siteCells is countCells over every map (byMap: each map's zones) at
+// scale times each map's metre: the cells a lattice of that scale takes.
+func siteCells(m *model, byMap map[uint64][]int, mapIDs []uint64, scale float64) int {
+	n := 0
+	for _, id := range mapIDs {
+		n += countCells(m, byMap[id], scale*m.pixelsPerMeter(id))
+	}
+	return n
+}
+
 // countCells bounds the cells of zones zs at edge px (overlaps counted
 // twice; a zone smaller than a cell counts its one cell).
 func countCells(m *model, zs []int, px float64) int {
@@ -436,13 +443,6 @@ func alignScale(m *model, byMap map[uint64][]int, mapIDs []uint64, least float64
 			}
 		}
 		return area
-	}
-	cells := func(scale float64) int {
-		n := 0
-		for _, id := range mapIDs {
-			n += countCells(m, byMap[id], scale*m.pixelsPerMeter(id))
-		}
-		return n
 	}
 	// From about a tenth below the least (least/1.1: its search
 	// overshoots by 5%; never below a metre, whose diffusion mix would
@@ -501,7 +501,7 @@ func alignScale(m *model, byMap map[uint64][]int, mapIDs []uint64, least float64
 		}
 		// Within a thousandth of the least's misplaced area: as good
 		// (rounding in the zones' coordinates), and the earlier wins.
-		if a := misplaced(sc); a < bestArea-tol && cells(sc) <= budget {
+		if a := misplaced(sc); a < bestArea-tol && siteCells(m, byMap, mapIDs, sc) <= budget {
 			best, bestArea = sc, a
 		}
 	}
