@@ -74,11 +74,11 @@ type query struct {
 
 // leaveOutDown adds to q the gateways judged down that q has not heard.
 func (q *query) leaveOutDown(m *model) {
-	if m.live.nDown.Load() == 0 {
-		return
-	}
-	for g := range m.gwMAC {
-		if q.nd < maxHeard && m.live.isDown(g) && !slices.Contains(q.gs[:q.n], int32(g)) {
+	for g := range m.live.downs() {
+		if q.nd == maxHeard {
+			return
+		}
+		if !slices.Contains(q.gs[:q.n], int32(g)) {
 			q.dn[q.nd] = int32(g)
 			q.nd++
 		}

@@ -131,17 +131,28 @@ func (lv *liveness) heard(g int, now int64) bool {
 // isDown says whether g's silence is to be ignored.
 func (lv *liveness) isDown(g int) bool { return lv.nDown.Load() > 0 && lv.down[g].Load() }
 
-// silentDown yields the gateways judged down that have not heard b in
-// the last w ms: those whose silence grid, the zone filters and the tag
-// offset estimate take out of what they charged (none while nothing is
-// down).
-func (m *model) silentDown(b *beacon, w, now int64) iter.Seq[int] {
+// downs yields the gateways judged down (none, without a look at each,
+// while nothing is down).
+func (lv *liveness) downs() iter.Seq[int] {
 	return func(yield func(int) bool) {
-		if m.live.nDown.Load() == 0 {
+		if lv.nDown.Load() == 0 {
 			return
 		}
-		for g := range m.live.down {
-			if m.live.down[g].Load() && !b.heardWithin(g, w, now) && !yield(g) {
+		for g := range lv.down {
+			if lv.down[g].Load() && !yield(g) {
+				return
+			}
+		}
+	}
+}
+
+// silentDown yields the gateways judged down that have not heard b in
+// the last w ms: those whose silence grid, the zone filters and the tag
+// offset estimate take out of what they charged.
+func (m *model) silentDown(b *beacon, w, now int64) iter.Seq[int] {
+	return func(yield func(int) bool) {
+		for g := range m.live.downs() {
+			if !b.heardWithin(g, w, now) && !yield(g) {
 				return
 			}
 		}
@@ -211,14 +222,11 @@ const talkingWithin = 10_000
 // Observe.
 func (e *Engine) reviveTalking() {
 	seen := e.opts.GatewaySeen
-	m := e.model.Load()
-	if seen == nil || m.live.nDown.Load() == 0 {
+	if seen == nil {
 		return
 	}
-	for g := range m.gwMAC {
-		if !m.live.isDown(g) {
-			continue
-		}
+	m := e.model.Load()
+	for g := range m.live.downs() {
 		if t := seen(m.gwMAC[g]); t > m.live.downAt[g].Load() && m.live.heard(g, t) {
 			e.log.Info("rtls: gateway talks again; its silence counts again", "gateway", assets.FormatMAC(m.gwMAC[g]))
 		}

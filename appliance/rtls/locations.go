@@ -14,10 +14,8 @@ func (e *Engine) Status() Status {
 	}
 	m := e.model.Load()
 	st.GatewaysDown = []string{}
-	for g := range m.gwMAC {
-		if m.live.isDown(g) {
-			st.GatewaysDown = append(st.GatewaysDown, assets.FormatMAC(m.gwMAC[g]))
-		}
+	for g := range m.live.downs() {
+		st.GatewaysDown = append(st.GatewaysDown, assets.FormatMAC(m.gwMAC[g]))
 	}
 	for i := range e.shards {
 		sh := &e.shards[i]
