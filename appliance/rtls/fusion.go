@@ -35,9 +35,8 @@ type fusion struct{}
 
 func (fusion) info(m *model) AlgorithmInfo {
 	params := filterParams(m)
-	params["pool"], params["grid_cells"], params["gateways_modelled"], params["diffusion_m2"] = "logarithmic, equal weights", 0, 0, m.p.Diffusion
-	params["fading_sd_db"] = math.Sqrt(m.siteFading())
-	params["stand_for_ms"], params["move_for_ms"] = m.p.StandFor.Milliseconds(), m.p.MoveFor.Milliseconds()
+	params["pool"], params["grid_cells"], params["gateways_modelled"] = "logarithmic, equal weights", 0, 0
+	gridMotionParams(m, params)
 	if g := m.grid; g != nil {
 		params["grid_cells"], params["gateways_modelled"] = len(g.czone), g.modelled
 	}

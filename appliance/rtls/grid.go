@@ -46,10 +46,9 @@ type grid struct{}
 
 func (grid) info(m *model) AlgorithmInfo {
 	g := m.grid
-	params := map[string]any{"switch_odds": m.p.SwitchOdds, "diffusion_m2": m.p.Diffusion, "floor_dbm": 0.0, "cells": 0, "cell_px": []float64{},
-		"stand_for_ms": m.p.StandFor.Milliseconds(), "move_for_ms": m.p.MoveFor.Milliseconds(),
-		"fading_sd_db":     math.Sqrt(m.siteFading()),
+	params := map[string]any{"switch_odds": m.p.SwitchOdds, "floor_dbm": 0.0, "cells": 0, "cell_px": []float64{},
 		"sample_window_ms": m.p.SampleWindow.Milliseconds(), "decide_every_ms": m.p.DecideEvery.Milliseconds(), "gateways_modelled": 0}
+	gridMotionParams(m, params)
 	reason := m.lacks(false, false, false, false)
 	if g != nil {
 		// The layout's figures, the same whether the radio model is
@@ -65,6 +64,13 @@ func (grid) info(m *model) AlgorithmInfo {
 	}
 	return infoOf(AlgGrid, "Bayes filter over metre cells of the zones with a fitted log-distance model per gateway (censored maximum likelihood on the survey; unplaced gateways located by it)",
 		commonParams(&m.p, params), reason)
+}
+
+// gridMotionParams adds to params what grid, and fusion's grid half,
+// read of a tag's motion and of a single reading's spread.
+func gridMotionParams(m *model, params map[string]any) {
+	params["diffusion_m2"], params["fading_sd_db"] = m.p.Diffusion, math.Sqrt(m.siteFading())
+	params["stand_for_ms"], params["move_for_ms"] = m.p.StandFor.Milliseconds(), m.p.MoveFor.Milliseconds()
 }
 
 // gridModel is the grid of a model (model.grid): its layout, which
