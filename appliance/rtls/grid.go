@@ -1142,19 +1142,20 @@ func stepGrid(m *model, p *Params, b *beacon, now int64, off float64) bool {
 		return false
 	}
 	nc := len(g.czone)
-	stand := p.StandFor > 0
-	if len(b.cells) != nc || stand != (b.still != nil) {
-		// Uniform over the cells, each mode by its share of the time.
+	if len(b.cells) != nc {
+		// Uniform over the cells, each mode by its share of the time
+		// (the engine's Params, and so whether standing is on, are
+		// fixed at New; a new model resets b, beacon.reset).
 		standing := float32(0)
 		b.still = nil
-		if stand {
+		if p.StandFor > 0 {
 			standing = float32(standShare(p))
 			b.still = make([]float32, nc)
 		}
 		b.cells = make([]float32, nc)
 		for c := range b.cells {
 			b.cells[c] = (1 - standing) / float32(nc)
-			if stand {
+			if b.still != nil {
 				b.still[c] = standing / float32(nc)
 			}
 		}
