@@ -153,11 +153,7 @@ func TestAnIdleGatewayIsNotJudgedDown(t *testing.T) {
 // as the algorithms without silence place it.
 func TestNoSurveyJudgesNoGatewayDown(t *testing.T) {
 	s := gridSite(3, 3, true)
-	h := newHarness(t, Options{})
-	h.e.SetSite(s)
-	if err := h.e.Start(AlgBayes); err != nil {
-		t.Fatal(err)
-	}
+	h := tracking(t, Options{}, s, nil, AlgBayes)
 	standShort(h, s, "WAT-1", 150, 150, gwMAC(5), 600, rand.New(rand.NewPCG(78, 79)))
 	if st := h.e.Status(); len(st.GatewaysDown) != 0 {
 		t.Fatalf("gateways down %v without a survey", st.GatewaysDown)
