@@ -365,7 +365,7 @@ func TestRTLSParamsFromConfig(t *testing.T) {
 	for _, a := range list.Algorithms {
 		if a.Name == rtls.AlgGrid || a.Name == rtls.AlgFusion {
 			found++
-			if a.Params["switch_odds"] != 30.0 || a.Params["diffusion_m2"] != 0.13 || a.Params["stand_for_ms"] != 120000.0 || a.Params["move_for_ms"] != 10000.0 {
+			if a.Params["switch_odds"] != 30.0 || a.Params["diffusion_m2"] != 0.13 || a.Params["stand_for_ms"] != 120000.0 || a.Params["move_for_ms"] != 30000.0 {
 				t.Fatalf("%s's parameters %v", a.Name, a.Params)
 			}
 		}

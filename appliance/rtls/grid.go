@@ -70,7 +70,9 @@ func (grid) info(m *model) AlgorithmInfo {
 // read of a tag's motion and of a single reading's spread.
 func gridMotionParams(m *model, params map[string]any) {
 	params["diffusion_m2"], params["fading_sd_db"] = m.p.Diffusion, math.Sqrt(m.siteFading())
-	params["stand_for_ms"], params["move_for_ms"] = m.p.StandFor.Milliseconds(), m.p.MoveFor.Milliseconds()
+	// Off is any negative stand_for; the feed says 0, not the value
+	// that turned it off.
+	params["stand_for_ms"], params["move_for_ms"] = max(m.p.StandFor.Milliseconds(), 0), m.p.MoveFor.Milliseconds()
 }
 
 // gridModel is the grid of a model (model.grid): its layout, which

@@ -10,10 +10,20 @@ import (
 	"beaconhub/appliance/assets"
 )
 
-// standing is the defaults with grid's standing belief on.
+// standing is the defaults with grid's standing belief at the spells
+// these tests were written for: half a minute standing, ten seconds
+// moving.
 func standing() Params {
 	p := DefaultParams()
-	p.StandFor = 30 * time.Second
+	p.StandFor, p.MoveFor = 30*time.Second, 10*time.Second
+	return p
+}
+
+// noStanding is the defaults with the standing belief off: every tag may
+// move at any time.
+func noStanding() Params {
+	p := DefaultParams()
+	p.StandFor = -1
 	return p
 }
 
@@ -82,19 +92,24 @@ func changesWhileStanding(t *testing.T, p Params, s Site, x, y, noise float64, s
 // and then; standing, it gathers every reading since the tag stopped.
 func TestGridStandingTagFlipsLess(t *testing.T) {
 	s := gridSite(3, 3, true)
-	var moving, still, right int
+	moving := 0
 	for seed := uint64(1); seed <= 6; seed++ {
-		c, _ := changesWhileStanding(t, DefaultParams(), s, 197, 150, 9, 360, 5, seed)
+		c, _ := changesWhileStanding(t, noStanding(), s, 197, 150, 9, 360, 5, seed)
 		moving += c
-		c, r := changesWhileStanding(t, standing(), s, 197, 150, 9, 360, 5, seed)
-		still, right = still+c, right+r
 	}
-	t.Logf("six tags for five minutes each: %d zone changes always moving, %d with standing (right %d of 1800 s)", moving, still, right)
 	if moving < 8 {
 		t.Fatalf("always moving, %d zone changes: the stand does not test standing", moving)
 	}
-	if still > moving/4 || right < 1710 {
-		t.Errorf("standing: %d zone changes (%d always moving), in the right zone %d of 1800 s", still, moving, right)
+	for _, p := range []Params{standing(), DefaultParams()} {
+		var still, right int
+		for seed := uint64(1); seed <= 6; seed++ {
+			c, r := changesWhileStanding(t, p, s, 197, 150, 9, 360, 5, seed)
+			still, right = still+c, right+r
+		}
+		t.Logf("six tags for five minutes each: %d zone changes always moving, %d standing %v / moving %v (right %d of 1800 s)", moving, still, p.StandFor, p.MoveFor, right)
+		if still > moving/4 || right < 1710 {
+			t.Errorf("standing %v / moving %v: %d zone changes (%d always moving), in the right zone %d of 1800 s", p.StandFor, p.MoveFor, still, moving, right)
+		}
 	}
 }
 
@@ -128,34 +143,39 @@ func lagAfterAWalk(t *testing.T, p Params, noise float64, stand int, seed uint64
 func TestGridStandingTagStillFollowsAWalk(t *testing.T) {
 	for seed := uint64(1); seed <= 4; seed++ {
 		for _, noise := range []float64{6, 9} {
-			moving, still := lagAfterAWalk(t, DefaultParams(), noise, 120, seed), lagAfterAWalk(t, standing(), noise, 120, seed)
-			if moving < 0 || still < 0 || still > moving+1 || still > 5 {
-				t.Errorf("seed %d, noise %g: in the new zone %d s after crossing with standing, %d s always moving", seed, noise, still, moving)
+			moving := lagAfterAWalk(t, noStanding(), noise, 120, seed)
+			for _, p := range []Params{standing(), DefaultParams()} {
+				still := lagAfterAWalk(t, p, noise, 120, seed)
+				if moving < 0 || still < 0 || still > moving+1 || still > 5 {
+					t.Errorf("seed %d, noise %g, standing %v / moving %v: in the new zone %d s after crossing, %d s always moving", seed, noise, p.StandFor, p.MoveFor, still, moving)
+				}
 			}
 		}
 	}
 }
 
-// TestStandForIsOffByDefault: standing is an option (docs/rtls.md,
-// "Standing tags"); a negative time is refused, and a beacon tracked
-// without it holds no standing cells.
-func TestStandForIsOffByDefault(t *testing.T) {
-	if p := DefaultParams(); p.StandFor != 0 || p.MoveFor != 10*time.Second {
+// TestStandForDefaultsAndOff: standing is on by default, half a minute
+// standing and half a minute moving (docs/rtls.md, "Standing tags"); a
+// negative stand_for turns it off, and a beacon tracked so holds no
+// standing cells; spells under a second are refused.
+func TestStandForDefaultsAndOff(t *testing.T) {
+	if p := DefaultParams(); p.StandFor != 30*time.Second || p.MoveFor != 30*time.Second {
 		t.Fatalf("defaults: stand_for %v, move_for %v", p.StandFor, p.MoveFor)
 	}
-	if _, err := ParamsFrom([]string{"stand_for=-1s"}); err == nil {
-		t.Fatal("stand_for=-1s accepted")
+	off, err := ParamsFrom([]string{"stand_for=-1s"})
+	if err != nil || off.StandFor >= 0 {
+		t.Fatalf("stand_for=-1s: %v, %v", off.StandFor, err)
 	}
-	for _, bad := range [][]string{{"move_for=-5s"}, {"stand_for=30s", "move_for=0"}, {"stand_for=500ms"}, {"move_for=1ns"}} {
+	for _, bad := range [][]string{{"move_for=-5s"}, {"stand_for=30s", "move_for=0"}, {"stand_for=500ms"}, {"move_for=1ns"}, {"stand_for=0"}} {
 		if _, err := ParamsFrom(bad); err == nil {
 			t.Fatalf("%v accepted", bad)
 		}
 	}
 	// Given directly (not through Set), such spells run as the defaults.
-	if p := (Params{StandFor: time.Nanosecond, MoveFor: time.Millisecond}).withDefaults(); p.StandFor != 0 || p.MoveFor != 10*time.Second {
+	if p := (Params{StandFor: time.Nanosecond, MoveFor: time.Millisecond}).withDefaults(); p.StandFor != 30*time.Second || p.MoveFor != 30*time.Second {
 		t.Fatalf("stand_for 1ns, move_for 1ms run as %v, %v", p.StandFor, p.MoveFor)
 	}
-	if p := (Params{StandFor: 30 * time.Second}).withDefaults(); p.MoveFor != 10*time.Second {
+	if p := (Params{StandFor: time.Minute}).withDefaults(); p.MoveFor != 30*time.Second {
 		t.Fatalf("move_for unset runs as %v", p.MoveFor)
 	}
 	p, err := ParamsFrom([]string{"stand_for=2m", "move_for=15s"})
@@ -163,10 +183,21 @@ func TestStandForIsOffByDefault(t *testing.T) {
 		t.Fatalf("stand_for=2m move_for=15s: %+v, %v", p, err)
 	}
 	s := gridSite(2, 1, true)
-	h := tracking(t, Options{}, s, nil, AlgGrid)
-	standAt(h, s, "WAT-1", 50, 50, 0, 3, nil)
-	if st, _ := viewBeacon(h.e, "WAT-1", func(b *beacon) []float32 { return b.still }); st != nil {
-		t.Fatalf("standing cells without stand_for: %d", len(st))
+	for _, c := range []struct {
+		p      Params
+		cells  bool
+		shownS int64 // stand_for_ms in /tracking/algorithms
+	}{{Params{}, true, 30_000}, {off, false, 0}} {
+		h := tracking(t, Options{Params: c.p}, s, nil, AlgGrid)
+		standAt(h, s, "WAT-1", 50, 50, 0, 3, nil)
+		if st, _ := viewBeacon(h.e, "WAT-1", func(b *beacon) []float32 { return b.still }); (st != nil) != c.cells {
+			t.Fatalf("stand_for %v: %d standing cells", c.p.StandFor, len(st))
+		}
+		for _, a := range h.e.Algorithms() {
+			if (a.Name == AlgGrid || a.Name == AlgFusion) && (a.Params["stand_for_ms"] != c.shownS || a.Params["move_for_ms"] != int64(30_000)) {
+				t.Fatalf("stand_for %v: %s shows stand_for_ms %v, move_for_ms %v", c.p.StandFor, a.Name, a.Params["stand_for_ms"], a.Params["move_for_ms"])
+			}
+		}
 	}
 }
 
@@ -352,7 +383,7 @@ func TestGridStandingFloorPerMode(t *testing.T) {
 // belief that stands when it keeps one, and no share when it does not.
 func TestDebugEventsShowStanding(t *testing.T) {
 	s := gridSite(2, 1, true)
-	for _, p := range []Params{DefaultParams(), standing()} {
+	for _, p := range []Params{noStanding(), standing()} {
 		h := tracking(t, Options{Params: p}, s, nil, AlgGrid)
 		var last *Event
 		h.e.Listen(func(ev Event) {
@@ -365,7 +396,7 @@ func TestDebugEventsShowStanding(t *testing.T) {
 			t.Fatal("no debug event")
 		}
 		switch {
-		case p.StandFor == 0 && last.Standing != nil:
+		case p.StandFor < 0 && last.Standing != nil:
 			t.Fatalf("standing %v without stand_for", *last.Standing)
 		case p.StandFor > 0 && (last.Standing == nil || *last.Standing < 0.75 || *last.Standing > 1):
 			t.Fatalf("a tag standing 30 s: standing %v, want above its share of 0.75", last.Standing)

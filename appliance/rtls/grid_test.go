@@ -583,7 +583,7 @@ func TestGridEvidenceOfDoubledReadings(t *testing.T) {
 func TestGridBeliefIgnoresScanOrder(t *testing.T) {
 	s := gridSite(4, 4, false)
 	samples := surveySamples(s, 10, 3, rand.New(rand.NewPCG(1, 2)))
-	for _, stand := range []time.Duration{0, 30 * time.Second} {
+	for _, stand := range []time.Duration{-1, 30 * time.Second} {
 		p := DefaultParams()
 		p.OffsetTau, p.StandFor = -1, stand
 		var cells [2][]float32

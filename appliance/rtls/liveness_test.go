@@ -67,12 +67,12 @@ func TestADeadGatewaysSilenceStopsCounting(t *testing.T) {
 	s := gridSite(3, 3, true)
 	samples := surveyShort(s, 200, 4, rand.New(rand.NewPCG(70, 71)))
 	dead := gwMAC(5) // the centre zone's
-	for _, alg := range []string{AlgBayes, AlgFilter, AlgGrid, AlgFusion, AlgGrid + "+stand"} {
+	for _, alg := range []string{AlgBayes, AlgFilter, AlgGrid, AlgFusion, AlgGrid + "+moving", AlgFusion + "+moving"} {
 		t.Run(alg, func(t *testing.T) {
 			var logs bytes.Buffer
 			p := DefaultParams()
-			if a, ok := strings.CutSuffix(alg, "+stand"); ok {
-				alg, p = a, standing()
+			if a, ok := strings.CutSuffix(alg, "+moving"); ok {
+				alg, p = a, noStanding()
 			}
 			h := tracking(t, Options{Params: p, Logger: slog.New(slog.NewTextHandler(&logs, nil))}, s, samples, alg)
 			rng := rand.New(rand.NewPCG(72, 73))
@@ -84,7 +84,7 @@ func TestADeadGatewaysSilenceStopsCounting(t *testing.T) {
 				// The first stands judge the gateway down; every stand
 				// is scored after a minute, as a tag standing there.
 				standShort(h, s, uid, x, y, dead, 60, rng)
-				if h.zone(uid) != 5 && (p.StandFor == 0 || h.e.model.Load().live.nDown.Load() > 0) {
+				if h.zone(uid) != 5 && (!standsIn(alg, p) || h.e.model.Load().live.nDown.Load() > 0) {
 					wrong++
 				}
 				if i == 0 {
@@ -99,7 +99,7 @@ func TestADeadGatewaysSilenceStopsCounting(t *testing.T) {
 			if wrong > 0 {
 				t.Fatalf("%d of 20 stands under the dead gateway named another zone", wrong)
 			}
-			if p.StandFor > 0 {
+			if standsIn(alg, p) {
 				standShort(h, s, "WAT-A", first[0], first[1], dead, 15, rng)
 				if z := h.zone("WAT-A"); z != 5 {
 					t.Fatalf("the first tag back under the dead gateway for 15 s: zone %d", z)
@@ -504,4 +504,9 @@ func TestRemovedGatewaysAndRestartsJudgeNothing(t *testing.T) {
 	if st := h.e.Status(); len(st.GatewaysDown) != 0 || m.live.ev[m.gwIdx[gwMAC(5)]].Load() != 0 {
 		t.Fatalf("after Start: gateways down %v, evidence %d", st.GatewaysDown, m.live.ev[m.gwIdx[gwMAC(5)]].Load())
 	}
+}
+
+// standsIn reports whether alg keeps grid's standing belief under p.
+func standsIn(alg string, p Params) bool {
+	return p.StandFor > 0 && (alg == AlgGrid || alg == AlgFusion)
 }

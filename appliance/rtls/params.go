@@ -88,13 +88,15 @@ type Params struct {
 	// be (a random walk). At most gridKernelVar, one neighbour step a
 	// second.
 	Diffusion float64
-	// StandFor and MoveFor, when StandFor is set (at least a second),
-	// are how long on average a tag stands still and how long it moves
-	// before it stands again: grid then keeps a belief for each (a tag
-	// standing does not spread, one moving spreads by Diffusion) and the
-	// evidence says which it is. Off by default (0): it cuts the flips of
-	// tags that stand for minutes (beds, pumps) and costs tags that walk
-	// between rooms time to be followed (docs/rtls.md, "Standing tags").
+	// StandFor and MoveFor are how long on average a tag stands still
+	// and how long it moves before it stands again: grid keeps a belief
+	// for each (a tag standing does not spread, one moving spreads by
+	// Diffusion) and the evidence says which it is. Half a minute each
+	// by default; a negative StandFor turns the standing belief off, every
+	// tag then moving at any time. Standing cut the flips of tags that
+	// stand for minutes (beds, pumps) and of people stopping in rooms,
+	// and costs a tag walking off a little time to be followed
+	// (docs/rtls.md, "Standing tags").
 	StandFor time.Duration
 	MoveFor  time.Duration
 }
@@ -122,7 +124,8 @@ func DefaultParams() Params {
 		OffsetTau:    10 * time.Minute,
 		OffsetSpread: 6,
 		Diffusion:    gridKernelVar,
-		MoveFor:      10 * time.Second,
+		StandFor:     30 * time.Second,
+		MoveFor:      30 * time.Second,
 	}
 }
 
@@ -152,10 +155,10 @@ func (p Params) withDefaults() Params {
 	if p.OffsetTau == 0 {
 		p.OffsetTau = d.OffsetTau
 	}
-	// Spells under a second run as the default (off, and 10 s; Set and
-	// the configuration refuse them).
-	if p.StandFor < time.Second {
-		p.StandFor = 0
+	// Spells under a second run as the defaults (Set and the
+	// configuration refuse them); a negative StandFor is off.
+	if p.StandFor >= 0 && p.StandFor < time.Second {
+		p.StandFor = d.StandFor
 	}
 	if p.MoveFor < time.Second {
 		p.MoveFor = d.MoveFor
@@ -316,11 +319,11 @@ func (p *Params) check() error {
 		return fmt.Errorf("switch_odds must be at least 1")
 	case p.Margin < 0:
 		return fmt.Errorf("margin must not be negative")
-	case p.StandFor != 0 && p.StandFor < time.Second || p.MoveFor != 0 && p.MoveFor < time.Second:
+	case p.StandFor > 0 && p.StandFor < time.Second || p.MoveFor != 0 && p.MoveFor < time.Second:
 		// Spells shorter than the second between updates mean nothing
 		// to the chain, and at a nanosecond a belief's standing half
 		// rounded to 0 (a review).
-		return fmt.Errorf("stand_for must be 0 (off) or at least 1s, and move_for at least 1s")
+		return fmt.Errorf("stand_for must be negative (off) or at least 1s, and move_for at least 1s")
 	case !diffusionOK(p.Diffusion):
 		return fmt.Errorf("diffusion must be above 0 and at most %.4g m² (one neighbour step a second)", gridKernelVar)
 	}

@@ -53,7 +53,9 @@ func TestFilterLeadsOnNoisyWalk(t *testing.T) {
 // either half alone fails it. It flipped about as little as grid until
 // grid learned that one reading a second is noisier than a survey
 // window's mean (gridGW.fade): grid alone now flips less on A and B, as
-// it did on walk C (docs/performance.md).
+// it did on walk C (docs/performance.md). With grid's standing belief
+// the default (eighteenth session): A hmm 69.1 / 0.67, grid 66.0 / 0.17,
+// fusion 71.1 / 0.15; B 35.2 / 1.57, 33.9 / 0.50, 37.1 / 0.55.
 func TestFusionOnTheWalks(t *testing.T) {
 	t.Parallel() // a walk replay: seconds, tens of them under the race detector
 	for _, s := range walkSettings[:2] {
@@ -349,7 +351,10 @@ func posDist(a, b string) float64 {
 // walk A, with fewer gateways and more noise, 8 dB quieter. With the
 // offset learned (rtls offset.go) the filters keep most of their
 // accuracy; without it they lose half of it or more, so the walks do
-// test the estimate. The learned offset is checked too.
+// test the estimate. The learned offset is checked too. (grid at C -6 dB
+// scored 85.7% before its standing belief became the default, 85.0%
+// after: a tag walking off is followed a little later, docs/rtls.md,
+// "Standing tags"; the bound is 83%.)
 func TestTagOffsetOnWalk(t *testing.T) {
 	t.Parallel() // a walk replay: seconds, tens of them under the race detector
 	noOffset := rtls.DefaultParams()
@@ -360,7 +365,7 @@ func TestTagOffsetOnWalk(t *testing.T) {
 		with        float64 // least accuracy with the estimate
 		without     float64 // most accuracy without it
 		estLo, estH float64
-	}{{2, -6, 0.85, 0.75, -7.5, -4.5}, {0, -8, 0.40, 0.30, -9.5, -5.5}} {
+	}{{2, -6, 0.83, 0.75, -7.5, -4.5}, {0, -8, 0.40, 0.30, -9.5, -5.5}} {
 		w := walkSettings[c.setting].w
 		w.seed, w.offset = walkSettings[c.setting].seeds[0], c.off
 		dir := t.TempDir()
