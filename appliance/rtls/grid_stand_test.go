@@ -4,6 +4,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -166,9 +167,16 @@ func TestStandForDefaultsAndOff(t *testing.T) {
 	if err != nil || off.StandFor >= 0 {
 		t.Fatalf("stand_for=-1s: %v, %v", off.StandFor, err)
 	}
-	for _, bad := range [][]string{{"move_for=-5s"}, {"stand_for=30s", "move_for=0"}, {"stand_for=500ms"}, {"move_for=1ns"}, {"stand_for=0"}} {
+	for _, bad := range [][]string{{"move_for=-5s"}, {"stand_for=30s", "move_for=0"}, {"stand_for=500ms"}, {"move_for=1ns"}} {
 		if _, err := ParamsFrom(bad); err == nil {
 			t.Fatalf("%v accepted", bad)
+		}
+	}
+	// 0 was off before standing became the default: refused, saying
+	// how to turn it off now; under a second, saying the least.
+	for set, want := range map[string]string{"stand_for=0": "stand_for=-1s", "stand_for=500ms": "at least 1s"} {
+		if _, err := ParamsFrom([]string{set}); err == nil || !strings.Contains(err.Error(), want) {
+			t.Fatalf("%s: %v, want it to say %q", set, err, want)
 		}
 	}
 	// Given directly (not through Set), such spells run as the defaults.

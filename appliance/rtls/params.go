@@ -319,6 +319,10 @@ func (p *Params) check() error {
 		return fmt.Errorf("switch_odds must be at least 1")
 	case p.Margin < 0:
 		return fmt.Errorf("margin must not be negative")
+	case p.StandFor == 0:
+		// 0 turned standing off until it became the default; a site
+		// upgrading with stand_for=0 must hear how to keep it off.
+		return fmt.Errorf("stand_for=0 no longer turns standing off: give a negative time (stand_for=-1s) for off, or at least 1s")
 	case p.StandFor > 0 && p.StandFor < time.Second || p.MoveFor != 0 && p.MoveFor < time.Second:
 		// Spells shorter than the second between updates mean nothing
 		// to the chain, and at a nanosecond a belief's standing half
