@@ -84,7 +84,10 @@ type Engine struct {
 
 	sweepMu sync.Mutex
 	sweep   clock.Timer
-	closed  bool
+	// sweepGen counts the sweep's cadences (restartSweep): a callback
+	// of a replaced one reschedules nothing.
+	sweepGen uint64
+	closed   bool
 }
 
 var _ ingest.Subscriber = (*Engine)(nil)
@@ -217,6 +220,7 @@ func (e *Engine) Start(name string) error {
 	e.run.Store(nil)
 	e.resetState(now)
 	e.reports.Store(0)
+	e.restartSweep()
 	e.run.Store(&run{name: name, alg: alg, since: now})
 	return nil
 }

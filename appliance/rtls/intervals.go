@@ -75,14 +75,44 @@ func (e *Engine) sweepEvery() time.Duration {
 func (e *Engine) scheduleSweep() {
 	e.sweepMu.Lock()
 	defer e.sweepMu.Unlock()
-	if e.closed {
+	e.sweepFrom(e.sweepGen)
+}
+
+// sweepFrom schedules the next sweep of cadence gen; a cadence
+// restartSweep replaced schedules none (sweepMu held).
+func (e *Engine) sweepFrom(gen uint64) {
+	if e.closed || gen != e.sweepGen {
 		return
 	}
 	e.sweep = e.clock.AfterFunc(e.sweepEvery(), func() {
+		e.sweepMu.Lock()
+		stale := gen != e.sweepGen
+		e.sweepMu.Unlock()
+		if stale {
+			return
+		}
 		e.expire(e.clock.Now().UnixMilli())
 		e.reviveTalking()
-		e.scheduleSweep()
+		e.sweepMu.Lock()
+		e.sweepFrom(gen)
+		e.sweepMu.Unlock()
 	})
+}
+
+// restartSweep times the sweep from now (Start): a run's beacons turn
+// unknown at the same point of a silence whatever ran before it. Timed
+// from the engine's making, a silence a little over the timeout expired
+// a beacon in one of rtls-eval's runs and not in the next, and an
+// algorithm scored differently by the algorithms listed before it
+// (TestRunIgnoresTheOtherAlgorithms).
+func (e *Engine) restartSweep() {
+	e.sweepMu.Lock()
+	defer e.sweepMu.Unlock()
+	if e.sweep != nil {
+		e.sweep.Stop()
+	}
+	e.sweepGen++
+	e.sweepFrom(e.sweepGen)
 }
 
 // expire turns beacons not heard for Timeout unknown, closing their
