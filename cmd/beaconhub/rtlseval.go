@@ -22,6 +22,7 @@ func cmdRTLSEval(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	algs := fs.String("alg", "", "comma-separated algorithms (default: all)")
 	timeout := fs.Duration("timeout", 60*time.Second, "not-heard timeout of the engine")
+	without := fs.String("without", "", "comma-separated gateway ids to take out of the recording (site and rows), as if never installed")
 	params := rtls.DefaultParams()
 	var set []string
 	fs.Func("set", "name=value: an engine parameter (docs/rtls.md, Parameters; repeatable), e.g. switch_odds=30 or mean_stay=60s", func(s string) error {
@@ -51,7 +52,7 @@ func cmdRTLSEval(args []string, stdout, stderr io.Writer) int {
 		pos, rest = append(pos, fs.Arg(0)), fs.Args()[1:]
 	}
 	if len(pos) != 1 {
-		fmt.Fprintln(stderr, "usage: beaconhub rtls-eval [--alg a,b] [--timeout D] [--set name=value]... DATASET_DIR")
+		fmt.Fprintln(stderr, "usage: beaconhub rtls-eval [--alg a,b] [--timeout D] [--set name=value]... [--without g1,g2] DATASET_DIR")
 		return 2
 	}
 	dir := pos[0]
@@ -59,6 +60,16 @@ func cmdRTLSEval(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		fmt.Fprintln(stderr, "rtls-eval:", err)
 		return 1
+	}
+	var drop []string
+	for _, g := range strings.Split(*without, ",") {
+		if g = strings.TrimSpace(g); g != "" {
+			drop = append(drop, g)
+		}
+	}
+	if err := ds.WithoutGateways(drop); err != nil {
+		fmt.Fprintln(stderr, "rtls-eval: --without:", err)
+		return 2
 	}
 	// grid's motion is trained on train.csv's walk, as the radio model
 	// is on its readings, unless the command line gives it.

@@ -525,3 +525,51 @@ func parseNumber(s string) (float64, error) {
 	}
 	return v, err
 }
+
+// WithoutGateways takes the gateways ids (site.json's or the files')
+// out of ds: out of the site, and their rows out of both files, as if
+// they had never been installed (a scan only they heard is gone too). It
+// answers "how well would the site track with fewer gateways" on a
+// recording made with more, and makes recordings where the baselines
+// score lower from a real one (docs/performance.md). An id ds does not
+// know, or taking out every gateway, is an error.
+func (ds *Dataset) WithoutGateways(ids []string) error {
+	drop := map[[6]byte]bool{}
+	for _, id := range ids {
+		mac, ok := ds.Gateway[id]
+		if !ok {
+			return fmt.Errorf("gateway %q is not in the recording", id)
+		}
+		drop[mac] = true
+	}
+	if len(drop) == 0 {
+		return nil
+	}
+	if len(drop) == len(ds.Gateway) {
+		return errors.New("every gateway taken out")
+	}
+	keep := func(rows []Row) ([]Row, int) {
+		out := rows[:0]
+		for _, r := range rows {
+			if !drop[ds.Gateway[r.Gateway]] {
+				out = append(out, r)
+			}
+		}
+		return out, len(rows) - len(out)
+	}
+	var nTrain, nTest int
+	ds.Train, nTrain = keep(ds.Train)
+	ds.Test, nTest = keep(ds.Test)
+	ds.Site.Gateways = slices.DeleteFunc(ds.Site.Gateways, func(g rtls.Gateway) bool { return drop[g.MAC] })
+	for _, id := range ids {
+		delete(ds.Gateway, id)
+	}
+	ds.Unlabelled = 0
+	for _, r := range ds.Test {
+		if r.Zone == "" {
+			ds.Unlabelled++
+		}
+	}
+	ds.Notes = append(ds.Notes, fmt.Sprintf("without gateways %s: %d train and %d test rows left out", strings.Join(ids, ", "), nTrain, nTest))
+	return nil
+}

@@ -2,6 +2,7 @@ package replay
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -668,5 +669,48 @@ func TestRunIgnoresTheOtherAlgorithms(t *testing.T) {
 	a.Offsets, b.Offsets = nil, nil
 	if !reflect.DeepEqual(a, b) {
 		t.Fatalf("grid alone %+v\nafter strongest and hmm %+v", a, b)
+	}
+}
+
+// TestWithoutGateways: gateways taken out leave the site and both files;
+// an unknown id, or all of them, is refused and leaves ds as it was.
+func TestWithoutGateways(t *testing.T) {
+	w := walkSettings[2].w
+	w.seed, w.legs = walkSettings[2].seeds[0], 4
+	ds := loadWalk(t, w)
+	gws, train, test := len(ds.Site.Gateways), len(ds.Train), len(ds.Test)
+	all := slices.Collect(maps.Keys(ds.Gateway))
+	for _, bad := range [][]string{{"G0", "G99"}, all} {
+		if err := ds.WithoutGateways(bad); err == nil {
+			t.Fatalf("%v taken out", bad)
+		}
+		if len(ds.Site.Gateways) != gws || len(ds.Train) != train || len(ds.Test) != test || len(ds.Gateway) != gws {
+			t.Fatalf("a refused %v changed the recording", bad)
+		}
+	}
+	gone := map[string][6]byte{"G0": ds.Gateway["G0"], "G3": ds.Gateway["G3"]}
+	if err := ds.WithoutGateways([]string{"G0", "G3"}); err != nil {
+		t.Fatal(err)
+	}
+	if len(ds.Site.Gateways) != gws-2 || len(ds.Gateway) != gws-2 {
+		t.Fatalf("%d gateways in the site, %d by id, want %d", len(ds.Site.Gateways), len(ds.Gateway), gws-2)
+	}
+	for _, g := range ds.Site.Gateways {
+		if g.MAC == gone["G0"] || g.MAC == gone["G3"] {
+			t.Fatalf("gateway %x still in the site", g.MAC)
+		}
+	}
+	for _, rows := range [][]Row{ds.Train, ds.Test} {
+		for _, r := range rows {
+			if _, out := gone[r.Gateway]; out {
+				t.Fatalf("a row of %s left in", r.Gateway)
+			}
+		}
+	}
+	if len(ds.Train) >= train || len(ds.Test) >= test {
+		t.Fatalf("rows %d / %d, were %d / %d", len(ds.Train), len(ds.Test), train, test)
+	}
+	if rs, err := Run(ds, Options{Algorithms: []string{"hmm"}}); err != nil || rs[0].Scored == 0 {
+		t.Fatalf("replay without two gateways: %+v, %v", rs, err)
 	}
 }
