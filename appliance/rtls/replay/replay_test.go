@@ -726,7 +726,7 @@ func TestRealRecordingFloors(t *testing.T) {
 	if _, err := os.Stat(dir); err != nil {
 		t.Skip("dataset not present")
 	}
-	t.Parallel() // seven replays of a small file: seconds under the race detector
+	t.Parallel() // six replays of a small file: seconds under the race detector
 	for _, c := range []struct {
 		without            string
 		hmm, bayes, fusion float64 // eighteenth session, %
