@@ -61,13 +61,7 @@ func cmdRTLSEval(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "rtls-eval:", err)
 		return 1
 	}
-	var drop []string
-	for _, g := range strings.Split(*without, ",") {
-		if g = strings.TrimSpace(g); g != "" {
-			drop = append(drop, g)
-		}
-	}
-	if err := ds.WithoutGateways(drop); err != nil {
+	if err := ds.WithoutGateways(listFlag(*without)); err != nil {
 		fmt.Fprintln(stderr, "rtls-eval: --without:", err)
 		return 2
 	}
@@ -86,12 +80,7 @@ func cmdRTLSEval(args []string, stdout, stderr io.Writer) int {
 		}
 		motion = replay.MotionNote(d, lag, pairs)
 	}
-	opts := replay.Options{Timeout: *timeout, Params: params}
-	for _, a := range strings.Split(*algs, ",") {
-		if a = strings.TrimSpace(a); a != "" {
-			opts.Algorithms = append(opts.Algorithms, a)
-		}
-	}
+	opts := replay.Options{Timeout: *timeout, Params: params, Algorithms: listFlag(*algs)}
 	// The replay's store lives in a temporary directory; a run stopped
 	// with Ctrl-C or by a timeout's SIGTERM left it behind.
 	work, err := os.MkdirTemp("", "rtls-eval-")
@@ -173,4 +162,16 @@ func cmdRTLSEval(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// listFlag splits a comma-separated flag value into its trimmed,
+// non-empty items ("knn, strongest" as a shell user types it).
+func listFlag(v string) []string {
+	var out []string
+	for _, item := range strings.Split(v, ",") {
+		if item = strings.TrimSpace(item); item != "" {
+			out = append(out, item)
+		}
+	}
+	return out
 }

@@ -190,19 +190,11 @@ func Load(dir string) (*Dataset, error) {
 	if ds.Train, train, err = ds.readCSV(filepath.Join(dir, "train.csv")); err != nil {
 		return nil, err
 	}
-	for _, r := range ds.Train {
-		if r.Zone == "" {
-			ds.UnlabelledTrain++
-		}
-	}
+	ds.UnlabelledTrain = unlabelled(ds.Train)
 	if ds.Test, test, err = ds.readCSV(filepath.Join(dir, "test.csv")); err != nil {
 		return nil, err
 	}
-	for _, r := range ds.Test {
-		if r.Zone == "" {
-			ds.Unlabelled++
-		}
-	}
+	ds.Unlabelled = unlabelled(ds.Test)
 	if n := len(ds.Gateway) - inSite; n > 0 {
 		ds.Notes = append(ds.Notes, fmt.Sprintf("%d gateways heard but not in site.json: added unplaced", n))
 	}
@@ -251,6 +243,17 @@ func Load(dir string) (*Dataset, error) {
 	// An unlabelled survey row says nothing about any zone.
 	ds.Train = slices.DeleteFunc(ds.Train, func(r Row) bool { return r.Zone == "" })
 	return ds, nil
+}
+
+// unlabelled counts the rows without a zone.
+func unlabelled(rows []Row) int {
+	n := 0
+	for _, r := range rows {
+		if r.Zone == "" {
+			n++
+		}
+	}
+	return n
 }
 
 // distinctTimes counts the distinct times of rows sorted by time.
@@ -564,12 +567,7 @@ func (ds *Dataset) WithoutGateways(ids []string) error {
 	for _, id := range ids {
 		delete(ds.Gateway, id)
 	}
-	ds.Unlabelled = 0
-	for _, r := range ds.Test {
-		if r.Zone == "" {
-			ds.Unlabelled++
-		}
-	}
+	ds.Unlabelled = unlabelled(ds.Test)
 	ds.Notes = append(ds.Notes, fmt.Sprintf("without gateways %s: %d train and %d test rows left out", strings.Join(ids, ", "), nTrain, nTest))
 	return nil
 }

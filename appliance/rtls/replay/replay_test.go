@@ -274,10 +274,7 @@ func TestScorer(t *testing.T) {
 }
 
 func TestRunOnUCIDataset(t *testing.T) {
-	dir := "/work/shared/datasets/uci-ble-rssi"
-	if _, err := os.Stat(dir); err != nil {
-		t.Skip("dataset not present")
-	}
+	dir := uciDir(t)
 	rs := replayDir(t, dir)
 	for _, r := range rs {
 		if !r.Ready || r.Scored < 600 || r.Changes < 40 {
@@ -345,10 +342,7 @@ func TestLoadRejectsBadInput(t *testing.T) {
 // rtls linkIsolatedZones); with every zone isolated it scored 56% here
 // against 71% with the declared graph.
 func TestUCIWithoutAdjacency(t *testing.T) {
-	src := "/work/shared/datasets/uci-ble-rssi"
-	if _, err := os.Stat(src); err != nil {
-		t.Skip("dataset not present")
-	}
+	src := uciDir(t)
 	ds, err := Load(src)
 	if err != nil {
 		t.Fatal(err)
@@ -722,10 +716,7 @@ func TestWithoutGateways(t *testing.T) {
 // and fusion each stay within 2 points of the eighteenth session's
 // accuracy (docs/performance.md, "UCI with gateways removed").
 func TestRealRecordingFloors(t *testing.T) {
-	dir := "/work/shared/datasets/uci-ble-rssi"
-	if _, err := os.Stat(dir); err != nil {
-		t.Skip("dataset not present")
-	}
+	dir := uciDir(t)
 	t.Parallel() // six replays of a small file: seconds under the race detector
 	for _, c := range []struct {
 		without            string
@@ -757,4 +748,15 @@ func TestRealRecordingFloors(t *testing.T) {
 			}
 		}
 	}
+}
+
+// uciDir is the shared UCI recording's directory; a test on it is
+// skipped where it is not present.
+func uciDir(t *testing.T) string {
+	t.Helper()
+	dir := "/work/shared/datasets/uci-ble-rssi"
+	if _, err := os.Stat(dir); err != nil {
+		t.Skip("dataset not present")
+	}
+	return dir
 }
