@@ -107,7 +107,7 @@ func New(opts Options) *Engine {
 	e.rec.m = map[string]*recording{}
 	e.model.Store(buildModel(0, e.p, Site{}, nil))
 	e.listeners.Store(&[]*listener{})
-	e.scheduleSweep()
+	e.restartSweep()
 	return e
 }
 

@@ -72,10 +72,7 @@ func (e *Engine) emitDebug(b *beacon) {
 				ev.RSSI = append(ev.RSSI, GatewayRSSI{Gateway: ingest.MAC(rd.mac).String(), RSSI: int(rd.raw), Smoothed: rd.ema + b.off.a, At: rd.last})
 			}
 			if b.still != nil {
-				var st float64
-				for _, v := range b.still {
-					st += float64(v)
-				}
+				st := b.standing()
 				ev.Standing = &st
 			}
 		}

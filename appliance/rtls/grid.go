@@ -1329,6 +1329,16 @@ func stepGrid(m *model, p *Params, b *beacon, now int64, off float64) bool {
 	return true
 }
 
+// standing is the share of b's grid belief that takes the tag to be
+// standing (0 without a standing belief).
+func (b *beacon) standing() float64 {
+	var st float64
+	for _, v := range b.still {
+		st += float64(v)
+	}
+	return st
+}
+
 // standShare is the share of the time a tag stands (Params.StandFor,
 // MoveFor): where switchModes settles.
 func standShare(p *Params) float64 {

@@ -227,13 +227,7 @@ func TestGridUpdateSwitchesModes(t *testing.T) {
 	}
 	sh.Unlock()
 	standAt(h, s, "WAT-1", 50, 50, 0, 1, nil)
-	share, _ := viewBeacon(h.e, "WAT-1", func(b *beacon) float64 {
-		var st float64
-		for _, v := range b.still {
-			st += float64(v)
-		}
-		return st
-	})
+	share, _ := viewBeacon(h.e, "WAT-1", (*beacon).standing)
 	// The chain's own share: 3/4 of 1 - e^-(1/30 + 1/10).
 	if want := 0.75 * -math.Expm1(-(1.0/30 + 1.0/10)); share < want || share > 0.3 {
 		t.Fatalf("a second after all of it moved, %.3f of the belief stands, want %.3f to 0.3", share, want)
@@ -296,13 +290,7 @@ func TestGridStandingStartsAtItsShare(t *testing.T) {
 	p := standing()
 	h := tracking(t, Options{Params: p}, s, nil, AlgGrid)
 	h.sight("WAT-1", s.Gateways[4].MAC, -60)
-	st, _ := viewBeacon(h.e, "WAT-1", func(b *beacon) float64 {
-		var v float64
-		for _, x := range b.still {
-			v += float64(x)
-		}
-		return v
-	})
+	st, _ := viewBeacon(h.e, "WAT-1", (*beacon).standing)
 	if math.Abs(st-standShare(&p)) > 1e-4 {
 		t.Fatalf("after the first report %.4f of the belief stands, want %.4f", st, standShare(&p))
 	}

@@ -72,12 +72,6 @@ func (e *Engine) sweepEvery() time.Duration {
 	return max(e.opts.Timeout/4, 100*time.Millisecond)
 }
 
-func (e *Engine) scheduleSweep() {
-	e.sweepMu.Lock()
-	defer e.sweepMu.Unlock()
-	e.sweepFrom(e.sweepGen)
-}
-
 // sweepFrom schedules the next sweep of cadence gen; a cadence
 // restartSweep replaced schedules none (sweepMu held).
 func (e *Engine) sweepFrom(gen uint64) {
@@ -99,7 +93,7 @@ func (e *Engine) sweepFrom(gen uint64) {
 	})
 }
 
-// restartSweep times the sweep from now (Start): a run's beacons turn
+// restartSweep times the sweep from now (New, Start): a run's beacons turn
 // unknown at the same point of a silence whatever ran before it. Timed
 // from the engine's making, a silence a little over the timeout expired
 // a beacon in one of rtls-eval's runs and not in the next, and an
