@@ -296,36 +296,6 @@ func TestGridStandingStartsAtItsShare(t *testing.T) {
 	}
 }
 
-// TestGridStandingSurvivesAContradictoryScan is
-// TestGridBeliefSurvivesAContradictoryScan with the standing belief: a
-// cell zeroed within a millisecond is zeroed in both modes and skipped,
-// never multiplied by an evidence above the scale (0 x Inf is NaN).
-func TestGridStandingSurvivesAContradictoryScan(t *testing.T) {
-	s := gridSite(7, 1, true)
-	for _, sigma := range []float64{0, 2} {
-		p := Params{Sigma: sigma, SigmaFloor: min(sigma, DefaultParams().SigmaFloor), StandFor: 30 * time.Second}
-		h := tracking(t, Options{Params: p}, s, nil, AlgGrid)
-		h.clk.Advance(time.Second)
-		h.sight("WAT-1", s.Gateways[0].MAC, -30)
-		h.sight("WAT-1", s.Gateways[6].MAC, -30)
-		for i := range 6 {
-			var sum float64
-			m := gridMass(h, "WAT-1")
-			for _, v := range m {
-				sum += v
-			}
-			if math.IsNaN(sum) || math.Abs(sum-1) > 1e-3 {
-				t.Fatalf("sigma %v, step %d: zone masses %v", sigma, i, m)
-			}
-			h.clk.Advance(time.Second)
-			h.sight("WAT-1", s.Gateways[6].MAC, -30)
-		}
-		if m := gridMass(h, "WAT-1"); m[6] < 0.9 {
-			t.Fatalf("sigma %v: zone masses %v, want the last zone's", sigma, m)
-		}
-	}
-}
-
 // TestGridStandingExtremeTimes: the shortest and longest spells Set
 // takes keep a belief that sums to 1 and finds the tag.
 func TestGridStandingExtremeTimes(t *testing.T) {

@@ -610,35 +610,40 @@ func TestGridBeliefIgnoresScanOrder(t *testing.T) {
 // the second comes. With a narrow law (sigma 2 dB) the second report
 // favours the zeroed cells by more than e^88, a float32 +Inf: the belief
 // must still not turn NaN (0 x Inf), and the next second, with the
-// floor, it moves on.
+// floor, it moves on. The same with the standing belief (the default),
+// whose cells are zeroed and skipped with the moving ones, and without.
 func TestGridBeliefSurvivesAContradictoryScan(t *testing.T) {
 	s := gridSite(7, 1, true)
-	for _, sigma := range []float64{0, 2} {
-		h := tracking(t, Options{Params: Params{Sigma: sigma, SigmaFloor: min(sigma, DefaultParams().SigmaFloor)}}, s, nil, AlgGrid)
-		h.clk.Advance(time.Second)
-		h.sight("WAT-1", s.Gateways[0].MAC, -30)
-		h.sight("WAT-1", s.Gateways[6].MAC, -30)
-		check := func(when string) []float64 {
-			m := gridMass(h, "WAT-1")
-			var sum float64
-			for _, v := range m {
-				if math.IsNaN(v) {
-					t.Fatalf("sigma %v, %s: zone masses %v", sigma, when, m)
-				}
-				sum += v
-			}
-			if math.Abs(sum-1) > 1e-3 {
-				t.Fatalf("sigma %v, %s: zone masses %v sum to %v", sigma, when, m, sum)
-			}
-			return m
-		}
-		check("the contradictory scan")
-		for range 5 {
+	for _, stand := range []time.Duration{-1, 30 * time.Second} {
+		for _, sigma := range []float64{0, 2} {
+			p := Params{Sigma: sigma, SigmaFloor: min(sigma, DefaultParams().SigmaFloor), StandFor: stand}
+			h := tracking(t, Options{Params: p}, s, nil, AlgGrid)
 			h.clk.Advance(time.Second)
+			h.sight("WAT-1", s.Gateways[0].MAC, -30)
 			h.sight("WAT-1", s.Gateways[6].MAC, -30)
-		}
-		if m := check("five scans of the last gateway alone"); m[6] < 0.9 {
-			t.Fatalf("sigma %v: zone masses %v, want the last zone's", sigma, m)
+			check := func(when string) []float64 {
+				m := gridMass(h, "WAT-1")
+				var sum float64
+				for _, v := range m {
+					if math.IsNaN(v) {
+						t.Fatalf("stand_for %v, sigma %v, %s: zone masses %v", stand, sigma, when, m)
+					}
+					sum += v
+				}
+				if math.Abs(sum-1) > 1e-3 {
+					t.Fatalf("stand_for %v, sigma %v, %s: zone masses %v sum to %v", stand, sigma, when, m, sum)
+				}
+				return m
+			}
+			check("the contradictory scan")
+			for i := range 5 {
+				h.clk.Advance(time.Second)
+				h.sight("WAT-1", s.Gateways[6].MAC, -30)
+				check(fmt.Sprintf("scan %d of the last gateway alone", i+1))
+			}
+			if m := check("five scans of the last gateway alone"); m[6] < 0.9 {
+				t.Fatalf("stand_for %v, sigma %v: zone masses %v, want the last zone's", stand, sigma, m)
+			}
 		}
 	}
 }
