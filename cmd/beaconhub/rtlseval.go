@@ -141,6 +141,7 @@ func cmdRTLSEval(args []string, stdout, stderr io.Writer) int {
 	if odds != "" {
 		fmt.Fprintln(stdout, "note:", odds)
 	}
+	fmt.Fprintln(stdout, "note:", replay.PaceNote(ds, *timeout))
 	if len(set) > 0 {
 		fmt.Fprintln(stdout, "parameters other than the defaults:", strings.Join(set, " "))
 	}

@@ -43,7 +43,8 @@ func TestRTLSEvalCommand(t *testing.T) {
 	if code := run([]string{"rtls-eval", "--alg", "knn,strongest", dir}, &out, &errb); code != 0 {
 		t.Fatalf("exit %d: %s", code, errb.String())
 	}
-	for _, want := range []string{"2 zones, 2 gateways", "| knn | 9", "| strongest | ", "(1/1)", "note: scale 10 map units a metre"} {
+	for _, want := range []string{"2 zones, 2 gateways", "| knn | 9", "| strongest | ", "(1/1)", "note: scale 10 map units a metre",
+		"note: zone changes of labelled time: test.csv one every 39 s (1 in 39 s); train.csv one every 39 s (1 in 39 s)", "| settled: 10 s into a stay |"} {
 		if !strings.Contains(out.String(), want) {
 			t.Fatalf("output lacks %q:\n%s", want, out.String())
 		}

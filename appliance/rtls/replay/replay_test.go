@@ -273,6 +273,56 @@ func TestScorer(t *testing.T) {
 	}
 }
 
+// A sighting is settled SettleAfter into its true zone's stay: the
+// stay begins at a change, or at the beacon's first label (not at an
+// unlabelled sighting before it), and an unlabelled sighting in it does
+// not restart it.
+func TestScorerSettled(t *testing.T) {
+	ds := &Dataset{ZoneID: map[string]uint64{"A": 1, "B": 2}}
+	sc := newScorer(ds, 5*time.Second, time.Minute)
+	for _, s := range []struct {
+		v    int64
+		zone string
+		pred uint64
+	}{
+		{0, "", 0}, {2000, "A", 2}, // the stay in A begins at 2 s
+		{6000, "A", 1}, {11000, "", 1}, {11999, "A", 1}, // scored, not settled
+		{12000, "A", 1}, {13000, "A", 2}, // settled: right, wrong
+		{14000, "B", 2}, {23999, "B", 2}, // not settled
+		{24000, "B", 2}, {25000, "B", 1}, // settled: right, wrong
+	} {
+		sc.add(event{v: s.v, row: &Row{Beacon: "X", Zone: s.zone}}, s.pred)
+	}
+	var r Result
+	sc.fill(&r)
+	if r.Scored != 8 || r.Settled != 4 || r.SettledCorrect != 2 || r.SettledAccuracy() != 0.5 {
+		t.Fatalf("%+v", r)
+	}
+	if (&Result{}).SettledAccuracy() != 0 {
+		t.Fatal("no settled sighting: accuracy not 0")
+	}
+}
+
+// Pace follows each beacon on its own: interleaved beacons are no
+// change, an unlabelled row neither, and a silence counts up to maxGap.
+func TestPace(t *testing.T) {
+	rows := []Row{
+		{T: 0, Beacon: "X", Zone: "A"}, {T: 0, Beacon: "Y", Zone: "B"},
+		{T: 1000, Beacon: "X", Zone: "A"}, {T: 1000, Beacon: "Y", Zone: "B"},
+		{T: 2000, Beacon: "X", Zone: ""},    // unlabelled: not a change
+		{T: 3000, Beacon: "X", Zone: "B"},   // a change, 2 s after its last label
+		{T: 100000, Beacon: "Y", Zone: "A"}, // a change after 99 s of silence: 60 s counted
+	}
+	n, s := Pace(rows, time.Minute)
+	if n != 2 || s != 1+1+2+60 {
+		t.Fatalf("%d changes in %v s", n, s)
+	}
+	ds := &Dataset{Test: rows}
+	if got, want := PaceNote(ds, time.Minute), "zone changes of labelled time: test.csv one every 32 s (2 in 64 s); train.csv no change in 0 s"; got != want {
+		t.Fatalf("note %q, want %q", got, want)
+	}
+}
+
 func TestRunOnUCIDataset(t *testing.T) {
 	dir := uciDir(t)
 	rs := replayDir(t, dir)

@@ -22,6 +22,11 @@ type Result struct {
 	CorrectS float64
 	Flips    int     // predicted zone changes while the true zone did not change
 	StableS  float64 // seconds of unchanged true zone
+	// Settled and SettledCorrect count the scored sightings at least
+	// SettleAfter into their true zone's stay, and of them the right
+	// ones: how often the zone is right for a tag that stays put, apart
+	// from how fast a change is followed.
+	Settled, SettledCorrect int
 	// Offsets is each beacon's tag offset estimate at the end of the run
 	// (dB louder than the survey tag; docs/rtls.md, "Tag offset").
 	Offsets map[string]float64
@@ -33,6 +38,21 @@ func (r *Result) Accuracy() float64 {
 		return 0
 	}
 	return float64(r.Correct) / float64(r.Scored)
+}
+
+// SettleAfter is how long a true zone must have held for a sighting to
+// count as settled (Result.Settled): longer than the filters take to
+// follow a change on the generated walks (3-9 s at their default odds),
+// shorter than most stays.
+const SettleAfter = 10 * time.Second
+
+// SettledAccuracy is the share of settled sightings predicted right (0
+// when none is settled).
+func (r *Result) SettledAccuracy() float64 {
+	if r.Settled == 0 {
+		return 0
+	}
+	return float64(r.SettledCorrect) / float64(r.Settled)
 }
 
 // FlipsPerMin is flips per minute of unchanged true zone.
@@ -55,6 +75,7 @@ type scorer struct {
 	ds      *Dataset
 	warmup  int64
 	maxGap  int64
+	settle  int64
 	beacons map[string]*follow
 	res     Result
 	sumMS   int64
@@ -65,19 +86,20 @@ type follow struct {
 	trueZone    string
 	pred        uint64
 	changedAt   int64
-	waiting     bool // a true zone change not yet caught up
-	timed       bool // ... and it came after the warm-up
+	since       int64 // when the true zone began, as far as the file tells
+	waiting     bool  // a true zone change not yet caught up
+	timed       bool  // ... and it came after the warm-up
 }
 
 func newScorer(ds *Dataset, warmup, timeout time.Duration) *scorer {
-	return &scorer{ds: ds, warmup: warmup.Milliseconds(), maxGap: timeout.Milliseconds(), beacons: map[string]*follow{}}
+	return &scorer{ds: ds, warmup: warmup.Milliseconds(), maxGap: timeout.Milliseconds(), settle: SettleAfter.Milliseconds(), beacons: map[string]*follow{}}
 }
 
 func (s *scorer) add(ev event, pred uint64) {
 	row := ev.row
 	f := s.beacons[row.Beacon]
 	if f == nil {
-		f = &follow{first: ev.v, last: ev.v, trueZone: row.Zone, pred: pred}
+		f = &follow{first: ev.v, last: ev.v, trueZone: row.Zone, pred: pred, since: ev.v}
 		s.beacons[row.Beacon] = f
 	}
 	if row.Zone == "" {
@@ -89,7 +111,7 @@ func (s *scorer) add(ev event, pred uint64) {
 		return
 	}
 	if f.trueZone == "" {
-		f.trueZone = row.Zone // the first label: nothing to compare with
+		f.trueZone, f.since = row.Zone, ev.v // the first label: nothing to compare with
 	}
 	warm := ev.v-f.first >= s.warmup
 	warmPrev := f.last-f.first >= s.warmup
@@ -97,7 +119,7 @@ func (s *scorer) add(ev event, pred uint64) {
 	changed := row.Zone != f.trueZone
 	if changed {
 		f.waiting, f.timed = true, warm
-		f.changedAt = ev.v
+		f.changedAt, f.since = ev.v, ev.v
 	} else if warmPrev {
 		s.res.StableS += float64(min(ev.v-f.last, s.maxGap)) / 1000
 		if pred != f.pred && pred != 0 && f.pred != 0 && !(f.waiting && pred == want) {
@@ -116,6 +138,12 @@ func (s *scorer) add(ev event, pred uint64) {
 			s.res.Changes++
 		}
 		s.res.Scored++
+		if ev.v-f.since >= s.settle {
+			s.res.Settled++
+			if pred == want {
+				s.res.SettledCorrect++
+			}
+		}
 		switch pred {
 		case want:
 			s.res.Correct++
@@ -137,20 +165,26 @@ func (s *scorer) fill(r *Result) {
 
 // Format prints the results as a Markdown table.
 func Format(w io.Writer, rs []Result) {
-	fmt.Fprintln(w, "| algorithm | zone accuracy | unknown | s to correct (caught/changes) | flips/min (flips, stable min) | tag offset, dB |")
-	fmt.Fprintln(w, "|---|---|---|---|---|---|")
+	// The settled column is last, so the columns before it stay where
+	// they were in every table docs/performance.md holds.
+	fmt.Fprintf(w, "| algorithm | zone accuracy | unknown | s to correct (caught/changes) | flips/min (flips, stable min) | tag offset, dB | settled: %g s into a stay |\n", SettleAfter.Seconds())
+	fmt.Fprintln(w, "|---|---|---|---|---|---|---|")
 	for _, r := range rs {
 		if !r.Ready {
-			fmt.Fprintf(w, "| %s | not applicable: %s | | | | |\n", r.Algorithm, r.Reason)
+			fmt.Fprintf(w, "| %s | not applicable: %s | | | | | |\n", r.Algorithm, r.Reason)
 			continue
 		}
 		if r.Scored == 0 {
-			fmt.Fprintf(w, "| %s | no sighting scored | | | | |\n", r.Algorithm)
+			fmt.Fprintf(w, "| %s | no sighting scored | | | | | |\n", r.Algorithm)
 			continue
 		}
-		fmt.Fprintf(w, "| %s | %.1f%% (%d/%d) | %d | %.1f (%d/%d) | %.2f (%d, %.1f) | %s |\n", r.Algorithm,
+		settled := "none"
+		if r.Settled > 0 {
+			settled = fmt.Sprintf("%.1f%% (%d/%d)", 100*r.SettledAccuracy(), r.SettledCorrect, r.Settled)
+		}
+		fmt.Fprintf(w, "| %s | %.1f%% (%d/%d) | %d | %.1f (%d/%d) | %.2f (%d, %.1f) | %s | %s |\n", r.Algorithm,
 			100*r.Accuracy(), r.Correct, r.Scored, r.Unknown, r.CorrectS, r.Corrected, r.Changes,
-			r.FlipsPerMin(), r.Flips, r.StableS/60, offsetRange(r.Offsets))
+			r.FlipsPerMin(), r.Flips, r.StableS/60, offsetRange(r.Offsets), settled)
 	}
 }
 
@@ -168,4 +202,46 @@ func offsetRange(offs map[string]float64) string {
 		return fmt.Sprintf("%+.1f", lo)
 	}
 	return fmt.Sprintf("%+.1f to %+.1f", lo, hi)
+}
+
+// Pace counts the true zone changes in rows (a file of the recording)
+// and the labelled time they happen in: per beacon, the time between
+// its consecutive labelled sightings, each gap counted up to maxGap (a
+// silence longer than the engine's timeout is not time in a zone, as
+// for StableS). How often tags change zone decides how much a tracker's
+// lag costs; rtls-eval prints it for both files, since what it trains
+// on train.csv assumes the test moves alike.
+func Pace(rows []Row, maxGap time.Duration) (changes int, seconds float64) {
+	type last struct {
+		t    int64
+		zone string
+	}
+	seen := map[string]last{}
+	limit := maxGap.Milliseconds()
+	for _, r := range rows {
+		if r.Zone == "" {
+			continue
+		}
+		if l, ok := seen[r.Beacon]; ok {
+			seconds += float64(min(r.T-l.t, limit)) / 1000
+			if r.Zone != l.zone {
+				changes++
+			}
+		}
+		seen[r.Beacon] = last{r.T, r.Zone}
+	}
+	return changes, seconds
+}
+
+// PaceNote says how often each file's tags change zone, for rtls-eval's
+// notes.
+func PaceNote(ds *Dataset, maxGap time.Duration) string {
+	say := func(name string, rows []Row) string {
+		n, s := Pace(rows, maxGap)
+		if n == 0 {
+			return fmt.Sprintf("%s no change in %.0f s", name, s)
+		}
+		return fmt.Sprintf("%s one every %.0f s (%d in %.0f s)", name, s/float64(n), n, s)
+	}
+	return fmt.Sprintf("zone changes of labelled time: %s; %s", say("test.csv", ds.Test), say("train.csv", ds.Train))
 }
