@@ -55,6 +55,12 @@ func cmdRTLSEval(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "usage: beaconhub rtls-eval [--alg a,b] [--timeout D] [--set name=value]... [--without g1,g2] DATASET_DIR")
 		return 2
 	}
+	// The same timeout runs the engine and counts the pace note's
+	// time; Run would quietly take 60 s for zero, the note would not.
+	if *timeout <= 0 {
+		fmt.Fprintln(stderr, "rtls-eval: --timeout must be positive, got", *timeout)
+		return 2
+	}
 	dir := pos[0]
 	ds, err := replay.Load(dir)
 	if err != nil {

@@ -85,6 +85,14 @@ func TestRTLSEvalCommand(t *testing.T) {
 			t.Fatalf("--without %s: exit %d: %s", bad, code, errb.String())
 		}
 	}
+	// The pace note counts time with the engine's timeout, so one that
+	// Run would replace with its default is refused, not half used.
+	for _, bad := range []string{"0s", "-5s"} {
+		errb.Reset()
+		if code := run([]string{"rtls-eval", "--timeout", bad, dir}, &out, &errb); code != 2 || !strings.Contains(errb.String(), "--timeout must be positive") {
+			t.Fatalf("--timeout %s: exit %d: %s", bad, code, errb.String())
+		}
+	}
 	var walked strings.Builder
 	walked.WriteString("t_ms,gateway,beacon,rssi,zone,x,y\n")
 	for s := 0; s < 300; s++ {

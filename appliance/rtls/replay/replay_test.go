@@ -301,6 +301,50 @@ func TestScorerSettled(t *testing.T) {
 	if (&Result{}).SettledAccuracy() != 0 {
 		t.Fatal("no settled sighting: accuracy not 0")
 	}
+
+	// Settling waits for the warm-up: 12 s into a stay but 12 s after
+	// the first sighting is not scored, so not settled either.
+	sc = newScorer(ds, 20*time.Second, time.Minute)
+	for _, v := range []int64{0, 12000, 21000} {
+		sc.add(event{v: v, row: &Row{Beacon: "X", Zone: "A"}}, 1)
+	}
+	r = Result{}
+	sc.fill(&r)
+	if r.Scored != 1 || r.Settled != 1 {
+		t.Fatalf("warm-up longer than settling: %+v", r)
+	}
+
+	sc = newScorer(ds, 5*time.Second, time.Minute)
+	// A beacon first seen late counts its stay from then, not from 0.
+	for _, v := range []int64{30000, 36000} {
+		sc.add(event{v: v, row: &Row{Beacon: "Y", Zone: "A"}}, 1)
+	}
+	// A silence longer than the timeout starts the stay again: the
+	// engine forgot the beacon and has to find it anew.
+	for _, v := range []int64{0, 20000, 30000, 100000, 105000, 110000} {
+		sc.add(event{v: v, row: &Row{Beacon: "Z", Zone: "A"}}, 1)
+	}
+	r = Result{}
+	sc.fill(&r)
+	// Y: 36 s scored, 6 s into its stay. Z: 20 s and 30 s settled;
+	// 100 s and 105 s scored after a 70 s silence; 110 s settled again.
+	if r.Scored != 1+5 || r.Settled != 0+3 {
+		t.Fatalf("late beacon and long silence: %+v", r)
+	}
+}
+
+// The settled column prints its share with its counts, and "none" when
+// no sighting had settled.
+func TestFormatSettled(t *testing.T) {
+	var b strings.Builder
+	Format(&b, []Result{
+		{Algorithm: "a", Ready: true, Scored: 4, Correct: 2, Settled: 4, SettledCorrect: 2},
+		{Algorithm: "b", Ready: true, Scored: 4, Correct: 2},
+	})
+	out := b.String()
+	if !strings.Contains(out, " | 50.0% (2/4) |\n| b |") || !strings.HasSuffix(out, " | none |\n") {
+		t.Fatalf("settled column:\n%s", out)
+	}
 }
 
 // Pace follows each beacon on its own: interleaved beacons are no

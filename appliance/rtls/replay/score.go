@@ -43,7 +43,9 @@ func (r *Result) Accuracy() float64 {
 // SettleAfter is how long a true zone must have held for a sighting to
 // count as settled (Result.Settled): longer than the filters take to
 // follow a change on the generated walks (3-9 s at their default odds),
-// shorter than most stays.
+// shorter than most stays. Only scored sightings (after the warm-up)
+// can be settled; an unlabelled row neither ends nor starts a stay, and
+// a silence longer than the engine's timeout starts it again.
 const SettleAfter = 10 * time.Second
 
 // SettledAccuracy is the share of settled sightings predicted right (0
@@ -112,6 +114,11 @@ func (s *scorer) add(ev event, pred uint64) {
 	}
 	if f.trueZone == "" {
 		f.trueZone, f.since = row.Zone, ev.v // the first label: nothing to compare with
+	} else if ev.v-f.last > s.maxGap {
+		// The engine forgot the beacon in a silence longer than its
+		// timeout, so the stay starts again for settling: a tracker
+		// that lost it has to find it anew, as after a change.
+		f.since = ev.v
 	}
 	warm := ev.v-f.first >= s.warmup
 	warmPrev := f.last-f.first >= s.warmup
@@ -210,7 +217,9 @@ func offsetRange(offs map[string]float64) string {
 // silence longer than the engine's timeout is not time in a zone, as
 // for StableS). How often tags change zone decides how much a tracker's
 // lag costs; rtls-eval prints it for both files, since what it trains
-// on train.csv assumes the test moves alike.
+// on train.csv assumes the test moves alike. rows must be in time order
+// (Load sorts them); changes in the scorer's warm-up count too, since
+// the note is about the recording, not the score.
 func Pace(rows []Row, maxGap time.Duration) (changes int, seconds float64) {
 	type last struct {
 		t    int64
