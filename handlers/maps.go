@@ -91,7 +91,7 @@ func (s *Server) uploadMap(w http.ResponseWriter, r *http.Request, _ httprouter.
 	if !isImage {
 		return apperr.Invalid("the map image must be PNG, JPEG or SVG")
 	}
-	wd, ht, err := imageSize(ct, data)
+	wd, ht, err := checkUpload(ct, data)
 	if err != nil {
 		return err
 	}
@@ -282,7 +282,11 @@ func (s *Server) mapImage(w http.ResponseWriter, r *http.Request, _ httprouter.P
 	w.Header().Set("Content-Type", img.ContentType)
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.Header().Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; sandbox")
-	w.Header().Set("Cache-Control", "private, max-age=300")
+	// The same URL serves a new image once the map's is replaced, so the
+	// browser revalidates every time; image ids are never reused, so the
+	// id is the ETag and an unchanged image costs a 304.
+	w.Header().Set("Cache-Control", "private, no-cache")
+	w.Header().Set("ETag", `"map-image-`+strconv.FormatUint(imageID, 10)+`"`)
 	http.ServeContent(w, r, "", time.Time{}, bytes.NewReader(img.Data))
 	return nil
 }

@@ -2,7 +2,9 @@ package handlers
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/xml"
+	"hash/crc32"
 	"image"
 	"image/jpeg"
 	"image/png"
@@ -34,6 +36,102 @@ func imageSize(contentType string, data []byte) (float64, float64, error) {
 		return 0, 0, apperr.Invalid("the %s image is damaged: its header does not decode", strings.TrimPrefix(contentType, "image/"))
 	}
 	return float64(cfg.Width), float64(cfg.Height), nil
+}
+
+// maxImageSide bounds an uploaded image's stated size, as the map body's
+// width and height are bounded: the size becomes the map's.
+const maxImageSide = 100000
+
+// checkUpload is imageSize for a new upload, which must also be whole: a
+// PNG or JPEG cut short (an interrupted copy) has a header that decodes
+// and would be stored and drawn half grey. The structure is walked to
+// its end marker (and a PNG's chunk checksums verified) without decoding
+// the pixels, which a 5 MiB file could blow up to gigabytes of.
+func checkUpload(contentType string, data []byte) (float64, float64, error) {
+	w, h, err := imageSize(contentType, data)
+	if err != nil {
+		return 0, 0, err
+	}
+	var whole bool
+	switch contentType {
+	case "image/png":
+		whole = pngWhole(data)
+	case "image/jpeg":
+		whole = jpegWhole(data)
+	default:
+		whole = true // svgSize read the whole document
+	}
+	if !whole {
+		return 0, 0, apperr.Invalid("the %s image is damaged or cut short: it does not end as one should", strings.TrimPrefix(contentType, "image/"))
+	}
+	if w > maxImageSide || h > maxImageSide {
+		return 0, 0, apperr.Invalid("the image states %gx%g pixels; at most %d a side", w, h, maxImageSide)
+	}
+	return w, h, nil
+}
+
+// pngWhole walks the chunks after the signature, checking each one's
+// CRC, and reports whether IEND is reached.
+func pngWhole(data []byte) bool {
+	const sig = 8
+	for p := sig; p+12 <= len(data); {
+		n := int(binary.BigEndian.Uint32(data[p:]))
+		if n < 0 || n > len(data)-p-12 {
+			return false
+		}
+		typ := data[p+4 : p+8]
+		if crc32.ChecksumIEEE(data[p+4:p+8+n]) != binary.BigEndian.Uint32(data[p+8+n:]) {
+			return false
+		}
+		if string(typ) == "IEND" {
+			return true
+		}
+		p += 12 + n
+	}
+	return false
+}
+
+// jpegWhole walks the marker segments from SOI and each scan's
+// entropy-coded data to EOI. Walking, not searching for FF D9, matters:
+// an EXIF thumbnail carries an EOI of its own inside APP1.
+func jpegWhole(data []byte) bool {
+	if len(data) < 4 || data[0] != 0xFF || data[1] != 0xD8 {
+		return false
+	}
+	p := 2
+	for p+1 < len(data) {
+		if data[p] != 0xFF {
+			return false
+		}
+		m := data[p+1]
+		switch {
+		case m == 0xFF: // fill byte before a marker
+			p++
+			continue
+		case m == 0xD9:
+			return true
+		case m == 0x01 || (m >= 0xD0 && m <= 0xD7): // no length
+			p += 2
+			continue
+		}
+		if p+4 > len(data) {
+			return false
+		}
+		n := int(binary.BigEndian.Uint16(data[p+2:]))
+		if n < 2 || p+2+n > len(data) {
+			return false
+		}
+		p += 2 + n
+		if m != 0xDA {
+			continue
+		}
+		// Entropy-coded data runs to the next marker that is neither a
+		// stuffed zero nor a restart.
+		for p+1 < len(data) && (data[p] != 0xFF || data[p+1] == 0x00 || (data[p+1] >= 0xD0 && data[p+1] <= 0xD7)) {
+			p++
+		}
+	}
+	return false
 }
 
 // svgSize reads the size from the root element and checks the whole

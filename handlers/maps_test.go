@@ -289,6 +289,11 @@ func TestGatewayPlacement(t *testing.T) {
 	if len(got.Gateways) != 0 {
 		t.Fatalf("still placed %+v", got)
 	}
+	// A deleted gateway takes its placement along: the map shrinks past
+	// where it stood.
+	h.post(path, map[string]any{"gateway": gw, "x": 180, "y": 20}, http.StatusOK)
+	h.send("DELETE", "/api/v1/gateway/"+gw, h.admin, nil).expect(t, http.StatusOK)
+	h.send("POST", "/api/v1/map/"+itoa(m.ID), h.admin, map[string]any{"name": "Ground", "image_id": m.ImageID, "width": 100, "height": 100}).expect(t, http.StatusOK)
 }
 
 // TestMapResizeKeepsZonesInside: a new size that would cut off a zone or a
@@ -312,9 +317,49 @@ func TestMapResizeKeepsZonesInside(t *testing.T) {
 	}
 	save(map[string]any{"name": "Ground", "image_id": m.ImageID, "width": 160, "height": 100}).expect(t, http.StatusOK)
 
+	// The map's image URL stays the same when the image is replaced: a
+	// browser's copy is revalidated by ETag, never served stale.
+	byMap := "/api/v1/maps/image?id=" + itoa(m.ID)
+	old := h.get(byMap, h.admin).expect(t, http.StatusOK)
+	oldTag := old.Header.Get("ETag")
+	if oldTag == "" || !strings.Contains(old.Header.Get("Cache-Control"), "no-cache") {
+		t.Fatalf("map image served with %v", old.Header)
+	}
+	h.do(req{method: "GET", path: byMap, token: h.admin, header: map[string]string{"If-None-Match": oldTag}}).expect(t, http.StatusNotModified)
 	var up uploaded
 	h.upload("new.png", pngOf(t, 300, 150)).expect(t, http.StatusCreated).decodePayload(t, &up)
 	save(map[string]any{"name": "Ground", "image_id": up.ImageID}).expect(t, http.StatusOK)
+	if r := h.do(req{method: "GET", path: byMap, token: h.admin, header: map[string]string{"If-None-Match": oldTag}}).expect(t, http.StatusOK); r.Header.Get("ETag") == oldTag {
+		t.Fatalf("the replaced image kept its ETag %s", oldTag)
+	}
 	h.get("/api/v1/maps/image?image_id="+itoa(m.ImageID), h.admin).expect(t, http.StatusNotFound)
 	h.get("/api/v1/maps/image?image_id="+itoa(up.ImageID), h.admin).expect(t, http.StatusOK)
+}
+
+// TestFloorLinksToAMap: a floor's map_id must name a map that exists,
+// and deleting the map unlinks its floors rather than leaving them
+// pointing at nothing.
+func TestFloorLinksToAMap(t *testing.T) {
+	h, admin := newNavHarness(t)
+	var up uploaded
+	h.send("POST", "/api/v1/maps/upload", admin, pngOf(t, 200, 100)).expect(t, http.StatusCreated).decodePayload(t, &up)
+	var m store.Map
+	h.send("POST", "/api/v1/maps", admin, map[string]any{"name": "Ground", "image_id": up.ImageID}).expect(t, http.StatusCreated).decodePayload(t, &m)
+	var f store.Floor
+	h.send("POST", "/api/v1/floors", admin, map[string]any{"name": "G", "map_id": m.ID}).expect(t, http.StatusCreated).decodePayload(t, &f)
+	if f.MapID != m.ID {
+		t.Fatalf("floor %+v", f)
+	}
+	r := h.send("POST", "/api/v1/floors", admin, map[string]any{"name": "X", "map_id": 999}).expect(t, http.StatusBadRequest)
+	if !strings.Contains(r.Body, `"map_id"`) {
+		t.Fatalf("unknown map: %s", r.Body)
+	}
+	h.send("DELETE", "/api/v1/map/"+itoa(m.ID), admin, nil).expect(t, http.StatusOK)
+	var got store.Floor
+	h.send("GET", "/api/v1/floor/"+itoa(f.ID), admin, nil).expect(t, http.StatusOK).decodePayload(t, &got)
+	if got.ID != f.ID || got.MapID != 0 || got.Name != "G" {
+		t.Fatalf("floor after its map's delete: %+v", got)
+	}
+	// The floor can be saved again, now without a map.
+	h.send("POST", "/api/v1/floor/"+itoa(f.ID), admin, map[string]any{"name": "G"}).expect(t, http.StatusOK)
 }

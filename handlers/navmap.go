@@ -15,9 +15,9 @@ import (
 	"github.com/julienschmidt/httprouter"
 )
 
-// Floor images. The maps subsystem does not exist yet, so each floor keeps
-// one optional image here; once maps exist the floor's map_id will point
-// at its map and this image will move there.
+// Floor images: the navigation app's copy of a floor's plan, served to
+// navigation tokens (which read no map endpoint), apart from the map the
+// floor's map_id names.
 
 const maxFloorImage = 5 << 20
 
@@ -69,7 +69,7 @@ func (s *Server) putFloorImage(w http.ResponseWriter, r *http.Request, p httprou
 	}
 	// The same checks as a map image: a damaged or malformed image would
 	// be shipped to every phone and drawn broken.
-	if _, _, err := imageSize(ct, data); err != nil {
+	if _, _, err := checkUpload(ct, data); err != nil {
 		return err
 	}
 	if err := s.deps.DB.PutFloorImage(id, ct, data); err != nil {

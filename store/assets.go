@@ -153,7 +153,17 @@ func (t *AssetTx) PutGateway(g *Gateway) error {
 }
 
 // DeleteGateway removes the gateway record.
-func (t *AssetTx) DeleteGateway(id uint64) error { return t.tx.Bucket(bGateways).Delete(itob(id)) }
+func (t *AssetTx) DeleteGateway(id uint64) error {
+	// Its map placement goes with it: left behind, it is invisible (the
+	// lists skip placements of unknown gateways) yet blocks shrinking
+	// its map, and no endpoint could remove it.
+	if b := t.tx.Bucket(bMapGateways); b != nil {
+		if err := b.Delete(itob(id)); err != nil {
+			return err
+		}
+	}
+	return t.tx.Bucket(bGateways).Delete(itob(id))
+}
 
 // EachGateway calls fn for every gateway in id order.
 func (t *AssetTx) EachGateway(fn func(g *Gateway) error) error {

@@ -201,9 +201,18 @@ func checkMapFits(tx *bolt.Tx, m Map) error {
 		return err
 	}
 	for _, p := range ps {
-		if !m.holds(p.X, p.Y) {
-			return invalid("gateway %d is placed at %g,%g, outside the new map size %gx%g: move it first", p.GatewayID, p.X, p.Y, m.Width, m.Height)
+		if m.holds(p.X, p.Y) {
+			continue
 		}
+		var g Gateway
+		if gb := tx.Bucket(bGateways); gb == nil || gb.Get(itob(p.GatewayID)) == nil {
+			// A placement a deleted gateway left behind (before
+			// DeleteGateway took it along) places nothing.
+			continue
+		} else if err := getJSON(gb, itob(p.GatewayID), &g); err != nil {
+			return err
+		}
+		return invalid("gateway %s is placed at %g,%g, outside the new map size %gx%g: move it first", g.AssetUID, p.X, p.Y, m.Width, m.Height)
 	}
 	return nil
 }
@@ -269,6 +278,18 @@ func (db *DB) DeleteMap(id uint64) error {
 				}
 			}
 		}
+		if fb := tx.Bucket(bNavFloors); fb != nil {
+			floors, err := navList(tx, bNavFloors, func(f *Floor) bool { return f.MapID == id })
+			if err != nil {
+				return err
+			}
+			for _, f := range floors {
+				f.MapID = 0 // the floor stays, without the plan it showed
+				if err := putJSON(fb, itob(f.ID), f); err != nil {
+					return err
+				}
+			}
+		}
 		if err := b.Delete(itob(id)); err != nil {
 			return err
 		}
@@ -279,8 +300,22 @@ func (db *DB) DeleteMap(id uint64) error {
 // PlaceGateway puts a gateway on a map (replacing any earlier placement).
 func (db *DB) PlaceGateway(p GatewayPlacement) error {
 	return db.Update(func(tx *bolt.Tx) error {
-		if mb := tx.Bucket(bMaps); mb == nil || mb.Get(itob(p.MapID)) == nil {
+		mb := tx.Bucket(bMaps)
+		if mb == nil || mb.Get(itob(p.MapID)) == nil {
 			return ErrNotFound
+		}
+		// Checked again here, where a concurrent resize of the map
+		// cannot slip in between the check and the write.
+		var m Map
+		if err := getJSON(mb, itob(p.MapID), &m); err != nil {
+			return err
+		}
+		if !m.holds(p.X, p.Y) {
+			field := "x"
+			if p.X <= m.Width {
+				field = "y"
+			}
+			return invalidField(field, "%s must be a pixel position inside the map (%gx%g)", field, m.Width, m.Height)
 		}
 		b, err := tx.CreateBucketIfNotExists(bMapGateways)
 		if err != nil {

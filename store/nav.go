@@ -15,8 +15,8 @@ var (
 	bNavEdges  = []byte("nav_edges")  // id -> NavEdge
 )
 
-// Floor is one storey of a building. MapID will link to the maps subsystem
-// once it exists; until then it is stored as given.
+// Floor is one storey of a building. MapID, when not 0, is the map
+// (floor plan) it shows; deleting that map sets it back to 0.
 type Floor struct {
 	ID         uint64    `json:"id"`
 	Name       string    `json:"name"`
@@ -116,6 +116,13 @@ func (db *DB) PutFloor(f Floor) (Floor, error) {
 		fb, _, _, err := navBuckets(tx)
 		if err != nil {
 			return err
+		}
+		if f.MapID != 0 {
+			// Checked in the write's transaction, so a map deleted
+			// meanwhile cannot be linked (DeleteMap unlinks its floors).
+			if mb := tx.Bucket(bMaps); mb == nil || mb.Get(itob(f.MapID)) == nil {
+				return invalidField("map_id", "map %d does not exist", f.MapID)
+			}
 		}
 		if f.ID == 0 {
 			seq, err := fb.NextSequence()

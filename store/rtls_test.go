@@ -129,18 +129,24 @@ func TestRTLSAlgorithmIsKept(t *testing.T) {
 }
 
 // TestPutMapKeepsPlacementsInside: a size that would leave a placed
-// gateway outside the map is refused and nothing changes; a size that
-// holds it is taken.
+// gateway outside the map is refused (naming its asset_uid) and nothing
+// changes; a size that holds it is taken. Deleting the gateway takes its
+// placement along, and a placement a deleted gateway left behind (as
+// before that) does not block a resize.
 func TestPutMapKeepsPlacementsInside(t *testing.T) {
 	db := openRTLSDB(t)
 	m := mustMap(t, db, "Ground") // 100 x 50
-	if err := db.PlaceGateway(GatewayPlacement{GatewayID: 7, MapID: m.ID, X: 90, Y: 10}); err != nil {
+	g := &Gateway{AssetUID: "GW-T-1", MAC: "AC233FA0B1C2"}
+	if err := db.CreateGateway(g); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.PlaceGateway(GatewayPlacement{GatewayID: g.ID, MapID: m.ID, X: 90, Y: 10}); err != nil {
 		t.Fatal(err)
 	}
 	small := m
 	small.Width = 80
 	var inv *InvalidError
-	if _, err := db.PutMap(small, time.Unix(2, 0)); !errors.As(err, &inv) || !strings.Contains(inv.Msg, "gateway 7") {
+	if _, err := db.PutMap(small, time.Unix(2, 0)); !errors.As(err, &inv) || !strings.Contains(inv.Msg, "gateway GW-T-1") {
 		t.Fatalf("shrinking past a placed gateway: %v", err)
 	}
 	if got, _ := db.GetMap(m.ID); got.Width != 100 {
@@ -149,6 +155,42 @@ func TestPutMapKeepsPlacementsInside(t *testing.T) {
 	small.Width = 95
 	if _, err := db.PutMap(small, time.Unix(3, 0)); err != nil {
 		t.Fatal(err)
+	}
+
+	if err := db.UpdateAssets(time.Unix(4, 0), func(t *AssetTx) error { return t.DeleteGateway(g.ID) }); err != nil {
+		t.Fatal(err)
+	}
+	if ps, err := db.GatewayPlacements(0); err != nil || len(ps) != 0 {
+		t.Fatalf("placements after the gateway's delete: %+v %v", ps, err)
+	}
+	// An orphan as an older version left it: no gateway 7 exists.
+	if err := db.PlaceGateway(GatewayPlacement{GatewayID: 7, MapID: m.ID, X: 90, Y: 10}); err != nil {
+		t.Fatal(err)
+	}
+	small.Width = 50
+	if _, err := db.PutMap(small, time.Unix(5, 0)); err != nil {
+		t.Fatalf("an orphaned placement blocks a resize: %v", err)
+	}
+}
+
+// TestPlaceGatewayInsideTheMap: the bounds are checked in the write's
+// own transaction, against the map as stored then, so a resize between
+// a handler's check and the write cannot leave a gateway off the map.
+func TestPlaceGatewayInsideTheMap(t *testing.T) {
+	db := openRTLSDB(t)
+	m := mustMap(t, db, "Ground") // 100 x 50
+	for _, c := range []struct {
+		x, y  float64
+		field string
+	}{{101, 10, "x"}, {10, 51, "y"}, {150, 60, "x"}} {
+		var inv *InvalidError
+		err := db.PlaceGateway(GatewayPlacement{GatewayID: 1, MapID: m.ID, X: c.x, Y: c.y})
+		if !errors.As(err, &inv) || inv.Field != c.field {
+			t.Fatalf("placed at %g,%g on 100x50: %v", c.x, c.y, err)
+		}
+	}
+	if err := db.PlaceGateway(GatewayPlacement{GatewayID: 1, MapID: m.ID, X: 100, Y: 50}); err != nil {
+		t.Fatalf("the map's far corner: %v", err)
 	}
 }
 

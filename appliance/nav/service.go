@@ -45,8 +45,14 @@ func (s *Service) rebuild() error {
 }
 
 func notFound(err error, what string) error {
-	if errors.Is(err, store.ErrNotFound) {
+	var inv *store.InvalidError
+	switch {
+	case errors.Is(err, store.ErrNotFound):
 		return apperr.NotFound("%s not found", what)
+	case errors.As(err, &inv) && inv.Field != "":
+		return apperr.InvalidField(inv.Field, "%s", inv.Msg)
+	case errors.As(err, &inv):
+		return apperr.Invalid("%s", inv.Msg)
 	}
 	return err
 }
