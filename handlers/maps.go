@@ -78,6 +78,19 @@ func readUpload(w http.ResponseWriter, r *http.Request) ([]byte, error) {
 	}
 }
 
+// needMaps serves h only where a subsystem that uses maps runs: the
+// spec's feature navigation lists maps and zones, and the tracking
+// engine (feature rtls) locates beacons in their zones. With neither,
+// the routes answer as the navigation ones do when it is off.
+func (s *Server) needMaps(h handlerFunc) handlerFunc {
+	return func(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
+		if s.deps.Nav == nil && s.deps.RTLS == nil {
+			return apperr.Unavailable("maps are not running in this configuration: they need feature navigation or rtls")
+		}
+		return h(w, r, p)
+	}
+}
+
 // uploadMap: POST /api/v1/maps/upload (admin).
 func (s *Server) uploadMap(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
 	data, err := readUpload(w, r)

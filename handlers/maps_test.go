@@ -363,3 +363,16 @@ func TestFloorLinksToAMap(t *testing.T) {
 	// The floor can be saved again, now without a map.
 	h.send("POST", "/api/v1/floor/"+itoa(f.ID), admin, map[string]any{"name": "G"}).expect(t, http.StatusOK)
 }
+
+// TestMapsNeedNavigationOrRTLS: with neither feature that uses maps, the
+// map routes answer 503, as the navigation routes do when it is off.
+func TestMapsNeedNavigationOrRTLS(t *testing.T) {
+	h := newHarness(t)
+	r := h.send("GET", "/api/v1/maps", h.token("admin"), nil).expect(t, http.StatusServiceUnavailable)
+	if !strings.Contains(r.Body, "navigation or rtls") {
+		t.Fatalf("maps without their features: %s", r.Body)
+	}
+	h.send("POST", "/api/v1/maps/upload", h.token("admin"), pngOf(t, 4, 4)).expect(t, http.StatusServiceUnavailable)
+	nh, admin := newNavHarness(t)
+	nh.send("GET", "/api/v1/maps", admin, nil).expect(t, http.StatusOK)
+}
