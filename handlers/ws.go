@@ -37,7 +37,7 @@ type WSOptions struct {
 	PongWait     time.Duration // read deadline, extended by each pong or message (default 60s)
 	WriteWait    time.Duration // deadline of one frame write (default 10s)
 	AuthWait     time.Duration // time for the first-message auth (default 10s)
-	SendBuffer   int           // frames queued per client before it is dropped (default 256)
+	SendBuffer   int           // frames a client queues one by one before track frames merge per channel (default 256)
 	MaxSubs      int           // channels per client (default 1000)
 }
 

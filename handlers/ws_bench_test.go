@@ -89,7 +89,7 @@ func runFanout(b *testing.B, sc fanoutScenario, viaHub bool) {
 		if viaHub {
 			c := hub.serve(conn, &wsSession{claims: &auth.Claims{Role: auth.RoleAdmin}, scope: scope{all: true}})
 			for _, ch := range channelsOf(i) {
-				hub.add(c, ch, strings.TrimPrefix(ch, chanTrack), false)
+				hub.add(c, ch, strings.TrimPrefix(ch, chanTrack), false, func() {})
 			}
 			return
 		}
@@ -231,10 +231,20 @@ func BenchmarkWSHubOnEvent(b *testing.B) {
 	srv := &Server{log: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	hub := newWSHub(srv, fake, WSOptions{SendBuffer: 1 << 16})
 	defer hub.close()
-	c := &wsClient{hub: hub, send: make(chan outFrame, 1<<16), done: make(chan struct{}), read: make(chan struct{}), subs: map[string]bool{}}
-	hub.add(c, chanTrack+"WATCHED", "WATCHED", false)
-	go func() {
-		for range c.send {
+	c := &wsClient{hub: hub, q: newWSQueue(1<<16, 1), done: make(chan struct{}), read: make(chan struct{}), subs: map[string]bool{}}
+	hub.add(c, chanTrack+"WATCHED", "WATCHED", false, func() {})
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() { // the writer's part: empty the queue as it fills
+		var batch []queuedFrame
+		for {
+			select {
+			case <-c.q.wake:
+				batch = c.q.take(batch[:0])
+				clear(batch)
+			case <-stop:
+				return
+			}
 		}
 	}()
 	ev := func(uid string) rtls.Event {

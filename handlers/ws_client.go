@@ -3,6 +3,8 @@ package handlers
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
+	"net"
 	"slices"
 	"strings"
 	"sync"
@@ -24,7 +26,7 @@ import (
 type wsClient struct {
 	hub  *wsHub
 	conn *websocket.Conn
-	send chan outFrame
+	q    *wsQueue
 	done chan struct{}
 	// read is closed when the reader has ended: after a close frame the
 	// writer waits for it (the peer's close reply ends the read) before
@@ -59,25 +61,27 @@ type wsSession struct {
 	scope  scope
 }
 
-// offer queues a frame without ever blocking; a full queue drops the
-// client, since a reader that slow would only fall further behind.
-func (c *wsClient) offer(f outFrame) {
+// offerTrack queues a live track frame of channel ch without ever
+// blocking (the hub's dispatcher calls it for every subscriber). A queue
+// past any bound wsQueue can reach is a defect, not a slow client; the
+// client is cut rather than let it grow.
+func (c *wsClient) offerTrack(ch string, f outFrame) {
 	select {
 	case <-c.done:
 		return
 	default:
 	}
-	select {
-	case c.send <- f:
-		c.hub.frames.Add(1)
-	default:
+	merged, ok := c.q.track(ch, f)
+	switch {
+	case !ok:
 		c.hub.dropped.Add(1)
-		// A client this far behind would not read a close frame either:
-		// cut the TCP connection now so both goroutines end at once
-		// instead of after a write deadline (closing a socket does not
-		// block the ingest path).
+		c.hub.log.Error("websocket queue past its bound; client cut", "frames", c.q.len())
 		c.shut(websocket.CloseAbnormalClosure, "")
 		_ = c.conn.NetConn().Close()
+	case merged:
+		c.hub.merged.Add(1)
+	default:
+		c.hub.frames.Add(1)
 	}
 }
 
@@ -90,13 +94,28 @@ func (c *wsClient) shut(code int, text string) {
 	})
 }
 
+// reply queues an answer to the client's own message, once the queue
+// has room (the reader calls it: a client sending faster than it reads
+// is held back at its socket).
 func (c *wsClient) reply(m serverMsg) {
-	c.offer(outFrame{raw: marshalMsg(m)})
+	if !c.q.waitRoom(c.done) {
+		return
+	}
+	c.q.reply(m.Channel, outFrame{raw: marshalMsg(m)})
+	c.hub.frames.Add(1)
+}
+
+// isTimeout tells a write that missed its deadline (a client not
+// reading) from a connection that failed.
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
 }
 
 func (c *wsClient) writer() {
 	o := c.hub.opts
 	ping := time.NewTicker(o.PingInterval)
+	var batch []queuedFrame
 	defer func() {
 		ping.Stop()
 		_ = c.conn.Close()
@@ -104,9 +123,14 @@ func (c *wsClient) writer() {
 	}()
 	for {
 		select {
-		case f := <-c.send:
-			_ = c.conn.SetWriteDeadline(time.Now().Add(o.WriteWait))
-			if err := c.writeBurst(f); err != nil {
+		case <-c.q.wake:
+			batch = c.q.take(batch[:0])
+			err := c.writeFrames(batch, nil)
+			clear(batch) // the frames, not the slice, may be large
+			if err != nil {
+				if isTimeout(err) {
+					c.hub.dropped.Add(1)
+				}
 				c.shut(websocket.CloseAbnormalClosure, "")
 				return
 			}
@@ -116,8 +140,17 @@ func (c *wsClient) writer() {
 				return
 			}
 			if fs := c.recheck(); len(fs) > 0 {
-				_ = c.conn.SetWriteDeadline(time.Now().Add(o.WriteWait))
-				if err := c.writeAfterQueued(fs); err != nil {
+				// What is queued goes first: a frame a dropped channel
+				// queued before the drop still arrives before its
+				// "unsubscribed", and nothing of it after (the hub no
+				// longer routes to it).
+				batch = c.q.take(batch[:0])
+				err := c.writeFrames(batch, fs)
+				clear(batch)
+				if err != nil {
+					if isTimeout(err) {
+						c.hub.dropped.Add(1)
+					}
 					c.shut(websocket.CloseAbnormalClosure, "")
 					return
 				}
@@ -149,36 +182,13 @@ func (c *wsClient) writer() {
 	}
 }
 
-// writeBurst writes f and every frame queued behind it, in one socket
-// write when the connection coalesces (coalescingConn): under a burst the
-// writer wakes once and pays one syscall, not one per frame.
-func (c *wsClient) writeBurst(f outFrame) error {
-	cc, _ := c.conn.NetConn().(*coalescingConn)
-	if cc == nil {
-		return c.write(f)
-	}
-	cc.hold()
-	err := c.write(f)
-	for err == nil && !cc.full() {
-		select {
-		case f = <-c.send:
-			err = c.write(f)
-			continue
-		default:
-		}
-		break
-	}
-	if rerr := cc.release(); err == nil {
-		err = rerr
-	}
-	return err
-}
-
-// writeAfterQueued writes the frames already queued, then fs, in one
-// socket write when the connection coalesces: a frame a dropped channel
-// queued before the drop still arrives before its "unsubscribed", and
-// nothing of that channel after it (the hub no longer routes to it).
-func (c *wsClient) writeAfterQueued(fs []outFrame) error {
+// writeFrames writes batch, then extra, in as few socket writes as the
+// connection allows (coalescingConn: at most maxCoalesce each), each
+// under its own WriteWait deadline: under a burst the writer wakes once
+// and pays one syscall per 64 KiB, not one per frame.
+func (c *wsClient) writeFrames(batch []queuedFrame, extra []outFrame) error {
+	wait := c.hub.opts.WriteWait
+	_ = c.conn.SetWriteDeadline(time.Now().Add(wait))
 	cc, _ := c.conn.NetConn().(*coalescingConn)
 	if cc != nil {
 		cc.hold()
@@ -191,16 +201,17 @@ func (c *wsClient) writeAfterQueued(fs []outFrame) error {
 			if err := cc.release(); err != nil {
 				return err
 			}
+			_ = c.conn.SetWriteDeadline(time.Now().Add(wait))
 			cc.hold()
 		}
 		return nil
 	}
 	var err error
-	for n := len(c.send); err == nil && n > 0; n-- {
-		err = put(<-c.send)
+	for i := 0; err == nil && i < len(batch); i++ {
+		err = put(batch[i].f)
 	}
-	for i := 0; err == nil && i < len(fs); i++ {
-		err = put(fs[i])
+	for i := 0; err == nil && i < len(extra); i++ {
+		err = put(extra[i])
 	}
 	if cc != nil {
 		if rerr := cc.release(); err == nil {
@@ -338,19 +349,45 @@ func (c *wsClient) subscribe(ch string) {
 		c.reply(serverMsg{Type: "error", Channel: ch, Message: refusal})
 		return
 	}
-	if !c.hub.add(c, ch, uid, debug) {
+	// Room first, then the subscription and its "subscribed" together
+	// under the hub's lock: no live frame of the channel can be queued
+	// between the two, so the reply always comes first.
+	if !c.q.waitRoom(c.done) {
+		return
+	}
+	if !debug {
+		c.q.expectSnapshot(ch)
+	}
+	subscribed := outFrame{raw: marshalMsg(serverMsg{Type: "subscribed", Channel: ch})}
+	if !c.hub.add(c, ch, uid, debug, func() { c.q.reply(ch, subscribed); c.hub.frames.Add(1) }) {
+		c.q.forget(ch)
 		c.reply(serverMsg{Type: "error", Channel: ch, Message: "too many subscriptions on this connection"})
 		return
 	}
-	c.reply(serverMsg{Type: "subscribed", Channel: ch})
-	if !debug {
-		if loc, seen := c.hub.t.Location(uid); seen {
-			if f, err := encodeFrame(trackFrame{Type: "track", Channel: ch, Data: loc, Snapshot: true}, 1); err == nil {
-				c.offer(f)
-			}
-		}
+	if f := afterSubscribe.Load(); f != nil {
+		(*f)()
+	}
+	if debug {
+		return
+	}
+	// Read after the subscription began: any event emitted since is
+	// routed to the client, and one queued before the snapshot makes it
+	// redundant (wsQueue.snapshot).
+	loc, seen := c.hub.t.Location(uid)
+	if !seen {
+		c.q.forget(ch)
+		return
+	}
+	if f, err := encodeFrame(trackFrame{Type: "track", Channel: ch, Data: loc, Snapshot: true}, 1); err == nil && c.q.snapshot(ch, f) {
+		c.hub.frames.Add(1)
+	} else {
+		c.q.forget(ch)
 	}
 }
+
+// afterSubscribe, nil outside tests, runs between a subscription and its
+// snapshot: a test widens that window to pin the order of the frames.
+var afterSubscribe atomic.Pointer[func()]
 
 // allowed checks channel ch against session s: track-debug- is for
 // admins only; a non-admin may follow only active trackable beacons
@@ -362,9 +399,12 @@ func (c *wsClient) allowed(s *wsSession, ch string) (uid string, debug bool, ref
 	uid, debug = strings.CutPrefix(ch, chanDebug)
 	if !debug {
 		var isTrack bool
-		if uid, isTrack = strings.CutPrefix(ch, chanTrack); !isTrack || uid == "" {
-			return "", false, "unknown channel; use track-<asset_uid> or track-debug-<asset_uid>", nil
+		if uid, isTrack = strings.CutPrefix(ch, chanTrack); !isTrack {
+			uid = ""
 		}
+	}
+	if uid == "" {
+		return "", debug, "unknown channel; use track-<asset_uid> or track-debug-<asset_uid>", nil
 	}
 	admin := s.claims.Role == auth.RoleAdmin
 	if debug && !admin {

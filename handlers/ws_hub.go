@@ -41,7 +41,8 @@ type wsHub struct {
 	done chan struct{} // dispatcher ended
 
 	frames  atomic.Uint64 // frames queued to clients
-	dropped atomic.Uint64 // clients dropped for a full queue
+	merged  atomic.Uint64 // track frames that replaced an older one of their channel in a queue
+	dropped atomic.Uint64 // clients cut as too slow (a write past its deadline)
 	lost    atomic.Uint64 // events dropped because the dispatcher lagged
 }
 
@@ -142,7 +143,7 @@ func (h *wsHub) fanout(ev *rtls.Event) {
 		return
 	}
 	for c := range subs {
-		c.offer(out)
+		c.offerTrack(ch, out)
 	}
 }
 
@@ -179,7 +180,7 @@ func (h *wsHub) wantsDebug(uid string) bool {
 // serve runs a connected client until it or the hub goes away; it
 // returns the client (nil when the hub is closed).
 func (h *wsHub) serve(conn *websocket.Conn, sess *wsSession) *wsClient {
-	c := &wsClient{hub: h, conn: conn, send: make(chan outFrame, h.opts.SendBuffer),
+	c := &wsClient{hub: h, conn: conn, q: newWSQueue(h.opts.SendBuffer, h.opts.MaxSubs),
 		done: make(chan struct{}), read: make(chan struct{}), subs: map[string]bool{}}
 	if sess != nil {
 		c.sess.Store(sess)
@@ -199,11 +200,14 @@ func (h *wsHub) serve(conn *websocket.Conn, sess *wsSession) *wsClient {
 	return c
 }
 
-// add subscribes c to ch; it reports false when c already has the limit.
-func (h *wsHub) add(c *wsClient, ch, uid string, debug bool) bool {
+// add subscribes c to ch and calls then, still under the lock (so before
+// any frame of ch can be routed to c); it reports false when c already
+// has the limit.
+func (h *wsHub) add(c *wsClient, ch, uid string, debug bool, then func()) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if c.subs[ch] {
+		then()
 		return true
 	}
 	if len(c.subs) >= h.opts.MaxSubs {
@@ -220,6 +224,7 @@ func (h *wsHub) add(c *wsClient, ch, uid string, debug bool) bool {
 		h.debug[uid]++
 		h.debugN.Add(1)
 	}
+	then()
 	return true
 }
 
@@ -263,14 +268,15 @@ type wsStats struct {
 	Clients  int    `json:"clients"`
 	Channels int    `json:"channels"`
 	Frames   uint64 `json:"frames"`          // frames queued to clients since start
-	Dropped  uint64 `json:"dropped_clients"` // clients cut for a full queue
+	Merged   uint64 `json:"merged_frames"`   // track frames that replaced an older queued one of their channel
+	Dropped  uint64 `json:"dropped_clients"` // clients cut as too slow
 	Lost     uint64 `json:"lost_events"`     // events dropped because the dispatcher lagged
 }
 
 func (h *wsHub) stats() *wsStats {
 	h.mu.RLock()
 	defer h.mu.RUnlock()
-	return &wsStats{Clients: len(h.clients), Channels: len(h.chans), Frames: h.frames.Load(), Dropped: h.dropped.Load(), Lost: h.lost.Load()}
+	return &wsStats{Clients: len(h.clients), Channels: len(h.chans), Frames: h.frames.Load(), Merged: h.merged.Load(), Dropped: h.dropped.Load(), Lost: h.lost.Load()}
 }
 
 func (h *wsHub) clientCount() int {
