@@ -101,6 +101,12 @@ func (c *wsClient) reply(m serverMsg) {
 	if !c.q.waitRoom(c.done) {
 		return
 	}
+	c.replyNow(m)
+}
+
+// replyNow queues a reply without waiting for room: for a caller that
+// has waited already and must not wait again (subscribe, under authMu).
+func (c *wsClient) replyNow(m serverMsg) {
 	c.q.reply(m.Channel, outFrame{raw: marshalMsg(m)})
 	c.hub.frames.Add(1)
 }
@@ -331,6 +337,13 @@ func (c *wsClient) handle(m clientMsg) bool {
 // now (the session verified again unless that was done within
 // subscribeRecheck) and adds it.
 func (c *wsClient) subscribe(ch string) {
+	// Room first, before authMu: the writer takes authMu for its
+	// periodic re-check, so waiting for it to drain the queue while
+	// holding authMu could stall both for good. The replies below then
+	// do not wait (at most two frames past the bound per message).
+	if !c.q.waitRoom(c.done) {
+		return
+	}
 	c.authMu.Lock()
 	defer c.authMu.Unlock()
 	s := c.sess.Load()
@@ -342,26 +355,23 @@ func (c *wsClient) subscribe(ch string) {
 	uid, debug, refusal, err := c.allowed(s, ch)
 	if err != nil {
 		c.hub.log.Error("websocket subscribe", "err", err)
-		c.reply(serverMsg{Type: "error", Channel: ch, Message: "the channel could not be checked now; try again"})
+		c.replyNow(serverMsg{Type: "error", Channel: ch, Message: "the channel could not be checked now; try again"})
 		return
 	}
 	if refusal != "" {
-		c.reply(serverMsg{Type: "error", Channel: ch, Message: refusal})
+		c.replyNow(serverMsg{Type: "error", Channel: ch, Message: refusal})
 		return
 	}
-	// Room first, then the subscription and its "subscribed" together
-	// under the hub's lock: no live frame of the channel can be queued
-	// between the two, so the reply always comes first.
-	if !c.q.waitRoom(c.done) {
-		return
-	}
+	// The subscription and its "subscribed" together under the hub's
+	// lock: no live frame of the channel can be queued between the two,
+	// so the reply always comes first.
 	if !debug {
 		c.q.expectSnapshot(ch)
 	}
 	subscribed := outFrame{raw: marshalMsg(serverMsg{Type: "subscribed", Channel: ch})}
 	if !c.hub.add(c, ch, uid, debug, func() { c.q.reply(ch, subscribed); c.hub.frames.Add(1) }) {
 		c.q.forget(ch)
-		c.reply(serverMsg{Type: "error", Channel: ch, Message: "too many subscriptions on this connection"})
+		c.replyNow(serverMsg{Type: "error", Channel: ch, Message: "too many subscriptions on this connection"})
 		return
 	}
 	if f := afterSubscribe.Load(); f != nil {

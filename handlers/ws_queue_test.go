@@ -193,3 +193,44 @@ func TestWSSubscribedComesFirst(t *testing.T) {
 		}
 	}
 }
+
+// A subscribe that finds the queue full waits for room before it takes
+// the session lock: the writer, whose periodic re-check takes that lock,
+// can then still drain the queue. (Waiting under the lock stalled both
+// whenever the writer picked its ping tick before the queued frames.)
+func TestWSFullQueueSubscribeDoesNotStall(t *testing.T) {
+	for round := 0; round < 10; round++ {
+		r := newWSRig(t, WSOptions{SendBuffer: 2, MaxSubs: 2, PingInterval: 2 * time.Millisecond})
+		c, _, err := r.dial(bearerHeader(r.admin))
+		if err != nil {
+			t.Fatal(err)
+		}
+		next(t, c, "ready")
+		h := r.srv.hub
+		h.mu.RLock()
+		var sc *wsClient
+		for x := range h.clients {
+			sc = x
+		}
+		h.mu.RUnlock()
+		cc := sc.conn.NetConn().(*coalescingConn)
+		cc.mu.Lock() // the writer waits at its next write
+		const pings = 8
+		for i := 0; i < pings; i++ {
+			send(t, c, map[string]any{"type": "ping"})
+		}
+		send(t, c, map[string]any{"type": "subscribe", "channel": "track-" + r.f.watch})
+		// The reader is then waiting for room; with a 2 ms ping period a
+		// tick is due by the time the writer is let go.
+		waitFor(t, "the queue full", func() bool { return sc.q.len() >= sc.q.room })
+		cc.mu.Unlock()
+		got := 0
+		for got < pings {
+			if m := readFrame(t, c); m["type"] == "pong" {
+				got++
+			}
+		}
+		next(t, c, "subscribed")
+		c.Close()
+	}
+}
