@@ -376,3 +376,38 @@ func TestLocationScopeOnBeaconsAndEvents(t *testing.T) {
 		t.Fatalf("admin sees %d events, want 2", n)
 	}
 }
+
+// TestRegisterScopedUser: an admin registers a user bound to a location
+// (the only way to scope an account through the API), and that user
+// sees only the trackable beacons under it; an unknown location, or one
+// for an admin or api account, is refused.
+func TestRegisterScopedUser(t *testing.T) {
+	h := newRTLSHarness(t, WSOptions{})
+	f := h.site()
+	h.send("POST", "/api/v1/register", h.admin, map[string]any{"email": "porter@example.com", "password": "porter-pw-1", "location_id": f.annexLoc}).expect(t, http.StatusCreated)
+	for _, bad := range []map[string]any{
+		{"email": "x1@example.com", "password": "x1-password", "location_id": 99999},
+		{"email": "x2@example.com", "password": "x2-password", "role": "admin", "location_id": f.annexLoc},
+		{"email": "x3@example.com", "password": "x3-password", "role": "api", "location_id": f.annexLoc},
+	} {
+		h.send("POST", "/api/v1/register", h.admin, bad).wantBad(t, "location_id")
+	}
+	res, login := h.loginHTTP("porter@example.com", "porter-pw-1")
+	if res.Code != http.StatusOK {
+		t.Fatalf("login: %d %s", res.Code, res.Body)
+	}
+	var tb struct {
+		Beacons []map[string]any `json:"beacons"`
+	}
+	h.get("/api/v1/user/rtls/trackable-beacons", login.Token).expect(t, http.StatusOK).decodePayload(t, &tb)
+	if len(tb.Beacons) != 1 || tb.Beacons[0]["asset_uid"] != f.annex {
+		t.Fatalf("annex user sees %v", tb.Beacons)
+	}
+	var u struct {
+		LocationID uint64 `json:"location_id"`
+	}
+	h.get("/api/v1/users/"+itoa(login.User.ID), h.admin).expect(t, http.StatusOK).decodePayload(t, &u)
+	if u.LocationID != f.annexLoc {
+		t.Fatalf("user shown with location %d", u.LocationID)
+	}
+}

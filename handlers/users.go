@@ -74,9 +74,10 @@ func (s *Server) refresh(w http.ResponseWriter, r *http.Request, _ httprouter.Pa
 
 func (s *Server) register(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
 	var body struct {
-		Email    string `json:"email"`
-		Password string `json:"password"`
-		Role     string `json:"role"`
+		Email      string `json:"email"`
+		Password   string `json:"password"`
+		Role       string `json:"role"`
+		LocationID uint64 `json:"location_id"`
 	}
 	if err := decode(w, r, &body); err != nil {
 		return err
@@ -84,7 +85,7 @@ func (s *Server) register(w http.ResponseWriter, r *http.Request, _ httprouter.P
 	if body.Role == "" {
 		body.Role = auth.RoleUser
 	}
-	u, err := s.deps.Auth.CreateUser(body.Email, body.Password, body.Role, false)
+	u, err := s.deps.Auth.CreateScopedUser(body.Email, body.Password, body.Role, body.LocationID, false)
 	if err != nil {
 		return err
 	}

@@ -42,6 +42,11 @@ func (db *DB) CreateUser(u *User) error {
 		if idx.Get([]byte(u.Email)) != nil {
 			return ErrDuplicate
 		}
+		if u.LocationID != 0 {
+			if lb := tx.Bucket(bLocations); lb == nil || lb.Get(itob(u.LocationID)) == nil {
+				return invalidField("location_id", "location %d does not exist", u.LocationID)
+			}
+		}
 		id, err := users.NextSequence()
 		if err != nil {
 			return err

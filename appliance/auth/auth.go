@@ -119,6 +119,17 @@ func ValidateEmail(e string) error {
 
 // CreateUser validates and stores a new account.
 func (s *Service) CreateUser(email, password, role string, mustChange bool) (*store.User, error) {
+	return s.CreateScopedUser(email, password, role, 0, mustChange)
+}
+
+// CreateScopedUser is CreateUser for an account that sees only the assets
+// under location (0: the whole site). Only the user and maintenance roles
+// are scoped; admin and api accounts are system-wide, so a location for
+// them is refused rather than silently ignored.
+func (s *Service) CreateScopedUser(email, password, role string, location uint64, mustChange bool) (*store.User, error) {
+	if location != 0 && (role == RoleAdmin || role == RoleAPI) {
+		return nil, apperr.InvalidField("location_id", "%s accounts see the whole site; location_id is for the user and maintenance roles", role)
+	}
 	if err := ValidateEmail(email); err != nil {
 		return nil, err
 	}
@@ -134,10 +145,14 @@ func (s *Service) CreateUser(email, password, role string, mustChange bool) (*st
 	}
 	now := s.clock.Now().UTC()
 	u := &store.User{Email: email, PasswordHash: h, Role: role, MustChangePassword: mustChange,
-		CreatedAt: now, UpdatedAt: now, PasswordChangedAt: now}
+		LocationID: location, CreatedAt: now, UpdatedAt: now, PasswordChangedAt: now}
 	if err := s.db.CreateUser(u); err != nil {
-		if errors.Is(err, store.ErrDuplicate) {
+		var inv *store.InvalidError
+		switch {
+		case errors.Is(err, store.ErrDuplicate):
 			return nil, apperr.Conflict("a user with this email already exists")
+		case errors.As(err, &inv):
+			return nil, apperr.InvalidField(inv.Field, "%s", inv.Msg)
 		}
 		return nil, err
 	}
