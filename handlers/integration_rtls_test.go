@@ -254,7 +254,16 @@ func TestTrackingEndpoints(t *testing.T) {
 	if cur.Algorithm != nil || cur.Running {
 		t.Fatalf("after stop %+v", cur)
 	}
-	h.get("/api/v1/tracking/status", user).expect(t, http.StatusOK)
+	var sm map[string]any
+	h.get("/api/v1/tracking/status", user).expect(t, http.StatusOK).decodePayload(t, &sm)
+	if a, ok := sm["algorithm"]; !ok || a != nil || sm["running"] != false {
+		t.Fatalf("status after stop: %v", sm)
+	}
+	h.get("/api/v1/tracking/start/strongest", h.admin).expect(t, http.StatusOK)
+	h.get("/api/v1/tracking/status", user).expect(t, http.StatusOK).decodePayload(t, &sm)
+	if sm["algorithm"] != "strongest" || sm["running"] != true {
+		t.Fatalf("status while running: %v", sm)
+	}
 }
 
 func TestSurveySamples(t *testing.T) {

@@ -92,10 +92,14 @@ func (s *Server) trackingStatus(w http.ResponseWriter, _ *http.Request, _ httpro
 	if err != nil {
 		return err
 	}
+	st := t.Status()
 	out := struct {
 		rtls.Status
+		// Shadows Status.Algorithm: null when stopped, as in
+		// /tracking/algorithms and /algorithms/current.
+		Algorithm any      `json:"algorithm"`
 		WebSocket *wsStats `json:"websocket,omitempty"`
-	}{Status: t.Status()}
+	}{Status: st, Algorithm: nullIfEmpty(st.Algorithm)}
 	if s.hub != nil {
 		out.WebSocket = s.hub.stats()
 	}
