@@ -11,6 +11,25 @@ import (
 	"beaconhub/appliance/rtls"
 )
 
+// onlyClient is the hub's one connected client and its connection.
+func onlyClient(t *testing.T, h *wsHub) (*wsClient, *coalescingConn) {
+	t.Helper()
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	if len(h.clients) != 1 {
+		t.Fatalf("%d clients connected, want 1", len(h.clients))
+	}
+	var sc *wsClient
+	for x := range h.clients {
+		sc = x
+	}
+	cc, ok := sc.conn.NetConn().(*coalescingConn)
+	if !ok {
+		t.Fatalf("the upgraded connection is a %T, not a coalescingConn", sc.conn.NetConn())
+	}
+	return sc, cc
+}
+
 // readFrame reads one frame as a map (bounded by a deadline).
 func readFrame(t *testing.T, c interface {
 	SetReadDeadline(time.Time) error
@@ -46,13 +65,7 @@ func TestWSBurstIsMergedNotDropped(t *testing.T) {
 		next(t, c, "subscribed")
 	}
 	h := r.srv.hub
-	h.mu.RLock()
-	var sc *wsClient
-	for x := range h.clients {
-		sc = x
-	}
-	h.mu.RUnlock()
-	cc := sc.conn.NetConn().(*coalescingConn)
+	sc, cc := onlyClient(t, h)
 	const per = 50
 	cc.mu.Lock() // the writer waits at its next socket write
 	before := h.frames.Load() + h.merged.Load()
@@ -206,14 +219,7 @@ func TestWSFullQueueSubscribeDoesNotStall(t *testing.T) {
 			t.Fatal(err)
 		}
 		next(t, c, "ready")
-		h := r.srv.hub
-		h.mu.RLock()
-		var sc *wsClient
-		for x := range h.clients {
-			sc = x
-		}
-		h.mu.RUnlock()
-		cc := sc.conn.NetConn().(*coalescingConn)
+		sc, cc := onlyClient(t, r.srv.hub)
 		cc.mu.Lock() // the writer waits at its next write
 		const pings = 8
 		for i := 0; i < pings; i++ {

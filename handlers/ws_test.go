@@ -362,16 +362,7 @@ func TestWSBurstLeavesInOneWrite(t *testing.T) {
 	send(t, c, map[string]any{"type": "subscribe", "channel": "track-" + r.f.watch})
 	next(t, c, "subscribed")
 	h := r.srv.hub
-	h.mu.RLock()
-	var sc *wsClient
-	for x := range h.clients {
-		sc = x
-	}
-	h.mu.RUnlock()
-	cc, ok := sc.conn.NetConn().(*coalescingConn)
-	if !ok {
-		t.Fatalf("the upgraded connection is a %T, not a coalescingConn", sc.conn.NetConn())
-	}
+	_, cc := onlyClient(t, h)
 	// Hold the writer at its next batch while a burst queues up.
 	const n = 100
 	cc.mu.Lock()
