@@ -98,10 +98,24 @@ func (c *wsClient) shut(code int, text string) {
 // has room (the reader calls it: a client sending faster than it reads
 // is held back at its socket).
 func (c *wsClient) reply(m serverMsg) {
-	if !c.q.waitRoom(c.done) {
+	if !c.waitRoom() {
 		return
 	}
 	c.replyNow(m)
+}
+
+// waitRoom waits until the queue has room for a reply. The time spent
+// waiting was the server's, not the client's, so an authenticated
+// client's read deadline starts again: a client that reads but whose
+// queue is long is not cut as silent.
+func (c *wsClient) waitRoom() bool {
+	if !c.q.waitRoom(c.done) {
+		return false
+	}
+	if c.sess.Load() != nil {
+		_ = c.conn.SetReadDeadline(time.Now().Add(c.hub.opts.PongWait))
+	}
+	return true
 }
 
 // replyNow queues a reply without waiting for room: for a caller that
@@ -110,6 +124,10 @@ func (c *wsClient) replyNow(m serverMsg) {
 	c.q.reply(m.Channel, outFrame{raw: marshalMsg(m)})
 	c.hub.frames.Add(1)
 }
+
+// errClosing stops a batch between socket writes once the connection is
+// closing; the writer then goes on to its close frame.
+var errClosing = errors.New("websocket closing")
 
 // isTimeout tells a write that missed its deadline (a client not
 // reading) from a connection that failed.
@@ -133,6 +151,9 @@ func (c *wsClient) writer() {
 			batch = c.q.take(batch[:0])
 			err := c.writeFrames(batch, nil)
 			clear(batch) // the frames, not the slice, may be large
+			if err == errClosing {
+				continue // the loop's next turn sends the close frame
+			}
 			if err != nil {
 				if isTimeout(err) {
 					c.hub.dropped.Add(1)
@@ -153,6 +174,9 @@ func (c *wsClient) writer() {
 				batch = c.q.take(batch[:0])
 				err := c.writeFrames(batch, fs)
 				clear(batch)
+				if err == errClosing {
+					continue
+				}
 				if err != nil {
 					if isTimeout(err) {
 						c.hub.dropped.Add(1)
@@ -191,7 +215,8 @@ func (c *wsClient) writer() {
 // writeFrames writes batch, then extra, in as few socket writes as the
 // connection allows (coalescingConn: at most maxCoalesce each), each
 // under its own WriteWait deadline: under a burst the writer wakes once
-// and pays one syscall per 64 KiB, not one per frame.
+// and pays one syscall per 64 KiB, not one per frame. A long batch stops
+// between socket writes once the connection is closing.
 func (c *wsClient) writeFrames(batch []queuedFrame, extra []outFrame) error {
 	wait := c.hub.opts.WriteWait
 	_ = c.conn.SetWriteDeadline(time.Now().Add(wait))
@@ -206,6 +231,11 @@ func (c *wsClient) writeFrames(batch []queuedFrame, extra []outFrame) error {
 		if cc != nil && cc.full() {
 			if err := cc.release(); err != nil {
 				return err
+			}
+			select {
+			case <-c.done: // closing: the rest of a long batch is moot
+				return errClosing
+			default:
 			}
 			_ = c.conn.SetWriteDeadline(time.Now().Add(wait))
 			cc.hold()
@@ -341,7 +371,7 @@ func (c *wsClient) subscribe(ch string) {
 	// periodic re-check, so waiting for it to drain the queue while
 	// holding authMu could stall both for good. The replies below then
 	// do not wait (at most two frames past the bound per message).
-	if !c.q.waitRoom(c.done) {
+	if !c.waitRoom() {
 		return
 	}
 	c.authMu.Lock()

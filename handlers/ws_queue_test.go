@@ -240,3 +240,72 @@ func TestWSFullQueueSubscribeDoesNotStall(t *testing.T) {
 		c.Close()
 	}
 }
+
+// The queue's rules, on the queue itself: frames merge per channel only
+// past the buffer, never across a reply naming their channel; a snapshot
+// is left out after a live frame of its channel; a reply waits while
+// the queue is at its room.
+func TestWSQueueRules(t *testing.T) {
+	f := func(s string) outFrame { return outFrame{raw: []byte(s)} }
+	order := func(q *wsQueue) string {
+		var out []byte
+		for _, x := range q.take(nil) {
+			out = append(out, x.f.raw...)
+		}
+		return string(out)
+	}
+
+	q := newWSQueue(2, 4)
+	q.track("a", f("a1"))
+	q.track("b", f("b1"))
+	if merged, _ := q.track("a", f("a2")); !merged {
+		t.Fatal("past the buffer, a frame of a queued channel did not merge")
+	}
+	if got := order(q); got != "a2b1" {
+		t.Fatalf("merged queue %q, want a2b1", got)
+	}
+	if merged, _ := q.track("a", f("a3")); merged {
+		t.Fatal("a frame merged into one already taken")
+	}
+	order(q)
+
+	// A reply naming the channel is a boundary: what comes after it
+	// stays after it.
+	q.track("a", f("a1"))
+	q.track("a", f("a2")) // below the buffer: kept
+	q.reply("a", f("U"))
+	q.track("a", f("a3"))
+	if got := order(q); got != "a1a2Ua3" {
+		t.Fatalf("across a boundary %q, want a1a2Ua3", got)
+	}
+
+	q.expectSnapshot("a")
+	q.track("a", f("live"))
+	if q.snapshot("a", f("snap")) {
+		t.Fatal("a snapshot queued after a live frame of its channel")
+	}
+	q.expectSnapshot("b")
+	if !q.snapshot("b", f("snap")) {
+		t.Fatal("a snapshot with no live frame before it was left out")
+	}
+	if got := order(q); got != "livesnap" {
+		t.Fatalf("snapshots %q", got)
+	}
+
+	// room = buffer + channel limit = 6: the seventh reply waits.
+	done := make(chan struct{})
+	for i := 0; i < 6; i++ {
+		if !q.waitRoom(done) {
+			t.Fatal("no room below the bound")
+		}
+		q.reply("", f("r"))
+	}
+	close(done)
+	if q.waitRoom(done) {
+		t.Fatal("a reply found room in a full queue")
+	}
+	order(q)
+	if !q.waitRoom(make(chan struct{})) {
+		t.Fatal("no room after the writer took the queue")
+	}
+}
