@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"runtime"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -308,4 +309,39 @@ func TestWSQueueRules(t *testing.T) {
 	if !q.waitRoom(make(chan struct{})) {
 		t.Fatal("no room after the writer took the queue")
 	}
+}
+
+// A connection holds at most MaxSubs channels: one more is refused, the
+// same one again is not one more, and unsubscribing frees a place.
+func TestWSChannelLimit(t *testing.T) {
+	r := newWSRig(t, WSOptions{MaxSubs: 2})
+	c, _, err := r.dial(bearerHeader(r.admin))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	sub := func(uid, want string) {
+		t.Helper()
+		send(t, c, map[string]any{"type": "subscribe", "channel": "track-" + uid})
+		for {
+			m := readFrame(t, c)
+			if m["type"] == "track" || m["type"] == "ready" {
+				continue // a snapshot, or the greeting
+			}
+			if m["type"] != want || m["channel"] != "track-"+uid {
+				t.Fatalf("subscribe %s: %v, want %s", uid, m, want)
+			}
+			if want == "error" && !strings.Contains(m["message"].(string), "too many subscriptions") {
+				t.Fatalf("subscribe %s: %v", uid, m)
+			}
+			return
+		}
+	}
+	sub(r.f.watch, "subscribed")
+	sub(r.f.panicB, "subscribed")
+	sub(r.f.annex, "error")
+	sub(r.f.watch, "subscribed") // already held: not one more
+	send(t, c, map[string]any{"type": "unsubscribe", "channel": "track-" + r.f.panicB})
+	next(t, c, "unsubscribed")
+	sub(r.f.annex, "subscribed")
 }
