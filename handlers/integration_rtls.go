@@ -177,8 +177,13 @@ func (s *Server) integrationLocation(w http.ResponseWriter, r *http.Request, p h
 
 // integrationZones: GET /api/v1/integration/zones.
 func (s *Server) integrationZones(w http.ResponseWriter, _ *http.Request, _ httprouter.Params) error {
-	if _, err := s.tracker(); err != nil {
-		return err
+	// Zones are the navigation feature's as much as the engine's (the
+	// map routes serve them with either), so navigation alone serves
+	// them too; with neither, the answer is the rest of this family's.
+	if s.deps.Nav == nil {
+		if _, err := s.tracker(); err != nil {
+			return err
+		}
 	}
 	zones, err := s.deps.DB.ListZones(0)
 	if err != nil {

@@ -143,6 +143,23 @@ func TestRTLSOffAnswers400(t *testing.T) {
 	}
 }
 
+// With navigation on and rtls off, the integration zones (which the map
+// routes edit with either feature) are served; the rest of the family
+// still answers 400.
+func TestIntegrationZonesWithNavigationOnly(t *testing.T) {
+	h, admin := newNavHarness(t)
+	var z struct {
+		Zones []map[string]any `json:"zones"`
+	}
+	h.send("GET", "/api/v1/integration/zones", admin, nil).expect(t, http.StatusOK).decodePayload(t, &z)
+	if z.Zones == nil {
+		t.Fatal("zones missing")
+	}
+	if r := h.send("GET", "/api/v1/integration/beacons", admin, nil); r.Code != http.StatusBadRequest || r.Message != msgRTLSOff {
+		t.Fatalf("beacons with rtls off: %d %q", r.Code, r.Message)
+	}
+}
+
 func TestUserRTLSScopeAndIntervals(t *testing.T) {
 	h := newRTLSHarness(t, WSOptions{})
 	f := h.site()
