@@ -80,10 +80,17 @@ func (s *Server) mapNames() (map[uint64]string, error) {
 // beaconLocation builds one BeaconLocation from the engine's live state.
 func beaconLocation(t Tracker, mapNames map[uint64]string, b *assets.BeaconView) beaconLoc {
 	out := beaconLoc{AssetUID: b.AssetUID, Name: b.Name, Type: b.Type}
-	if ls := t.LastSeen(b.AssetUID); ls > 0 {
+	loc, seen := t.Location(b.AssetUID)
+	// The persisted time moves in whole seconds (assets.Resolution); the
+	// engine's last sighting is exact, so last_seen never reads earlier
+	// than updated in the same answer.
+	ls := t.LastSeen(b.AssetUID)
+	if seen && loc.Updated > ls {
+		ls = loc.Updated
+	}
+	if ls > 0 {
 		out.LastSeen = ptr(ls)
 	}
-	loc, seen := t.Location(b.AssetUID)
 	if !seen || loc.Zone == 0 {
 		return out
 	}

@@ -81,6 +81,18 @@ func TestIntegrationRTLSShapes(t *testing.T) {
 	}
 	h.get("/api/v1/integration/beacons/"+f.sensor+"/location", api).expect(t, http.StatusNotFound)
 	h.get("/api/v1/integration/beacons/WCH-NOPE-1/location", api).expect(t, http.StatusNotFound)
+	// The persisted last_seen moves in whole seconds; the engine's
+	// sighting, later within that second, is what last_seen reads.
+	h.fake.mu.Lock()
+	h.fake.lastSeen[f.watch] = 1500
+	h.fake.mu.Unlock()
+	h.get("/api/v1/integration/beacons/"+f.watch+"/location", api).expect(t, http.StatusOK).decodePayload(t, &one)
+	if one["last_seen"] != 2000.0 || one["updated"] != 2000.0 {
+		t.Fatalf("last_seen %v, updated %v", one["last_seen"], one["updated"])
+	}
+	h.fake.mu.Lock()
+	h.fake.lastSeen[f.watch] = 2000
+	h.fake.mu.Unlock()
 
 	var locs struct {
 		Locations []map[string]any `json:"locations"`
