@@ -187,7 +187,7 @@ func (s *Server) integrationZones(w http.ResponseWriter, _ *http.Request, _ http
 	// Zones are the navigation feature's as much as the engine's (the
 	// map routes serve them with either), so navigation alone serves
 	// them too; with neither, the answer is the rest of this family's.
-	if s.deps.Nav == nil {
+	if !s.navigationOn() {
 		if _, err := s.tracker(); err != nil {
 			return err
 		}

@@ -143,7 +143,6 @@ func TestRTLSOffAnswers400(t *testing.T) {
 		{"/api/v1/integration/beacons", "api"},
 		{"/api/v1/integration/beacons/locations", "api"},
 		{"/api/v1/integration/beacons/WCH-H1-1/location", "api"},
-		{"/api/v1/integration/zones", "admin"},
 		{"/api/v1/tracking/status", "user"},
 		{"/api/v1/tracking/WCH-H1-1", "user"},
 		{"/ws", "user"},

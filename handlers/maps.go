@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"beaconhub/appliance/config"
 	"bytes"
 	"errors"
 	"io"
@@ -78,13 +79,22 @@ func readUpload(w http.ResponseWriter, r *http.Request) ([]byte, error) {
 	}
 }
 
+// navigationOn reports whether feature navigation is configured (the
+// navigation service itself is built on every box with a database).
+func (s *Server) navigationOn() bool {
+	if s.deps.Live == nil {
+		return s.deps.Nav != nil
+	}
+	return s.deps.Live.Get().Has(config.FeatureNavigation)
+}
+
 // needMaps serves h only where a subsystem that uses maps runs: the
 // spec's feature navigation lists maps and zones, and the tracking
 // engine (feature rtls) locates beacons in their zones. With neither,
 // the routes answer as the navigation ones do when it is off.
 func (s *Server) needMaps(h handlerFunc) handlerFunc {
 	return func(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
-		if s.deps.Nav == nil && s.deps.RTLS == nil {
+		if !s.navigationOn() && s.deps.RTLS == nil {
 			return apperr.Unavailable("maps are not running in this configuration: they need feature navigation or rtls")
 		}
 		return h(w, r, p)

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"beaconhub/appliance/config"
 	"beaconhub/store"
 )
 
@@ -367,12 +368,16 @@ func TestFloorLinksToAMap(t *testing.T) {
 // TestMapsNeedNavigationOrRTLS: with neither feature that uses maps, the
 // map routes answer 503, as the navigation routes do when it is off.
 func TestMapsNeedNavigationOrRTLS(t *testing.T) {
-	h := newHarness(t)
+	h := newHarness(t, withConfig(func(c *config.Config) { c.ServerFeatures = []string{"sensors"} }))
 	r := h.send("GET", "/api/v1/maps", h.token("admin"), nil).expect(t, http.StatusServiceUnavailable)
 	if !strings.Contains(r.Body, "navigation or rtls") {
 		t.Fatalf("maps without their features: %s", r.Body)
 	}
 	h.send("POST", "/api/v1/maps/upload", h.token("admin"), pngOf(t, 4, 4)).expect(t, http.StatusServiceUnavailable)
+	// The integration zone directory answers as its RTLS family does.
+	if r := h.send("GET", "/api/v1/integration/zones", h.token("admin"), nil); r.Code != http.StatusBadRequest {
+		t.Fatalf("integration zones with neither feature: %d %s", r.Code, r.Body)
+	}
 	nh, admin := newNavHarness(t)
 	nh.send("GET", "/api/v1/maps", admin, nil).expect(t, http.StatusOK)
 }
