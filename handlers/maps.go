@@ -1,7 +1,6 @@
 package handlers
 
 import (
-	"beaconhub/appliance/config"
 	"bytes"
 	"errors"
 	"io"
@@ -15,6 +14,7 @@ import (
 
 	"beaconhub/appliance/apperr"
 	"beaconhub/appliance/applog"
+	"beaconhub/appliance/config"
 	"beaconhub/store"
 
 	"github.com/julienschmidt/httprouter"

@@ -105,7 +105,7 @@ func (s *Server) placeGateway(w http.ResponseWriter, r *http.Request, p httprout
 	}
 	pl := store.GatewayPlacement{GatewayID: g.ID, MapID: m.ID, X: *in.X, Y: *in.Y}
 	if err := s.deps.DB.PlaceGateway(pl); err != nil {
-		return zoneErr(err, "map")
+		return store.ClientErr(err, "map")
 	}
 	s.deps.AppLog.Record(applog.Normal, "map.gateway", "map "+strconv.FormatUint(m.ID, 10), actor(r), "gateway "+g.AssetUID+" placed")
 	if err := s.reloadSite(); err != nil {
@@ -128,7 +128,7 @@ func (s *Server) unplaceGateway(w http.ResponseWriter, r *http.Request, p httpro
 		return apperr.NotFound("gateway %s not found", p.ByName("gateway"))
 	}
 	if err := s.deps.DB.UnplaceGateway(m.ID, g.ID); err != nil {
-		return zoneErr(err, "placement of gateway "+g.AssetUID+" on this map")
+		return store.ClientErr(err, "placement of gateway "+g.AssetUID+" on this map")
 	}
 	s.deps.AppLog.Record(applog.Normal, "map.gateway", "map "+strconv.FormatUint(m.ID, 10), actor(r), "gateway "+g.AssetUID+" removed")
 	if err := s.reloadSite(); err != nil {

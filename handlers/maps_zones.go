@@ -66,20 +66,6 @@ func validZone(in *zoneInput, z *store.Zone) error {
 	return nil
 }
 
-// zoneErr maps store errors of zone writes to client errors.
-func zoneErr(err error, what string) error {
-	var inv *store.InvalidError
-	switch {
-	case errors.As(err, &inv) && inv.Field != "":
-		return apperr.InvalidField(inv.Field, "%s", inv.Msg)
-	case errors.As(err, &inv):
-		return apperr.Invalid("%s", inv.Msg)
-	case errors.Is(err, store.ErrNotFound):
-		return apperr.NotFound("%s not found", what)
-	}
-	return err
-}
-
 func (s *Server) mapZones(w http.ResponseWriter, _ *http.Request, p httprouter.Params) error {
 	m, err := s.mapByParam(p)
 	if err != nil {
@@ -107,7 +93,7 @@ func (s *Server) createZone(w http.ResponseWriter, r *http.Request, p httprouter
 	}
 	z, err = s.deps.DB.PutZone(z)
 	if err != nil {
-		return zoneErr(err, "map")
+		return store.ClientErr(err, "map")
 	}
 	s.zoneRecord(r, "zone.create", z)
 	if err := s.reloadSite(); err != nil {
@@ -149,7 +135,7 @@ func (s *Server) updateZone(w http.ResponseWriter, r *http.Request, p httprouter
 		return err
 	}
 	if z, err = s.deps.DB.PutZone(z); err != nil {
-		return zoneErr(err, "zone")
+		return store.ClientErr(err, "zone")
 	}
 	s.zoneRecord(r, "zone.update", z)
 	if err := s.reloadSite(); err != nil {
@@ -164,7 +150,7 @@ func (s *Server) deleteZone(w http.ResponseWriter, r *http.Request, p httprouter
 		return err
 	}
 	if err := s.deps.DB.DeleteZone(z.ID); err != nil {
-		return zoneErr(err, "zone")
+		return store.ClientErr(err, "zone")
 	}
 	s.zoneRecord(r, "zone.delete", z)
 	if err := s.reloadSite(); err != nil {
@@ -189,7 +175,7 @@ func (s *Server) setZoneAdjacency(w http.ResponseWriter, r *http.Request, p http
 		return apperr.InvalidField("adjacent", "at most 1000 neighbours")
 	}
 	if z, err = s.deps.DB.SetAdjacency(z.ID, in.Adjacent, in.AllowCrossMap); err != nil {
-		return zoneErr(err, "zone")
+		return store.ClientErr(err, "zone")
 	}
 	s.zoneRecord(r, "zone.adjacency", z)
 	if err := s.reloadSite(); err != nil {

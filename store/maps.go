@@ -1,6 +1,7 @@
 package store
 
 import (
+	"errors"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -205,11 +206,11 @@ func checkMapFits(tx *bolt.Tx, m Map) error {
 			continue
 		}
 		var g Gateway
-		if gb := tx.Bucket(bGateways); gb == nil || gb.Get(itob(p.GatewayID)) == nil {
+		if err := getJSON(tx.Bucket(bGateways), itob(p.GatewayID), &g); errors.Is(err, ErrNotFound) {
 			// A placement a deleted gateway left behind (before
 			// DeleteGateway took it along) places nothing.
 			continue
-		} else if err := getJSON(gb, itob(p.GatewayID), &g); err != nil {
+		} else if err != nil {
 			return err
 		}
 		return invalid("gateway %s is placed at %g,%g, outside the new map size %gx%g: move it first", g.AssetUID, p.X, p.Y, m.Width, m.Height)
@@ -301,14 +302,14 @@ func (db *DB) DeleteMap(id uint64) error {
 func (db *DB) PlaceGateway(p GatewayPlacement) error {
 	return db.Update(func(tx *bolt.Tx) error {
 		mb := tx.Bucket(bMaps)
-		if mb == nil || mb.Get(itob(p.MapID)) == nil {
+		if mb == nil {
 			return ErrNotFound
 		}
 		// Checked again here, where a concurrent resize of the map
 		// cannot slip in between the check and the write.
 		var m Map
 		if err := getJSON(mb, itob(p.MapID), &m); err != nil {
-			return err
+			return err // ErrNotFound for an unknown map
 		}
 		if !m.holds(p.X, p.Y) {
 			field := "x"

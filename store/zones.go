@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"slices"
 
+	"beaconhub/appliance/apperr"
+
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -31,6 +33,22 @@ type Zone struct {
 type InvalidError struct{ Msg, Field string }
 
 func (e *InvalidError) Error() string { return e.Msg }
+
+// ClientErr is err as the API reports it: an InvalidError as a 400
+// naming its field (when it has one), ErrNotFound as a 404 saying what
+// was not found, anything else unchanged.
+func ClientErr(err error, what string) error {
+	var inv *InvalidError
+	switch {
+	case errors.As(err, &inv) && inv.Field != "":
+		return apperr.InvalidField(inv.Field, "%s", inv.Msg)
+	case errors.As(err, &inv):
+		return apperr.Invalid("%s", inv.Msg)
+	case errors.Is(err, ErrNotFound):
+		return apperr.NotFound("%s not found", what)
+	}
+	return err
+}
 
 func invalid(format string, args ...any) error {
 	return &InvalidError{Msg: fmt.Sprintf(format, args...)}

@@ -147,14 +147,10 @@ func (s *Service) CreateScopedUser(email, password, role string, location uint64
 	u := &store.User{Email: email, PasswordHash: h, Role: role, MustChangePassword: mustChange,
 		LocationID: location, CreatedAt: now, UpdatedAt: now, PasswordChangedAt: now}
 	if err := s.db.CreateUser(u); err != nil {
-		var inv *store.InvalidError
-		switch {
-		case errors.Is(err, store.ErrDuplicate):
+		if errors.Is(err, store.ErrDuplicate) {
 			return nil, apperr.Conflict("a user with this email already exists")
-		case errors.As(err, &inv):
-			return nil, apperr.InvalidField(inv.Field, "%s", inv.Msg)
 		}
-		return nil, err
+		return nil, store.ClientErr(err, "user")
 	}
 	return u, nil
 }

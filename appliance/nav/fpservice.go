@@ -64,7 +64,7 @@ func (s *Service) AddSurvey(floor uint64, r io.Reader) (added, total int, err er
 	if errors.Is(err, store.ErrLimit) {
 		return 0, 0, apperr.TooLarge("a floor keeps at most %d survey samples", MaxSurveyPerFloor)
 	}
-	return len(samples), total, notFound(err, "floor")
+	return len(samples), total, store.ClientErr(err, "floor")
 }
 
 // Survey returns a floor's samples in upload order.
@@ -80,14 +80,14 @@ func (s *Service) Survey(floor uint64) ([]store.SurveySample, error) {
 func (s *Service) DeleteSurvey(floor uint64) (int, error) {
 	defer s.models.drop(floor)
 	n, err := s.db.DeleteSurvey(floor, s.clock.Now())
-	return n, notFound(err, "floor")
+	return n, store.ClientErr(err, "floor")
 }
 
 // DeleteSurveySample removes one sample and returns its floor.
 func (s *Service) DeleteSurveySample(id uint64) (uint64, error) {
 	floor, err := s.db.DeleteSurveySample(id, s.clock.Now())
 	if err != nil {
-		return 0, notFound(err, "survey sample")
+		return 0, store.ClientErr(err, "survey sample")
 	}
 	s.models.drop(floor)
 	return floor, nil

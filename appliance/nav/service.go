@@ -1,7 +1,6 @@
 package nav
 
 import (
-	"errors"
 	"math"
 	"strings"
 	"sync/atomic"
@@ -44,26 +43,13 @@ func (s *Service) rebuild() error {
 	return nil
 }
 
-func notFound(err error, what string) error {
-	var inv *store.InvalidError
-	switch {
-	case errors.Is(err, store.ErrNotFound):
-		return apperr.NotFound("%s not found", what)
-	case errors.As(err, &inv) && inv.Field != "":
-		return apperr.InvalidField(inv.Field, "%s", inv.Msg)
-	case errors.As(err, &inv):
-		return apperr.Invalid("%s", inv.Msg)
-	}
-	return err
-}
-
 // Floors lists every floor.
 func (s *Service) Floors() ([]store.Floor, error) { return s.db.ListFloors() }
 
 // Floor returns one floor.
 func (s *Service) Floor(id uint64) (store.Floor, error) {
 	f, err := s.db.GetFloor(id)
-	return f, notFound(err, "floor")
+	return f, store.ClientErr(err, "floor")
 }
 
 // SaveFloor creates (ID 0) or updates a floor.
@@ -78,14 +64,14 @@ func (s *Service) SaveFloor(f store.Floor) (store.Floor, error) {
 	}
 	f.UpdatedAt = now
 	out, err := s.db.PutFloor(f)
-	return out, notFound(err, "floor")
+	return out, store.ClientErr(err, "floor")
 }
 
 // DeleteFloor removes a floor with its nodes and edges.
 func (s *Service) DeleteFloor(id uint64) error {
 	defer s.models.drop(id)
 	if err := s.db.DeleteFloor(id); err != nil {
-		return notFound(err, "floor")
+		return store.ClientErr(err, "floor")
 	}
 	return s.rebuild()
 }
@@ -93,14 +79,14 @@ func (s *Service) DeleteFloor(id uint64) error {
 // FloorGraph returns a floor's nodes and the edges touching them.
 func (s *Service) FloorGraph(id uint64) (store.NavGraph, error) {
 	g, err := s.db.FloorGraph(id)
-	return g, notFound(err, "floor")
+	return g, store.ClientErr(err, "floor")
 }
 
 // edit applies change in one validated transaction and recompiles.
 func (s *Service) edit(change func(cur store.NavGraph) (store.NavGraph, error)) (store.NavGraph, error) {
 	out, err := s.db.UpdateNavGraph(change, Validate)
 	if err != nil {
-		return out, notFound(err, "floor")
+		return out, store.ClientErr(err, "floor")
 	}
 	return out, s.rebuild()
 }

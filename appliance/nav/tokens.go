@@ -36,7 +36,7 @@ func (s *Service) Tokens() ([]store.NavToken, error) { return s.db.ListNavTokens
 
 // RevokeToken deletes a token; the next request with it is refused.
 func (s *Service) RevokeToken(id uint64) error {
-	return notFound(s.db.DeleteNavToken(id), "navigation token")
+	return store.ClientErr(s.db.DeleteNavToken(id), "navigation token")
 }
 
 // VerifyToken reports whether secret is a current token. It reads the
