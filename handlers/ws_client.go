@@ -148,17 +148,7 @@ func (c *wsClient) writer() {
 	for {
 		select {
 		case <-c.q.wake:
-			batch = c.q.take(batch[:0])
-			err := c.writeFrames(batch, nil)
-			clear(batch) // the frames, not the slice, may be large
-			if err == errClosing {
-				continue // the loop's next turn sends the close frame
-			}
-			if err != nil {
-				if isTimeout(err) {
-					c.hub.dropped.Add(1)
-				}
-				c.shut(websocket.CloseAbnormalClosure, "")
+			if !c.flush(&batch, nil) {
 				return
 			}
 		case <-ping.C:
@@ -171,17 +161,7 @@ func (c *wsClient) writer() {
 				// queued before the drop still arrives before its
 				// "unsubscribed", and nothing of it after (the hub no
 				// longer routes to it).
-				batch = c.q.take(batch[:0])
-				err := c.writeFrames(batch, fs)
-				clear(batch)
-				if err == errClosing {
-					continue
-				}
-				if err != nil {
-					if isTimeout(err) {
-						c.hub.dropped.Add(1)
-					}
-					c.shut(websocket.CloseAbnormalClosure, "")
+				if !c.flush(&batch, fs) {
 					return
 				}
 			}
@@ -210,6 +190,24 @@ func (c *wsClient) writer() {
 			return
 		}
 	}
+}
+
+// flush takes every queued frame into *batch (reused between calls) and
+// writes them, then extra. It reports false when the connection failed
+// and the writer must end; a connection that is closing reports true,
+// and the writer's next turn sends the close frame.
+func (c *wsClient) flush(batch *[]queuedFrame, extra []outFrame) bool {
+	*batch = c.q.take((*batch)[:0])
+	err := c.writeFrames(*batch, extra)
+	clear(*batch) // the frames, not the slice, may be large
+	if err == nil || err == errClosing {
+		return true
+	}
+	if isTimeout(err) {
+		c.hub.dropped.Add(1)
+	}
+	c.shut(websocket.CloseAbnormalClosure, "")
+	return false
 }
 
 // writeFrames writes batch, then extra, in as few socket writes as the
