@@ -277,7 +277,12 @@ func TestTrackingEndpoints(t *testing.T) {
 	if len(algs.Algorithms) != 1 || algs.Algorithms[0].Name != "strongest" {
 		t.Fatalf("algorithms %+v", algs)
 	}
-	h.get("/api/v1/tracking/stop", h.admin).expect(t, http.StatusOK)
+	var stopped map[string]any
+	h.get("/api/v1/tracking/stop", h.admin).expect(t, http.StatusOK).decodePayload(t, &stopped)
+	// start, stop and status answer one shape: null, not "", when stopped.
+	if a, ok := stopped["algorithm"]; !ok || a != nil || stopped["running"] != false {
+		t.Fatalf("stop answered %v", stopped)
+	}
 	h.get("/api/v1/tracking/algorithms/current", user).expect(t, http.StatusOK).decodePayload(t, &cur)
 	if cur.Algorithm != nil || cur.Running {
 		t.Fatalf("after stop %+v", cur)
@@ -287,7 +292,11 @@ func TestTrackingEndpoints(t *testing.T) {
 	if a, ok := sm["algorithm"]; !ok || a != nil || sm["running"] != false {
 		t.Fatalf("status after stop: %v", sm)
 	}
-	h.get("/api/v1/tracking/start/strongest", h.admin).expect(t, http.StatusOK)
+	var started map[string]any
+	h.get("/api/v1/tracking/start/strongest", h.admin).expect(t, http.StatusOK).decodePayload(t, &started)
+	if _, ok := started["websocket"]; !ok || started["algorithm"] != "strongest" {
+		t.Fatalf("start answered %v, want the status shape with websocket counters", started)
+	}
 	h.get("/api/v1/tracking/status", user).expect(t, http.StatusOK).decodePayload(t, &sm)
 	if sm["algorithm"] != "strongest" || sm["running"] != true {
 		t.Fatalf("status while running: %v", sm)

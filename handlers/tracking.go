@@ -71,7 +71,7 @@ func (s *Server) trackingStart(w http.ResponseWriter, r *http.Request, p httprou
 		return err
 	}
 	s.deps.AppLog.Record(applog.Normal, "tracking.start", "tracking", actor(r), "tracking started with "+alg)
-	return ok(w, t.Status())
+	return ok(w, s.statusPayload(t))
 }
 
 // trackingStop: GET /api/v1/tracking/stop (admin).
@@ -82,7 +82,7 @@ func (s *Server) trackingStop(w http.ResponseWriter, r *http.Request, _ httprout
 	}
 	t.Stop()
 	s.deps.AppLog.Record(applog.Normal, "tracking.stop", "tracking", actor(r), "tracking stopped")
-	return ok(w, t.Status())
+	return ok(w, s.statusPayload(t))
 }
 
 // trackingStatus: GET /api/v1/tracking/status: the engine's status and
@@ -92,18 +92,26 @@ func (s *Server) trackingStatus(w http.ResponseWriter, _ *http.Request, _ httpro
 	if err != nil {
 		return err
 	}
+	return ok(w, s.statusPayload(t))
+}
+
+// trackingPayload is what start, stop and status all answer, so a client
+// reads one shape whichever it called.
+type trackingPayload struct {
+	rtls.Status
+	// Shadows Status.Algorithm: null when stopped, as in
+	// /tracking/algorithms and /algorithms/current.
+	Algorithm any      `json:"algorithm"`
+	WebSocket *wsStats `json:"websocket,omitempty"`
+}
+
+func (s *Server) statusPayload(t Tracker) trackingPayload {
 	st := t.Status()
-	out := struct {
-		rtls.Status
-		// Shadows Status.Algorithm: null when stopped, as in
-		// /tracking/algorithms and /algorithms/current.
-		Algorithm any      `json:"algorithm"`
-		WebSocket *wsStats `json:"websocket,omitempty"`
-	}{Status: st, Algorithm: nullIfEmpty(st.Algorithm)}
+	out := trackingPayload{Status: st, Algorithm: nullIfEmpty(st.Algorithm)}
 	if s.hub != nil {
 		out.WebSocket = s.hub.stats()
 	}
-	return ok(w, out)
+	return out
 }
 
 // trackingAlgorithms: GET /api/v1/tracking/algorithms.
