@@ -101,7 +101,10 @@ func jpegWhole(data []byte) bool {
 	p := 2
 	for p+1 < len(data) {
 		if data[p] != 0xFF {
-			return false
+			// Extraneous bytes between segments: a format error that
+			// libjpeg and Go's decoder both skip with a warning.
+			p++
+			continue
 		}
 		m := data[p+1]
 		switch {
@@ -110,7 +113,7 @@ func jpegWhole(data []byte) bool {
 			continue
 		case m == 0xD9:
 			return true
-		case m == 0x01 || (m >= 0xD0 && m <= 0xD7): // no length
+		case m == 0x00 || m == 0x01 || (m >= 0xD0 && m <= 0xD7): // no length
 			p += 2
 			continue
 		}
@@ -126,8 +129,13 @@ func jpegWhole(data []byte) bool {
 			continue
 		}
 		// Entropy-coded data runs to the next marker that is neither a
-		// stuffed zero nor a restart.
-		for p+1 < len(data) && (data[p] != 0xFF || data[p+1] == 0x00 || (data[p+1] >= 0xD0 && data[p+1] <= 0xD7)) {
+		// stuffed zero nor a restart; 0xFF fill may precede either.
+		for p+1 < len(data) {
+			if data[p] == 0xFF {
+				if n := data[p+1]; n != 0x00 && n != 0xFF && (n < 0xD0 || n > 0xD7) {
+					break
+				}
+			}
 			p++
 		}
 	}

@@ -8,6 +8,10 @@ import (
 	"image/color"
 	"image/jpeg"
 	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -68,4 +72,75 @@ func TestUploadMustBeWhole(t *testing.T) {
 			t.Errorf("%s: %d %s, want 400", name, r.Code, r.Body)
 		}
 	}
+}
+
+// TestJPEGWholeAgreesWithDecoder: the upload's end-marker walk takes
+// every JPEG that Go's decoder takes, including the legal oddities a
+// fresh encoder never writes (fill bytes before a marker, extraneous
+// bytes between segments, restart intervals), and refuses the same
+// files cut short. The samples are Go's own decoder test images.
+func TestJPEGWholeAgreesWithDecoder(t *testing.T) {
+	goroot, err := exec.Command("go", "env", "GOROOT").Output()
+	if err != nil {
+		t.Fatalf("go env GOROOT: %v", err)
+	}
+	dir := filepath.Join(strings.TrimSpace(string(goroot)), "src", "image", "testdata")
+	files, _ := filepath.Glob(filepath.Join(dir, "*.jpeg"))
+	if len(files) < 10 {
+		t.Fatalf("found %d JPEG samples under %s; the Go installation should carry them", len(files), dir)
+	}
+	restarts := 0
+	for _, f := range files {
+		orig, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		scan := bytes.Index(orig, []byte{0xFF, 0xDA})
+		if bytes.Contains(orig[scan:], []byte{0xFF, 0xD0}) {
+			restarts++
+		}
+		variants := map[string][]byte{
+			"as is": orig,
+			// 0xFF fill before every restart marker and before EOI.
+			"filled": fillBeforeMarkers(orig, scan),
+			// Bytes that are no marker between SOI's first segment and the next.
+			"stray bytes": strayAfterFirstSegment(orig),
+			"cut":         orig[:len(orig)*2/3],
+			"no EOI":      orig[:len(orig)-2],
+		}
+		for name, data := range variants {
+			_, decErr := jpeg.Decode(bytes.NewReader(data))
+			want := decErr == nil
+			if name == "filled" || name == "stray bytes" {
+				if decErr != nil && !strings.Contains(f, "truncated") {
+					t.Fatalf("%s %s: the decoder refuses the crafted variant (%v): the test is wrong", filepath.Base(f), name, decErr)
+				}
+			}
+			if got := jpegWhole(data); got != want {
+				t.Errorf("%s, %s: jpegWhole = %v, decoder error %v", filepath.Base(f), name, got, decErr)
+			}
+		}
+	}
+	if restarts == 0 {
+		t.Fatal("no sample carries restart markers; the fill case is not exercised")
+	}
+}
+
+func fillBeforeMarkers(b []byte, scan int) []byte {
+	out := append([]byte{}, b[:scan+2]...)
+	for i := scan + 2; i < len(b); i++ {
+		if b[i] == 0xFF && i+1 < len(b) && (b[i+1] >= 0xD0 && b[i+1] <= 0xD7 || b[i+1] == 0xD9) {
+			out = append(out, 0xFF, 0xFF)
+		}
+		out = append(out, b[i])
+	}
+	return out
+}
+
+func strayAfterFirstSegment(b []byte) []byte {
+	n := int(binary.BigEndian.Uint16(b[4:]))
+	at := 4 + n
+	out := append([]byte{}, b[:at]...)
+	out = append(out, 0x00, 0x17, 0x42)
+	return append(out, b[at:]...)
 }
