@@ -316,3 +316,19 @@ func (h *harness) setVerbosity(v string) {
 		h.t.Fatal(err)
 	}
 }
+
+// applogHas reports whether one of the newest 100 app-log entries
+// contains text.
+func (h *harness) applogHas(t *testing.T, text string) bool {
+	t.Helper()
+	recs, _, err := h.applog.List(0, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range recs {
+		if strings.Contains(r.Message, text) {
+			return true
+		}
+	}
+	return false
+}

@@ -214,7 +214,7 @@ func (s *Server) saveMap(w http.ResponseWriter, r *http.Request, p httprouter.Pa
 	m.Name, m.LocationID, m.PixelsPerMeter, m.ImageID = in.Name, in.LocationID, in.PixelsPerMeter, in.ImageID
 	m.ContentType, m.Width, m.Height = img.ContentType, wd, ht
 	isNew := m.ID == 0
-	m, err = s.deps.DB.PutMap(m, time.Now())
+	m, err = s.deps.DB.PutMap(m, s.nowTime())
 	var inv *store.InvalidError
 	if errors.As(err, &inv) {
 		return apperr.Conflict("%s", inv.Msg) // a zone or gateway in the way of a new size
@@ -257,19 +257,19 @@ func (s *Server) deleteMap(w http.ResponseWriter, r *http.Request, p httprouter.
 	if err != nil {
 		return err
 	}
-	zones, err := s.deps.DB.ListZones(m.ID)
+	del, err := s.deps.DB.DeleteMap(m.ID, s.nowTime())
 	if err != nil {
 		return err
 	}
-	if err := s.deps.DB.DeleteMap(m.ID); err != nil {
-		return err
+	msg := "map " + m.Name + " deleted with " + strconv.Itoa(del.Zones) + " zones"
+	if len(del.Floors) > 0 {
+		msg += "; floors " + joinIDs(del.Floors) + " no longer show a plan"
 	}
-	s.deps.AppLog.Record(applog.Normal, "map.delete", "map "+strconv.FormatUint(m.ID, 10), actor(r),
-		"map "+m.Name+" deleted with "+strconv.Itoa(len(zones))+" zones")
+	s.deps.AppLog.Record(applog.Normal, "map.delete", "map "+strconv.FormatUint(m.ID, 10), actor(r), msg)
 	if err := s.reloadSite(); err != nil {
 		return err
 	}
-	return ok(w, map[string]any{"id": m.ID, "deleted_zones": len(zones)})
+	return ok(w, map[string]any{"id": m.ID, "deleted_zones": del.Zones, "unlinked_floors": del.Floors})
 }
 
 // mapImage: GET /api/v1/maps/image?id=<map id> (or ?image_id= for an
@@ -312,4 +312,16 @@ func (s *Server) mapImage(w http.ResponseWriter, r *http.Request, _ httprouter.P
 	w.Header().Set("ETag", `"map-image-`+strconv.FormatUint(imageID, 10)+`"`)
 	http.ServeContent(w, r, "", time.Time{}, bytes.NewReader(img.Data))
 	return nil
+}
+
+// joinIDs writes ids as "1, 2, 3" for a log line.
+func joinIDs(ids []uint64) string {
+	b := make([]byte, 0, 4*len(ids))
+	for i, id := range ids {
+		if i > 0 {
+			b = append(b, ", "...)
+		}
+		b = strconv.AppendUint(b, id, 10)
+	}
+	return string(b)
 }

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"beaconhub/appliance/config"
 	"beaconhub/store"
@@ -355,11 +356,24 @@ func TestFloorLinksToAMap(t *testing.T) {
 	if !strings.Contains(r.Body, `"map_id"`) {
 		t.Fatalf("unknown map: %s", r.Body)
 	}
-	h.send("DELETE", "/api/v1/map/"+itoa(m.ID), admin, nil).expect(t, http.StatusOK)
+	h.clock.Advance(time.Minute)
+	var del struct {
+		Unlinked []uint64 `json:"unlinked_floors"`
+	}
+	h.send("DELETE", "/api/v1/map/"+itoa(m.ID), admin, nil).expect(t, http.StatusOK).decodePayload(t, &del)
+	if len(del.Unlinked) != 1 || del.Unlinked[0] != f.ID {
+		t.Fatalf("delete answered unlinked_floors %v, want [%d]", del.Unlinked, f.ID)
+	}
 	var got store.Floor
 	h.send("GET", "/api/v1/floor/"+itoa(f.ID), admin, nil).expect(t, http.StatusOK).decodePayload(t, &got)
 	if got.ID != f.ID || got.MapID != 0 || got.Name != "G" {
 		t.Fatalf("floor after its map's delete: %+v", got)
+	}
+	if !got.UpdatedAt.Equal(h.clock.Now()) {
+		t.Fatalf("floor updated_at %v after its map's delete at %v", got.UpdatedAt, h.clock.Now())
+	}
+	if !h.applogHas(t, "floors "+itoa(f.ID)+" no longer show a plan") {
+		t.Fatal("the app log does not say which floors lost their plan")
 	}
 	// The floor can be saved again, now without a map.
 	h.send("POST", "/api/v1/floor/"+itoa(f.ID), admin, map[string]any{"name": "G"}).expect(t, http.StatusOK)

@@ -17,7 +17,7 @@ func newNavHarness(t *testing.T, opts ...harnessOption) (*harness, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h.srv = New(Deps{Live: h.live, DB: h.db, Auth: h.auth, AppLog: h.applog, Logger: h.logger, Static: web.FS(), Nav: svc})
+	h.srv = New(Deps{Live: h.live, DB: h.db, Auth: h.auth, AppLog: h.applog, Logger: h.logger, Static: web.FS(), Nav: svc, Clock: h.clock})
 	return h, h.token("admin")
 }
 

@@ -22,11 +22,13 @@ import (
 const maxTemplateName = 80
 
 // now is the request time in Unix ms from the injected clock.
-func (s *Server) now() int64 {
+func (s *Server) now() int64 { return s.nowTime().UnixMilli() }
+
+func (s *Server) nowTime() time.Time {
 	if s.deps.Clock != nil {
-		return s.deps.Clock.Now().UnixMilli()
+		return s.deps.Clock.Now()
 	}
-	return time.Now().UnixMilli()
+	return time.Now()
 }
 
 func templateName(name string) (string, error) {

@@ -320,7 +320,7 @@ func TestPendingAlertsysIndex(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = b.Close()
-	writeSchemaVersion(t, path, SchemaVersion()-1)
+	writeSchemaVersion(t, path, stepBefore(t, "events still pending"))
 	if db, err = Open(path, OpenOptions{LockTimeout: 200 * time.Millisecond}); err != nil {
 		t.Fatal(err)
 	}

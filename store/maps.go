@@ -246,11 +246,20 @@ func dropImageIfUnused(tx *bolt.Tx, id uint64) error {
 	return nil
 }
 
+// MapDeletion is what a map's delete took along.
+type MapDeletion struct {
+	Zones  int      // zones deleted with it
+	Floors []uint64 // floors that showed it and now show no plan
+}
+
 // DeleteMap removes a map and cascades: its zones, every adjacency that
 // points at them, the survey samples labelled with them, and the gateway
-// placements on it. The image is removed too unless another map uses it.
-func (db *DB) DeleteMap(id uint64) error {
-	return db.Update(func(tx *bolt.Tx) error {
+// placements on it. Floors that showed it are kept, unlinked, with
+// UpdatedAt now. The image is removed too unless another map uses it.
+func (db *DB) DeleteMap(id uint64, now time.Time) (MapDeletion, error) {
+	var out MapDeletion
+	err := db.Update(func(tx *bolt.Tx) error {
+		out = MapDeletion{}
 		b := tx.Bucket(bMaps)
 		var m Map
 		if b == nil {
@@ -268,6 +277,7 @@ func (db *DB) DeleteMap(id uint64) error {
 				return err
 			}
 		}
+		out.Zones = len(zones)
 		if gb := tx.Bucket(bMapGateways); gb != nil {
 			ps, err := navList(tx, bMapGateways, func(p *GatewayPlacement) bool { return p.MapID == id })
 			if err != nil {
@@ -279,23 +289,71 @@ func (db *DB) DeleteMap(id uint64) error {
 				}
 			}
 		}
-		if fb := tx.Bucket(bNavFloors); fb != nil {
-			floors, err := navList(tx, bNavFloors, func(f *Floor) bool { return f.MapID == id })
-			if err != nil {
-				return err
-			}
-			for _, f := range floors {
-				f.MapID = 0 // the floor stays, without the plan it showed
-				if err := putJSON(fb, itob(f.ID), f); err != nil {
-					return err
-				}
-			}
+		if out.Floors, err = unlinkFloors(tx, func(f *Floor) bool { return f.MapID == id }, now); err != nil {
+			return err
 		}
 		if err := b.Delete(itob(id)); err != nil {
 			return err
 		}
 		return dropImageIfUnused(tx, m.ImageID)
 	})
+	return out, err
+}
+
+// unlinkFloors sets map_id to 0 on the floors match selects: the floor
+// stays, without the plan it showed. A zero now keeps UpdatedAt.
+func unlinkFloors(tx *bolt.Tx, match func(*Floor) bool, now time.Time) ([]uint64, error) {
+	fb := tx.Bucket(bNavFloors)
+	if fb == nil {
+		return nil, nil
+	}
+	floors, err := navList(tx, bNavFloors, func(f *Floor) bool { return f.MapID != 0 && match(f) })
+	if err != nil {
+		return nil, err
+	}
+	ids := make([]uint64, 0, len(floors))
+	for _, f := range floors {
+		f.MapID = 0
+		if !now.IsZero() {
+			f.UpdatedAt = now
+		}
+		if err := putJSON(fb, itob(f.ID), f); err != nil {
+			return nil, err
+		}
+		ids = append(ids, f.ID)
+	}
+	return ids, nil
+}
+
+// repairMapLinks is a migration step. Before floors' map_id was checked
+// (and cleared on a map's delete) a floor could name a map that does not
+// exist, which would later link it silently to a new map given that id;
+// before DeleteGateway took the placement along, a deleted gateway's
+// placement stayed behind. Both are removed. UpdatedAt is kept: the
+// migration knows no clock, and the floor showed no plan either way.
+func repairMapLinks(tx *bolt.Tx) error {
+	mb := tx.Bucket(bMaps)
+	exists := func(b *bolt.Bucket, id uint64) bool { return b != nil && b.Get(itob(id)) != nil }
+	if _, err := unlinkFloors(tx, func(f *Floor) bool { return !exists(mb, f.MapID) }, time.Time{}); err != nil {
+		return err
+	}
+	pb := tx.Bucket(bMapGateways)
+	if pb == nil {
+		return nil
+	}
+	gb := tx.Bucket(bGateways)
+	ps, err := navList(tx, bMapGateways, func(p *GatewayPlacement) bool {
+		return !exists(gb, p.GatewayID) || !exists(mb, p.MapID)
+	})
+	if err != nil {
+		return err
+	}
+	for _, p := range ps {
+		if err := pb.Delete(itob(p.GatewayID)); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // PlaceGateway puts a gateway on a map (replacing any earlier placement).
@@ -317,6 +375,12 @@ func (db *DB) PlaceGateway(p GatewayPlacement) error {
 				field = "y"
 			}
 			return invalidField(field, "%s must be a pixel position inside the map (%gx%g)", field, m.Width, m.Height)
+		}
+		// A gateway deleted since the caller looked it up would leave
+		// an orphan placement behind; DeleteGateway runs in its own
+		// transaction, so only this one can see it is gone.
+		if gb := tx.Bucket(bGateways); gb == nil || gb.Get(itob(p.GatewayID)) == nil {
+			return invalidField("gateway", "gateway %d is not registered", p.GatewayID)
 		}
 		b, err := tx.CreateBucketIfNotExists(bMapGateways)
 		if err != nil {

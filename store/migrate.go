@@ -117,6 +117,7 @@ var migrations = []migration{
 		return nil
 	}},
 	{"events still pending for alertsys, indexed so a restart finds them at any age", indexPendingEvents},
+	{"floors naming a deleted map unlinked, placements of deleted gateways removed", repairMapLinks},
 }
 
 // SchemaVersion is the version a fully migrated database has.

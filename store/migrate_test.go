@@ -79,6 +79,19 @@ func writeSchemaVersion(t *testing.T, path string, v int) {
 	}
 }
 
+// stepBefore is the schema version just before the step whose name
+// starts with prefix, so a test can re-run that step and the ones after.
+func stepBefore(t *testing.T, prefix string) int {
+	t.Helper()
+	for i, m := range migrations {
+		if strings.HasPrefix(m.name, prefix) {
+			return i
+		}
+	}
+	t.Fatalf("no migration step named %q...", prefix)
+	return 0
+}
+
 func TestMigrateResumesFromOlderVersion(t *testing.T) {
 	if SchemaVersion() < 2 {
 		t.Skip("needs at least two migrations")

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	bolt "go.etcd.io/bbolt"
 )
 
 func openRTLSDB(t *testing.T) *DB {
@@ -92,10 +94,14 @@ func TestZoneAdjacencyStaysSymmetric(t *testing.T) {
 	if _, err := db.AddZoneSamples([]ZoneSample{{Zone: up.ID, RSSI: map[string]float64{"AABBCCDDEEFF": -60}}}, time.Unix(2, 0)); err != nil {
 		t.Fatal(err)
 	}
-	if err := db.PlaceGateway(GatewayPlacement{GatewayID: 7, MapID: m2.ID, X: 1, Y: 2}); err != nil {
+	g := &Gateway{AssetUID: "GW-T-7", MAC: "AC233FA0B1C7"}
+	if err := db.CreateGateway(g); err != nil {
 		t.Fatal(err)
 	}
-	if err := db.DeleteMap(m2.ID); err != nil {
+	if err := db.PlaceGateway(GatewayPlacement{GatewayID: g.ID, MapID: m2.ID, X: 1, Y: 2}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.DeleteMap(m2.ID, time.Unix(9, 0)); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := db.GetZone(up.ID); !errors.Is(err, ErrNotFound) {
@@ -163,10 +169,13 @@ func TestPutMapKeepsPlacementsInside(t *testing.T) {
 	if ps, err := db.GatewayPlacements(0); err != nil || len(ps) != 0 {
 		t.Fatalf("placements after the gateway's delete: %+v %v", ps, err)
 	}
-	// An orphan as an older version left it: no gateway 7 exists.
-	if err := db.PlaceGateway(GatewayPlacement{GatewayID: 7, MapID: m.ID, X: 90, Y: 10}); err != nil {
-		t.Fatal(err)
+	// A placement of a gateway that is gone is refused in the write's
+	// own transaction.
+	if err := db.PlaceGateway(GatewayPlacement{GatewayID: g.ID, MapID: m.ID, X: 90, Y: 10}); !errors.As(err, &inv) || inv.Field != "gateway" {
+		t.Fatalf("placing a deleted gateway: %v", err)
 	}
+	// An orphan as an older version left it: no gateway 7 exists.
+	putOrphanPlacement(t, db, GatewayPlacement{GatewayID: 7, MapID: m.ID, X: 90, Y: 10})
 	small.Width = 50
 	if _, err := db.PutMap(small, time.Unix(5, 0)); err != nil {
 		t.Fatalf("an orphaned placement blocks a resize: %v", err)
@@ -179,17 +188,21 @@ func TestPutMapKeepsPlacementsInside(t *testing.T) {
 func TestPlaceGatewayInsideTheMap(t *testing.T) {
 	db := openRTLSDB(t)
 	m := mustMap(t, db, "Ground") // 100 x 50
+	g := &Gateway{AssetUID: "GW-T-1", MAC: "AC233FA0B1C2"}
+	if err := db.CreateGateway(g); err != nil {
+		t.Fatal(err)
+	}
 	for _, c := range []struct {
 		x, y  float64
 		field string
 	}{{101, 10, "x"}, {10, 51, "y"}, {150, 60, "x"}} {
 		var inv *InvalidError
-		err := db.PlaceGateway(GatewayPlacement{GatewayID: 1, MapID: m.ID, X: c.x, Y: c.y})
+		err := db.PlaceGateway(GatewayPlacement{GatewayID: g.ID, MapID: m.ID, X: c.x, Y: c.y})
 		if !errors.As(err, &inv) || inv.Field != c.field {
 			t.Fatalf("placed at %g,%g on 100x50: %v", c.x, c.y, err)
 		}
 	}
-	if err := db.PlaceGateway(GatewayPlacement{GatewayID: 1, MapID: m.ID, X: 100, Y: 50}); err != nil {
+	if err := db.PlaceGateway(GatewayPlacement{GatewayID: g.ID, MapID: m.ID, X: 100, Y: 50}); err != nil {
 		t.Fatalf("the map's far corner: %v", err)
 	}
 }
@@ -216,5 +229,75 @@ func TestUnattachedImagesAreBounded(t *testing.T) {
 	}
 	if _, err := db.GetMapImage(m.ImageID); err != nil {
 		t.Fatalf("the map's own image was pruned: %v", err)
+	}
+}
+
+func putOrphanPlacement(t *testing.T, db *DB, p GatewayPlacement) {
+	t.Helper()
+	err := db.Update(func(tx *bolt.Tx) error {
+		b, err := tx.CreateBucketIfNotExists(bMapGateways)
+		if err != nil {
+			return err
+		}
+		return putJSON(b, itob(p.GatewayID), p)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestRepairMapLinks: the migration step clears a floor's map_id that
+// names no map and removes placements of deleted gateways (or on deleted
+// maps), as older versions left them; links that hold are kept.
+func TestRepairMapLinks(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "old.db")
+	db, err := Open(path, OpenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := mustMap(t, db, "Ground")
+	g1, g2 := &Gateway{AssetUID: "GW-T-1", MAC: "AC233FA0B1C2"}, &Gateway{AssetUID: "GW-T-2", MAC: "AC233FA0B1C3"}
+	for _, g := range []*Gateway{g1, g2} {
+		if err := db.CreateGateway(g); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := db.PlaceGateway(GatewayPlacement{GatewayID: g1.ID, MapID: m.ID, X: 1, Y: 1}); err != nil {
+		t.Fatal(err)
+	}
+	putOrphanPlacement(t, db, GatewayPlacement{GatewayID: 77, MapID: m.ID, X: 2, Y: 2})  // gateway gone
+	putOrphanPlacement(t, db, GatewayPlacement{GatewayID: g2.ID, MapID: 99, X: 2, Y: 2}) // map gone
+	linked, err := db.PutFloor(Floor{Name: "G", MapID: m.ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stamp := time.Unix(1000, 0).UTC()
+	dangling := Floor{ID: 50, Name: "Old", MapID: 42, UpdatedAt: stamp}
+	if err := db.Update(func(tx *bolt.Tx) error {
+		b, err := tx.CreateBucketIfNotExists(bNavFloors)
+		if err != nil {
+			return err
+		}
+		return putJSON(b, itob(dangling.ID), dangling)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	writeSchemaVersion(t, path, stepBefore(t, "floors naming a deleted map"))
+
+	db, err = Open(path, OpenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if f, err := db.GetFloor(dangling.ID); err != nil || f.MapID != 0 || f.Name != "Old" || !f.UpdatedAt.Equal(stamp) {
+		t.Fatalf("dangling floor after the repair: %+v %v", f, err)
+	}
+	if f, err := db.GetFloor(linked.ID); err != nil || f.MapID != m.ID {
+		t.Fatalf("a floor whose map exists lost it: %+v %v", f, err)
+	}
+	ps, err := db.GatewayPlacements(0)
+	if err != nil || len(ps) != 1 || ps[0].GatewayID != g1.ID {
+		t.Fatalf("placements after the repair: %+v %v, want only gateway %d's", ps, err, g1.ID)
 	}
 }
