@@ -2,6 +2,8 @@ package handlers
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"io"
 	"math"
@@ -306,10 +308,13 @@ func (s *Server) mapImage(w http.ResponseWriter, r *http.Request, _ httprouter.P
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.Header().Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; sandbox")
 	// The same URL serves a new image once the map's is replaced, so the
-	// browser revalidates every time; image ids are never reused, so the
-	// id is the ETag and an unchanged image costs a 304.
+	// browser revalidates every time and an unchanged image costs a 304.
+	// The ETag is the content's hash, not the image id: ids restart with
+	// a database restored from backup, and a browser would keep its copy
+	// of another floor's plan.
 	w.Header().Set("Cache-Control", "private, no-cache")
-	w.Header().Set("ETag", `"map-image-`+strconv.FormatUint(imageID, 10)+`"`)
+	sum := sha256.Sum256(img.Data)
+	w.Header().Set("ETag", `"`+hex.EncodeToString(sum[:16])+`"`)
 	http.ServeContent(w, r, "", time.Time{}, bytes.NewReader(img.Data))
 	return nil
 }

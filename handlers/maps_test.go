@@ -395,3 +395,24 @@ func TestMapsNeedNavigationOrRTLS(t *testing.T) {
 	nh, admin := newNavHarness(t)
 	nh.send("GET", "/api/v1/maps", admin, nil).expect(t, http.StatusOK)
 }
+
+// TestMapImageETagFollowsContent: two databases (a live one and one
+// restored from an older backup) hold different plans under the same
+// image id; a browser's cached copy of one must not be confirmed by the
+// other.
+func TestMapImageETagFollowsContent(t *testing.T) {
+	a, b := newRTLSHarness(t, WSOptions{}), newRTLSHarness(t, WSOptions{})
+	var upA, upB uploaded
+	a.upload("a.png", pngOf(t, 300, 150)).expect(t, http.StatusCreated).decodePayload(t, &upA)
+	b.upload("b.png", pngOf(t, 200, 100)).expect(t, http.StatusCreated).decodePayload(t, &upB)
+	if upA.ImageID != upB.ImageID {
+		t.Fatalf("image ids %d and %d: the case needs the same id in both", upA.ImageID, upB.ImageID)
+	}
+	path := "/api/v1/maps/image?image_id=" + itoa(upA.ImageID)
+	tagA := a.get(path, a.admin).expect(t, http.StatusOK).Header.Get("ETag")
+	r := b.do(req{method: "GET", path: path, token: b.admin, header: map[string]string{"If-None-Match": tagA}}).expect(t, http.StatusOK)
+	if r.Header.Get("ETag") == tagA {
+		t.Fatalf("different images share the ETag %s", tagA)
+	}
+	a.do(req{method: "GET", path: path, token: a.admin, header: map[string]string{"If-None-Match": tagA}}).expect(t, http.StatusNotModified)
+}
