@@ -387,3 +387,35 @@ func TestRTLSParamsFromConfig(t *testing.T) {
 		t.Fatalf("diffusion=2: %v", err)
 	}
 }
+
+// TestMapsFollowServerFeatures: the whole appliance gates the map routes
+// on server_features, not on which services it happened to build (the
+// navigation service exists whenever there is a database): with neither
+// navigation nor rtls they answer 503 and the integration zone directory
+// 400; navigation alone serves maps and zones but not tracking.
+func TestMapsFollowServerFeatures(t *testing.T) {
+	for _, tc := range []struct {
+		features              string
+		maps, zones, tracking int
+	}{
+		{`["sensors"]`, http.StatusServiceUnavailable, http.StatusBadRequest, http.StatusBadRequest},
+		{`["navigation"]`, http.StatusOK, http.StatusOK, http.StatusBadRequest},
+		{`["rtls"]`, http.StatusOK, http.StatusOK, http.StatusOK},
+	} {
+		t.Run(tc.features, func(t *testing.T) {
+			clk := clock.NewFake(time.Now().Truncate(time.Second))
+			app := rtlsAppWith(t, t.TempDir(), clk, `{"server_features":`+tc.features+`}`)
+			t.Cleanup(func() { _ = app.Shutdown(context.Background()) })
+			c := &client{t: t, base: "http://" + app.HTTPAddr(), token: adminToken(t, app)}
+			for path, want := range map[string]int{
+				"/api/v1/maps":              tc.maps,
+				"/api/v1/integration/zones": tc.zones,
+				"/api/v1/tracking/status":   tc.tracking,
+			} {
+				if got := c.call("GET", path, nil, "", nil); got != want {
+					t.Errorf("GET %s: %d, want %d", path, got, want)
+				}
+			}
+		})
+	}
+}
