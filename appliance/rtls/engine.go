@@ -244,6 +244,11 @@ func (e *Engine) Current() string {
 	return ""
 }
 
+// clockStep is how far (ms) a report may be stamped before the beacon's
+// latest sighting and still be taken as a race between gateways' read
+// loops; further back, the wall clock was stepped back.
+const clockStep = 10_000
+
 // Observe is the ingest.Subscriber hook: it runs on the publishing
 // client's read loop, never blocks and only queues durable work in w.
 func (e *Engine) Observe(bt *ingest.Batch, w *ingest.Writes) {
@@ -274,6 +279,16 @@ func (e *Engine) Observe(bt *ingest.Batch, w *ingest.Writes) {
 			*bp = newBeacon(o.Asset.UID)
 		}
 		b := *bp
+		if b.heard-now > clockStep {
+			// The wall clock stepped back (NTP, an operator): every
+			// time the beacon holds is in the future, so its dwell,
+			// staleness and timeout would stand still until the clock
+			// caught up. Its stay ends at its last sighting and it is
+			// found again from this report, as after a timeout.
+			e.commit(m, b, -1, position{}, b.heard, &w.Ops)
+			b = newBeacon(o.Asset.UID)
+			*bp = b
+		}
 		if b.gen != m.gen {
 			b.reset(m)
 		}

@@ -117,7 +117,14 @@ func (e *Engine) expire(now int64) {
 	}
 	limit := e.opts.Timeout.Milliseconds()
 	e.leave(e.model.Load(), func(b *beacon) bool {
-		if now-b.heard < limit || (b.zone < 0 && len(b.rds) == 0) {
+		if b.zone < 0 && len(b.rds) == 0 {
+			return false
+		}
+		// A last sighting more than clockStep in the future means the
+		// wall clock stepped back: the silence cannot be measured, so
+		// the stay ends at that sighting now rather than an hour late
+		// (Observe starts the beacon afresh at its next report).
+		if now-b.heard < limit && b.heard-now <= clockStep {
 			return false
 		}
 		b.rds = b.rds[:0]

@@ -115,7 +115,9 @@ func (m *model) buildLiveness() {
 // heard is a report from gateway g: it is up. It reports whether g was
 // judged down until now.
 func (lv *liveness) heard(g int, now int64) bool {
-	if lv.last[g].Load() < now {
+	// Later only, as read loops race; but a wall clock stepped back
+	// would otherwise keep every gateway "just heard" until it caught up.
+	if l := lv.last[g].Load(); l < now || l-now > clockStep {
 		lv.last[g].Store(now)
 	}
 	if lv.ev[g].Load() != 0 {
