@@ -31,11 +31,18 @@ func CloseZoneIntervalEntered(tx *bolt.Tx, uid string, enter, leave int64) error
 	return nil
 }
 
-// CloseOpenZoneIntervals closes every open interval at leave (clamped to
-// its enter time): run once at start, when the engine has no live state
-// and nothing would close them otherwise. It returns how many it closed.
-func CloseOpenZoneIntervals(tx *bolt.Tx, leave int64) (int, error) {
+// CloseOpenZoneIntervals closes every interval left open: run once at
+// start, when the engine has no live state and nothing would close them
+// otherwise. Only a crash leaves one (a stop closes them). Each closes
+// at its beacon's last sighting as the store has it (flushed every 30 s,
+// so at most that much early), clamped to [enter, now]; a beacon with
+// none stored was first heard less than a flush before the crash and
+// closes at its enter time. Closing at now, as before, recorded the
+// beacon in its zone for the whole downtime. It returns how many it
+// closed.
+func CloseOpenZoneIntervals(tx *bolt.Tx, now int64) (int, error) {
 	b := tx.Bucket(bZoneIntervals)
+	seen := tx.Bucket(bLastSeen)
 	type fix struct {
 		k  []byte
 		iv ZoneInterval
@@ -43,7 +50,9 @@ func CloseOpenZoneIntervals(tx *bolt.Tx, leave int64) (int, error) {
 	var fixes []fix
 	c := b.Cursor()
 	for k, v := c.First(); k != nil; k, v = c.Next() {
-		if !bytes.Contains(v, []byte(`"leave"`)) {
+		// A closed interval carries the key "leave" (omitempty); the
+		// colon keeps a zone named "leave" from passing for one.
+		if !bytes.Contains(v, []byte(`"leave":`)) {
 			var iv ZoneInterval
 			if err := json.Unmarshal(v, &iv); err != nil {
 				return 0, err
@@ -54,6 +63,12 @@ func CloseOpenZoneIntervals(tx *bolt.Tx, leave int64) (int, error) {
 		}
 	}
 	for _, f := range fixes {
+		leave := f.iv.Enter
+		if i := bytes.IndexByte(f.k, 0); i > 0 && seen != nil {
+			if v := seen.Get(f.k[:i]); v != nil {
+				leave = min(int64(btoi(v)), now)
+			}
+		}
 		f.iv.Leave = max(leave, f.iv.Enter)
 		if err := putJSON(b, f.k, &f.iv); err != nil {
 			return 0, err

@@ -47,7 +47,7 @@ func TestCloseZoneIntervalEnteredAfterMerge(t *testing.T) {
 	}
 	var n int
 	if err := db.Update(func(tx *bolt.Tx) error {
-		n, err = CloseOpenZoneIntervals(tx, 150) // before its enter: clamped
+		n, err = CloseOpenZoneIntervals(tx, 150) // no last sighting stored: its enter
 		return err
 	}); err != nil {
 		t.Fatal(err)
@@ -55,5 +55,50 @@ func TestCloseZoneIntervalEnteredAfterMerge(t *testing.T) {
 	ivs, _, _ = db.ZoneIntervals("WCH-NEW", ZoneCursor{}, 10)
 	if n != 1 || ivs[0].Leave != 200 || ivs[1].Leave != 300 {
 		t.Fatalf("closed %d: %+v", n, ivs)
+	}
+}
+
+// TestCloseOpenZoneIntervalsAtLastSighting: what a crash left open closes
+// at the beacon's stored last sighting, never after now nor before its
+// enter; without a stored sighting, at its enter. A zone named "leave"
+// does not pass for a closed interval.
+func TestCloseOpenZoneIntervalsAtLastSighting(t *testing.T) {
+	db, err := Open(filepath.Join(t.TempDir(), "z.db"), OpenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	const now = 10_000
+	if err := db.Update(func(tx *bolt.Tx) error {
+		for _, iv := range []struct {
+			uid, zone string
+			enter     int64
+		}{{"WCH-A", "Ward", 1000}, {"WCH-B", "Ward", 1000}, {"WCH-C", "Ward", 5000}, {"WCH-D", "Ward", 1000}, {"WCH-E", "leave", 1000}} {
+			if err := AppendZoneInterval(tx, iv.uid, &ZoneInterval{ZoneID: 1, Zone: iv.zone, Enter: iv.enter}); err != nil {
+				return err
+			}
+		}
+		return PutLastSeen(map[string]int64{
+			"WCH-A": 3000,   // heard until 3 s: closes there
+			"WCH-B": 99_000, // clock was ahead: no later than now
+			"WCH-C": 4000,   // stored before its enter (flush lag): its enter
+			"WCH-E": 2000,
+			// WCH-D: never flushed: its enter
+		})(tx)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	var n int
+	if err := db.Update(func(tx *bolt.Tx) error { n, err = CloseOpenZoneIntervals(tx, now); return err }); err != nil {
+		t.Fatal(err)
+	}
+	if n != 5 {
+		t.Fatalf("closed %d, want 5", n)
+	}
+	for uid, want := range map[string]int64{"WCH-A": 3000, "WCH-B": now, "WCH-C": 5000, "WCH-D": 1000, "WCH-E": 2000} {
+		ivs, _, err := db.ZoneIntervals(uid, ZoneCursor{}, 10)
+		if err != nil || len(ivs) != 1 || ivs[0].Leave != want {
+			t.Errorf("%s: %+v %v, want closed at %d", uid, ivs, err, want)
+		}
 	}
 }

@@ -218,7 +218,7 @@ func (e *Engine) Start(name string) error {
 	}
 	now := e.clock.Now().UnixMilli()
 	e.run.Store(nil)
-	e.resetState(now)
+	e.resetState()
 	e.reports.Store(0)
 	e.restartSweep()
 	e.run.Store(&run{name: name, alg: alg, since: now})
@@ -233,7 +233,7 @@ func (e *Engine) Stop() {
 	e.runMu.Lock()
 	defer e.runMu.Unlock()
 	e.run.Store(nil)
-	e.resetState(e.clock.Now().UnixMilli())
+	e.resetState()
 }
 
 // Current is the running algorithm's name, "" when stopped.
@@ -274,6 +274,15 @@ func (e *Engine) Observe(bt *ingest.Batch, w *ingest.Writes) {
 		n++
 		sh := e.shards.Of(o.Asset)
 		sh.Lock()
+		if e.run.Load() != r {
+			// Stopped or restarted since this batch began: resetState
+			// has cleared (or will clear) this shard under its lock,
+			// and state made now would outlive the run, with an open
+			// interval nothing closes.
+			sh.Unlock()
+			n--
+			break
+		}
 		bp := sh.V.Of(o.Asset)
 		if *bp == nil {
 			*bp = newBeacon(o.Asset.UID)

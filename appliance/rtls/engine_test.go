@@ -156,10 +156,18 @@ func TestZoneIntervalsWrittenAndClosed(t *testing.T) {
 	if ivs = r.intervals("WAT-1"); len(ivs) != 3 || ivs[0].ZoneID != 1 || ivs[0].Leave != 0 {
 		t.Fatalf("intervals after return %+v", ivs)
 	}
-	// Stop closes it; a restart at boot closes anything left open.
+	// Stop closes it at the last sighting, as the timeout does, and
+	// tells listeners the beacon is unknown; a restart at boot closes
+	// anything left open.
+	last = r.clk.Now().Add(-time.Second).UnixMilli()
+	r.clk.Advance(30 * time.Second)
+	events = events[:0]
 	r.e.Stop()
-	if ivs = r.intervals("WAT-1"); ivs[0].Leave == 0 {
-		t.Fatalf("Stop left %+v open", ivs[0])
+	if ivs = r.intervals("WAT-1"); ivs[0].Leave != last {
+		t.Fatalf("Stop closed %+v, want at the last sighting %d", ivs[0], last)
+	}
+	if len(events) != 1 || events[0].Location.Zone != 0 || events[0].AssetUID != "WAT-1" {
+		t.Fatalf("events at Stop %+v, want WAT-1's zone 0", events)
 	}
 }
 
@@ -172,6 +180,9 @@ func TestCloseOpenIntervalsAtStart(t *testing.T) {
 				return err
 			}
 		}
+		if err := store.PutLastSeen(map[string]int64{"WAT-1": 4000})(tx); err != nil {
+			return err
+		}
 		return store.CloseZoneIntervalEntered(tx, "WAT-2", 1000, 1500)
 	}, func(err error) { done <- err })
 	if err := <-done; err != nil {
@@ -181,8 +192,8 @@ func TestCloseOpenIntervalsAtStart(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	if iv := r.intervals("WAT-1"); iv[0].Leave != 5000 {
-		t.Fatalf("WAT-1 %+v", iv)
+	if iv := r.intervals("WAT-1"); iv[0].Leave != 4000 {
+		t.Fatalf("WAT-1 %+v, want closed at its last sighting 4000, not at the restart", iv)
 	}
 	if iv := r.intervals("WAT-2"); iv[0].Leave != 1500 {
 		t.Fatalf("a closed interval was changed: %+v", iv)

@@ -26,11 +26,12 @@ func closeOp(uid string, enter, leave int64) func(*bolt.Tx) error {
 	return func(tx *bolt.Tx) error { return store.CloseZoneIntervalEntered(tx, uid, enter, leave) }
 }
 
-// CloseOpenIntervals closes every interval left open (at leave, Unix ms);
-// the wiring runs it once at start, since the engine starts with no live
+// CloseOpenIntervals closes every interval a crash left open, each at
+// its beacon's stored last sighting (no later than now, Unix ms); the
+// wiring runs it once at start, since the engine starts with no live
 // state and would otherwise leave them open for ever.
-func CloseOpenIntervals(tx *bolt.Tx, leave int64) error {
-	_, err := store.CloseOpenZoneIntervals(tx, leave)
+func CloseOpenIntervals(tx *bolt.Tx, now int64) error {
+	_, err := store.CloseOpenZoneIntervals(tx, now)
 	return err
 }
 
@@ -48,22 +49,27 @@ func (e *Engine) queue(ops []func(*bolt.Tx) error) {
 	}
 }
 
-// resetState drops all live state (Start, Stop), closing open intervals.
-func (e *Engine) resetState(now int64) {
-	var ops []func(*bolt.Tx) error
+// resetState drops all live state (Start, Stop). As at a timeout, each
+// located beacon's stay ends at its last sighting (not at the stop: the
+// engine knows nothing of it after that) and listeners get its zone-0
+// event, so a live map does not keep showing what the API already
+// answers as unknown.
+func (e *Engine) resetState() {
+	m := e.model.Load()
 	for i := range e.shards {
 		sh := &e.shards[i]
+		var ops []func(*bolt.Tx) error
 		sh.Lock()
-		sh.V.Range(func(uid string, b **beacon) {
-			if (*b).open {
-				ops = append(ops, closeOp(uid, (*b).since, now))
+		sh.V.Range(func(_ string, bp **beacon) {
+			if b := *bp; b.zone >= 0 || b.open {
+				e.commit(m, b, -1, position{}, b.heard, &ops)
 			}
 		})
 		sh.V = assets.UIDMap[*beacon]{}
+		e.queue(ops)
 		sh.Unlock()
 	}
-	e.model.Load().live.reset()
-	e.queue(ops)
+	m.live.reset()
 }
 
 // sweepEvery is how often beacons are checked for the timeout: a quarter
