@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net"
+	rdebug "runtime/debug"
 	"slices"
 	"strings"
 	"sync"
@@ -145,6 +147,7 @@ func (c *wsClient) writer() {
 		_ = c.conn.Close()
 		c.hub.wg.Done()
 	}()
+	defer c.survive("writer")
 	for {
 		select {
 		case <-c.q.wake:
@@ -270,6 +273,7 @@ func (c *wsClient) reader() {
 		c.hub.remove(c)
 		c.hub.wg.Done()
 	}()
+	defer c.survive("reader")
 	c.conn.SetReadLimit(maxWSMessage)
 	// Only an authenticated client earns a longer read deadline: pongs
 	// may be sent unsolicited, and one every few seconds must not hold an
@@ -374,7 +378,13 @@ func (c *wsClient) subscribe(ch string) {
 	}
 	c.authMu.Lock()
 	defer c.authMu.Unlock()
+	// The writer's re-check may have ended the session while this
+	// waited for room or for authMu; it stamped checked first, so the
+	// refresh below would not run and nothing else would notice.
 	s := c.sess.Load()
+	if s == nil {
+		return
+	}
 	if time.Since(c.checked) >= subscribeRecheck {
 		if s = c.refresh(); s == nil {
 			return
@@ -420,6 +430,18 @@ func (c *wsClient) subscribe(ch string) {
 		c.hub.frames.Add(1)
 	} else {
 		c.q.forget(ch)
+	}
+}
+
+// survive, deferred last in each of the connection's goroutines (so it
+// runs before their own cleanup, which then ends the connection), turns
+// a panic into an error log and a 1011 close. net/http recovers a handler's panics, but not
+// those of goroutines a handler starts: one client's bug would otherwise
+// take down the process, and with it the alerts.
+func (c *wsClient) survive(where string) {
+	if v := recover(); v != nil {
+		c.hub.log.Error("websocket connection ended by a panic", "goroutine", where, "panic", fmt.Sprint(v), "stack", string(rdebug.Stack()))
+		c.shut(websocket.CloseInternalServerErr, "internal error")
 	}
 }
 

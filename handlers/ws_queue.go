@@ -129,6 +129,11 @@ func (q *wsQueue) reply(ch string, f outFrame) {
 // when done closed first.
 func (q *wsQueue) waitRoom(done <-chan struct{}) bool {
 	for {
+		select {
+		case <-done: // closing: nothing more is worth queuing
+			return false
+		default:
+		}
 		q.mu.Lock()
 		n := len(q.items)
 		q.mu.Unlock()

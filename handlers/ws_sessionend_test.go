@@ -1,0 +1,93 @@
+package handlers
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gorilla/websocket"
+)
+
+// TestWSSubscribeWhileSessionEnds: a subscribe already past the reader's
+// "authenticated?" check when the writer's periodic re-check ends the
+// session (the token expired) found no session and a fresh re-check
+// stamp, skipped the refresh and dereferenced the missing session: a
+// panic in the reader goroutine, which took the whole process down.
+// Any session end (expiry, password change, deletion) while a dashboard
+// was subscribing could do it. Rounds make the race likely to be hit.
+func TestWSSubscribeWhileSessionEnds(t *testing.T) {
+	for range 20 {
+		r := newWSRig(t, WSOptions{PingInterval: 5 * time.Millisecond})
+		c, _, err := r.dial(bearerHeader(r.token("user")))
+		if err != nil {
+			t.Fatal(err)
+		}
+		next(t, c, "ready")
+		stop := make(chan struct{})
+		go func() { // a dashboard (re)subscribing its beacons
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				if c.WriteJSON(map[string]any{"type": "subscribe", "channel": "track-" + r.f.watch}) != nil {
+					return
+				}
+			}
+		}()
+		go func() { // and reading its frames
+			for {
+				if _, _, err := c.ReadMessage(); err != nil {
+					return
+				}
+			}
+		}()
+		start := r.srv.hub.frames.Load()
+		waitFor(t, "subscribes flowing", func() bool { return r.srv.hub.frames.Load() > start+20 })
+		r.clock.Advance(30 * 24 * time.Hour) // the access token expires
+		waitFor(t, "session ended", func() bool { return r.srv.hub.clientCount() == 0 })
+		close(stop)
+		c.Close()
+	}
+}
+
+// TestWSPanicEndsOnlyItsConnection: a panic in a connection's goroutine
+// (here forced through the subscribe hook) is logged and closes that
+// connection with 1011; the process and the other clients go on.
+func TestWSPanicEndsOnlyItsConnection(t *testing.T) {
+	r := newWSRig(t, WSOptions{})
+	other, _, err := r.dial(bearerHeader(r.admin))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	next(t, other, "ready")
+	c, _, err := r.dial(bearerHeader(r.admin))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	next(t, c, "ready")
+	boom := func() { panic("forced by the test") }
+	afterSubscribe.Store(&boom)
+	send(t, c, map[string]any{"type": "subscribe", "channel": "track-" + r.f.watch})
+	next(t, c, "subscribed")
+	afterSubscribe.Store(nil)
+	_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	for {
+		_, _, err := c.ReadMessage()
+		if err == nil {
+			continue
+		}
+		if !websocket.IsCloseError(err, websocket.CloseInternalServerErr) {
+			t.Fatalf("the panicking connection ended with %v, want close 1011", err)
+		}
+		break
+	}
+	waitFor(t, "panic logged", func() bool {
+		return strings.Contains(r.logBuf.String(), "websocket connection ended by a panic")
+	})
+	send(t, other, map[string]any{"type": "ping"})
+	next(t, other, "pong")
+}
