@@ -156,6 +156,9 @@ func (c *wsClient) writer() {
 			}
 		case <-ping.C:
 			if err := c.conn.WriteControl(websocket.PingMessage, nil, time.Now().Add(o.WriteWait)); err != nil {
+				if isTimeout(err) { // too slow, as in flush
+					c.hub.dropped.Add(1)
+				}
 				c.shut(websocket.CloseAbnormalClosure, "")
 				return
 			}
@@ -306,7 +309,13 @@ func (c *wsClient) reader() {
 		var m clientMsg
 		dec := json.NewDecoder(bytes.NewReader(data))
 		dec.DisallowUnknownFields()
-		if err := dec.Decode(&m); err != nil {
+		err = dec.Decode(&m)
+		if err == nil && dec.More() {
+			// One message, one JSON object: trailing data means the
+			// client is not saying what it thinks it says.
+			err = errTrailing
+		}
+		if err != nil {
 			if !authed {
 				// docs/websocket.md: anything but an auth message first
 				// closes the connection.
@@ -321,6 +330,8 @@ func (c *wsClient) reader() {
 		}
 	}
 }
+
+var errTrailing = errors.New("data after the JSON object")
 
 // handle acts on one client message; false ends the connection.
 func (c *wsClient) handle(m clientMsg) bool {

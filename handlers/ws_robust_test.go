@@ -1,7 +1,10 @@
 package handlers
 
 import (
+	"net"
+	"os"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -90,4 +93,79 @@ func TestWSPanicEndsOnlyItsConnection(t *testing.T) {
 	})
 	send(t, other, map[string]any{"type": "ping"})
 	next(t, other, "pong")
+}
+
+// writeFailingListener makes every socket write fail with a timeout once
+// failing is set: what a full socket buffer does to a write with a
+// deadline, without waiting for the buffers to fill.
+type writeFailingListener struct {
+	net.Listener
+	failing *atomic.Bool
+}
+
+func (l writeFailingListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	return &writeFailingConn{Conn: c, failing: l.failing}, nil
+}
+
+type writeFailingConn struct {
+	net.Conn
+	failing *atomic.Bool
+}
+
+func (c *writeFailingConn) Write(p []byte) (int, error) {
+	if c.failing.Load() {
+		return 0, os.ErrDeadlineExceeded
+	}
+	return c.Conn.Write(p)
+}
+
+// TestWSPingPastDeadlineCountsAsDropped: a client cut because the ping
+// missed its write deadline is too slow like one whose frames did, and
+// dropped_clients counts it.
+func TestWSPingPastDeadlineCountsAsDropped(t *testing.T) {
+	var failing atomic.Bool
+	r := newWSRigOn(t, WSOptions{PingInterval: 30 * time.Millisecond}, func(l net.Listener) net.Listener {
+		return writeFailingListener{l, &failing}
+	})
+	c, _, err := r.dial(bearerHeader(r.token("user")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	next(t, c, "ready")
+	failing.Store(true)
+	waitFor(t, "client cut", func() bool { return r.srv.hub.clientCount() == 0 })
+	if d := r.srv.hub.dropped.Load(); d != 1 {
+		t.Fatalf("dropped_clients = %d after a ping past its deadline, want 1", d)
+	}
+}
+
+// TestWSTrailingDataIsAnError: a message is one JSON object; anything
+// after it makes the message malformed, answered with an error rather
+// than acted on in part.
+func TestWSTrailingDataIsAnError(t *testing.T) {
+	r := newWSRig(t, WSOptions{})
+	c, _, err := r.dial(bearerHeader(r.admin))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	next(t, c, "ready")
+	for _, msg := range []string{
+		`{"type":"subscribe","channel":"track-` + r.f.watch + `"} {"type":"unsubscribe"}`,
+		`{"type":"ping"} garbage`,
+	} {
+		if err := c.WriteMessage(websocket.TextMessage, []byte(msg)); err != nil {
+			t.Fatal(err)
+		}
+		if m := readFrame(t, c); m["type"] != "error" {
+			t.Fatalf("%s answered %v, want an error frame", msg, m)
+		}
+	}
+	send(t, c, map[string]any{"type": "ping"}) // a whole one still works
+	next(t, c, "pong")
 }
