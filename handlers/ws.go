@@ -37,6 +37,7 @@ type WSOptions struct {
 	PongWait     time.Duration // read deadline, extended by each pong or message (default 60s)
 	WriteWait    time.Duration // deadline of one frame write (default 10s)
 	AuthWait     time.Duration // time for the first-message auth (default 10s)
+	CloseWait    time.Duration // how long a server-sent close waits for the peer's (default 1s)
 	SendBuffer   int           // frames a client queues one by one before track frames merge per channel (default 256)
 	MaxSubs      int           // channels per client (default 1000)
 }
@@ -51,6 +52,7 @@ func (o WSOptions) withDefaults() WSOptions {
 	def(&o.PongWait, 60*time.Second)
 	def(&o.WriteWait, 10*time.Second)
 	def(&o.AuthWait, 10*time.Second)
+	def(&o.CloseWait, time.Second)
 	if o.SendBuffer <= 0 {
 		o.SendBuffer = 256
 	}

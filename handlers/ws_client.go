@@ -176,7 +176,7 @@ func (c *wsClient) writer() {
 			if code := int(c.closeCode.Load()); code != websocket.CloseAbnormalClosure {
 				// Short: a peer that does not take a close frame at once
 				// is not worth holding the goroutines for.
-				wait := min(o.WriteWait, time.Second)
+				wait := min(o.WriteWait, o.CloseWait)
 				if c.conn.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(code, text), time.Now().Add(wait)) == nil {
 					// The closing handshake: the socket closes when the
 					// peer has replied (its close frame ends the reader),
@@ -270,7 +270,13 @@ func (c *wsClient) write(f outFrame) error {
 
 func (c *wsClient) reader() {
 	o := c.hub.opts
+	// chose: the reader ends the connection itself (refused auth), with
+	// the socket still readable, so it waits for the peer's close frame.
+	chose := false
 	defer func() {
+		if chose {
+			c.awaitPeerClose()
+		}
 		close(c.read)
 		c.shut(websocket.CloseNormalClosure, "")
 		c.hub.remove(c)
@@ -320,18 +326,34 @@ func (c *wsClient) reader() {
 				// docs/websocket.md: anything but an auth message first
 				// closes the connection.
 				c.shut(websocket.ClosePolicyViolation, "authentication required")
+				chose = true
 				return
 			}
 			c.reply(serverMsg{Type: "error", Message: "malformed message: expected a JSON object with type"})
 			continue
 		}
 		if !c.handle(m) {
+			chose = true
 			return
 		}
 	}
 }
 
 var errTrailing = errors.New("data after the JSON object")
+
+// awaitPeerClose reads and discards until the peer answers the close
+// frame the writer sends (or errs), for at most CloseWait: the closing
+// handshake docs/websocket.md promises. Returning at once let the writer
+// cut the socket right after its close frame, and a client could read a
+// reset instead of the reason.
+func (c *wsClient) awaitPeerClose() {
+	_ = c.conn.SetReadDeadline(time.Now().Add(c.hub.opts.CloseWait))
+	for {
+		if _, _, err := c.conn.NextReader(); err != nil {
+			return
+		}
+	}
+}
 
 // handle acts on one client message; false ends the connection.
 func (c *wsClient) handle(m clientMsg) bool {

@@ -1,6 +1,8 @@
 package handlers
 
 import (
+	"errors"
+	"io"
 	"net"
 	"os"
 	"strings"
@@ -168,4 +170,49 @@ func TestWSTrailingDataIsAnError(t *testing.T) {
 	}
 	send(t, c, map[string]any{"type": "ping"}) // a whole one still works
 	next(t, c, "pong")
+}
+
+// TestWSRefusedAuthClosesWithHandshake: when the server refuses a client
+// (a bad first-message token), it sends its close frame and then waits
+// for the client's before closing the socket, as docs/websocket.md says.
+// Before, the socket closed microseconds after the close frame, and a
+// client could read a reset instead of the reason.
+func TestWSRefusedAuthClosesWithHandshake(t *testing.T) {
+	r := newWSRig(t, WSOptions{CloseWait: 30 * time.Second})
+	c, _, err := r.dial(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	send(t, c, map[string]any{"type": "auth", "token": "nope"})
+	// Raw bytes, so that the client library does not answer the close.
+	nc := c.NetConn()
+	_ = nc.SetReadDeadline(time.Now().Add(5 * time.Second))
+	head := make([]byte, 2)
+	if _, err := io.ReadFull(nc, head); err != nil {
+		t.Fatal(err)
+	}
+	if head[0] != 0x88 { // FIN + close opcode
+		t.Fatalf("first frame %#x, want a close frame", head[0])
+	}
+	body := make([]byte, head[1]&0x7f)
+	if _, err := io.ReadFull(nc, body); err != nil {
+		t.Fatal(err)
+	}
+	if code := int(body[0])<<8 | int(body[1]); code != websocket.ClosePolicyViolation {
+		t.Fatalf("close code %d, want 1008", code)
+	}
+	// The server now waits for the client's close: the socket stays open.
+	_ = nc.SetReadDeadline(time.Now().Add(300 * time.Millisecond))
+	if n, err := nc.Read(make([]byte, 16)); !errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("after its close frame the server sent %d bytes / closed the socket (%v) before the client replied", n, err)
+	}
+	if err := c.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.ClosePolicyViolation, ""), time.Now().Add(time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	_ = nc.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if _, err := nc.Read(make([]byte, 16)); err != io.EOF {
+		t.Fatalf("after the client's close: %v, want the socket closed", err)
+	}
+	waitFor(t, "client removed", func() bool { return r.srv.hub.clientCount() == 0 })
 }
