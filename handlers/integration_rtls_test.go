@@ -3,8 +3,10 @@ package handlers
 import (
 	"encoding/json"
 	"net/http"
+	"strings"
 	"testing"
 
+	"beaconhub/appliance/assets"
 	"beaconhub/appliance/rtls"
 	"beaconhub/store"
 
@@ -455,5 +457,51 @@ func TestRegisterScopedUser(t *testing.T) {
 	h.get("/api/v1/users/"+itoa(login.User.ID), h.admin).expect(t, http.StatusOK).decodePayload(t, &u)
 	if u.LocationID != f.annexLoc {
 		t.Fatalf("user shown with location %d", u.LocationID)
+	}
+}
+
+// TestTrackingAssetAnswers: GET /tracking/:id follows a reminted
+// asset's former uid to the engine's current one; a beacon seen but
+// unknown now has location null, not zeroed fields; and a scoped user
+// reads the same 404 for a beacon outside its scope as for a uid that
+// does not exist.
+func TestTrackingAssetAnswers(t *testing.T) {
+	h := newRTLSHarness(t, WSOptions{})
+	f := h.site()
+	h.fake.set(rtls.Location{AssetUID: f.panicB, Updated: 2000}) // seen, but unknown now
+	var got map[string]any
+	h.get("/api/v1/tracking/"+f.panicB, h.admin).expect(t, http.StatusOK).decodePayload(t, &got)
+	if got["located"] != false || got["location"] != nil {
+		t.Fatalf("a beacon seen but unknown now: %v", got)
+	}
+
+	legacy := h.beacon(map[string]any{"mac": "C30000000B09", "name": "Visitor"}).AssetUID
+	var re assets.BeaconView
+	h.send("POST", "/api/v1/beacon/"+legacy, h.admin, map[string]any{"type": "watch", "location_id": f.root}).expect(t, http.StatusOK).decodePayload(t, &re)
+	if re.AssetUID == legacy {
+		t.Fatalf("no remint: %+v", re)
+	}
+	h.fake.set(rtls.Location{AssetUID: re.AssetUID, Zone: f.hall.ID, ZoneName: "Hall", MapID: f.m.ID, Since: 1000, Updated: 2000})
+	for _, tok := range []string{h.admin, h.token("user")} {
+		h.get("/api/v1/tracking/"+legacy, tok).expect(t, http.StatusOK).decodePayload(t, &got)
+		if got["asset_uid"] != re.AssetUID || got["located"] != true {
+			t.Fatalf("the former uid %s answered %v, want %s located", legacy, got, re.AssetUID)
+		}
+	}
+
+	if _, err := h.db.UpdateUser(h.users["user"].ID, func(u *store.User) error { u.LocationID = f.annexLoc; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	user := h.token("user")
+	for _, base := range []string{"/api/v1/tracking/", "/api/v1/user/rtls/beacons/"} {
+		suffix := ""
+		if strings.HasPrefix(base, "/api/v1/user") {
+			suffix = "/zone-intervals"
+		}
+		outside := h.get(base+f.watch+suffix, user).expect(t, http.StatusNotFound)
+		missing := h.get(base+"WCH-ZZ-99"+suffix, user).expect(t, http.StatusNotFound)
+		if strings.ReplaceAll(outside.Message, f.watch, "X") != strings.ReplaceAll(missing.Message, "WCH-ZZ-99", "X") {
+			t.Fatalf("%s: out of scope %q, unknown %q: the wording tells them apart", base, outside.Message, missing.Message)
+		}
 	}
 }

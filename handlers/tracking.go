@@ -6,6 +6,7 @@ import (
 
 	"beaconhub/appliance/apperr"
 	"beaconhub/appliance/applog"
+	"beaconhub/appliance/assets"
 	"beaconhub/appliance/auth"
 	"beaconhub/appliance/rtls"
 
@@ -140,23 +141,41 @@ func (s *Server) trackingAsset(w http.ResponseWriter, r *http.Request, p httprou
 	if err != nil {
 		return err
 	}
+	// Resolved to the asset's current uid: a reminted asset's former uid
+	// keeps working, and the engine knows only the current one.
 	uid := p.ByName("id")
 	if c := claimsFrom(r); c == nil || c.Role != auth.RoleAdmin {
-		if _, err := s.visibleTrackable(r, uid); err != nil {
+		b, err := s.visibleTrackable(r, uid)
+		if err != nil {
 			return err
 		}
+		uid = b.AssetUID
 	} else {
 		reg, err := s.registry()
 		if err != nil {
 			return err
 		}
-		if _, _, err := reg.AssetByUID(uid); err != nil {
-			return apperr.NotFound("asset %s not found", uid)
+		_, v, err := reg.AssetByUID(uid)
+		if err != nil {
+			if apperr.KindOf(err) == apperr.KindNotFound {
+				return apperr.NotFound("asset %s not found", uid)
+			}
+			return err
+		}
+		switch v := v.(type) {
+		case assets.BeaconView:
+			uid = v.AssetUID
+		case assets.GatewayView:
+			uid = v.AssetUID
 		}
 	}
 	loc, seen := t.Location(uid)
-	out := map[string]any{"asset_uid": uid, "located": seen && loc.Zone != 0, "location": nil}
-	if seen {
+	located := seen && loc.Zone != 0
+	// An unknown beacon (timed out, its zone deleted) has no location:
+	// null, as the integration API answers, not zeroed fields whose
+	// since reads as 1970.
+	out := map[string]any{"asset_uid": uid, "located": located, "location": nil}
+	if located {
 		out["location"] = loc
 	}
 	return ok(w, out)

@@ -99,16 +99,22 @@ func (s *Server) visibleTrackable(r *http.Request, uid string) (assets.BeaconVie
 	if err != nil {
 		return assets.BeaconView{}, err
 	}
+	// One answer for unknown, untrackable and out of scope: distinct
+	// wording would tell a scoped user which uids exist elsewhere.
+	hidden := apperr.NotFound("no trackable beacon %s visible to you", uid)
 	b, err := reg.Beacon(uid)
 	if err != nil {
-		return b, apperr.NotFound("beacon %s not found", uid)
+		if apperr.KindOf(err) == apperr.KindNotFound {
+			return b, hidden
+		}
+		return b, err
 	}
 	sc, err := s.scopeOf(r)
 	if err != nil {
 		return b, err
 	}
 	if !isTrackable(&b) || !sc.allows(b.LocationID) {
-		return b, apperr.NotFound("beacon %s not found or not trackable", uid)
+		return b, hidden
 	}
 	return b, nil
 }
