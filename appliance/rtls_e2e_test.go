@@ -392,15 +392,16 @@ func TestRTLSParamsFromConfig(t *testing.T) {
 // on server_features, not on which services it happened to build (the
 // navigation service exists whenever there is a database): with neither
 // navigation nor rtls they answer 503 and the integration zone directory
-// 400; navigation alone serves maps and zones but not tracking.
+// 400; navigation alone serves maps and zones but not tracking; the
+// navigation routes (floors) answer only with navigation.
 func TestMapsFollowServerFeatures(t *testing.T) {
 	for _, tc := range []struct {
-		features              string
-		maps, zones, tracking int
+		features                      string
+		maps, zones, tracking, floors int
 	}{
-		{`["sensors"]`, http.StatusServiceUnavailable, http.StatusBadRequest, http.StatusBadRequest},
-		{`["navigation"]`, http.StatusOK, http.StatusOK, http.StatusBadRequest},
-		{`["rtls"]`, http.StatusOK, http.StatusOK, http.StatusOK},
+		{`["sensors"]`, http.StatusServiceUnavailable, http.StatusBadRequest, http.StatusBadRequest, http.StatusServiceUnavailable},
+		{`["navigation"]`, http.StatusOK, http.StatusOK, http.StatusBadRequest, http.StatusOK},
+		{`["rtls"]`, http.StatusOK, http.StatusOK, http.StatusOK, http.StatusServiceUnavailable},
 	} {
 		t.Run(tc.features, func(t *testing.T) {
 			clk := clock.NewFake(time.Now().Truncate(time.Second))
@@ -411,6 +412,7 @@ func TestMapsFollowServerFeatures(t *testing.T) {
 				"/api/v1/maps":              tc.maps,
 				"/api/v1/integration/zones": tc.zones,
 				"/api/v1/tracking/status":   tc.tracking,
+				"/api/v1/floors":            tc.floors,
 			} {
 				if got := c.call("GET", path, nil, "", nil); got != want {
 					t.Errorf("GET %s: %d, want %d", path, got, want)

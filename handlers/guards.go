@@ -95,7 +95,7 @@ func (s *Server) check(rt Route, r *http.Request, out **http.Request) error {
 		// A navigation token is read-only and has no claims; any other
 		// scheme falls through to the JWT checks below.
 		if t, isToken := navToken(r); isToken {
-			if s.deps.Nav == nil || !s.deps.Nav.VerifyToken(t) {
+			if s.deps.Nav == nil || !s.navigationOn() || !s.deps.Nav.VerifyToken(t) {
 				return apperr.Forbidden(msgAuthRequired)
 			}
 			return nil

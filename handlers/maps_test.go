@@ -394,6 +394,14 @@ func TestMapsNeedNavigationOrRTLS(t *testing.T) {
 	}
 	nh, admin := newNavHarness(t)
 	nh.send("GET", "/api/v1/maps", admin, nil).expect(t, http.StatusOK)
+	// The navigation routes follow the feature too, though the appliance
+	// builds the service whenever it has a database.
+	off, offAdmin := newNavHarness(t, withConfig(func(c *config.Config) { c.ServerFeatures = []string{"sensors"} }))
+	for _, path := range []string{"/api/v1/floors", "/api/v1/navigation/tokens"} {
+		if r := off.send("GET", path, offAdmin, nil); r.Code != http.StatusServiceUnavailable || !strings.Contains(r.Message, "feature navigation") {
+			t.Errorf("%s with navigation off: %d %s", path, r.Code, r.Body)
+		}
+	}
 }
 
 // TestMapImageETagFollowsContent: two databases (a live one and one

@@ -15,9 +15,13 @@ import (
 // Navigation (issue 10): floors, nodes, edges, whole-floor graphs and
 // pathfinding. Every change is recorded in the application log.
 
+// nav is the navigation service where feature navigation is on. The
+// appliance builds the service whenever it has a database (maps and the
+// tracking engine read floors too), so the feature, not the pointer,
+// decides whether its routes answer.
 func (s *Server) nav() (*nav.Service, error) {
-	if s.deps.Nav == nil {
-		return nil, apperr.Unavailable("navigation is not running in this configuration")
+	if s.deps.Nav == nil || !s.navigationOn() {
+		return nil, apperr.Unavailable("navigation is not running in this configuration (feature navigation)")
 	}
 	return s.deps.Nav, nil
 }
