@@ -106,11 +106,14 @@ func (s *Server) needMaps(h handlerFunc) handlerFunc {
 // uploadMap: POST /api/v1/maps/upload (admin).
 func (s *Server) uploadMap(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
 	data, err := readUpload(w, r)
+	// The body's cap leaves room for multipart framing; either way the
+	// client is told the image's limit, not the framing's.
+	var mbe *http.MaxBytesError
+	if errors.As(err, &mbe) || err == nil && len(data) > maxMapImage {
+		return apperr.TooLarge("a map image may be at most %d bytes (5 MiB)", maxMapImage)
+	}
 	if err != nil {
 		return err
-	}
-	if len(data) > maxMapImage {
-		return apperr.TooLarge("a map image may be at most %d bytes", maxMapImage)
 	}
 	ct, isImage := sniffImage(data)
 	if !isImage {

@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"encoding/binary"
 	"encoding/xml"
+	"errors"
 	"hash/crc32"
 	"image"
 	"image/jpeg"
 	"image/png"
 	"io"
+	"math"
 	"strconv"
 	"strings"
 
@@ -215,11 +217,13 @@ func svgRootSize(attrs []xml.Attr) (float64, float64) {
 }
 
 // svgLength reads a plain or px length; anything relative (%, em) is 0.
+// A huge one is returned as it is, so that checkUpload refuses it like a
+// PNG's, rather than passing as "no size stated".
 func svgLength(s string) float64 {
 	s = strings.TrimSuffix(strings.TrimSpace(s), "px")
 	v, err := strconv.ParseFloat(s, 64)
-	if err != nil || v <= 0 || v > 1e6 {
+	if err != nil && !errors.Is(err, strconv.ErrRange) || math.IsNaN(v) || v <= 0 {
 		return 0
 	}
-	return v
+	return v // +Inf for an out-of-range one: refused as too large
 }

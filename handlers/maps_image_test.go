@@ -67,6 +67,10 @@ func TestUploadMustBeWhole(t *testing.T) {
 		"jpeg, first 400 bytes":        j[:400],
 		"jpeg without its EOI":         j[:len(j)-2],
 		"jpeg cut, thumbnail's EOI in": thumbed[:len(thumbed)-100],
+		// Refused like a PNG stating that size, not taken as "no size".
+		"svg 2000000 pixels wide": []byte(`<svg xmlns="http://www.w3.org/2000/svg" width="2000000" height="20"/>`),
+		"svg of infinite width":   []byte(`<svg xmlns="http://www.w3.org/2000/svg" width="1e400" height="20"/>`),
+		"svg viewBox too large":   []byte(`<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 5000000 10"/>`),
 	} {
 		if r := h.upload("plan", bad); r.Code != http.StatusBadRequest {
 			t.Errorf("%s: %d %s, want 400", name, r.Code, r.Body)

@@ -80,7 +80,15 @@ func TestMapUploadSniffsContent(t *testing.T) {
 	h.upload("plan.png", []byte("<html><script>alert(1)</script></html>")).expect(t, http.StatusBadRequest)
 	// Magic bytes alone are not an image.
 	h.upload("plan.png", append([]byte("\x89PNG\r\n\x1a\n"), make([]byte, 40)...)).expect(t, http.StatusBadRequest)
-	h.upload("big.png", make([]byte, maxMapImage+1)).expect(t, http.StatusRequestEntityTooLarge)
+	for _, n := range []int{maxMapImage + 1, maxMapImage + 200<<10} { // under and over the body's cap
+		if r := h.upload("big.png", make([]byte, n)).expect(t, http.StatusRequestEntityTooLarge); !strings.Contains(r.Message, "at most 5242880 bytes") {
+			t.Errorf("%d bytes: %q, want the image's limit", n, r.Message)
+		}
+		raw := h.do(req{method: "POST", path: "/api/v1/maps/upload", token: h.admin, body: make([]byte, n)}).expect(t, http.StatusRequestEntityTooLarge)
+		if !strings.Contains(raw.Message, "at most 5242880 bytes") {
+			t.Errorf("%d bytes, raw body: %q, want the image's limit", n, raw.Message)
+		}
+	}
 	h.upload("x.svg", []byte(`<?xml version="1.0"?><!DOCTYPE svg [<!ENTITY a "b">]><svg width="10" height="10"/>`)).expect(t, http.StatusBadRequest)
 	// The whole SVG must be well-formed, not only its root element: a
 	// truncated or mismatched file would be stored and drawn broken.
