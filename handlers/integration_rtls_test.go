@@ -282,7 +282,7 @@ func TestTrackingEndpoints(t *testing.T) {
 	var stopped map[string]any
 	h.get("/api/v1/tracking/stop", h.admin).expect(t, http.StatusOK).decodePayload(t, &stopped)
 	// start, stop and status answer one shape: null, not "", when stopped.
-	if a, ok := stopped["algorithm"]; !ok || a != nil || stopped["running"] != false {
+	if a, ok := stopped["algorithm"]; !ok || a != nil || stopped["running"] != false || stopped["since"] != nil {
 		t.Fatalf("stop answered %v", stopped)
 	}
 	h.get("/api/v1/tracking/algorithms/current", user).expect(t, http.StatusOK).decodePayload(t, &cur)
@@ -291,12 +291,15 @@ func TestTrackingEndpoints(t *testing.T) {
 	}
 	var sm map[string]any
 	h.get("/api/v1/tracking/status", user).expect(t, http.StatusOK).decodePayload(t, &sm)
+	if since, ok := sm["since"]; !ok || since != nil {
+		t.Fatalf("status after stop: since %v (present %v), want null", since, ok)
+	}
 	if a, ok := sm["algorithm"]; !ok || a != nil || sm["running"] != false {
 		t.Fatalf("status after stop: %v", sm)
 	}
 	var started map[string]any
 	h.get("/api/v1/tracking/start/strongest", h.admin).expect(t, http.StatusOK).decodePayload(t, &started)
-	if _, ok := started["websocket"]; !ok || started["algorithm"] != "strongest" {
+	if _, ok := started["websocket"]; !ok || started["algorithm"] != "strongest" || started["since"] == nil {
 		t.Fatalf("start answered %v, want the status shape with websocket counters", started)
 	}
 	h.get("/api/v1/tracking/status", user).expect(t, http.StatusOK).decodePayload(t, &sm)

@@ -103,12 +103,16 @@ type trackingPayload struct {
 	// Shadows Status.Algorithm: null when stopped, as in
 	// /tracking/algorithms and /algorithms/current.
 	Algorithm any      `json:"algorithm"`
+	Since     *int64   `json:"since"` // likewise null when stopped
 	WebSocket *wsStats `json:"websocket,omitempty"`
 }
 
 func (s *Server) statusPayload(t Tracker) trackingPayload {
 	st := t.Status()
 	out := trackingPayload{Status: st, Algorithm: nullIfEmpty(st.Algorithm)}
+	if st.Running {
+		out.Since = &st.Since
+	}
 	if s.hub != nil {
 		out.WebSocket = s.hub.stats()
 	}
