@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -162,7 +163,8 @@ func (a *App) build() error {
 		a.db = db
 		a.onStop(func(context.Context) error { return db.Close() })
 		a.applog = applog.New(db, a.live, a.clock, a.log)
-		as, err := auth.New(db, a.live, auth.Options{Clock: a.clock, BcryptCost: a.opts.BcryptCost, Logger: a.log})
+		as, err := auth.New(db, a.live, auth.Options{Clock: a.clock, BcryptCost: a.opts.BcryptCost, Logger: a.log,
+			PasswordChanged: a.forgetInitialPassword})
 		if err != nil {
 			return err
 		}
@@ -231,6 +233,21 @@ func (a *App) ensureAdmin() error {
 		_ = os.Remove(file)
 	}
 	return nil
+}
+
+// forgetInitialPassword removes the first admin's password file once
+// that account's password has changed: the file's password no longer
+// works, and docs/config.md says it goes then, not at the next start.
+func (a *App) forgetInitialPassword(email string) {
+	if !strings.EqualFold(email, a.live.Get().DefaultEmail) {
+		return
+	}
+	file := InitialPasswordFile(a.paths.Home)
+	if err := os.Remove(file); err == nil {
+		a.log.Info("initial admin password file removed: the password was changed", "file", file)
+	} else if !errors.Is(err, os.ErrNotExist) {
+		a.log.Warn("initial admin password file not removed", "file", file, "err", err)
+	}
 }
 
 func (a *App) onStop(fn func(ctx context.Context) error) { a.stops = append(a.stops, fn) }

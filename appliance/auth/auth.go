@@ -46,6 +46,10 @@ type Options struct {
 	// BcryptCost defaults to bcrypt.DefaultCost; tests lower it.
 	BcryptCost int
 	Logger     *slog.Logger
+	// PasswordChanged, when set, is called with the account's email
+	// after a user changed its own password (the composition root
+	// removes the first admin's password file then).
+	PasswordChanged func(email string)
 }
 
 // Service is the auth subsystem.
@@ -57,6 +61,7 @@ type Service struct {
 	keys    *keySet
 	limiter *Limiter
 	log     *slog.Logger
+	changed func(email string)
 	// dummyHash makes a login for an unknown email cost as much as a wrong
 	// password, so response time does not reveal which emails exist.
 	dummyHash []byte
@@ -84,6 +89,7 @@ func New(db *store.DB, live *config.Live, opts Options) (*Service, error) {
 	return &Service{
 		db: db, live: live, clock: opts.Clock, cost: opts.BcryptCost, keys: ks,
 		limiter: NewLimiter(opts.Clock), log: opts.Logger, dummyHash: dummy,
+		changed: opts.PasswordChanged,
 	}, nil
 }
 
@@ -221,6 +227,9 @@ func (s *Service) ChangePassword(userID uint64, current, next string) (*LoginRes
 	}
 	if err := s.db.RevokeUserRefreshTokens(userID); err != nil {
 		return nil, err
+	}
+	if s.changed != nil {
+		s.changed(u.Email)
 	}
 	return s.issue(u, "")
 }

@@ -315,6 +315,11 @@ func TestEndToEnd(t *testing.T) {
 	if code != http.StatusOK || changed.Token == "" || changed.MustChangePassword {
 		t.Fatalf("change-password: %d %s %+v", code, env.Message, changed)
 	}
+	// Its password no longer works, so the file goes at once, not at the
+	// next start.
+	if _, err := os.Stat(filepath.Join(home, "config", "initial-admin-password")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("initial-admin-password still present right after the password change (stat: %v)", err)
+	}
 
 	const userPw = "E2E-user-password-1"
 	code, env = s.call("POST", "/api/v1/register", changed.Token, map[string]string{"email": "Operator@Example.com", "password": userPw, "role": "maintenance"}, nil)
