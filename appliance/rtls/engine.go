@@ -364,17 +364,21 @@ func (e *Engine) Rename(oldUID, newUID string) {
 	}
 	e.rec.rename(oldUID, newUID)
 	so, sn, unlock := e.shards.LockPair(oldUID, newUID)
+	// The losing state's stay ends at its own last sighting, as at a
+	// timeout: reports that resolve to the new uid (the registry reloads
+	// before the rename reaches here) may already have opened the
+	// winner's interval, and closing the loser at the rename's time
+	// recorded the beacon in two intervals at once.
 	var ops []func(*bolt.Tx) error
-	now := e.clock.Now().UnixMilli()
 	if b, ok := so.V.Delete(assets.UIDHash(oldUID), oldUID); ok {
 		nh := assets.UIDHash(newUID)
 		if cur := sn.V.Get(nh, newUID); cur != nil && (*cur).heard >= b.heard {
 			if b.open {
-				ops = append(ops, closeOp(newUID, b.since, now))
+				ops = append(ops, closeOp(newUID, b.since, b.heard))
 			}
 		} else {
 			if cur != nil && (*cur).open {
-				ops = append(ops, closeOp(newUID, (*cur).since, now))
+				ops = append(ops, closeOp(newUID, (*cur).since, (*cur).heard))
 			}
 			b.uid, b.shard = newUID, nh%assets.NShards
 			*sn.V.Add(nh, newUID) = b

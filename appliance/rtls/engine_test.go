@@ -491,3 +491,43 @@ func intervalsUnderConcurrentGateways(t *testing.T, alg string) bool {
 	}
 	return changed
 }
+
+// TestRenameDoesNotOverlapIntervals: between the registry's reload and
+// Rename, reports already resolve to the new uid and open its interval;
+// the old state's interval, closed by Rename, must end before that one
+// began (at its last sighting), not at the rename's time.
+func TestRenameDoesNotOverlapIntervals(t *testing.T) {
+	r := newRig(t)
+	if err := r.e.Start(rtls.AlgStrongest); err != nil {
+		t.Fatal(err)
+	}
+	r.stay(gwA, gwB, "C30000000001", 3) // WAT-1 in the hall, interval open
+	a, _ := assets.ParseMAC(gwA)
+	nb := &assets.Asset{UID: "WAT-9", Type: "watch", Kind: "beacon"}
+	for range 2 { // the registry reloaded: the beacon is WAT-9 now
+		w := &ingest.Writes{}
+		r.e.Observe(&ingest.Batch{Gateway: a, Kind: ingest.KindAdv4, Received: r.clk.Now().UnixMilli(),
+			Obs: []ingest.Observation{{Report: ingest.Report{RSSI: -55}, Asset: nb}}}, w)
+		for _, op := range w.Ops {
+			r.w.Do(op, nil)
+		}
+		r.clk.Advance(time.Second)
+	}
+	if err := r.w.Flush(); err != nil { // the uid sweep: flush, store rename, followers
+		t.Fatal(err)
+	}
+	if err := r.db.UpdateAssets(r.clk.Now(), func(tx *store.AssetTx) error { _, err := tx.RenameUID("WAT-1", "WAT-9"); return err }); err != nil {
+		t.Fatal(err)
+	}
+	r.e.Rename("WAT-1", "WAT-9")
+	ivs := r.intervals("WAT-9") // newest first
+	if len(ivs) != 2 {
+		t.Fatalf("intervals %+v, want the old stay and the new", ivs)
+	}
+	for i := 0; i+1 < len(ivs); i++ {
+		older, newer := ivs[i+1], ivs[i]
+		if older.Leave == 0 || older.Leave > newer.Enter {
+			t.Fatalf("overlapping intervals of one beacon: %+v then %+v", older, newer)
+		}
+	}
+}
