@@ -220,9 +220,19 @@ func TestInferScale(t *testing.T) {
 func checkTimeline(t *testing.T, rows []Row, want []int64) {
 	t.Helper()
 	evs := timeline(rows, time.Minute)
+	if len(evs) != len(rows) {
+		t.Fatalf("%d events for %d rows", len(evs), len(rows))
+	}
+	at := map[*Row]int64{}
 	for i, ev := range evs {
-		if ev.v != want[i] || ev.row != &rows[i] {
-			t.Fatalf("event %d at %d, want %d (all %v)", i, ev.v, want[i], evs)
+		if i > 0 && ev.v < evs[i-1].v {
+			t.Fatalf("event %d at %d after one at %d: played out of time order (all %v)", i, ev.v, evs[i-1].v, evs)
+		}
+		at[ev.row] = ev.v
+	}
+	for i := range rows {
+		if v, ok := at[&rows[i]]; !ok || v != want[i] {
+			t.Fatalf("row %d at %d (present %v), want %d (all %v)", i, v, ok, want[i], evs)
 		}
 	}
 }

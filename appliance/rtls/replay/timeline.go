@@ -21,6 +21,9 @@ import (
 //   - A gap longer than the engine's timeout plus one sweep is shortened
 //     to that: the engine turns the beacon unknown either way, and the
 //     replay need not simulate days of silence.
+//
+// The events come back in virtual-time order (stable), which is the
+// file's order except where the first correction interleaves beacons.
 type event struct {
 	v   int64 // virtual ms from the start of the file
 	row *Row
@@ -83,6 +86,12 @@ func timeline(rows []Row, timeout time.Duration) []event {
 		v += gap
 		lo = hi
 	}
+	// Played in time order: play only moves the clock forward, so a
+	// second beacon's first scan at a stamp, listed after the first
+	// beacon's later scans, was published late, in the same millisecond
+	// as its own next scan, and scored at a time the engine had not
+	// seen it at. Stable, so rows of one instant keep the file's order.
+	sort.SliceStable(out, func(i, j int) bool { return out[i].v < out[j].v })
 	return out
 }
 
