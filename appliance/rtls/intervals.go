@@ -133,9 +133,30 @@ func (e *Engine) expire(now int64) {
 		if now-b.heard < limit && b.heard-now <= clockStep {
 			return false
 		}
-		b.rds = b.rds[:0]
+		b.rds = nil // freed, not kept for a return that may never come
 		return true
 	})
+	e.forget(now - forgetAfter.Milliseconds())
+}
+
+// forgetAfter is how long an unknown beacon's (small) remaining state is
+// kept: beacons deleted, retired or gone from the site would otherwise
+// stay in the engine, and in Status().Beacons, for the whole run.
+const forgetAfter = 24 * time.Hour
+
+// forget drops the state of beacons unknown and last heard before
+// before; Location then answers false, as for a beacon not seen since
+// Start (the API answers the same null zone either way).
+func (e *Engine) forget(before int64) {
+	for i := range e.shards {
+		sh := &e.shards[i]
+		sh.Lock()
+		sh.V.DeleteFunc(func(_ string, bp **beacon) bool {
+			b := *bp
+			return b.zone >= 0 || b.open || len(b.rds) > 0 || b.heard >= before
+		})
+		sh.Unlock()
+	}
 }
 
 // leave makes unknown every beacon that out picks (a timeout, a zone an
