@@ -67,14 +67,15 @@ type wsSession struct {
 // blocking (the hub's dispatcher calls it for every subscriber). A queue
 // past any bound wsQueue can reach is a defect, not a slow client; the
 // client is cut rather than let it grow.
-func (c *wsClient) offerTrack(ch string, f outFrame) {
+func (c *wsClient) offerTrack(ch string, f outFrame, seq uint64) {
 	select {
 	case <-c.done:
 		return
 	default:
 	}
-	merged, ok := c.q.track(ch, f)
+	merged, stale, ok := c.q.track(ch, f, seq)
 	switch {
+	case stale: // older than what the client has or will have: not sent
 	case !ok:
 		c.hub.dropped.Add(1)
 		c.hub.log.Error("websocket queue past its bound; client cut", "frames", c.q.len())
@@ -459,7 +460,7 @@ func (c *wsClient) subscribe(ch string) {
 		c.q.forget(ch)
 		return
 	}
-	if f, err := encodeFrame(trackFrame{Type: "track", Channel: ch, Data: loc, Snapshot: true}, 1); err == nil && c.q.snapshot(ch, f) {
+	if f, err := encodeFrame(trackFrame{Type: "track", Channel: ch, Data: loc, Snapshot: true}, 1); err == nil && c.q.snapshot(ch, f, loc.Seq) {
 		c.hub.frames.Add(1)
 	} else {
 		c.q.forget(ch)

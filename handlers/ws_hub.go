@@ -142,8 +142,12 @@ func (h *wsHub) fanout(ev *rtls.Event) {
 		h.log.Error("websocket frame", "asset_uid", uid, "err", err)
 		return
 	}
+	var seq uint64 // debug frames are not ordered: each is a sighting
+	if !ev.Debug {
+		seq = ev.Location.Seq
+	}
 	for c := range subs {
-		c.offerTrack(ch, out)
+		c.offerTrack(ch, out, seq)
 	}
 }
 

@@ -33,14 +33,20 @@ type wsQueue struct {
 	// queued after it never move before it.
 	last map[string]int
 	// snapWait holds the channels subscribed whose snapshot is not queued
-	// yet; a live frame of the channel queued first makes the snapshot
-	// redundant, and possibly older than what the client already has.
+	// yet (a channel dropped meanwhile is taken out, and its snapshot
+	// then not queued).
 	snapWait map[string]bool
-	soft     int // frames kept in order before track frames merge
-	room     int // replies wait while the queue holds this many
-	limit    int // a queue this long means a defect: the client is cut
-	wake     chan struct{}
-	space    chan struct{}
+	// seq is, per channel, the Location.Seq of the newest track frame
+	// queued since the channel's last boundary reply: a frame not newer
+	// is dropped. A snapshot read while the hub's dispatcher still held
+	// an older event of the beacon would otherwise be followed by that
+	// event, and the client would keep showing the older state.
+	seq   map[string]uint64
+	soft  int // frames kept in order before track frames merge
+	room  int // replies wait while the queue holds this many
+	limit int // a queue this long means a defect: the client is cut
+	wake  chan struct{}
+	space chan struct{}
 }
 
 type queuedFrame struct {
@@ -50,7 +56,7 @@ type queuedFrame struct {
 
 func newWSQueue(soft, maxSubs int) *wsQueue {
 	return &wsQueue{soft: soft, room: soft + maxSubs, limit: 2*(soft+maxSubs) + maxSubs,
-		last: map[string]int{}, snapWait: map[string]bool{},
+		last: map[string]int{}, snapWait: map[string]bool{}, seq: map[string]uint64{},
 		wake: make(chan struct{}, 1), space: make(chan struct{}, 1)}
 }
 
@@ -62,25 +68,33 @@ func signal(c chan struct{}) {
 }
 
 // track queues a frame of channel ch, merging it into the channel's last
-// queued frame once the queue holds soft frames. It reports whether the
-// frame was merged, and false for ok when the queue is past any bound
-// its callers can reach (the client is then cut).
-func (q *wsQueue) track(ch string, f outFrame) (merged, ok bool) {
+// queued frame once the queue holds soft frames. seq is the frame's
+// Location.Seq (0 for a frame that has none, a debug frame): one not
+// newer than the channel's last is dropped (stale). It reports whether
+// the frame was merged or dropped as stale, and false for ok when the
+// queue is past any bound its callers can reach (the client is then cut).
+func (q *wsQueue) track(ch string, f outFrame, seq uint64) (merged, stale, ok bool) {
 	q.mu.Lock()
-	delete(q.snapWait, ch)
+	if seq != 0 {
+		if seq <= q.seq[ch] {
+			q.mu.Unlock()
+			return false, true, true
+		}
+		q.seq[ch] = seq
+	}
 	if i, has := q.last[ch]; has && len(q.items) >= q.soft {
 		q.items[i].f = f
 		merged = true
 	} else if len(q.items) >= q.limit {
 		q.mu.Unlock()
-		return false, false
+		return false, false, false
 	} else {
 		q.last[ch] = len(q.items)
 		q.items = append(q.items, queuedFrame{ch: ch, f: f})
 	}
 	q.mu.Unlock()
 	signal(q.wake)
-	return merged, true
+	return merged, false, true
 }
 
 // expectSnapshot marks ch as subscribed and waiting for its snapshot.
@@ -91,10 +105,10 @@ func (q *wsQueue) expectSnapshot(ch string) {
 }
 
 // snapshot queues the subscription's first frame unless a live frame of
-// the channel was queued since expectSnapshot (that one is at least as
-// new: it was emitted after the subscription began). It reports whether
-// the snapshot was queued.
-func (q *wsQueue) snapshot(ch string, f outFrame) bool {
+// the channel at least as new (by seq) was queued since expectSnapshot,
+// or the channel was dropped meanwhile. It reports whether the snapshot
+// was queued.
+func (q *wsQueue) snapshot(ch string, f outFrame, seq uint64) bool {
 	q.mu.Lock()
 	want := q.snapWait[ch]
 	delete(q.snapWait, ch)
@@ -102,8 +116,8 @@ func (q *wsQueue) snapshot(ch string, f outFrame) bool {
 	if !want {
 		return false
 	}
-	_, ok := q.track(ch, f)
-	return ok
+	_, stale, ok := q.track(ch, f, max(seq, 1))
+	return ok && !stale
 }
 
 // forget drops ch's pending snapshot (the beacon has not been seen).
@@ -119,6 +133,8 @@ func (q *wsQueue) reply(ch string, f outFrame) {
 	q.mu.Lock()
 	if ch != "" {
 		delete(q.last, ch)
+		// A new subscription (or none) starts the order afresh.
+		delete(q.seq, ch)
 	}
 	q.items = append(q.items, queuedFrame{f: f})
 	q.mu.Unlock()

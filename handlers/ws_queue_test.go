@@ -257,41 +257,65 @@ func TestWSQueueRules(t *testing.T) {
 	}
 
 	q := newWSQueue(2, 4)
-	q.track("a", f("a1"))
-	q.track("b", f("b1"))
-	if merged, _ := q.track("a", f("a2")); !merged {
+	q.track("a", f("a1"), 0)
+	q.track("b", f("b1"), 0)
+	if merged, _, _ := q.track("a", f("a2"), 0); !merged {
 		t.Fatal("past the buffer, a frame of a queued channel did not merge")
 	}
 	if got := order(q); got != "a2b1" {
 		t.Fatalf("merged queue %q, want a2b1", got)
 	}
-	if merged, _ := q.track("a", f("a3")); merged {
+	if merged, _, _ := q.track("a", f("a3"), 0); merged {
 		t.Fatal("a frame merged into one already taken")
 	}
 	order(q)
 
 	// A reply naming the channel is a boundary: what comes after it
 	// stays after it.
-	q.track("a", f("a1"))
-	q.track("a", f("a2")) // below the buffer: kept
+	q.track("a", f("a1"), 0)
+	q.track("a", f("a2"), 0) // below the buffer: kept
 	q.reply("a", f("U"))
-	q.track("a", f("a3"))
+	q.track("a", f("a3"), 0)
 	if got := order(q); got != "a1a2Ua3" {
 		t.Fatalf("across a boundary %q, want a1a2Ua3", got)
 	}
 
+	// Frames are ordered by the engine's Seq: a snapshot no newer than a
+	// live frame already queued is left out, a newer one goes after it,
+	// and a live frame older than the snapshot (the dispatcher was
+	// behind) is dropped. A boundary reply starts the order afresh.
 	q.expectSnapshot("a")
-	q.track("a", f("live"))
-	if q.snapshot("a", f("snap")) {
-		t.Fatal("a snapshot queued after a live frame of its channel")
+	q.track("a", f("live"), 5)
+	if q.snapshot("a", f("snap"), 5) {
+		t.Fatal("a snapshot queued after a live frame of its channel as new")
+	}
+	if got := order(q); got != "live" {
+		t.Fatalf("%q, want live", got)
 	}
 	q.expectSnapshot("b")
-	if !q.snapshot("b", f("snap")) {
+	q.track("b", f("old"), 3)
+	if !q.snapshot("b", f("snap"), 4) {
+		t.Fatal("a snapshot newer than the live frame before it was left out")
+	}
+	if got := order(q); got != "oldsnap" {
+		t.Fatalf("%q, want oldsnap", got)
+	}
+	q.expectSnapshot("c")
+	if !q.snapshot("c", f("snap"), 9) {
 		t.Fatal("a snapshot with no live frame before it was left out")
 	}
-	if got := order(q); got != "livesnap" {
-		t.Fatalf("snapshots %q", got)
+	if _, stale, _ := q.track("c", f("OLD"), 8); !stale {
+		t.Fatal("a live frame older than the snapshot was queued after it")
 	}
+	q.track("c", f("new"), 10)
+	if got := order(q); got != "snapnew" {
+		t.Fatalf("%q, want snapnew", got)
+	}
+	q.reply("c", f("U"))
+	if _, stale, _ := q.track("c", f("again"), 2); stale {
+		t.Fatal("after a boundary, a frame was judged against the old subscription's order")
+	}
+	order(q)
 
 	// room = buffer + channel limit = 6: the seventh reply waits.
 	done := make(chan struct{})

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"beaconhub/appliance/rtls"
+
 	"github.com/gorilla/websocket"
 )
 
@@ -215,4 +217,55 @@ func TestWSRefusedAuthClosesWithHandshake(t *testing.T) {
 		t.Fatalf("after the client's close: %v, want the socket closed", err)
 	}
 	waitFor(t, "client removed", func() bool { return r.srv.hub.clientCount() == 0 })
+}
+
+// TestWSSnapshotNeverFollowedByOlder: an event the hub's dispatcher still
+// held when a client (re)subscribed may reach the client before or after
+// the snapshot; either way the channel's last frame must be the engine's
+// newest state. Before frames carried the engine's order (Location.Seq),
+// the snapshot was skipped when the older event came first, or the older
+// event followed it, and a dashboard showed a stale zone until the
+// beacon next moved.
+func TestWSSnapshotNeverFollowedByOlder(t *testing.T) {
+	r := newWSRig(t, WSOptions{})
+	c, _, err := r.dial(bearerHeader(r.admin))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	next(t, c, "ready")
+	ch, other := "track-"+r.f.watch, "track-"+r.f.panicB
+	send(t, c, map[string]any{"type": "subscribe", "channel": other})
+	next(t, c, "subscribed")
+	old := rtls.Location{AssetUID: r.f.watch, Zone: 1, ZoneName: "OLD", Seq: 1}
+	nw := rtls.Location{AssetUID: r.f.watch, Zone: 2, ZoneName: "NEW", Seq: 2}
+	r.fake.set(nw) // the engine is at NEW; OLD is still on its way
+	lagging := func() {
+		r.fake.emit(rtls.Event{AssetUID: r.f.watch, Location: old})
+		// A marker on another channel, behind OLD in the dispatcher.
+		r.fake.emit(rtls.Event{AssetUID: r.f.panicB, Location: rtls.Location{AssetUID: r.f.panicB, Zone: 1, ZoneName: "MARK", Seq: 1}})
+	}
+	afterSubscribe.Store(&lagging)
+	defer afterSubscribe.Store(nil)
+	send(t, c, map[string]any{"type": "subscribe", "channel": ch})
+	// The pong follows the snapshot (one reader, in order), and MARK
+	// follows OLD (one dispatcher, in order): with both read, every
+	// frame of ch there will be is in.
+	send(t, c, map[string]any{"type": "ping"})
+	var zones []string
+	for pong, mark := false, false; !pong || !mark; {
+		m := readFrame(t, c)
+		switch {
+		case m["type"] == "pong":
+			pong = true
+		case m["type"] != "track":
+		case m["channel"] == other:
+			mark = mark || m["data"].(map[string]any)["zone"] == "MARK"
+		case m["channel"] == ch:
+			zones = append(zones, m["data"].(map[string]any)["zone"].(string))
+		}
+	}
+	if len(zones) == 0 || zones[len(zones)-1] != "NEW" {
+		t.Fatalf("frames of %s: %v; the engine is at NEW", ch, zones)
+	}
 }

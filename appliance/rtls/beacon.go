@@ -56,6 +56,7 @@ type beacon struct {
 	// by the rest of that scan's reports until then (due, refining).
 	refineUntil int64
 
+	seq    uint64 // Seq of the last track event (Location.Seq)
 	zone   int    // model zone index, -1 unknown
 	zoneID uint64 // the same zone by id, which survives a model swap
 	since  int64

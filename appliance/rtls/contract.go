@@ -107,6 +107,15 @@ type Location struct {
 	HasPos   bool    `json:"has_position"`
 	Since    int64   `json:"since"`   // Unix ms the beacon entered Zone
 	Updated  int64   `json:"updated"` // Unix ms of the last sighting used
+	// Seq orders a beacon's track events: each has a larger Seq than the
+	// one before (across Stop, Start, a forget and a rename too; it is
+	// not a count), and a Location
+	// read carries the Seq of the last event emitted (or, before any,
+	// one below the first the state will emit). A
+	// consumer that may receive them out of order (the WebSocket hub,
+	// whose snapshot can overtake a queued event) keeps the newest.
+	// Wall-clock times cannot: the clock may step.
+	Seq uint64 `json:"-"`
 }
 
 // GatewayRSSI is one gateway's smoothed and last raw reading of a beacon,

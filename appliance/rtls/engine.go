@@ -71,6 +71,12 @@ type Engine struct {
 	runMu   sync.Mutex
 	run     atomic.Pointer[run]
 	reports atomic.Uint64
+	// seqBase hands each new beacon state its own range of Location.Seq
+	// (the high 32 bits), so a state made after a reset or a forget
+	// numbers its events above every earlier one without the per-event
+	// atomic add on one shared counter that the read loops of all cores
+	// would contend for.
+	seqBase atomic.Uint64
 	// shards holds beacon state by uid, so gateways' read loops observe in
 	// parallel, and HTTP reads and the timeout sweep hold up only a sliver
 	// of the ingest path.
@@ -244,6 +250,14 @@ func (e *Engine) Current() string {
 	return ""
 }
 
+// newBeacon is a fresh live state whose track events number above any
+// earlier state's (Location.Seq).
+func (e *Engine) newBeacon(uid string) *beacon {
+	b := newBeacon(uid)
+	b.seq = e.seqBase.Add(1) << 32
+	return b
+}
+
 // clockStep is how far (ms) a report may be stamped before the beacon's
 // latest sighting and still be taken as a race between gateways' read
 // loops; further back, the wall clock was stepped back.
@@ -285,7 +299,7 @@ func (e *Engine) Observe(bt *ingest.Batch, w *ingest.Writes) {
 		}
 		bp := sh.V.Of(o.Asset)
 		if *bp == nil {
-			*bp = newBeacon(o.Asset.UID)
+			*bp = e.newBeacon(o.Asset.UID)
 		}
 		b := *bp
 		if b.heard-now > clockStep {
@@ -295,7 +309,7 @@ func (e *Engine) Observe(bt *ingest.Batch, w *ingest.Writes) {
 			// caught up. Its stay ends at its last sighting and it is
 			// found again from this report, as after a timeout.
 			e.commit(m, b, -1, position{}, b.heard, &w.Ops)
-			b = newBeacon(o.Asset.UID)
+			b = e.newBeacon(o.Asset.UID)
 			*bp = b
 		}
 		if b.gen != m.gen {
@@ -379,6 +393,11 @@ func (e *Engine) Rename(oldUID, newUID string) {
 		} else {
 			if cur != nil && (*cur).open {
 				ops = append(ops, closeOp(newUID, (*cur).since, (*cur).heard))
+			}
+			if cur != nil {
+				// The new uid's channel has carried cur's numbers:
+				// b's events must go on above them.
+				b.seq = max(b.seq, (*cur).seq)
 			}
 			b.uid, b.shard = newUID, nh%assets.NShards
 			*sn.V.Add(nh, newUID) = b

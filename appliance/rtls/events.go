@@ -46,6 +46,7 @@ func (e *Engine) Listen(l Listener, debug func(uid string) bool) (cancel func())
 }
 
 func (e *Engine) emitTrack(m *model, b *beacon) {
+	b.seq++ // under b's shard lock, as every emit
 	ls := *e.listeners.Load()
 	if len(ls) == 0 {
 		return

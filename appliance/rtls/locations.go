@@ -81,7 +81,7 @@ func (b *beacon) zoneIn(m *model) (int, bool) {
 }
 
 func (b *beacon) location(m *model) Location {
-	l := Location{AssetUID: b.uid, Updated: b.heard}
+	l := Location{AssetUID: b.uid, Updated: b.heard, Seq: b.seq}
 	if zi, ok := b.zoneIn(m); ok {
 		z := &m.zones[zi]
 		l.Zone, l.ZoneName, l.MapID, l.Since = z.ID, z.Name, z.MapID, b.since
