@@ -207,14 +207,19 @@ func (s *Server) saveMap(w http.ResponseWriter, r *http.Request, p httprouter.Pa
 		name string
 	}{{in.Width, &wd, "width"}, {in.Height, &ht, "height"}} {
 		if o.v != nil {
-			if *o.v <= 0 || *o.v > 100000 {
-				return apperr.InvalidField(o.name, "%s must be between 1 and 100000 pixels", o.name)
+			if *o.v <= 0 || *o.v > maxImageSide {
+				return apperr.InvalidField(o.name, "%s must be between 1 and %d pixels", o.name, maxImageSide)
 			}
 			*o.dst = *o.v
 		}
 	}
 	if wd <= 0 || ht <= 0 {
 		return apperr.InvalidField("width", "the image does not state its size; give width and height in pixels")
+	}
+	// An image stored before uploads refused huge sizes may state one;
+	// width and height given here override it, as above.
+	if wd > maxImageSide || ht > maxImageSide {
+		return apperr.InvalidField("image_id", "the image states %gx%g pixels; at most %d a side (give width and height to override)", wd, ht, maxImageSide)
 	}
 	m.Name, m.LocationID, m.PixelsPerMeter, m.ImageID = in.Name, in.LocationID, in.PixelsPerMeter, in.ImageID
 	m.ContentType, m.Width, m.Height = img.ContentType, wd, ht

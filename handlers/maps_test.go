@@ -432,3 +432,29 @@ func TestMapImageETagFollowsContent(t *testing.T) {
 	}
 	a.do(req{method: "GET", path: path, token: a.admin, header: map[string]string{"If-None-Match": tagA}}).expect(t, http.StatusNotModified)
 }
+
+// TestMapDeleteAndOldImages: deleting a map on a box without floors still
+// answers unlinked_floors as a list; an image stored before uploads
+// refused huge sizes is refused when a map would use it at that size
+// (an infinite one made the write fail with a 500), and taken with a
+// width and height given.
+func TestMapDeleteAndOldImages(t *testing.T) {
+	h := newRTLSHarness(t, WSOptions{})
+	m := h.newMap("Ground", 200, 100)
+	var del map[string]any
+	h.send("DELETE", "/api/v1/map/"+itoa(m.ID), h.admin, nil).expect(t, http.StatusOK).decodePayload(t, &del)
+	if fl, ok := del["unlinked_floors"].([]any); !ok || len(fl) != 0 {
+		t.Fatalf("unlinked_floors = %#v, want []", del["unlinked_floors"])
+	}
+	for _, w := range []string{"2000000", "1e400"} {
+		id, err := h.db.PutMapImage("image/svg+xml", []byte(`<svg xmlns="http://www.w3.org/2000/svg" width="`+w+`" height="20"/>`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := h.send("POST", "/api/v1/maps", h.admin, map[string]any{"name": "Old", "image_id": id}).expect(t, http.StatusBadRequest)
+		if !strings.Contains(r.Body, `"image_id"`) {
+			t.Fatalf("an old %s px image: %s", w, r.Body)
+		}
+		h.send("POST", "/api/v1/maps", h.admin, map[string]any{"name": "Old", "image_id": id, "width": 2000, "height": 20}).expect(t, http.StatusCreated)
+	}
+}

@@ -204,6 +204,9 @@ func (c *wsClient) writer() {
 // and the writer must end; a connection that is closing reports true,
 // and the writer's next turn sends the close frame.
 func (c *wsClient) flush(batch *[]queuedFrame, extra []outFrame) bool {
+	if f := beforeFlush.Load(); f != nil {
+		(*f)()
+	}
 	*batch = c.q.take((*batch)[:0])
 	err := c.writeFrames(*batch, extra)
 	clear(*batch) // the frames, not the slice, may be large
@@ -317,7 +320,7 @@ func (c *wsClient) reader() {
 		dec := json.NewDecoder(bytes.NewReader(data))
 		dec.DisallowUnknownFields()
 		err = dec.Decode(&m)
-		if err == nil && dec.More() {
+		if err == nil && len(bytes.TrimSpace(data[dec.InputOffset():])) > 0 {
 			// One message, one JSON object: trailing data means the
 			// client is not saying what it thinks it says.
 			err = errTrailing
@@ -476,8 +479,16 @@ func (c *wsClient) survive(where string) {
 	if v := recover(); v != nil {
 		c.hub.log.Error("websocket connection ended by a panic", "goroutine", where, "panic", fmt.Sprint(v), "stack", string(rdebug.Stack()))
 		c.shut(websocket.CloseInternalServerErr, "internal error")
+		if where == "writer" {
+			// The writer's loop sends the close frame, and it is gone:
+			// send it here, or the client reads 1006, not 1011.
+			_ = c.conn.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseInternalServerErr, "internal error"), time.Now().Add(time.Second))
+		}
 	}
 }
+
+// beforeFlush, nil outside tests, runs in the writer before each flush.
+var beforeFlush atomic.Pointer[func()]
 
 // afterSubscribe, nil outside tests, runs between a subscription and its
 // snapshot: a test widens that window to pin the order of the frames.

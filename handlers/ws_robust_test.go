@@ -60,9 +60,15 @@ func TestWSSubscribeWhileSessionEnds(t *testing.T) {
 }
 
 // TestWSPanicEndsOnlyItsConnection: a panic in a connection's goroutine
-// (here forced through the subscribe hook) is logged and closes that
-// connection with 1011; the process and the other clients go on.
+// (here forced through a test hook in the reader, then in the writer) is
+// logged and closes that connection with 1011; the process and the other
+// clients go on.
 func TestWSPanicEndsOnlyItsConnection(t *testing.T) {
+	t.Run("reader", func(t *testing.T) { panicEndsOnlyItsConnection(t, &afterSubscribe) })
+	t.Run("writer", func(t *testing.T) { panicEndsOnlyItsConnection(t, &beforeFlush) })
+}
+
+func panicEndsOnlyItsConnection(t *testing.T, hook *atomic.Pointer[func()]) {
 	r := newWSRig(t, WSOptions{})
 	other, _, err := r.dial(bearerHeader(r.admin))
 	if err != nil {
@@ -76,11 +82,16 @@ func TestWSPanicEndsOnlyItsConnection(t *testing.T) {
 	}
 	defer c.Close()
 	next(t, c, "ready")
-	boom := func() { panic("forced by the test") }
-	afterSubscribe.Store(&boom)
+	var once atomic.Bool
+	boom := func() {
+		if once.CompareAndSwap(false, true) {
+			panic("forced by the test")
+		}
+	}
+	hook.Store(&boom)
 	send(t, c, map[string]any{"type": "subscribe", "channel": "track-" + r.f.watch})
-	next(t, c, "subscribed")
-	afterSubscribe.Store(nil)
+	waitFor(t, "the hook ran", once.Load)
+	hook.Store(nil)
 	_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
 	for {
 		_, _, err := c.ReadMessage()
@@ -162,6 +173,8 @@ func TestWSTrailingDataIsAnError(t *testing.T) {
 	for _, msg := range []string{
 		`{"type":"subscribe","channel":"track-` + r.f.watch + `"} {"type":"unsubscribe"}`,
 		`{"type":"ping"} garbage`,
+		`{"type":"ping"}}`,
+		`{"type":"ping"} ]`,
 	} {
 		if err := c.WriteMessage(websocket.TextMessage, []byte(msg)); err != nil {
 			t.Fatal(err)

@@ -305,7 +305,7 @@ func (db *DB) DeleteMap(id uint64, now time.Time) (MapDeletion, error) {
 func unlinkFloors(tx *bolt.Tx, match func(*Floor) bool, now time.Time) ([]uint64, error) {
 	fb := tx.Bucket(bNavFloors)
 	if fb == nil {
-		return nil, nil
+		return []uint64{}, nil // a list in the API's answer, never null
 	}
 	floors, err := navList(tx, bNavFloors, func(f *Floor) bool { return f.MapID != 0 && match(f) })
 	if err != nil {

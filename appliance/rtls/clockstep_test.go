@@ -2,6 +2,7 @@ package rtls
 
 import (
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -106,5 +107,34 @@ func TestClockStepBackWhileSilent(t *testing.T) {
 	clk.Advance(e.opts.Timeout)
 	if l, ok := e.Location("WAT-1"); ok && l.Zone != 0 {
 		t.Fatalf("a timeout after a step back, still %+v", l)
+	}
+}
+
+// TestClockStepBackRevivesGateways: a gateway judged down just before the
+// wall clock steps back, that then only heartbeats, is revived at the
+// next sweep, not when the clock has caught up with its judgement.
+func TestClockStepBackRevivesGateways(t *testing.T) {
+	for _, step := range []time.Duration{0, -time.Hour} {
+		t.Run(step.String(), func(t *testing.T) {
+			clk := &steppedClock{Fake: clock.NewFake(t0)}
+			var seen atomic.Int64
+			e := New(Options{Clock: clk, GatewaySeen: func([6]byte) int64 { return seen.Load() }})
+			t.Cleanup(e.Close)
+			e.SetSite(gridSite(2, 1, true))
+			if err := e.Start(AlgStrongest); err != nil {
+				t.Fatal(err)
+			}
+			lv := e.model.Load().live
+			lv.down[0].Store(true) // judged down now, as silence() does
+			lv.downAt[0].Store(clk.Now().UnixMilli())
+			lv.nDown.Add(1)
+			clk.Advance(time.Second)
+			clk.step(step)
+			seen.Store(clk.Now().UnixMilli()) // a heartbeat after the step
+			clk.Advance(e.sweepEvery() + time.Millisecond)
+			if lv.down[0].Load() {
+				t.Fatalf("a gateway heartbeating after a step of %v is still judged down", step)
+			}
+		})
 	}
 }

@@ -394,13 +394,14 @@ func (e *Engine) Rename(oldUID, newUID string) {
 			if cur != nil && (*cur).open {
 				ops = append(ops, closeOp(newUID, (*cur).since, (*cur).heard))
 			}
-			if cur != nil {
-				// The new uid's channel has carried cur's numbers:
-				// b's events must go on above them.
-				b.seq = max(b.seq, (*cur).seq)
-			}
+			// The new uid's channel may have carried higher numbers
+			// (cur's, or those of a state since forgotten): b goes on
+			// in a range above every one handed out, and says where
+			// it is at once, under its new uid.
+			b.seq = e.seqBase.Add(1) << 32
 			b.uid, b.shard = newUID, nh%assets.NShards
 			*sn.V.Add(nh, newUID) = b
+			e.emitTrack(e.model.Load(), b)
 		}
 	}
 	unlock()

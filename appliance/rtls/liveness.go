@@ -184,7 +184,9 @@ func (lv *liveness) silence(p *Params, b *beacon, now int64, seen func([6]byte) 
 	f := math.Min(float64(dt), float64(win)) / float64(win) * b.cover(p, now)
 	var out []int
 	for _, h := range lv.hears[b.zone] {
-		if lv.down[h.g].Load() || b.heardWithin(h.g, win, now) || now-lv.last[h.g].Load() < stale {
+		// A last report more than clockStep in the future is from
+		// before a backward clock step: it says nothing of now.
+		if l := lv.last[h.g].Load(); lv.down[h.g].Load() || b.heardWithin(h.g, win, now) || now-l < stale && l-now <= clockStep {
 			continue
 		}
 		if lv.ev[h.g].Add(int64(f*h.nats*1e6)) < downNats*1e6 {
@@ -228,8 +230,14 @@ func (e *Engine) reviveTalking() {
 		return
 	}
 	m := e.model.Load()
+	now := e.clock.Now().UnixMilli()
 	for g := range m.live.downs() {
-		if t := seen(m.gwMAC[g]); t > m.live.downAt[g].Load() && m.live.heard(g, t) {
+		// Sent since the judgement; or, when the judgement lies more
+		// than clockStep in the future (the wall clock stepped back
+		// since), sent since about the last sweep, in the new time.
+		t, d := seen(m.gwMAC[g]), m.live.downAt[g].Load()
+		lately := t <= now && now-t < e.sweepEvery().Milliseconds()+talkingWithin
+		if (t > d || d-now > clockStep && lately) && m.live.heard(g, t) {
 			e.log.Info("rtls: gateway talks again; its silence counts again", "gateway", assets.FormatMAC(m.gwMAC[g]))
 		}
 	}

@@ -59,3 +59,60 @@ func TestTrackSeqOnlyGrows(t *testing.T) {
 		t.Fatal("no events")
 	}
 }
+
+// TestRenameNumbersAboveTheChannel: a state moved to a uid by a rename
+// numbers its events above anything that uid's channel carried, whether
+// the uid's own state lost the merge or was forgotten after a day, and
+// says where it is under the new uid at once: the hub drops a frame no
+// newer than the channel's last, and a dashboard would have kept the
+// loser's zone.
+func TestRenameNumbersAboveTheChannel(t *testing.T) {
+	for _, forgotten := range []bool{false, true} {
+		t.Run(map[bool]string{false: "merge", true: "forgotten"}[forgotten], func(t *testing.T) {
+			h := newHarness(t, Options{})
+			s := gridSite(2, 1, true)
+			h.e.SetSite(s)
+			if err := h.e.Start(AlgStrongest); err != nil {
+				t.Fatal(err)
+			}
+			var lastNew Location
+			var bad []uint64
+			h.e.Listen(func(ev Event) {
+				if ev.AssetUID != "NEW" {
+					return
+				}
+				if ev.Location.Seq <= lastNew.Seq {
+					bad = append(bad, ev.Location.Seq)
+				}
+				lastNew = ev.Location
+			}, nil)
+			a, b := s.Gateways[0].MAC, s.Gateways[1].MAC
+			walk := func(uid string, g [6]byte, n int, step time.Duration) {
+				for range n {
+					h.sight(uid, g, -50)
+					h.clk.Advance(step)
+				}
+			}
+			walk("OLD", a, 1, time.Second) // OLD's state made first: numbered lower
+			walk("NEW", b, 5, time.Second)
+			if forgotten {
+				walk("OLD", a, 26*6, 10*time.Minute) // a day: NEW silent, forgotten
+				if _, ok := h.e.Location("NEW"); ok {
+					t.Fatal("NEW not forgotten")
+				}
+			} else {
+				walk("OLD", a, 3, time.Second) // OLD heard last: it wins
+			}
+			before := lastNew.Seq
+			h.e.Rename("OLD", "NEW")
+			l, _ := h.e.Location("NEW")
+			if lastNew.Seq <= before || lastNew.Zone != l.Zone || lastNew.Seq != l.Seq {
+				t.Fatalf("after the rename the channel's last event is %+v, the state %+v (Seq before %#x)", lastNew, l, before)
+			}
+			walk("NEW", b, 20, time.Second)
+			if len(bad) > 0 {
+				t.Fatalf("NEW's events carry Seq %#x, not above what its channel carried", bad)
+			}
+		})
+	}
+}
