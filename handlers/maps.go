@@ -321,8 +321,12 @@ func (s *Server) mapImage(w http.ResponseWriter, r *http.Request, _ httprouter.P
 	// a database restored from backup, and a browser would keep its copy
 	// of another floor's plan.
 	w.Header().Set("Cache-Control", "private, no-cache")
-	sum := sha256.Sum256(img.Data)
-	w.Header().Set("ETag", `"`+hex.EncodeToString(sum[:16])+`"`)
+	tag, ok := s.imageTags.Load(imageID)
+	if !ok {
+		sum := sha256.Sum256(img.Data)
+		tag, _ = s.imageTags.LoadOrStore(imageID, `"`+hex.EncodeToString(sum[:16])+`"`)
+	}
+	w.Header().Set("ETag", tag.(string))
 	http.ServeContent(w, r, "", time.Time{}, bytes.NewReader(img.Data))
 	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"sort"
 	"strings"
+	"sync"
 
 	"beaconhub/appliance/applog"
 	"beaconhub/appliance/assets"
@@ -84,6 +85,11 @@ type Server struct {
 	hub *wsHub
 	// navGzip keeps compressed navigation projects by hash (navgzip.go).
 	navGzip navGzipCache
+	// imageTags caches map images' ETags by image id (mapImage): an
+	// image id's bytes never change while the process runs (a restore
+	// replaces the database offline), and hashing up to 5 MiB at every
+	// revalidation is not worth repeating.
+	imageTags sync.Map
 }
 
 // New builds the router from the route table.
