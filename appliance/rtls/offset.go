@@ -92,6 +92,12 @@ const scanSettle = 500
 // offset learned on the law, lost 5 points on one of the outside
 // generator's sets where its own estimate differs by 0.5-1 dB.)
 func (b *beacon) learnOffsets(m *model, p *Params, now int64, alg string) {
+	if alg == AlgStrongest {
+		// An offset moves every gateway's reading alike, and strongest
+		// only compares them with each other: learning it would cost
+		// most of strongest's time and change none of its decisions.
+		return
+	}
 	a := b.off.a
 	b.off.learn(m, p, b, now, alg == AlgGrid)
 	if alg == AlgFusion {
