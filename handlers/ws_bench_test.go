@@ -113,37 +113,18 @@ func runFanout(b *testing.B, sc fanoutScenario, viaHub bool) {
 	defer ts.Close()
 	url := "ws" + strings.TrimPrefix(ts.URL, "http")
 
-	var lmu sync.Mutex
-	var lat []time.Duration
-	var wg sync.WaitGroup
-	conns := make([]*websocket.Conn, 0, fanoutClients)
-	for i := 0; i < fanoutClients; i++ {
-		c, _, err := websocket.DefaultDialer.Dial(url+"?i="+strconv.Itoa(i), nil)
-		if err != nil {
-			b.Fatal(err)
+	pool := dialBenchClients(b, url, fanoutClients, func(data []byte) (time.Duration, bool) {
+		var f struct {
+			Data struct {
+				Since int64 `json:"since"`
+			} `json:"data"`
 		}
-		conns = append(conns, c)
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			var mine []time.Duration
-			defer func() { lmu.Lock(); lat = append(lat, mine...); lmu.Unlock() }()
-			for {
-				_, data, err := c.ReadMessage()
-				if err != nil {
-					return
-				}
-				var f struct {
-					Data struct {
-						Since int64 `json:"since"`
-					} `json:"data"`
-				}
-				if json.Unmarshal(data, &f) == nil && f.Data.Since > 0 {
-					mine = append(mine, time.Duration(time.Now().UnixNano()-f.Data.Since))
-				}
-			}
-		}()
-	}
+		if json.Unmarshal(data, &f) == nil && f.Data.Since > 0 {
+			return time.Duration(time.Now().UnixNano() - f.Data.Since), true
+		}
+		return 0, false
+	})
+	defer pool.close() // on a failure; a normal end has closed them already
 	// Every subscription is in place before events flow.
 	waitSubs := time.Now().Add(10 * time.Second)
 	for {
@@ -206,10 +187,7 @@ func runFanout(b *testing.B, sc fanoutScenario, viaHub bool) {
 	sent := writes.Load() - w0
 	// Let the last frames land, then close every client.
 	time.Sleep(200 * time.Millisecond) // settling after the measured window; not a correctness wait
-	for _, c := range conns {
-		_ = c.Close()
-	}
-	wg.Wait()
+	lat := pool.close()
 	slices.Sort(lat)
 	if len(lat) == 0 {
 		b.Fatal("no frames received")
@@ -220,6 +198,61 @@ func runFanout(b *testing.B, sc fanoutScenario, viaHub bool) {
 	b.ReportMetric(float64(len(lat))/float64(events), "frames/event")
 	b.ReportMetric(float64(sent)/float64(len(lat)), "writes/frame")
 	b.ReportMetric(float64(hub.dropped.Load()), "dropped")
+}
+
+// benchClients are a benchmark's WebSocket clients, each reading on its
+// own goroutine and keeping the latencies measure finds in its frames.
+type benchClients struct {
+	conns []*websocket.Conn
+	wg    sync.WaitGroup
+	mu    sync.Mutex
+	lat   []time.Duration
+	done  bool
+}
+
+// dialBenchClients connects n clients to url (each with ?i=<index>, which
+// the benchmark's server reads to subscribe it). measure gets every
+// frame a client decodes and says what latency, if any, it shows.
+func dialBenchClients(b *testing.B, url string, n int, measure func(data []byte) (time.Duration, bool)) *benchClients {
+	p := &benchClients{conns: make([]*websocket.Conn, 0, n)}
+	for i := 0; i < n; i++ {
+		c, _, err := websocket.DefaultDialer.Dial(url+"?i="+strconv.Itoa(i), nil)
+		if err != nil {
+			p.close()
+			b.Fatal(err)
+		}
+		p.conns = append(p.conns, c)
+		p.wg.Add(1)
+		go func() {
+			defer p.wg.Done()
+			var mine []time.Duration
+			defer func() { p.mu.Lock(); p.lat = append(p.lat, mine...); p.mu.Unlock() }()
+			for {
+				_, data, err := c.ReadMessage()
+				if err != nil {
+					return
+				}
+				if d, ok := measure(data); ok {
+					mine = append(mine, d)
+				}
+			}
+		}()
+	}
+	return p
+}
+
+// close closes every client, waits for their readers and returns the
+// latencies kept (once; later calls return nil).
+func (p *benchClients) close() []time.Duration {
+	if p.done {
+		return nil
+	}
+	p.done = true
+	for _, c := range p.conns {
+		_ = c.Close()
+	}
+	p.wg.Wait()
+	return p.lat
 }
 
 // BenchmarkWSHubOnEvent is what the engine's listener costs the ingest

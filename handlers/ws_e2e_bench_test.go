@@ -435,55 +435,28 @@ func runE2E(b *testing.B, w *e2eWorld, alg string) {
 	defer ts.Close()
 	url := "ws" + strings.TrimPrefix(ts.URL, "http")
 
-	var (
-		lmu       sync.Mutex
-		lat       []time.Duration
-		unmatched atomic.Int64
-		wg        sync.WaitGroup
-	)
-	conns := make([]*websocket.Conn, 0, e2eClients)
-	defer func() { // on a failure; a normal end has closed them already
-		for _, c := range conns {
-			_ = c.Close()
+	var unmatched atomic.Int64
+	pool := dialBenchClients(b, url, e2eClients, func(data []byte) (time.Duration, bool) {
+		var f e2eFrame
+		if json.Unmarshal(data, &f) != nil || f.Type != "track" {
+			return 0, false // "ready"
 		}
-		wg.Wait()
-	}()
-	for i := 0; i < e2eClients; i++ {
-		c, _, err := websocket.DefaultDialer.Dial(url+"?i="+strconv.Itoa(i), nil)
-		if err != nil {
-			b.Fatal(err)
+		now := int64(time.Since(t0))
+		i := e2eIndex(f.Data.AssetUID)
+		if i < 0 {
+			unmatched.Add(1)
+			return 0, false
 		}
-		conns = append(conns, c)
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			var mine []time.Duration
-			defer func() { lmu.Lock(); lat = append(lat, mine...); lmu.Unlock() }()
-			for {
-				_, data, err := c.ReadMessage()
-				if err != nil {
-					return
-				}
-				var f e2eFrame
-				if json.Unmarshal(data, &f) != nil || f.Type != "track" {
-					continue // "ready"
-				}
-				now := int64(time.Since(t0))
-				i := e2eIndex(f.Data.AssetUID)
-				if i < 0 {
-					unmatched.Add(1)
-					continue
-				}
-				ev, ok := rings[i].find(f.Data.Updated, f.Data.Zone)
-				switch {
-				case !ok:
-					unmatched.Add(1)
-				case ev.measured:
-					mine = append(mine, time.Duration(now-ev.handed))
-				}
-			}
-		}()
-	}
+		ev, ok := rings[i].find(f.Data.Updated, f.Data.Zone)
+		switch {
+		case !ok:
+			unmatched.Add(1)
+		case ev.measured:
+			return time.Duration(now - ev.handed), true
+		}
+		return 0, false
+	})
+	defer pool.close() // on a failure; a normal end has closed them already
 	// Every subscription is in place before reports flow.
 	waitSubs := time.Now().Add(20 * time.Second)
 	for {
@@ -555,11 +528,7 @@ func runE2E(b *testing.B, w *e2eWorld, alg string) {
 	listen(true) // hub.close cancels it
 	// The last measured second is live: let its last frames land.
 	time.Sleep(500 * time.Millisecond) // settling after the measured window; not a correctness wait
-	for _, c := range conns {
-		_ = c.Close()
-	}
-	wg.Wait()
-	conns = nil
+	lat := pool.close()
 
 	if len(lat) == 0 || len(decLive) == 0 || len(decBase) == 0 {
 		b.Fatalf("no data: %d frames, %d live and %d baseline decisions", len(lat), len(decLive), len(decBase))
