@@ -23,6 +23,7 @@ import (
 	"beaconhub/appliance/ingest"
 	"beaconhub/appliance/ingest/ingesttest"
 	"beaconhub/appliance/rtls"
+	"beaconhub/appliance/rtls/rtlsbench"
 
 	"github.com/gorilla/websocket"
 )
@@ -117,7 +118,6 @@ const (
 	e2eGateways  = 200
 	e2eHeard     = 20  // gateways hearing each beacon
 	e2ePerMsg    = 100 // reports per publish
-	e2eGrid      = 10  // zones per side
 	e2eClients   = 500
 	e2ePerClient = e2eBeacons / e2eClients
 	e2eWalkEvery = 2    // every second beacon walks
@@ -179,63 +179,16 @@ func e2eIndex(uid string) int {
 
 func buildE2EWorld() *e2eWorld {
 	rng := rand.New(rand.NewPCG(42, 7))
-	w := &e2eWorld{reg: ingesttest.NewRegistry()}
-	w.site.Maps = []rtls.Map{{ID: 1, Width: 1000, Height: 1000, PixelsPerMeter: 10}}
-	id := func(c, r int) uint64 { return uint64(1 + r*e2eGrid + c) }
-	for r := 0; r < e2eGrid; r++ {
-		for c := 0; c < e2eGrid; c++ {
-			z := rtls.Zone{ID: id(c, r), MapID: 1, Name: fmt.Sprintf("Z%d", id(c, r)), X1: float64(100 * c), Y1: float64(100 * r), X2: float64(100*c + 100), Y2: float64(100*r + 100)}
-			if c > 0 {
-				z.Adjacent = append(z.Adjacent, id(c-1, r))
-			}
-			if r > 0 {
-				z.Adjacent = append(z.Adjacent, id(c, r-1))
-			}
-			w.site.Zones = append(w.site.Zones, z)
-		}
-	}
-	type pt struct{ x, y float64 }
-	gws := make([]pt, e2eGateways)
-	gwMACs := make([][6]byte, e2eGateways)
-	for i := range gws {
-		gws[i] = pt{rng.Float64() * 1000, rng.Float64() * 1000}
-		gwMACs[i] = [6]byte{0xAC, 0x23, 0x3F, 0xB0, byte(i >> 8), byte(i)}
-		w.reg.Gateways[gwMACs[i]] = &assets.Asset{UID: fmt.Sprintf("GW-%d", i), Type: "gateway", Kind: "gateway"}
-		w.site.Gateways = append(w.site.Gateways, rtls.Gateway{MAC: gwMACs[i], MapID: 1, X: gws[i].x, Y: gws[i].y, Placed: true})
-	}
-	rssi := func(g pt, x, y, noise float64) int {
-		d := math.Max(math.Hypot(g.x-x, g.y-y)/10, 0.5)
-		return int(math.Max(-127, math.Min(0, math.Round(-59-25*math.Log10(d)+noise))))
-	}
-	// three survey samples per zone, each the mean of two readings a
-	// gateway, as the recorder makes them
-	for _, z := range w.site.Zones {
-		for k := 0; k < 3; k++ {
-			x, y := z.X1+rng.Float64()*100, z.Y1+rng.Float64()*100
-			s := rtls.Sample{Zone: z.ID, RSSI: map[[6]byte]float64{}, N: map[[6]byte]int{}, SD: map[[6]byte]float64{}}
-			for i, g := range gws {
-				if r := rssi(g, x, y, rng.NormFloat64()*3); r > -95 {
-					s.RSSI[gwMACs[i]] = float64(r)
-					s.N[gwMACs[i]], s.SD[gwMACs[i]] = 2, 3*math.Abs(rng.NormFloat64())
-				}
-			}
-			w.samples = append(w.samples, s)
-		}
-	}
+	bw := rtlsbench.New(rng, e2eGateways)
+	w := &e2eWorld{site: bw.Site, samples: bw.Samples, reg: bw.Reg}
+	gws, gwMACs := bw.GW, bw.GWMAC
+	rssi := rtlsbench.RSSI
 	type heard struct {
 		mac  string
 		x, y float64
 	}
 	idx := make([]int, e2eGateways)
-	nearest := func(x, y float64) []int {
-		for i := range idx {
-			idx[i] = i
-		}
-		slices.SortFunc(idx, func(a, c int) int {
-			return int(math.Hypot(gws[a].x-x, gws[a].y-y) - math.Hypot(gws[c].x-x, gws[c].y-y))
-		})
-		return idx[:e2eHeard]
-	}
+	nearest := func(x, y float64) []int { return bw.Nearest(x, y, e2eHeard, idx) }
 	// publishes turns who hears whom into each gateway's publishes.
 	publishes := func(perGW [][]heard, out *[e2eGateways][]e2ePublish) {
 		for g, hs := range perGW {

@@ -2,7 +2,6 @@ package rtls_test
 
 import (
 	"fmt"
-	"math"
 	"math/rand/v2"
 	"runtime"
 	"slices"
@@ -14,6 +13,7 @@ import (
 	"beaconhub/appliance/ingest"
 	"beaconhub/appliance/ingest/ingesttest"
 	"beaconhub/appliance/rtls"
+	"beaconhub/appliance/rtls/rtlsbench"
 )
 
 // Engine cost per report at scale: 10,000 trackable beacons, each heard
@@ -29,7 +29,6 @@ const (
 	benchGateways = 200
 	benchHeard    = 20
 	benchPerMsg   = 100 // reports per publish
-	benchGrid     = 10
 )
 
 type publish struct {
@@ -47,50 +46,9 @@ type benchWorld struct {
 
 func buildWorld() *benchWorld {
 	rng := rand.New(rand.NewPCG(42, 7))
-	w := &benchWorld{reg: ingesttest.NewRegistry()}
-	w.site.Maps = []rtls.Map{{ID: 1, Width: 1000, Height: 1000, PixelsPerMeter: 10}}
-	id := func(c, r int) uint64 { return uint64(1 + r*benchGrid + c) }
-	for r := 0; r < benchGrid; r++ {
-		for c := 0; c < benchGrid; c++ {
-			z := rtls.Zone{ID: id(c, r), MapID: 1, Name: fmt.Sprintf("Z%d", id(c, r)), X1: float64(100 * c), Y1: float64(100 * r), X2: float64(100*c + 100), Y2: float64(100*r + 100)}
-			if c > 0 {
-				z.Adjacent = append(z.Adjacent, id(c-1, r))
-			}
-			if r > 0 {
-				z.Adjacent = append(z.Adjacent, id(c, r-1))
-			}
-			w.site.Zones = append(w.site.Zones, z)
-		}
-	}
-	type pt struct{ x, y float64 }
-	gws := make([]pt, benchGateways)
-	gwMACs := make([][6]byte, benchGateways)
-	for i := range gws {
-		gws[i] = pt{rng.Float64() * 1000, rng.Float64() * 1000}
-		gwMACs[i] = [6]byte{0xAC, 0x23, 0x3F, 0xB0, byte(i >> 8), byte(i)}
-		w.reg.Gateways[gwMACs[i]] = &assets.Asset{UID: fmt.Sprintf("GW-%d", i), Type: "gateway", Kind: "gateway"}
-		w.site.Gateways = append(w.site.Gateways, rtls.Gateway{MAC: gwMACs[i], MapID: 1, X: gws[i].x, Y: gws[i].y, Placed: true})
-	}
-	rssi := func(g pt, x, y, noise float64) int {
-		d := math.Max(math.Hypot(g.x-x, g.y-y)/10, 0.5)
-		return int(math.Max(-127, math.Min(0, math.Round(-59-25*math.Log10(d)+noise))))
-	}
-	// three survey samples per zone, each the mean of two readings a
-	// gateway as the recorder makes them (grid then weighs a reading by
-	// the fading they show, gridGW.fade)
-	for _, z := range w.site.Zones {
-		for k := 0; k < 3; k++ {
-			x, y := z.X1+rng.Float64()*100, z.Y1+rng.Float64()*100
-			s := rtls.Sample{Zone: z.ID, RSSI: map[[6]byte]float64{}, N: map[[6]byte]int{}, SD: map[[6]byte]float64{}}
-			for i, g := range gws {
-				if r := rssi(g, x, y, rng.NormFloat64()*3); r > -95 {
-					s.RSSI[gwMACs[i]] = float64(r)
-					s.N[gwMACs[i]], s.SD[gwMACs[i]] = 2, 3*math.Abs(rng.NormFloat64())
-				}
-			}
-			w.samples = append(w.samples, s)
-		}
-	}
+	bw := rtlsbench.New(rng, benchGateways)
+	w := &benchWorld{site: bw.Site, samples: bw.Samples, reg: bw.Reg}
+	gws, gwMACs := bw.GW, bw.GWMAC
 	// beacons and who hears them
 	type heard struct {
 		mac  string
@@ -101,14 +59,7 @@ func buildWorld() *benchWorld {
 		mac := [6]byte{0xC3, 0, 0, 0, byte(b >> 8), byte(b)}
 		w.reg.Beacons[mac] = &assets.Asset{UID: fmt.Sprintf("WAT-%05d", b), Type: "watch", Kind: "beacon", Seen: &assets.Seen{}}
 		x, y := rng.Float64()*1000, rng.Float64()*1000
-		idx := make([]int, benchGateways)
-		for i := range idx {
-			idx[i] = i
-		}
-		slices.SortFunc(idx, func(a, c int) int {
-			return int(math.Hypot(gws[a].x-x, gws[a].y-y) - math.Hypot(gws[c].x-x, gws[c].y-y))
-		})
-		for _, g := range idx[:benchHeard] {
+		for _, g := range bw.Nearest(x, y, benchHeard, make([]int, benchGateways)) {
 			perGW[g] = append(perGW[g], heard{ingest.MAC(mac).String(), x, y})
 		}
 	}
@@ -121,7 +72,7 @@ func buildWorld() *benchWorld {
 					if i > 0 {
 						buf = append(buf, ',')
 					}
-					buf = fmt.Appendf(buf, `{"mac":%q,"rssi":%d,"beacon_is_pushed":false}`, h.mac, rssi(gws[g], h.x, h.y, rng.NormFloat64()*3))
+					buf = fmt.Appendf(buf, `{"mac":%q,"rssi":%d,"beacon_is_pushed":false}`, h.mac, rtlsbench.RSSI(gws[g], h.x, h.y, rng.NormFloat64()*3))
 				}
 				buf = append(buf, "]}"...)
 				w.rounds[round] = append(w.rounds[round], publish{client, "gw/" + client + "/adv4", buf})
