@@ -36,10 +36,11 @@ import (
 // gorilla/websocket clients on 127.0.0.1, each following 20 beacons
 // (every beacon followed exactly once: 10,000 subscriptions).
 //
-// World: appliance/rtls/bench_test.go's buildWorld, rebuilt here (a _test
-// package cannot be imported): a 10 x 10 grid of 10 m zones on a 1000 x
-// 1000 px map, 200 placed gateways, 3 survey samples per zone, publishes
-// of up to 100 reports as the gateways send them, RSSI with 3 dB noise.
+// World: BenchmarkEngine's (appliance/rtls/rtlsbench builds the site for
+// both; the beacons and publishes are made here): a 10 x 10 grid of 10 m
+// zones on a 1000 x 1000 px map, 200 placed gateways, 3 survey samples
+// per zone, publishes of up to 100 reports as the gateways send them,
+// RSSI with 3 dB noise.
 // Both algorithms emit a track event (and so a frame) only on a zone
 // change, and static beacons settle within seconds, so half the beacons
 // (every second one, so each client follows 10 of them) walk at 1.4 m/s,
