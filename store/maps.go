@@ -332,18 +332,15 @@ func unlinkFloors(tx *bolt.Tx, match func(*Floor) bool, now time.Time) ([]uint64
 // placement stayed behind. Both are removed. UpdatedAt is kept: the
 // migration knows no clock, and the floor showed no plan either way.
 func repairMapLinks(tx *bolt.Tx) error {
-	mb := tx.Bucket(bMaps)
-	exists := func(b *bolt.Bucket, id uint64) bool { return b != nil && b.Get(itob(id)) != nil }
-	if _, err := unlinkFloors(tx, func(f *Floor) bool { return !exists(mb, f.MapID) }, time.Time{}); err != nil {
+	if _, err := unlinkFloors(tx, func(f *Floor) bool { return !hasID(tx, bMaps, f.MapID) }, time.Time{}); err != nil {
 		return err
 	}
 	pb := tx.Bucket(bMapGateways)
 	if pb == nil {
 		return nil
 	}
-	gb := tx.Bucket(bGateways)
 	ps, err := navList(tx, bMapGateways, func(p *GatewayPlacement) bool {
-		return !exists(gb, p.GatewayID) || !exists(mb, p.MapID)
+		return !hasID(tx, bGateways, p.GatewayID) || !hasID(tx, bMaps, p.MapID)
 	})
 	if err != nil {
 		return err
@@ -379,7 +376,7 @@ func (db *DB) PlaceGateway(p GatewayPlacement) error {
 		// A gateway deleted since the caller looked it up would leave
 		// an orphan placement behind; DeleteGateway runs in its own
 		// transaction, so only this one can see it is gone.
-		if gb := tx.Bucket(bGateways); gb == nil || gb.Get(itob(p.GatewayID)) == nil {
+		if !hasID(tx, bGateways, p.GatewayID) {
 			return invalidField("gateway", "gateway %d is not registered", p.GatewayID)
 		}
 		b, err := tx.CreateBucketIfNotExists(bMapGateways)

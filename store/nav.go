@@ -120,7 +120,7 @@ func (db *DB) PutFloor(f Floor) (Floor, error) {
 		if f.MapID != 0 {
 			// Checked in the write's transaction, so a map deleted
 			// meanwhile cannot be linked (DeleteMap unlinks its floors).
-			if mb := tx.Bucket(bMaps); mb == nil || mb.Get(itob(f.MapID)) == nil {
+			if !hasID(tx, bMaps, f.MapID) {
 				return invalidField("map_id", "map %d does not exist", f.MapID)
 			}
 		}
@@ -327,7 +327,4 @@ func clearBucket(b *bolt.Bucket) error {
 
 // FloorExists reports whether floor id exists, for registry validation of
 // a beacon's floor assignment in the same transaction.
-func (t *AssetTx) FloorExists(id uint64) bool {
-	b := t.tx.Bucket(bNavFloors)
-	return b != nil && b.Get(itob(id)) != nil
-}
+func (t *AssetTx) FloorExists(id uint64) bool { return hasID(t.tx, bNavFloors, id) }

@@ -16,6 +16,13 @@ func itob(v uint64) []byte {
 	return b[:]
 }
 
+// hasID reports whether bucket (which may not exist yet: buckets made on
+// first write read as empty) holds record id.
+func hasID(tx *bolt.Tx, bucket []byte, id uint64) bool {
+	b := tx.Bucket(bucket)
+	return b != nil && b.Get(itob(id)) != nil
+}
+
 func btoi(b []byte) uint64 {
 	if len(b) != 8 {
 		return 0
