@@ -263,6 +263,11 @@ func (e *Engine) newBeacon(uid string) *beacon {
 // loops; further back, the wall clock was stepped back.
 const clockStep = 10_000
 
+// beforeStepBack reports whether time t (Unix ms) lies more than
+// clockStep after now: it was taken before the wall clock stepped back,
+// and measures nothing against now.
+func beforeStepBack(t, now int64) bool { return t-now > clockStep }
+
 // Observe is the ingest.Subscriber hook: it runs on the publishing
 // client's read loop, never blocks and only queues durable work in w.
 func (e *Engine) Observe(bt *ingest.Batch, w *ingest.Writes) {
@@ -302,7 +307,7 @@ func (e *Engine) Observe(bt *ingest.Batch, w *ingest.Writes) {
 			*bp = e.newBeacon(o.Asset.UID)
 		}
 		b := *bp
-		if b.heard-now > clockStep {
+		if beforeStepBack(b.heard, now) {
 			// The wall clock stepped back (NTP, an operator): every
 			// time the beacon holds is in the future, so its dwell,
 			// staleness and timeout would stand still until the clock

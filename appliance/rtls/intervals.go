@@ -130,7 +130,7 @@ func (e *Engine) expire(now int64) {
 		// wall clock stepped back: the silence cannot be measured, so
 		// the stay ends at that sighting now rather than an hour late
 		// (Observe starts the beacon afresh at its next report).
-		if now-b.heard < limit && b.heard-now <= clockStep {
+		if now-b.heard < limit && !beforeStepBack(b.heard, now) {
 			return false
 		}
 		b.rds = nil // freed, not kept for a return that may never come

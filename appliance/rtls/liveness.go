@@ -117,7 +117,7 @@ func (m *model) buildLiveness() {
 func (lv *liveness) heard(g int, now int64) bool {
 	// Later only, as read loops race; but a wall clock stepped back
 	// would otherwise keep every gateway "just heard" until it caught up.
-	if l := lv.last[g].Load(); l < now || l-now > clockStep {
+	if l := lv.last[g].Load(); l < now || beforeStepBack(l, now) {
 		lv.last[g].Store(now)
 	}
 	if lv.ev[g].Load() != 0 {
@@ -186,7 +186,7 @@ func (lv *liveness) silence(p *Params, b *beacon, now int64, seen func([6]byte) 
 	for _, h := range lv.hears[b.zone] {
 		// A last report more than clockStep in the future is from
 		// before a backward clock step: it says nothing of now.
-		if l := lv.last[h.g].Load(); lv.down[h.g].Load() || b.heardWithin(h.g, win, now) || now-l < stale && l-now <= clockStep {
+		if l := lv.last[h.g].Load(); lv.down[h.g].Load() || b.heardWithin(h.g, win, now) || now-l < stale && !beforeStepBack(l, now) {
 			continue
 		}
 		if lv.ev[h.g].Add(int64(f*h.nats*1e6)) < downNats*1e6 {
@@ -237,7 +237,7 @@ func (e *Engine) reviveTalking() {
 		// since), sent since about the last sweep, in the new time.
 		t, d := seen(m.gwMAC[g]), m.live.downAt[g].Load()
 		lately := t <= now && now-t < e.sweepEvery().Milliseconds()+talkingWithin
-		if (t > d || d-now > clockStep && lately) && m.live.heard(g, t) {
+		if (t > d || beforeStepBack(d, now) && lately) && m.live.heard(g, t) {
 			e.log.Info("rtls: gateway talks again; its silence counts again", "gateway", assets.FormatMAC(m.gwMAC[g]))
 		}
 	}
