@@ -173,12 +173,11 @@ func (c *wsClient) writer() {
 				}
 			}
 		case <-c.done:
-			text, _ := c.closeText.Load().(string)
-			if code := int(c.closeCode.Load()); code != websocket.CloseAbnormalClosure {
+			if c.closeCode.Load() != websocket.CloseAbnormalClosure {
 				// Short: a peer that does not take a close frame at once
 				// is not worth holding the goroutines for.
 				wait := min(o.WriteWait, o.CloseWait)
-				if c.conn.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(code, text), time.Now().Add(wait)) == nil {
+				if c.writeClose(wait) == nil {
 					// The closing handshake: the socket closes when the
 					// peer has replied (its close frame ends the reader),
 					// or after wait. Closed at once, it took the peer's
@@ -197,6 +196,13 @@ func (c *wsClient) writer() {
 			return
 		}
 	}
+}
+
+// writeClose sends the close frame shut recorded, within wait.
+func (c *wsClient) writeClose(wait time.Duration) error {
+	text, _ := c.closeText.Load().(string)
+	msg := websocket.FormatCloseMessage(int(c.closeCode.Load()), text)
+	return c.conn.WriteControl(websocket.CloseMessage, msg, time.Now().Add(wait))
 }
 
 // flush takes every queued frame into *batch (reused between calls) and
@@ -472,17 +478,18 @@ func (c *wsClient) subscribe(ch string) {
 
 // survive, deferred last in each of the connection's goroutines (so it
 // runs before their own cleanup, which then ends the connection), turns
-// a panic into an error log and a 1011 close. net/http recovers a handler's panics, but not
-// those of goroutines a handler starts: one client's bug would otherwise
-// take down the process, and with it the alerts.
+// a panic into an error log and a 1011 close. net/http recovers a
+// handler's panics, but not those of goroutines a handler starts: one
+// client's bug would otherwise take down the process, and with it the
+// alerts.
 func (c *wsClient) survive(where string) {
 	if v := recover(); v != nil {
 		c.hub.log.Error("websocket connection ended by a panic", "goroutine", where, "panic", fmt.Sprint(v), "stack", string(rdebug.Stack()))
 		c.shut(websocket.CloseInternalServerErr, "internal error")
-		if where == "writer" {
+		if where == "writer" && c.closeCode.Load() != websocket.CloseAbnormalClosure {
 			// The writer's loop sends the close frame, and it is gone:
 			// send it here, or the client reads 1006, not 1011.
-			_ = c.conn.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseInternalServerErr, "internal error"), time.Now().Add(time.Second))
+			_ = c.writeClose(c.hub.opts.CloseWait)
 		}
 	}
 }
