@@ -109,12 +109,7 @@ func TestWSBurstIsMergedNotDropped(t *testing.T) {
 // at its own socket, not cut: every reply arrives.
 func TestWSPipelinedMessagesAreAllAnswered(t *testing.T) {
 	r := newWSRig(t, WSOptions{SendBuffer: 2, MaxSubs: 2})
-	c, _, err := r.dial(bearerHeader(r.token("user")))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	next(t, c, "ready")
+	c := r.connect(t, r.token("user"))
 	const n = 200
 	for i := 0; i < n; i++ {
 		send(t, c, map[string]any{"type": "ping"})

@@ -70,18 +70,8 @@ func TestWSPanicEndsOnlyItsConnection(t *testing.T) {
 
 func panicEndsOnlyItsConnection(t *testing.T, hook *atomic.Pointer[func()]) {
 	r := newWSRig(t, WSOptions{})
-	other, _, err := r.dial(bearerHeader(r.admin))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer other.Close()
-	next(t, other, "ready")
-	c, _, err := r.dial(bearerHeader(r.admin))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	next(t, c, "ready")
+	other := r.connect(t, r.admin)
+	c := r.connect(t, r.admin)
 	var once atomic.Bool
 	boom := func() {
 		if once.CompareAndSwap(false, true) {
@@ -146,12 +136,7 @@ func TestWSPingPastDeadlineCountsAsDropped(t *testing.T) {
 	r := newWSRigOn(t, WSOptions{PingInterval: 30 * time.Millisecond}, func(l net.Listener) net.Listener {
 		return writeFailingListener{l, &failing}
 	})
-	c, _, err := r.dial(bearerHeader(r.token("user")))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	next(t, c, "ready")
+	r.connect(t, r.token("user"))
 	failing.Store(true)
 	waitFor(t, "client cut", func() bool { return r.srv.hub.clientCount() == 0 })
 	if d := r.srv.hub.dropped.Load(); d != 1 {
@@ -164,12 +149,7 @@ func TestWSPingPastDeadlineCountsAsDropped(t *testing.T) {
 // than acted on in part.
 func TestWSTrailingDataIsAnError(t *testing.T) {
 	r := newWSRig(t, WSOptions{})
-	c, _, err := r.dial(bearerHeader(r.admin))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	next(t, c, "ready")
+	c := r.connect(t, r.admin)
 	for _, msg := range []string{
 		`{"type":"subscribe","channel":"track-` + r.f.watch + `"} {"type":"unsubscribe"}`,
 		`{"type":"ping"} garbage`,
@@ -241,12 +221,7 @@ func TestWSRefusedAuthClosesWithHandshake(t *testing.T) {
 // beacon next moved.
 func TestWSSnapshotNeverFollowedByOlder(t *testing.T) {
 	r := newWSRig(t, WSOptions{})
-	c, _, err := r.dial(bearerHeader(r.admin))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	next(t, c, "ready")
+	c := r.connect(t, r.admin)
 	ch, other := "track-"+r.f.watch, "track-"+r.f.panicB
 	send(t, c, map[string]any{"type": "subscribe", "channel": other})
 	next(t, c, "subscribed")

@@ -47,6 +47,19 @@ func (r *wsRig) dial(hdr http.Header, protos ...string) (*websocket.Conn, *http.
 	return d.Dial(r.url, hdr)
 }
 
+// connect dials with tok in the Authorization header and waits for
+// "ready"; the connection is closed when the test ends.
+func (r *wsRig) connect(t *testing.T, tok string) *websocket.Conn {
+	t.Helper()
+	c, _, err := r.dial(bearerHeader(tok))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	next(t, c, "ready")
+	return c
+}
+
 func bearerHeader(tok string) http.Header { return http.Header{"Authorization": {"Bearer " + tok}} }
 
 // next reads frames until one of type typ arrives (bounded by a deadline).
@@ -309,12 +322,7 @@ func TestWSSlowClientIsDropped(t *testing.T) {
 
 func TestWSHubClosesWithServer(t *testing.T) {
 	r := newWSRig(t, WSOptions{})
-	c, _, err := r.dial(bearerHeader(r.token("user")))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	next(t, c, "ready")
+	c := r.connect(t, r.token("user"))
 	r.srv.Close()
 	if code := closeCode(t, c, 5*time.Second); code != websocket.CloseGoingAway {
 		t.Fatalf("close code %d", code)
@@ -549,12 +557,7 @@ func TestWSSessionFollowsAccountChanges(t *testing.T) {
 // open feed must neither be closed nor lose its subscriptions.
 func TestWSStoreFailureKeepsTheFeed(t *testing.T) {
 	r := newWSRig(t, WSOptions{PingInterval: 20 * time.Millisecond})
-	c, _, err := r.dial(bearerHeader(r.token("user")))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	next(t, c, "ready")
+	c := r.connect(t, r.token("user"))
 	send(t, c, map[string]any{"type": "subscribe", "channel": "track-" + r.f.watch})
 	next(t, c, "subscribed")
 
@@ -622,12 +625,7 @@ func TestWSRecheckDropsMoreThanTheQueueHolds(t *testing.T) {
 	if _, err := r.db.UpdateUser(id, func(x *store.User) error { x.Role = auth.RoleAdmin; return nil }); err != nil {
 		t.Fatal(err)
 	}
-	c, _, err := r.dial(bearerHeader(tok))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	next(t, c, "ready")
+	c := r.connect(t, tok)
 	for _, u := range uids {
 		send(t, c, map[string]any{"type": "subscribe", "channel": "track-debug-" + u})
 		next(t, c, "subscribed")
