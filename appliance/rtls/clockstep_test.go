@@ -32,6 +32,21 @@ func (c *steppedClock) step(d time.Duration) {
 	c.mu.Unlock()
 }
 
+// steppedEngine runs strongest on a two-zone site on a stepped clock.
+func steppedEngine(t *testing.T, opts Options) (*steppedClock, *Engine, Site) {
+	t.Helper()
+	clk := &steppedClock{Fake: clock.NewFake(t0)}
+	opts.Clock = clk
+	e := New(opts)
+	t.Cleanup(e.Close)
+	s := gridSite(2, 1, true)
+	e.SetSite(s)
+	if err := e.Start(AlgStrongest); err != nil {
+		t.Fatal(err)
+	}
+	return clk, e, s
+}
+
 // TestClockStepBack: after the wall clock steps back an hour, a beacon
 // that walks to another zone is followed there, and one that falls
 // silent turns unknown after the timeout, as without the step. Before,
@@ -40,14 +55,7 @@ func (c *steppedClock) step(d time.Duration) {
 func TestClockStepBack(t *testing.T) {
 	for _, step := range []time.Duration{0, -time.Hour, -30 * time.Second} {
 		t.Run(step.String(), func(t *testing.T) {
-			clk := &steppedClock{Fake: clock.NewFake(t0)}
-			e := New(Options{Clock: clk})
-			t.Cleanup(e.Close)
-			s := gridSite(2, 1, true)
-			e.SetSite(s)
-			if err := e.Start(AlgStrongest); err != nil {
-				t.Fatal(err)
-			}
+			clk, e, s := steppedEngine(t, Options{})
 			asset := &assets.Asset{UID: "WAT-1", Type: "watch", Kind: "beacon"}
 			hear := func(g [6]byte, rssi int8) {
 				now := clk.Now().UnixMilli()
@@ -88,14 +96,7 @@ func TestClockStepBack(t *testing.T) {
 // stepped back, and silent since, ends its stay at the next sweep
 // rather than when the clock catches up an hour later.
 func TestClockStepBackWhileSilent(t *testing.T) {
-	clk := &steppedClock{Fake: clock.NewFake(t0)}
-	e := New(Options{Clock: clk})
-	t.Cleanup(e.Close)
-	s := gridSite(2, 1, true)
-	e.SetSite(s)
-	if err := e.Start(AlgStrongest); err != nil {
-		t.Fatal(err)
-	}
+	clk, e, s := steppedEngine(t, Options{})
 	asset := &assets.Asset{UID: "WAT-1", Type: "watch", Kind: "beacon"}
 	for range 10 {
 		now := clk.Now().UnixMilli()
@@ -116,14 +117,8 @@ func TestClockStepBackWhileSilent(t *testing.T) {
 func TestClockStepBackRevivesGateways(t *testing.T) {
 	for _, step := range []time.Duration{0, -time.Hour} {
 		t.Run(step.String(), func(t *testing.T) {
-			clk := &steppedClock{Fake: clock.NewFake(t0)}
 			var seen atomic.Int64
-			e := New(Options{Clock: clk, GatewaySeen: func([6]byte) int64 { return seen.Load() }})
-			t.Cleanup(e.Close)
-			e.SetSite(gridSite(2, 1, true))
-			if err := e.Start(AlgStrongest); err != nil {
-				t.Fatal(err)
-			}
+			clk, e, _ := steppedEngine(t, Options{GatewaySeen: func([6]byte) int64 { return seen.Load() }})
 			lv := e.model.Load().live
 			lv.down[0].Store(true) // judged down now, as silence() does
 			lv.downAt[0].Store(clk.Now().UnixMilli())
