@@ -21,6 +21,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"beaconhub/appliance/rtls"
 )
@@ -121,6 +122,12 @@ func Load(dir string) (*Dataset, error) {
 	}
 	var sf siteFile
 	if err := json.Unmarshal(bytes.TrimPrefix(raw, utf8BOM), &sf); err != nil {
+		// encoding/json names the Go type it wanted, an anonymous
+		// struct dump that tells a dataset's author nothing.
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) {
+			return nil, fmt.Errorf("site.json: %s is a JSON %s, which does not fit there (docs/rtls.md, contracts/rssi-replay.md)", jsonPath(te.Field), te.Value)
+		}
 		return nil, fmt.Errorf("site.json: %w", err)
 	}
 	ds := &Dataset{ZoneID: map[string]uint64{}, ZoneName: map[uint64]string{}, Gateway: map[string][6]byte{}, Beacons: map[string][6]byte{}}
@@ -243,6 +250,15 @@ func Load(dir string) (*Dataset, error) {
 	// An unlabelled survey row says nothing about any zone.
 	ds.Train = slices.DeleteFunc(ds.Train, func(r Row) bool { return r.Zone == "" })
 	return ds, nil
+}
+
+// jsonPath names the field of a type error; the whole document when
+// encoding/json gives none (the top level is not an object).
+func jsonPath(field string) string {
+	if field == "" {
+		return "the document"
+	}
+	return "field " + strconv.Quote(field)
 }
 
 // unlabelled counts the rows without a zone.
@@ -425,6 +441,9 @@ func (ds *Dataset) readCSV(path string) (rows []Row, ts []float64, err error) {
 	if head, err := br.Peek(len(utf8BOM)); err == nil && bytes.Equal(head, utf8BOM) {
 		br.Discard(len(utf8BOM))
 	}
+	if head, err := br.Peek(2); err == nil && (bytes.Equal(head, []byte{0xFF, 0xFE}) || bytes.Equal(head, []byte{0xFE, 0xFF})) {
+		return nil, nil, fmt.Errorf("%s: UTF-16 text; save it as UTF-8", base)
+	}
 	r := csv.NewReader(br)
 	r.FieldsPerRecord = -1
 	r.TrimLeadingSpace = true
@@ -435,6 +454,12 @@ func (ds *Dataset) readCSV(path string) (rows []Row, ts []float64, err error) {
 	}
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s: %w", base, err)
+	}
+	// The header goes into error messages: a binary or UTF-16 file's
+	// would fill the terminal.
+	shown := strings.Join(head, ",")
+	if len(shown) > 80 || !utf8.ValidString(shown) || strings.ContainsFunc(shown, func(r rune) bool { return r < ' ' }) {
+		shown = strconv.QuoteToASCII(shown[:min(len(shown), 24)]) + "..."
 	}
 	// Spreadsheet exports start with a byte-order mark and may pad or
 	// capitalise the header; the columns are still the contract's.
@@ -448,7 +473,7 @@ func (ds *Dataset) readCSV(path string) (rows []Row, ts []float64, err error) {
 	}
 	for _, need := range []string{"t_ms", "gateway", "beacon", "rssi", "zone"} {
 		if _, ok := col[need]; !ok {
-			return nil, nil, fmt.Errorf("%s: no %q column in the header %q (want comma-separated t_ms,gateway,beacon,rssi,zone,x,y)", base, need, strings.Join(head, ","))
+			return nil, nil, fmt.Errorf("%s: no %q column in the header %s (want comma-separated t_ms,gateway,beacon,rssi,zone,x,y)", base, need, shown)
 		}
 	}
 	get := func(rec []string, name string) string {
@@ -473,9 +498,18 @@ func (ds *Dataset) readCSV(path string) (rows []Row, ts []float64, err error) {
 		if err == io.EOF {
 			break
 		}
-		line, _ := r.FieldPos(0)
 		if err != nil {
+			// A *csv.ParseError names its line; FieldPos may not be
+			// asked about a record that failed to parse (it panics).
 			return nil, nil, fmt.Errorf("%s: %w", base, err)
+		}
+		line, _ := r.FieldPos(0)
+		// A row cut short (a truncated or misaligned export) would read
+		// as unlabelled, or as a not-heard marker, and change the
+		// scores without a word; one with more fields than the header
+		// is misaligned the same way.
+		if len(rec) != len(head) {
+			return nil, nil, fmt.Errorf("%s:%d: %d fields, the header has %d", base, line, len(rec), len(head))
 		}
 		tt := get(rec, "t_ms")
 		t, err := parseNumber(tt)

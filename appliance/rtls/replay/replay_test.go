@@ -115,6 +115,36 @@ func TestTimelineSpreadsCoarseTimestamps(t *testing.T) {
 	}
 	checkTimeline(t, rows, want)
 
+	// The same rows listed by gateway: the same five scans a second
+	// (a review: nine, four of them G1 or G2 alone).
+	var byGW []Row
+	for s := int64(0); s < 3; s++ {
+		for _, g := range []string{"G1", "G2"} {
+			for k := 0; k < 5; k++ {
+				byGW = append(byGW, Row{T: 1000 * s, Gateway: g, Beacon: "B", Zone: "Z1"})
+			}
+		}
+	}
+	want = want[:0]
+	for s := int64(0); s < 3; s++ {
+		for range 2 {
+			for k := int64(0); k < 5; k++ {
+				want = append(want, 1000*s+200*k)
+			}
+		}
+	}
+	checkTimeline(t, byGW, want)
+
+	// An unlabelled row is heard in the scan it came with, not one of
+	// its own.
+	rows = []Row{
+		{T: 0, Gateway: "G1", Beacon: "B", Zone: "Z1", Pos: "1,1"},
+		{T: 0, Gateway: "G2", Beacon: "B", Pos: ","},
+		{T: 0, Gateway: "G3", Beacon: "B", Zone: "Z1", Pos: "1,1"},
+		{T: 1000, Gateway: "G1", Beacon: "B", Zone: "Z1", Pos: "1,1"},
+	}
+	checkTimeline(t, rows, []int64{0, 0, 0, 1000})
+
 	// Rows grouped by beacon: each beacon's scans share the gap.
 	rows = []Row{
 		{T: 0, Gateway: "G1", Beacon: "A", Zone: "Z1"}, {T: 0, Gateway: "G1", Beacon: "A", Zone: "Z1"},
@@ -431,8 +461,31 @@ func TestLoadRejectsBadInput(t *testing.T) {
 			t.Fatalf("site %s accepted", site)
 		}
 	}
+	// Each with the message a dataset's author needs (a review: the
+	// first one panicked; short rows passed as unlabelled or as
+	// not-heard markers; a type error printed a Go struct).
+	site := `{"zones":[{"name":"Z1","x1":0,"y1":0,"x2":10,"y2":10}]}`
+	for _, c := range []struct{ site, test, want string }{
+		{site, "t_ms,gateway,beacon,rssi,zone,x,y\n\"1,G1,B,-60,Z1,,\n", "test.csv: parse error on line 2"},
+		{site, "t_ms,gateway,beacon,rssi,zone,x,y\n17\"01,G1,B,-60,Z1,,\n", "test.csv: parse error on line 2"},
+		{site, "t_ms,gateway,beacon,rssi,zone,x,y\n1,G1,B,-60,Z1,,\n2,G1,B,-60\n", "test.csv:3: 4 fields, the header has 7"},
+		{site, "t_ms,gateway,beacon,rssi,zone,x,y\n1,G1,B,-60,Z1,,,1\n", "test.csv:2: 8 fields, the header has 7"},
+		{site, "\xff\xfet\x00_\x00m\x00s\x00", "test.csv: UTF-16 text"},
+		{site, "\xd6n\x1b\xa7\x8e\x15" + strings.Repeat("\x8e\xf8", 200) + "\n", `...`},
+		{`{"map":{"width":"wide"},"zones":[]}`, "t_ms,gateway,beacon,rssi,zone\n", `site.json: field "map.width" is a JSON string`},
+		{`[1]`, "t_ms,gateway,beacon,rssi,zone\n", "site.json: the document is a JSON array"},
+	} {
+		d := t.TempDir()
+		writeFile(t, filepath.Join(d, "site.json"), c.site)
+		writeFile(t, filepath.Join(d, "train.csv"), "t_ms,gateway,beacon,rssi,zone\n")
+		writeFile(t, filepath.Join(d, "test.csv"), c.test)
+		_, err := Load(d)
+		if err == nil || !strings.Contains(err.Error(), c.want) || len(err.Error()) > 200 {
+			t.Errorf("test.csv %q, site %s: %v; want %q in a short message", c.test[:min(len(c.test), 40)], c.site, err, c.want)
+		}
+	}
 	d := t.TempDir()
-	writeFile(t, filepath.Join(d, "site.json"), `{"zones":[{"name":"Z1","x1":0,"y1":0,"x2":10,"y2":10}]}`)
+	writeFile(t, filepath.Join(d, "site.json"), site)
 	writeFile(t, filepath.Join(d, "train.csv"), "")
 	writeFile(t, filepath.Join(d, "test.csv"), "t_ms,gateway,beacon,rssi,zone\n")
 	if _, err := Load(d); err == nil || !strings.Contains(err.Error(), "empty file") {
