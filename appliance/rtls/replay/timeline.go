@@ -33,17 +33,53 @@ type scanKey struct {
 	pos, zone string
 }
 
+// instScans assigns one beacon's rows at one timestamp to scans, so
+// that the assignment does not depend on the rows' order: a gateway's
+// k-th row of a position goes into that position's k-th scan, and a
+// position first seen later (the beacon moved) starts after every scan
+// so far. Until the twenty-second session a scan ended where a gateway
+// repeated, so a file listing a second's rows by gateway (G1 five times,
+// then G2 five times) was replayed as nine scans instead of five, and
+// scored 2-4 points differently from the same rows interleaved.
+type instScans struct {
+	last  scanKey
+	base  map[scanKey]int64
+	count map[instGW]int64
+	next  int64 // one past the highest scan used
+}
+
+type instGW struct {
+	key scanKey
+	gw  string
+}
+
+// scan returns the row's scan. An unlabelled row (no zone) goes with the
+// position the beacon was last seen at in this instant: it says nothing
+// about where the beacon is, and starting a scan of its own shifted the
+// rest of the instant by half a period.
+func (s *instScans) scan(r *Row) int64 {
+	key := scanKey{r.Pos, r.Zone}
+	if r.Zone == "" && s.next > 0 {
+		key = s.last
+	}
+	b, ok := s.base[key]
+	if !ok {
+		b = s.next
+		s.base[key] = b
+	}
+	k := instGW{key, r.Gateway}
+	n := b + s.count[k]
+	s.count[k]++
+	s.last, s.next = key, max(s.next, n+1)
+	return n
+}
+
 func timeline(rows []Row, timeout time.Duration) []event {
 	step := nominalStep(rows)
 	to := timeout.Milliseconds()
 	maxGap := to + to/4 + min(step, to)
 	out := make([]event, len(rows))
-	type inst struct {
-		key  scanKey
-		gws  map[string]bool
-		scan int64 // the beacon's scans at this timestamp so far, less one
-	}
-	cur := map[string]*inst{} // beacon -> its current scan at this timestamp
+	cur := map[string]*instScans{} // beacon -> its scans at this timestamp
 	scan := make([]int64, 0, 64)
 	var v int64 // virtual time of rows[lo].T
 	period := step
@@ -57,20 +93,14 @@ func timeline(rows []Row, timeout time.Duration) []event {
 		hi := lo
 		for ; hi < len(rows) && rows[hi].T == rows[lo].T; hi++ {
 			r := &rows[hi]
-			key := scanKey{r.Pos, r.Zone}
 			s := cur[r.Beacon]
-			switch {
-			case s == nil:
-				s = &inst{key: key, gws: map[string]bool{}}
+			if s == nil {
+				s = &instScans{base: map[scanKey]int64{}, count: map[instGW]int64{}}
 				cur[r.Beacon] = s
-			case s.key != key || s.gws[r.Gateway]:
-				// a further scan of this beacon at the same recorded instant
-				s.key, s.scan = key, s.scan+1
-				clear(s.gws)
-				k = max(k, s.scan)
 			}
-			s.gws[r.Gateway] = true
-			scan = append(scan, s.scan)
+			n := s.scan(r)
+			k = max(k, n)
+			scan = append(scan, n)
 		}
 		// The last timestamp has no next one to fit in: its scans keep
 		// the period of the one before (a file stamped with one instant,
