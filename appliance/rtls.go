@@ -151,14 +151,23 @@ func buildSite(db *store.DB, reg *assets.Service) (site rtls.Site, gatewaySig st
 	return site, gatewaySignature(gws), nil
 }
 
-// buildRTLS starts the tracking engine when feature rtls is on: it closes
-// intervals a previous run left open (the engine starts with no live
-// state), loads the site and samples, subscribes the engine to ingest and
-// resumes the algorithm the admin chose last.
+// buildRTLS closes the intervals a previous run left open (the engine
+// starts with no live state) and, when feature rtls is on, starts the
+// tracking engine: it loads the site and samples, subscribes the engine
+// to ingest and resumes the algorithm the admin chose last.
 func (a *App) buildRTLS() error {
 	// One read of the live configuration: the feature and the parameters
 	// come from the same version of it.
 	cfg := a.live.Get()
+	// Intervals a crash left open are closed whether or not tracking
+	// runs now, before ingest moves the last sightings they are closed
+	// at: left open while rtls was off, they were closed when it came
+	// back, at a last sighting from the time tracking was off, and the
+	// beacon was recorded in its zone for all that time (a review).
+	now := a.clock.Now().UnixMilli()
+	if err := a.db.Update(func(tx *bolt.Tx) error { return rtls.CloseOpenIntervals(tx, now) }); err != nil {
+		return fmt.Errorf("close open zone intervals: %w", err)
+	}
 	if a.pipeline == nil || !cfg.Has(config.FeatureRTLS) {
 		return nil
 	}
@@ -171,10 +180,6 @@ func (a *App) buildRTLS() error {
 	}
 	eng := rtls.New(rtls.Options{Clock: a.clock, Logger: a.log, Writer: a.writer, Params: params, GatewaySeen: a.gatewaySeen})
 	c := &rtlsControl{Engine: eng, app: a}
-	now := a.clock.Now().UnixMilli()
-	if err := a.db.Update(func(tx *bolt.Tx) error { return rtls.CloseOpenIntervals(tx, now) }); err != nil {
-		return fmt.Errorf("close open zone intervals: %w", err)
-	}
 	if err := c.Reload(); err != nil {
 		return err
 	}

@@ -23,6 +23,7 @@ import (
 	"beaconhub/store"
 
 	"github.com/gorilla/websocket"
+	bolt "go.etcd.io/bbolt"
 )
 
 // rtlsApp starts the whole appliance (features service, so rtls) in home
@@ -419,5 +420,58 @@ func TestMapsFollowServerFeatures(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestCrashLeftIntervalClosedWithTrackingOff: an interval a crash left
+// open is closed at the next start at the beacon's last sighting before
+// the crash, whether or not tracking runs then. Closed only when rtls
+// came back (a review), it was closed at a last sighting ingest had
+// moved while tracking was off, and the beacon recorded in its zone for
+// all that time.
+func TestCrashLeftIntervalClosedWithTrackingOff(t *testing.T) {
+	home := t.TempDir()
+	clk := clock.NewFake(time.Now().Truncate(time.Second))
+	app := rtlsApp(t, home, clk)
+	adminToken(t, app) // the admin marks the home as set up: restarts register nothing again
+	enter := clk.Now().UnixMilli() - 60_000
+	heard := enter + 5_000
+	// What a crash leaves: an open interval the engine's live state no
+	// longer knows (so the shutdown below does not close it), and the
+	// last sighting flushed before it.
+	if err := app.DB().Update(func(tx *bolt.Tx) error {
+		if err := store.AppendZoneInterval(tx, "WCH-A1-1", &store.ZoneInterval{ZoneID: 1, Zone: "Hall", Enter: enter}); err != nil {
+			return err
+		}
+		return store.PutLastSeen(map[string]int64{"WCH-A1-1": heard})(tx)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := app.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	leave := func(app *appliance.App) int64 {
+		t.Helper()
+		ivs, _, err := app.DB().ZoneIntervals("WCH-A1-1", store.ZoneCursor{}, 10)
+		if err != nil || len(ivs) != 1 {
+			t.Fatalf("intervals %+v, %v", ivs, err)
+		}
+		return ivs[0].Leave
+	}
+	// Tracking off, ingest on: ingest moves the last sighting on.
+	app = rtlsAppWith(t, home, clk, `{"server_features":["sensors"]}`)
+	if got := leave(app); got != heard {
+		t.Fatalf("with rtls off the crash-left interval has leave %d, want the last sighting %d", got, heard)
+	}
+	if err := app.DB().Update(store.PutLastSeen(map[string]int64{"WCH-A1-1": heard + 3_600_000})); err != nil {
+		t.Fatal(err)
+	}
+	if err := app.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	app = rtlsApp(t, home, clk)
+	t.Cleanup(func() { _ = app.Shutdown(context.Background()) })
+	if got := leave(app); got != heard {
+		t.Fatalf("after tracking came back the interval has leave %d, want %d", got, heard)
 	}
 }
