@@ -352,6 +352,34 @@ func TestSurveySamples(t *testing.T) {
 	if len(list.Samples) != 1 {
 		t.Fatalf("after delete %+v", list)
 	}
+
+	// Stopping a survey nobody is recording is a 404 and leaves the
+	// engine alone: it answered 200 and reloaded the site, which restarts
+	// every beacon's decision (a review).
+	before = h.fake.reloads
+	h.send("POST", "/api/v1/tracking/survey/stop", h.admin, map[string]any{"asset_uid": f.watch}).expect(t, http.StatusNotFound)
+	if h.fake.reloads != before {
+		t.Fatal("a stop with no survey reloaded the site")
+	}
+
+	// A survey that went on in a zone deleted while it recorded keeps
+	// the samples of the zones that still exist (it stored none).
+	gone := h.newZone(f.m.ID, "Gone", 0, 50, 50, 100)
+	h.post("/api/v1/tracking/survey/start", map[string]any{"asset_uid": f.watch, "zone_id": f.ward.ID}, http.StatusOK)
+	h.post("/api/v1/tracking/survey/start", map[string]any{"asset_uid": f.watch, "zone_id": gone.ID}, http.StatusOK)
+	h.send("DELETE", "/api/v1/zone/"+itoa(gone.ID), h.admin, nil).expect(t, http.StatusOK)
+	var partial struct {
+		Stored, Dropped int
+		Samples         []store.ZoneSample
+	}
+	h.post("/api/v1/tracking/survey/stop", map[string]any{"asset_uid": f.watch}, http.StatusOK).decodePayload(t, &partial)
+	if partial.Stored != 2 || partial.Dropped != 2 || len(partial.Samples) != 2 || partial.Samples[0].Zone != f.ward.ID || partial.Samples[1].Zone != f.ward.ID {
+		t.Fatalf("survey through a deleted zone: %+v", partial)
+	}
+	h.adminGet("/api/v1/tracking/samples?zone_id="+itoa(f.ward.ID), http.StatusOK).decodePayload(t, &list)
+	if len(list.Samples) != 2 {
+		t.Fatalf("ward samples %+v", list)
+	}
 }
 
 // The guard matrix again, with the engine present, so the RTLS handlers

@@ -19,7 +19,7 @@ type fakeTracker struct {
 	lastSeen  map[string]int64
 	listeners map[int]fakeListener
 	next      int
-	recording map[string]uint64
+	recording map[string][]uint64 // the zones each recording went through
 	reloads   int
 }
 
@@ -30,7 +30,7 @@ type fakeListener struct {
 
 func newFakeTracker() *fakeTracker {
 	return &fakeTracker{locs: map[string]rtls.Location{}, lastSeen: map[string]int64{}, listeners: map[int]fakeListener{},
-		recording: map[string]uint64{}}
+		recording: map[string][]uint64{}}
 }
 
 func (f *fakeTracker) Algorithms() []rtls.AlgorithmInfo {
@@ -85,23 +85,26 @@ func (f *fakeTracker) Listen(l rtls.Listener, debug func(uid string) bool) func(
 
 func (f *fakeTracker) Record(uid string, zone uint64) {
 	f.mu.Lock()
-	f.recording[uid] = zone
+	f.recording[uid] = append(f.recording[uid], zone)
 	f.mu.Unlock()
 }
 
 func (f *fakeTracker) StopRecording(uid string) []rtls.Sample {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	zone, ok := f.recording[uid]
+	zones, ok := f.recording[uid]
 	if !ok {
 		return nil
 	}
 	delete(f.recording, uid)
 	gw := [6]byte{0xAC, 0x23, 0x3F, 0, 0, 1}
-	return []rtls.Sample{
-		{Zone: zone, RSSI: map[[6]byte]float64{gw: -61.5}, N: map[[6]byte]int{gw: 2}, SD: map[[6]byte]float64{gw: 2.12}},
-		{Zone: zone, RSSI: map[[6]byte]float64{gw: -63}, N: map[[6]byte]int{gw: 1}},
+	out := []rtls.Sample{}
+	for _, zone := range zones {
+		out = append(out,
+			rtls.Sample{Zone: zone, RSSI: map[[6]byte]float64{gw: -61.5}, N: map[[6]byte]int{gw: 2}, SD: map[[6]byte]float64{gw: 2.12}},
+			rtls.Sample{Zone: zone, RSSI: map[[6]byte]float64{gw: -63}, N: map[[6]byte]int{gw: 1}})
 	}
+	return out
 }
 
 func (f *fakeTracker) LastSeen(uid string) int64 {

@@ -73,23 +73,30 @@ func (s *Server) surveyStop(w http.ResponseWriter, r *http.Request, _ httprouter
 		return apperr.InvalidField("asset_uid", "asset_uid is required")
 	}
 	got := t.StopRecording(in.AssetUID)
+	if got == nil {
+		// Answered 200 with nothing stored, and reloaded the site, which
+		// restarts every tracked beacon's decision (a review).
+		return apperr.NotFound("beacon %q is not recording a survey", in.AssetUID)
+	}
 	ss := make([]store.ZoneSample, 0, len(got))
 	for _, sm := range got {
 		ss = append(ss, sampleToStore(in.AssetUID, sm))
 	}
-	ss, err = s.deps.DB.AddZoneSamples(ss, time.Now())
-	if errors.Is(err, store.ErrNotFound) {
-		return apperr.Conflict("the surveyed zone was deleted while recording; nothing stored")
-	}
+	ss, dropped, err := s.deps.DB.AddZoneSamples(ss, time.Now())
 	if err != nil {
 		return err
 	}
-	s.deps.AppLog.Record(applog.Normal, "tracking.survey", "beacon "+in.AssetUID, actor(r),
-		"survey stopped, "+strconv.Itoa(len(ss))+" samples stored")
-	if err := s.reloadSite(); err != nil {
-		return err
+	msg := "survey stopped, " + strconv.Itoa(len(ss)) + " samples stored"
+	if dropped > 0 {
+		msg += ", " + strconv.Itoa(dropped) + " dropped: their zone was deleted while recording"
 	}
-	return ok(w, map[string]any{"asset_uid": in.AssetUID, "stored": len(ss), "samples": ss})
+	s.deps.AppLog.Record(applog.Normal, "tracking.survey", "beacon "+in.AssetUID, actor(r), msg)
+	if len(ss) > 0 {
+		if err := s.reloadSite(); err != nil {
+			return err
+		}
+	}
+	return ok(w, map[string]any{"asset_uid": in.AssetUID, "stored": len(ss), "dropped": dropped, "samples": ss})
 }
 
 func sampleToStore(uid string, sm rtls.Sample) store.ZoneSample {

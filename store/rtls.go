@@ -29,30 +29,37 @@ type ZoneSample struct {
 	CreatedAt int64              `json:"created_at"` // Unix ms
 }
 
-// AddZoneSamples stores samples, assigning their ids; the zone of each must
-// exist (ErrNotFound).
-func (db *DB) AddZoneSamples(ss []ZoneSample, now time.Time) ([]ZoneSample, error) {
-	err := db.Update(func(tx *bolt.Tx) error {
+// AddZoneSamples stores the samples whose zone exists, assigning their
+// ids, and counts the others (dropped): a survey that went on in a zone
+// deleted while it recorded loses that zone's samples, not every zone's.
+func (db *DB) AddZoneSamples(ss []ZoneSample, now time.Time) (stored []ZoneSample, dropped int, err error) {
+	err = db.Update(func(tx *bolt.Tx) error {
+		stored, dropped = stored[:0], 0
 		b, err := tx.CreateBucketIfNotExists(bRTLSSamples)
 		if err != nil {
 			return err
 		}
 		zb := tx.Bucket(bZones)
-		for i := range ss {
-			if zb == nil || zb.Get(itob(ss[i].Zone)) == nil {
-				return ErrNotFound
+		for _, s := range ss {
+			if zb == nil || zb.Get(itob(s.Zone)) == nil {
+				dropped++
+				continue
 			}
-			if ss[i].ID, err = b.NextSequence(); err != nil {
+			if s.ID, err = b.NextSequence(); err != nil {
 				return err
 			}
-			ss[i].CreatedAt = now.UnixMilli()
-			if err := putJSON(b, itob(ss[i].ID), ss[i]); err != nil {
+			s.CreatedAt = now.UnixMilli()
+			if err := putJSON(b, itob(s.ID), s); err != nil {
 				return err
 			}
+			stored = append(stored, s)
 		}
 		return nil
 	})
-	return ss, err
+	if err != nil {
+		return nil, 0, err
+	}
+	return stored, dropped, nil
 }
 
 // ListZoneSamples returns every sample (zone 0) or those of one zone.

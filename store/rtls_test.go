@@ -91,7 +91,7 @@ func TestZoneAdjacencyStaysSymmetric(t *testing.T) {
 		t.Fatalf("zone outside its map: %v", err)
 	}
 	// Deleting map 2 cascades to its zone and the cross-map edge.
-	if _, err := db.AddZoneSamples([]ZoneSample{{Zone: up.ID, RSSI: map[string]float64{"AABBCCDDEEFF": -60}}}, time.Unix(2, 0)); err != nil {
+	if _, _, err := db.AddZoneSamples([]ZoneSample{{Zone: up.ID, RSSI: map[string]float64{"AABBCCDDEEFF": -60}}}, time.Unix(2, 0)); err != nil {
 		t.Fatal(err)
 	}
 	g := &Gateway{AssetUID: "GW-T-7", MAC: "AC233FA0B1C7"}

@@ -163,6 +163,6 @@ type Listener func(Event)
 //	Locations() []Location
 //	Listen(l Listener, debug func(uid string) bool) (cancel func())
 //	Record(uid string, zone uint64) // start recording survey samples of uid in zone
-//	StopRecording(uid string) []Sample
+//	StopRecording(uid string) []Sample // nil: uid was not recording
 //	Rename(oldUID, newUID string) // remint/merge
 //	Close()

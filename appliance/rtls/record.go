@@ -54,7 +54,8 @@ func (e *Engine) Record(uid string, zone uint64) {
 }
 
 // StopRecording ends uid's recording and returns its samples (the last,
-// partial window included when it heard anything).
+// partial window included when it heard anything): empty, not nil, when
+// it heard nothing; nil when uid was not recording.
 func (e *Engine) StopRecording(uid string) []Sample {
 	e.rec.mu.Lock()
 	defer e.rec.mu.Unlock()
@@ -65,6 +66,9 @@ func (e *Engine) StopRecording(uid string) []Sample {
 	delete(e.rec.m, uid)
 	e.rec.active.Store(int32(len(e.rec.m)))
 	r.flush()
+	if r.samples == nil {
+		return []Sample{}
+	}
 	return r.samples
 }
 
