@@ -170,8 +170,45 @@ func (e *Engine) rebuild() {
 	if r := e.run.Load(); r != nil && needsGrid(r.name) {
 		m = m.withGrid(e.gen)
 	}
-	e.model.Store(m)
+	old := e.model.Swap(m)
 	e.leaveVanishedZones(m)
+	e.announceEditedZones(old, m)
+}
+
+// announceEditedZones sends a track event for every beacon in a zone the
+// edit renamed, moved or resized: the REST views name the zone anew at
+// once, and a live map kept the old name and centre until the beacon
+// next changed zone (a review).
+func (e *Engine) announceEditedZones(old, m *model) {
+	if old == nil || e.run.Load() == nil {
+		return
+	}
+	var edited map[uint64]bool
+	for _, z := range m.zones {
+		i, ok := old.zoneIdx[z.ID]
+		if !ok {
+			continue
+		}
+		if o := &old.zones[i]; o.Name != z.Name || o.MapID != z.MapID || o.X1 != z.X1 || o.Y1 != z.Y1 || o.X2 != z.X2 || o.Y2 != z.Y2 {
+			if edited == nil {
+				edited = map[uint64]bool{}
+			}
+			edited[z.ID] = true
+		}
+	}
+	if edited == nil {
+		return
+	}
+	for i := range e.shards {
+		sh := &e.shards[i]
+		sh.Lock()
+		sh.V.Range(func(_ string, bp **beacon) {
+			if b := *bp; b.zone >= 0 && edited[b.zoneID] {
+				e.emitTrack(m, b)
+			}
+		})
+		sh.Unlock()
+	}
 }
 
 // leaveVanishedZones makes every beacon whose zone the new model m no

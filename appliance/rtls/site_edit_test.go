@@ -347,3 +347,40 @@ func TestParamsSet(t *testing.T) {
 		t.Fatalf("%v", n)
 	}
 }
+
+// TestEditedZoneIsAnnounced: renaming or resizing the zone a beacon is
+// in sends its track event again, with the new name and centre; an edit
+// of another zone, or of the adjacency alone, sends nothing. The live
+// feed kept the old name and centre until the beacon next changed zone,
+// while the REST views had the new ones (a review).
+func TestEditedZoneIsAnnounced(t *testing.T) {
+	h, w, s := inZoneOne(t)
+	var events []Event
+	cancel := h.e.Listen(func(ev Event) { events = append(events, ev) }, nil)
+	defer cancel()
+	edit := func(f func(zs []Zone)) {
+		s2 := s
+		s2.Zones = slices.Clone(s.Zones)
+		for i := range s2.Zones {
+			s2.Zones[i].Adjacent = slices.Clone(s.Zones[i].Adjacent)
+		}
+		f(s2.Zones)
+		h.e.SetSite(s2)
+		s = s2
+	}
+	edit(func(zs []Zone) { zs[1].Name = "Elsewhere" })
+	edit(func(zs []Zone) { zs[0].Adjacent = nil; zs[1].Adjacent = slices.DeleteFunc(zs[1].Adjacent, func(id uint64) bool { return id == 1 }) })
+	if len(events) != 0 {
+		t.Fatalf("edits of another zone and of the graph sent %+v", events)
+	}
+	edit(func(zs []Zone) { zs[0].Name, zs[0].X2 = "Lobby", 80 })
+	if len(events) != 1 || events[0].AssetUID != "WCH-1" || events[0].Location.Zone != 1 || events[0].Location.ZoneName != "Lobby" {
+		t.Fatalf("events at the rename: %+v", events)
+	}
+	if l, _ := h.e.Location("WCH-1"); l.ZoneName != "Lobby" {
+		t.Fatalf("location %+v", l)
+	}
+	if len(w.ops) != 0 {
+		t.Fatalf("a rename wrote %d interval ops", len(w.ops))
+	}
+}
