@@ -19,9 +19,16 @@ func (strongest) update(m *model, p *Params, b *beacon, _ *reading, now int64) (
 	usable := func(i int) bool {
 		return i >= 0 && i < len(b.rds) && b.rds[i].live(p, now) && m.gwZone[b.rds[i].g] >= 0
 	}
+	// Ties go to the gateway the model lists first, not to the one the
+	// beacon happened to be heard by first: readings restart from a raw
+	// whole dBm after a silence, so equal averages are common, and the
+	// pick depended on the order of the first scan's reports.
 	best := -1
 	for i := range b.rds {
-		if usable(i) && (best < 0 || b.rds[i].ema > b.rds[best].ema) {
+		if !usable(i) {
+			continue
+		}
+		if best < 0 || b.rds[i].ema > b.rds[best].ema || b.rds[i].ema == b.rds[best].ema && b.rds[i].g < b.rds[best].g {
 			best = i
 		}
 	}
