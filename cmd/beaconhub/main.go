@@ -23,7 +23,8 @@ commands:
   api-account create NAME [--home DIR]  create an integration (api role) account; prints its password once
   loadgen [--gateways N] [--beacons N] [--duration D] [--qos 0,1]
                                    ingest benchmark on loopback (full appliance vs bare broker)
-  rtls-eval [--alg a,b] DATASET_DIR  score the tracking algorithms on a labelled RSSI recording
+  rtls-eval [--alg a,b] [--timeout D] [--set name=value]... [--without g1,g2] DATASET_DIR
+                                   score the tracking algorithms on a labelled RSSI recording
   fingerprint-eval [--k N] DATASET_DIR  fingerprint k-NN error on a replay dataset
 
 --home defaults to $BEACONHUB_HOME, else the current directory.

@@ -87,11 +87,43 @@ func TestRTLSEvalCommand(t *testing.T) {
 	}
 	// The pace note counts time with the engine's timeout, so one that
 	// Run would replace with its default is refused, not half used.
-	for _, bad := range []string{"0s", "-5s"} {
+	// One under the warm-up is refused too: silences are shortened to
+	// about the timeout and the warm-up counted in that time (100 ms
+	// scored 14 of 50 sightings, a review).
+	for _, bad := range []string{"0s", "-5s", "100ms", "4s"} {
 		errb.Reset()
-		if code := run([]string{"rtls-eval", "--timeout", bad, dir}, &out, &errb); code != 2 || !strings.Contains(errb.String(), "--timeout must be positive") {
+		if code := run([]string{"rtls-eval", "--timeout", bad, dir}, &out, &errb); code != 2 || !strings.Contains(errb.String(), "--timeout must be at least the 5s warm-up") {
 			t.Fatalf("--timeout %s: exit %d: %s", bad, code, errb.String())
 		}
+	}
+	// Usage: -h is asked for (0); an unknown algorithm is a usage error
+	// (2) before anything loads; a name given twice runs once.
+	if code := run([]string{"rtls-eval", "-h"}, &out, &errb); code != 0 {
+		t.Fatalf("-h: exit %d", code)
+	}
+	errb.Reset()
+	if code := run([]string{"rtls-eval", "--alg", "nope", "/nonexistent"}, &out, &errb); code != 2 || !strings.Contains(errb.String(), `unknown algorithm: "nope"`) {
+		t.Fatalf("--alg nope: exit %d: %s", code, errb.String())
+	}
+	out.Reset()
+	if code := run([]string{"rtls-eval", "--alg", "strongest,strongest", "--without", "G2,G2", dir}, &out, &errb); code != 0 ||
+		strings.Count(out.String(), "| strongest |") != 1 || !strings.Contains(out.String(), "without gateways G2:") {
+		t.Fatalf("names twice: exit %d: %s%s", code, out.String(), errb.String())
+	}
+	// A gateway that hears the beacon less often than readings stay live
+	// is named with the stale that fits; these files' once a second is not.
+	if strings.Contains(out.String(), "readings lapse") {
+		t.Fatalf("a 1 s period noted as lapsing:\n%s", out.String())
+	}
+	var sparse strings.Builder
+	sparse.WriteString("t_ms,gateway,beacon,rssi,zone,x,y\n")
+	for s := 0; s < 40; s++ {
+		fmt.Fprintf(&sparse, "%d,G1,T,-60,A,,\n", 1_700_000_000_000+15000*int64(s))
+	}
+	out.Reset()
+	if code := run([]string{"rtls-eval", "--alg", "strongest", variant(t, dir, "test.csv", sparse.String())}, &out, &errb); code != 0 ||
+		!strings.Contains(out.String(), "note: a gateway hears a beacon every 15 s in test.csv, not less than the engine's stale (6s): readings lapse between scans; --set stale=30s fits them") {
+		t.Fatalf("a 15 s period: exit %d: %s%s", code, out.String(), errb.String())
 	}
 	var walked strings.Builder
 	walked.WriteString("t_ms,gateway,beacon,rssi,zone,x,y\n")
@@ -181,13 +213,13 @@ func TestRTLSEvalCommand(t *testing.T) {
 	if code := run([]string{"rtls-eval", "--alg", "grid", flat}, &out, &errb); code != 1 || !strings.Contains(errb.String(), "no algorithm asked for applies") {
 		t.Fatalf("grid on zones without area: exit %d: %s", code, errb.String())
 	}
-	if code := run([]string{"rtls-eval", "--alg", "nope", dir}, &out, &errb); code != 1 {
+	if code := run([]string{"rtls-eval", "--alg", "nope", dir}, &out, &errb); code != 2 {
 		t.Fatalf("unknown algorithm exit %d", code)
 	}
 	// On a walk too, where the odds would be chosen first: refused
 	// before any replay, with the names it knows.
 	errb.Reset()
-	if code := run([]string{"rtls-eval", "--alg", "grid,nope", noisy}, &out, &errb); code != 1 ||
+	if code := run([]string{"rtls-eval", "--alg", "grid,nope", noisy}, &out, &errb); code != 2 ||
 		!strings.Contains(errb.String(), `unknown algorithm: "nope" (known: strongest,`) {
 		t.Fatalf("unknown algorithm on a walk: exit %d: %s", code, errb.String())
 	}
@@ -276,7 +308,9 @@ func TestRTLSEvalStoppedBySignal(t *testing.T) {
 	for s := 0; s < 200_000; s++ {
 		fmt.Fprintf(&csv, "%d,G1,T,%d,A\n%d,G2,T,%d,A\n", 1000*s, -60-s%3, 1000*s, -80+s%3)
 	}
-	for name, body := range map[string]string{"site.json": site, "train.csv": csv.String()[:4000], "test.csv": csv.String()} {
+	train := csv.String()[:4000]
+	train = train[:strings.LastIndexByte(train, '\n')+1] // whole rows: a cut one is an error
+	for name, body := range map[string]string{"site.json": site, "train.csv": train, "test.csv": csv.String()} {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o600); err != nil {
 			t.Fatal(err)
 		}

@@ -56,7 +56,7 @@ var oddsAlgorithms = []string{rtls.AlgFilter, rtls.AlgBayes, rtls.AlgGrid, rtls.
 // shows it; the caller asks only when train.csv is one (Motion). Nothing
 // of test.csv is read.
 func SelectOdds(ds *Dataset, opts Options) (map[string]OddsChoice, error) {
-	if err := checkAlgorithms(opts.Algorithms); err != nil {
+	if err := CheckAlgorithms(opts.Algorithms); err != nil {
 		return nil, err
 	}
 	algs := opts.Algorithms

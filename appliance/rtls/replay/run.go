@@ -163,7 +163,7 @@ func Run(ds *Dataset, opts Options) ([]Result, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	if err := checkAlgorithms(opts.Algorithms); err != nil {
+	if err := CheckAlgorithms(opts.Algorithms); err != nil {
 		return nil, err
 	}
 	for name, odds := range opts.Odds {
@@ -237,7 +237,7 @@ func Run(ds *Dataset, opts Options) ([]Result, error) {
 	test := timeline(ds.Test, opts.Timeout)
 	var out []Result
 	for _, name := range names {
-		info := infos[name] // every name is the engine's (checkAlgorithms)
+		info := infos[name] // every name is the engine's (CheckAlgorithms)
 		res := Result{Algorithm: name, Ready: info.Ready, Reason: info.Reason}
 		if ds.NoGeometry && (name == rtls.AlgCentroid || name == rtls.AlgGrid) {
 			// The engine would place every zone at the origin.
@@ -296,9 +296,11 @@ func atInstantEnd(evs []event, score func(ev event)) func(i int) {
 	}
 }
 
-// checkAlgorithms refuses a name the engine does not have, before any
-// replay: Run's survey and SelectOdds' folds take seconds to minutes.
-func checkAlgorithms(names []string) error {
+// CheckAlgorithms refuses a name the engine does not have
+// (rtls.ErrUnknownAlgorithm, with the known ones) before any replay:
+// Run's survey and SelectOdds' folds take seconds to minutes, and
+// rtls-eval refuses it as a usage error before loading a recording.
+func CheckAlgorithms(names []string) error {
 	known := rtls.AlgorithmNames()
 	for _, name := range names {
 		if !slices.Contains(known, name) {

@@ -189,9 +189,19 @@ func Format(w io.Writer, rs []Result) {
 		if r.Settled > 0 {
 			settled = fmt.Sprintf("%.1f%% (%d/%d)", 100*r.SettledAccuracy(), r.SettledCorrect, r.Settled)
 		}
-		fmt.Fprintf(w, "| %s | %.1f%% (%d/%d) | %d | %.1f (%d/%d) | %.2f (%d, %.1f) | %s | %s |\n", r.Algorithm,
-			100*r.Accuracy(), r.Correct, r.Scored, r.Unknown, r.CorrectS, r.Corrected, r.Changes,
-			r.FlipsPerMin(), r.Flips, r.StableS/60, offsetRange(r.Offsets), settled)
+		// Nothing timed is not an instant correction, and no stable
+		// time is not a flip-free one: "-" rather than a 0.0 that reads
+		// as a result (a review).
+		correct, flips := "-", "-"
+		if r.Corrected > 0 {
+			correct = fmt.Sprintf("%.1f", r.CorrectS)
+		}
+		if r.StableS > 0 {
+			flips = fmt.Sprintf("%.2f", r.FlipsPerMin())
+		}
+		fmt.Fprintf(w, "| %s | %.1f%% (%d/%d) | %d | %s (%d/%d) | %s (%d, %.1f) | %s | %s |\n", r.Algorithm,
+			100*r.Accuracy(), r.Correct, r.Scored, r.Unknown, correct, r.Corrected, r.Changes,
+			flips, r.Flips, r.StableS/60, offsetRange(r.Offsets), settled)
 	}
 }
 
