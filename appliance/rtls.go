@@ -178,7 +178,8 @@ func (a *App) buildRTLS() error {
 	if len(cfg.RTLSParams) > 0 {
 		a.log.Info("rtls: parameters other than the defaults", "server_rtls_params", strings.Join(cfg.RTLSParams, " "))
 	}
-	eng := rtls.New(rtls.Options{Clock: a.clock, Logger: a.log, Writer: a.writer, Params: params, GatewaySeen: a.gatewaySeen})
+	eng := rtls.New(rtls.Options{Clock: a.clock, Logger: a.log, Writer: a.writer, Params: params, GatewaySeen: a.gatewaySeen,
+		Beacon: a.registry.BeaconByUID})
 	c := &rtlsControl{Engine: eng, app: a}
 	if err := c.Reload(); err != nil {
 		return err

@@ -475,3 +475,42 @@ func TestCrashLeftIntervalClosedWithTrackingOff(t *testing.T) {
 		t.Fatalf("after tracking came back the interval has leave %d, want %d", got, heard)
 	}
 }
+
+// TestUntrackedBeaconLeavesAtOnce: a beacon given a type the engine does
+// not track (or deleted) is unknown at once, in the admin's tracking
+// view and the live data, its stay closed at its last sighting. Its
+// reports are skipped from then on, so it stayed located until the
+// timeout (a review: 73 s).
+func TestUntrackedBeaconLeavesAtOnce(t *testing.T) {
+	clk := clock.NewFake(time.Now().Truncate(time.Second))
+	app := rtlsApp(t, t.TempDir(), clk)
+	t.Cleanup(func() { _ = app.Shutdown(context.Background()) })
+	c := &client{t: t, base: "http://" + app.HTTPAddr(), token: adminToken(t, app)}
+	hallSite(c)
+	cfg := app.Live().Get()
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		brokertest.Pub(t, app.MQTTAddr(), cfg.MQTTUser, cfg.MQTTPass, "-q", "1", "-i", "AC233FA0B1C2", "-t", "gw/AC233FA0B1C2/adv1",
+			"-m", `{"reports":[{"mac":"C3:00:00:00:0B:01","rssi":-58}]}`)
+		if l, ok := app.RTLS().Location("WCH-A1-1"); ok && l.Zone != 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("never located")
+		}
+		clk.Advance(time.Second)
+	}
+	heard := clk.Now().UnixMilli()
+	clk.Advance(5 * time.Second)
+	c.must("POST", "/api/v1/beacon/WCH-A1-1", map[string]any{"type": "sensor"}, nil)
+	if l, _ := app.RTLS().Location("WCH-A1-1"); l.Zone != 0 {
+		t.Fatalf("a sensor-type beacon still located: %+v", l)
+	}
+	if err := app.Writer().Flush(); err != nil {
+		t.Fatal(err)
+	}
+	ivs, _, err := app.DB().ZoneIntervals("WCH-A1-1", store.ZoneCursor{}, 10)
+	if err != nil || len(ivs) != 1 || ivs[0].Leave == 0 || ivs[0].Leave > heard {
+		t.Fatalf("intervals %+v (%v): want one, closed by the last sighting %d", ivs, err, heard)
+	}
+}

@@ -62,6 +62,7 @@ func UIDHash(uid string) uint32 {
 type snapshot struct {
 	beacons  map[uint64]*Asset
 	gateways map[uint64]*Asset
+	byUID    map[string]*Asset // the active beacons by uid
 }
 
 func macKey(m [6]byte) uint64 {
@@ -122,7 +123,7 @@ func (r *Registry) Reload() error {
 		return err
 	}
 	prev := r.snap.Load()
-	s := &snapshot{beacons: make(map[uint64]*Asset, len(bs)), gateways: make(map[uint64]*Asset, len(gs))}
+	s := &snapshot{beacons: make(map[uint64]*Asset, len(bs)), gateways: make(map[uint64]*Asset, len(gs)), byUID: make(map[string]*Asset, len(bs))}
 	for _, b := range bs {
 		if !b.Active {
 			continue
@@ -133,7 +134,8 @@ func (r *Registry) Reload() error {
 			if prev != nil {
 				old = prev.beacons[k]
 			}
-			s.beacons[k] = r.seen.beacon(old, b)
+			a := r.seen.beacon(old, b)
+			s.beacons[k], s.byUID[a.UID] = a, a
 		}
 	}
 	for _, g := range gs {
@@ -151,6 +153,12 @@ func (r *Registry) Reload() error {
 // Beacon resolves a beacon MAC; lock-free.
 func (r *Registry) Beacon(mac [6]byte) (*Asset, bool) {
 	a, ok := r.snap.Load().beacons[macKey(mac)]
+	return a, ok
+}
+
+// BeaconByUID is the active beacon holding uid, with a MAC; lock-free.
+func (r *Registry) BeaconByUID(uid string) (*Asset, bool) {
+	a, ok := r.snap.Load().byUID[uid]
 	return a, ok
 }
 

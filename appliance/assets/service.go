@@ -160,6 +160,22 @@ func (s *Service) afterCommit(fx *effects) {
 	if len(fx.renames) > 0 {
 		s.sweep(fx.renames)
 	}
+	// After the renames have moved the followers' state: a follower
+	// that checks its uids against the registry finds them under their
+	// new names.
+	for _, f := range s.hooks.Followers {
+		if rf, ok := f.(ReloadFollower); ok {
+			rf.RegistryReloaded()
+		}
+	}
+}
+
+// ReloadFollower is a follower told after every registry write has been
+// reloaded (and its renames followed): the tracking engine ends the stay
+// of a beacon deleted, deactivated or given an untracked type at once,
+// where it otherwise stayed located until its timeout.
+type ReloadFollower interface {
+	RegistryReloaded()
 }
 
 // sweep catches writes made under an old uid by reports that were resolved

@@ -36,6 +36,9 @@ type Options struct {
 	// does not track): a gateway still talking is never judged down
 	// (liveness.go), and one judged down that talks again is back.
 	GatewaySeen func(mac [6]byte) int64
+	// Beacon, if set, is the registry's active beacon holding a uid:
+	// RegistryReloaded ends the stay of a beacon it no longer tracks.
+	Beacon func(uid string) (*assets.Asset, bool)
 }
 
 // trackableTypes are the beacon types the engine locates (spec
@@ -209,6 +212,29 @@ func (e *Engine) announceEditedZones(old, m *model) {
 		})
 		sh.Unlock()
 	}
+}
+
+var _ assets.ReloadFollower = (*Engine)(nil)
+
+// RegistryReloaded (assets.ReloadFollower) makes every located beacon
+// that the registry deleted, deactivated or gave an untracked type
+// unknown now, its stay ended at its last sighting. Its reports are
+// skipped from then on, so it stayed located, in the admin's tracking
+// view and the live feed, until the timeout (a review: 73 s).
+func (e *Engine) RegistryReloaded() {
+	if e.run.Load() == nil || e.opts.Beacon == nil {
+		return
+	}
+	e.leave(e.model.Load(), func(b *beacon) bool {
+		if b.zone < 0 && !b.open {
+			return false
+		}
+		if a, ok := e.opts.Beacon(b.uid); ok && trackableTypes[a.Type] {
+			return false
+		}
+		b.rds = nil // as at a timeout: a return starts afresh
+		return true
+	})
 }
 
 // leaveVanishedZones makes every beacon whose zone the new model m no

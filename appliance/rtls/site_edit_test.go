@@ -369,7 +369,10 @@ func TestEditedZoneIsAnnounced(t *testing.T) {
 		s = s2
 	}
 	edit(func(zs []Zone) { zs[1].Name = "Elsewhere" })
-	edit(func(zs []Zone) { zs[0].Adjacent = nil; zs[1].Adjacent = slices.DeleteFunc(zs[1].Adjacent, func(id uint64) bool { return id == 1 }) })
+	edit(func(zs []Zone) {
+		zs[0].Adjacent = nil
+		zs[1].Adjacent = slices.DeleteFunc(zs[1].Adjacent, func(id uint64) bool { return id == 1 })
+	})
 	if len(events) != 0 {
 		t.Fatalf("edits of another zone and of the graph sent %+v", events)
 	}
