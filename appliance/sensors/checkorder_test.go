@@ -2,6 +2,7 @@ package sensors
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -25,6 +26,19 @@ import (
 // It failed when the checker committed its transitions itself after
 // releasing the asset locks: the heartbeats' resolutions, queued on the
 // writer, were committed first and the checker's openings overwrote them.
+//
+// That needs a heartbeat to resolve a beacon the checker opened, and the
+// resolution to be committed, while the check is still under way. Left to
+// the scheduler it did not always happen: under load the gateways'
+// heartbeats could all run before the checker judged anything, and it
+// then opened nothing in any round. So each round arranges it. The
+// gateways' heartbeats are held until the checker has judged its first
+// beacon (late, as every beacon is after the clock step: it opens it).
+// Half-way through the check, at a beacon of another shard, the checker
+// hears that first beacon again itself (the hook is LastSeen, called
+// under the judged beacon's shard lock) and waits for the writer to
+// commit, then carries on. Around that, the heartbeats of both gateways
+// race with the check as they come.
 func TestNotSeenCheckerAndHeartbeatsAgreeOnDisk(t *testing.T) {
 	const beacons = 240
 	db := openDB(t)
@@ -43,7 +57,6 @@ func TestNotSeenCheckerAndHeartbeatsAgreeOnDisk(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m.LastSeen = p.LastSeen().Asset
 	m.Writer = w
 	p.AddSubscriber(m)
 	var mu sync.Mutex
@@ -54,11 +67,11 @@ func TestNotSeenCheckerAndHeartbeatsAgreeOnDisk(t *testing.T) {
 		heard = append(heard, r)
 	})
 
-	// Heartbeats of every beacon, 8 to a message, from two gateways.
-	heartbeats := func(gw string) {
-		for i := 0; i < beacons; i += 8 {
+	// Heartbeats of the given beacons, 8 to a message.
+	publish := func(gw string, macs []string) {
+		for i := 0; i < len(macs); i += 8 {
 			var reps []string
-			for _, mac := range macs[i:min(i+8, beacons)] {
+			for _, mac := range macs[i:min(i+8, len(macs))] {
 				reps = append(reps, fmt.Sprintf(`{"mac":%q,"rssi":-60,"beacon_is_pushed":false,"motion":false}`, mac))
 			}
 			payload := []byte(`{"reports":[` + strings.Join(reps, ",") + `]}`)
@@ -67,21 +80,80 @@ func TestNotSeenCheckerAndHeartbeatsAgreeOnDisk(t *testing.T) {
 			}
 		}
 	}
+	heartbeats := func(gw string) { publish(gw, macs) }
 	heartbeats("AC0000000001")
 
+	// phases is what listeners heard of uid's not-seen since heard[from].
+	phases := func(uid string, from int) []string {
+		mu.Lock()
+		defer mu.Unlock()
+		var ps []string
+		for _, r := range heard[from:] {
+			if r.Kind == CondNotSeen && r.Subject == uid {
+				ps = append(ps, r.Phase)
+			}
+		}
+		return ps
+	}
+	lastSeen := p.LastSeen().Asset
 	for round := range 6 {
 		clk.Advance(NotSeenPanic + NotSeenEvery)
+		mu.Lock()
+		from := len(heard)
+		mu.Unlock()
+
+		// The hook; only the checker calls LastSeen, on its goroutine.
+		start := make(chan struct{})
+		release := sync.OnceFunc(func() { close(start) })
+		var first string         // the first beacon judged, which the checker opens
+		var heardAgain bool      // the checker has heard first again
+		var firstPhases []string // what listeners had heard of first then
+		judged := 0
+		m.LastSeen = func(uid string) int64 {
+			ts := lastSeen(uid) // for the first, read before the gateways are released
+			judged++
+			switch {
+			case first == "":
+				first = uid
+				release()
+			case !heardAgain && judged > beacons/2 && m.state.OfUID(uid) != m.state.OfUID(first):
+				// first's shard lock is free: hear it again, as a
+				// gateway would between two judgements, and have the
+				// writer commit its opening and its resolution now.
+				publish("AC0000000003", []string{m.beacons.Load().Get(assets.UIDHash(first), first).mac})
+				if err := w.Flush(); err != nil {
+					t.Error(err)
+				}
+				heardAgain, firstPhases = true, phases(first, from)
+			}
+			return ts
+		}
+
 		var wg sync.WaitGroup
 		wg.Add(3)
 		go func() {
 			defer wg.Done()
+			defer release() // should the checker judge nothing
 			if err := m.CheckNotSeen(); err != nil {
 				t.Error(err)
 			}
 		}()
-		go func() { defer wg.Done(); heartbeats("AC0000000001") }()
-		go func() { defer wg.Done(); heartbeats("AC0000000002") }()
+		for _, gw := range []string{"AC0000000001", "AC0000000002"} {
+			go func() {
+				defer wg.Done()
+				<-start
+				heartbeats(gw)
+			}()
+		}
 		wg.Wait()
+		switch want := []string{store.HealthActive, store.HealthResolved}; {
+		case !heardAgain:
+			t.Fatalf("round %d: the checker judged %d beacons and the first, %q, was not heard again during the check: the race was not exercised",
+				round, judged, first)
+		case !slices.Equal(firstPhases, want):
+			t.Fatalf("round %d: heard again during the check, the first beacon judged (%s) had been heard %q, want %q",
+				round, first, firstPhases, want)
+		}
 		// The checker may have judged some beacons after both gateways'
 		// heartbeats: those are missing now. One more heartbeat each,
 		// after the checker, resolves them all.
@@ -119,9 +191,6 @@ func TestNotSeenCheckerAndHeartbeatsAgreeOnDisk(t *testing.T) {
 		if r.Phase == store.HealthActive {
 			opened++
 		}
-	}
-	if opened == 0 {
-		t.Fatal("the checker opened nothing: the race was not exercised")
 	}
 	t.Logf("%d openings in 6 rounds", opened)
 }
