@@ -248,17 +248,8 @@ func Load(dir string) (*Dataset, error) {
 		}
 		// The format says time order; a merge of several receivers' logs
 		// may not quite keep it, and the replay cannot run time backwards.
-		// Within a millisecond, gateway by gateway: the engine decides
-		// report by report, so a scan's order can move a decision, and
-		// a recording's score must not depend on how its exporter listed
-		// ties (a review: UCI with each millisecond's rows reversed
-		// scored strongest 54.4% instead of 56.0%, bayes 8 flips instead
-		// of 3). Stable, so a gateway's rows keep their order (the
-		// scans of a coarse timestamp).
-		sort.SliceStable(f.rows, func(i, j int) bool {
-			a, b := &f.rows[i], &f.rows[j]
-			return a.T < b.T || a.T == b.T && a.Gateway < b.Gateway
-		})
+		sort.SliceStable(f.rows, func(i, j int) bool { return f.rows[i].T < f.rows[j].T })
+
 	}
 	if distinct := distinctTimes(ds.Test); len(ds.Test) >= 1000 && distinct < len(ds.Test)/50 {
 		ds.Notes = append(ds.Notes, fmt.Sprintf("test.csv has %d distinct times for %d sightings: scans sharing one are spread over the time to the next (docs/rtls.md, Virtual time)", distinct, len(ds.Test)))
@@ -520,12 +511,8 @@ func (ds *Dataset) readCSV(path string) (rows []Row, ts []float64, err error) {
 			return nil, nil, fmt.Errorf("%s: %w", base, err)
 		}
 		line, _ := r.FieldPos(0)
-		// A row cut short (a truncated or misaligned export) would read
-		// as unlabelled, or as a not-heard marker, and change the
-		// scores without a word; one with more fields than the header
-		// is misaligned the same way.
-		if len(rec) != len(head) {
-			return nil, nil, fmt.Errorf("%s:%d: %d fields, the header has %d", base, line, len(rec), len(head))
+		if err := rowFits(rec, head, col); err != nil {
+			return nil, nil, fmt.Errorf("%s:%d: %v", base, line, err)
 		}
 		tt := get(rec, "t_ms")
 		t, err := parseNumber(tt)
@@ -567,6 +554,28 @@ func (ds *Dataset) readCSV(path string) (rows []Row, ts []float64, err error) {
 		ts = append(ts, t)
 	}
 	return rows, ts, nil
+}
+
+// required are the contract's columns every row must reach; x and y
+// may be empty, and a row may leave them out.
+var required = []string{"t_ms", "gateway", "beacon", "rssi", "zone"}
+
+// rowFits refuses a row cut short before a required column, or one with
+// fields past the header's that are not empty (an exporter's trailing
+// commas are). Such a row read as unlabelled, or as a not-heard marker,
+// and changed the scores without a word (a review).
+func rowFits(rec, head []string, col map[string]int) error {
+	for _, name := range required {
+		if col[name] >= len(rec) {
+			return fmt.Errorf("%d fields, the header has %d: no %s", len(rec), len(head), name)
+		}
+	}
+	for _, f := range rec[min(len(head), len(rec)):] {
+		if strings.TrimSpace(f) != "" {
+			return fmt.Errorf("%d fields, the header has %d", len(rec), len(head))
+		}
+	}
+	return nil
 }
 
 // parseNumber reads an integer or decimal number (a recording may write
