@@ -285,4 +285,5 @@ func (s *Service) finishRemint(fx *effects, res *RemintResult) {
 		s.log.Error("uid sweep failed; run remint apply again", "err", err)
 	}
 	s.moveLive(fx.renames)
+	s.reloaded()
 }

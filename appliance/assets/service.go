@@ -160,9 +160,13 @@ func (s *Service) afterCommit(fx *effects) {
 	if len(fx.renames) > 0 {
 		s.sweep(fx.renames)
 	}
-	// After the renames have moved the followers' state: a follower
-	// that checks its uids against the registry finds them under their
-	// new names.
+	s.reloaded()
+}
+
+// reloaded tells the ReloadFollowers, after the renames have moved the
+// followers' state: a follower that checks its uids against the
+// registry finds them under their new names.
+func (s *Service) reloaded() {
 	for _, f := range s.hooks.Followers {
 		if rf, ok := f.(ReloadFollower); ok {
 			rf.RegistryReloaded()

@@ -65,6 +65,10 @@ type beacon struct {
 	fixed int64
 	pos   position
 	open  bool // an interval is open in the store
+	// untracked: RegistryReloaded ended the stay because the registry
+	// no longer tracks the beacon; Observe asks the registry again
+	// before tracking a report of it.
+	untracked bool
 
 	cand      int // candidate zone waiting out Dwell
 	candSince int64

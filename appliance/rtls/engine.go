@@ -233,6 +233,7 @@ func (e *Engine) RegistryReloaded() {
 			return false
 		}
 		b.rds = nil // as at a timeout: a return starts afresh
+		b.untracked = true
 		return true
 	})
 }
@@ -370,6 +371,18 @@ func (e *Engine) Observe(bt *ingest.Batch, w *ingest.Writes) {
 			*bp = e.newBeacon(o.Asset.UID)
 		}
 		b := *bp
+		if b.untracked {
+			// RegistryReloaded ended its stay; a report resolved
+			// against the registry before that write (in flight
+			// through the pipeline) must not bring it back until the
+			// timeout. Asked once per such state, not per report.
+			if a, ok := e.opts.Beacon(b.uid); !ok || !trackableTypes[a.Type] {
+				sh.Unlock()
+				n--
+				continue
+			}
+			b.untracked = false
+		}
 		if beforeStepBack(b.heard, now) {
 			// The wall clock stepped back (NTP, an operator): every
 			// time the beacon holds is in the future, so its dwell,

@@ -387,3 +387,47 @@ func TestEditedZoneIsAnnounced(t *testing.T) {
 		t.Fatalf("a rename wrote %d interval ops", len(w.ops))
 	}
 }
+
+// TestUntrackedBeaconStaysUnknown: RegistryReloaded ends the stay of a
+// beacon the registry no longer tracks, and a report resolved before
+// that write (still in flight through the pipeline, with the old type)
+// does not bring it back until the timeout (a review); once the
+// registry tracks it again, its next report locates it.
+func TestUntrackedBeaconStaysUnknown(t *testing.T) {
+	types := map[string]string{"WAT-1": "watch"}
+	h := newHarness(t, Options{Beacon: func(uid string) (*assets.Asset, bool) {
+		typ, ok := types[uid]
+		return &assets.Asset{UID: uid, Type: typ}, ok
+	}})
+	s := gridSite(2, 1, true)
+	h.e.SetSite(s)
+	if err := h.e.Start(AlgStrongest); err != nil {
+		t.Fatal(err)
+	}
+	h.sight("WAT-1", gwMAC(1), -50)
+	if h.zone("WAT-1") != 1 {
+		t.Fatalf("setup: zone %d", h.zone("WAT-1"))
+	}
+	types["WAT-1"] = "sensor"
+	h.e.RegistryReloaded()
+	if h.zone("WAT-1") != 0 {
+		t.Fatalf("a sensor-type beacon still in zone %d", h.zone("WAT-1"))
+	}
+	h.clk.Advance(time.Second)
+	h.sight("WAT-1", gwMAC(1), -50) // resolved as a watch before the write
+	if h.zone("WAT-1") != 0 {
+		t.Fatalf("an in-flight report put it back in zone %d", h.zone("WAT-1"))
+	}
+	types["WAT-1"] = "watch"
+	h.e.RegistryReloaded()
+	h.clk.Advance(time.Second)
+	h.sight("WAT-1", gwMAC(1), -50)
+	if h.zone("WAT-1") != 1 {
+		t.Fatalf("tracked again, but in zone %d", h.zone("WAT-1"))
+	}
+	delete(types, "WAT-1") // deleted
+	h.e.RegistryReloaded()
+	if h.zone("WAT-1") != 0 {
+		t.Fatalf("a deleted beacon still in zone %d", h.zone("WAT-1"))
+	}
+}
