@@ -380,6 +380,14 @@ func TestSurveySamples(t *testing.T) {
 	if len(list.Samples) != 2 {
 		t.Fatalf("ward samples %+v", list)
 	}
+	// Every sample dropped: an empty list, not null.
+	gone = h.newZone(f.m.ID, "Gone again", 0, 50, 50, 100)
+	h.post("/api/v1/tracking/survey/start", map[string]any{"asset_uid": f.watch, "zone_id": gone.ID}, http.StatusOK)
+	h.send("DELETE", "/api/v1/zone/"+itoa(gone.ID), h.admin, nil).expect(t, http.StatusOK)
+	if r := h.post("/api/v1/tracking/survey/stop", map[string]any{"asset_uid": f.watch}, http.StatusOK); !strings.Contains(r.Body, `"stored":0`) ||
+		!strings.Contains(r.Body, `"dropped":2`) || !strings.Contains(r.Body, `"samples":[]`) {
+		t.Fatalf("all dropped: %s", r.Body)
+	}
 }
 
 // The guard matrix again, with the engine present, so the RTLS handlers

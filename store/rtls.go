@@ -34,7 +34,8 @@ type ZoneSample struct {
 // deleted while it recorded loses that zone's samples, not every zone's.
 func (db *DB) AddZoneSamples(ss []ZoneSample, now time.Time) (stored []ZoneSample, dropped int, err error) {
 	err = db.Update(func(tx *bolt.Tx) error {
-		stored, dropped = stored[:0], 0
+		// Not nil: the API answers an empty list, not null.
+		stored, dropped = make([]ZoneSample, 0, len(ss)), 0
 		b, err := tx.CreateBucketIfNotExists(bRTLSSamples)
 		if err != nil {
 			return err
