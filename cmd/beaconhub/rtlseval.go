@@ -21,6 +21,10 @@ import (
 func cmdRTLSEval(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("rtls-eval", flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, rtlsEvalUsage)
+		fs.PrintDefaults()
+	}
 	algs := fs.String("alg", "", "comma-separated algorithms (default: all)")
 	timeout := fs.Duration("timeout", 60*time.Second, "not-heard timeout of the engine")
 	without := fs.String("without", "", "comma-separated gateway ids to take out of the recording (site and rows), as if never installed")
@@ -56,7 +60,7 @@ func cmdRTLSEval(args []string, stdout, stderr io.Writer) int {
 		pos, rest = append(pos, fs.Arg(0)), fs.Args()[1:]
 	}
 	if len(pos) != 1 {
-		fmt.Fprintln(stderr, "usage: beaconhub rtls-eval [--alg a,b] [--timeout D] [--set name=value]... [--without g1,g2] DATASET_DIR")
+		fmt.Fprintln(stderr, rtlsEvalUsage)
 		return 2
 	}
 	// The same timeout runs the engine and counts the pace note's
@@ -165,8 +169,13 @@ func cmdRTLSEval(args []string, stdout, stderr io.Writer) int {
 		// starts with none live, and strongest, centroid and knn keep
 		// their zone or lose it on every scan's first report (a review:
 		// a beacon scanned every 15 s was never followed).
-		fmt.Fprintf(stdout, "note: a gateway hears a beacon every %.3g s in test.csv, not less than the engine's stale (%v): readings lapse between scans; --set stale=%v fits them\n",
-			float64(ds.Period)/1000, params.Stale, time.Duration(2*ds.Period)*time.Millisecond)
+		period := time.Duration(ds.Period) * time.Millisecond
+		fit := fmt.Sprintf("--set stale=%v fits them", 2*period)
+		if 2*period >= *timeout {
+			fit += fmt.Sprintf(", with a --timeout above it (now %v)", *timeout)
+		}
+		fmt.Fprintf(stdout, "note: a gateway hears a beacon every %v in test.csv, not less than the engine's stale (%v): readings lapse between scans; %s\n",
+			period, params.Stale, fit)
 	}
 	if len(set) > 0 {
 		fmt.Fprintln(stdout, "parameters other than the defaults:", strings.Join(set, " "))
@@ -188,15 +197,19 @@ func cmdRTLSEval(args []string, stdout, stderr io.Writer) int {
 			replay.DefaultWarmup, len(ds.Test)-ds.Unlabelled)
 		// A file read in the wrong unit looks like this: say which unit
 		// was taken (a review: Unix ms 40 s apart read as microseconds).
+		unit := "t_ms read as Unix ms"
 		for _, n := range ds.Notes {
 			if strings.Contains(n, "t_ms read as") {
-				fmt.Fprintln(stderr, "rtls-eval: check the time unit:", n)
+				unit = n
 			}
 		}
+		fmt.Fprintln(stderr, "rtls-eval: check the time unit:", unit)
 		return 1
 	}
 	return 0
 }
+
+const rtlsEvalUsage = "usage: beaconhub rtls-eval [--alg a,b] [--timeout D] [--set name=value]... [--without g1,g2] DATASET_DIR"
 
 // dedupe keeps the first of each item: "--alg knn,knn" runs knn once.
 func dedupe(items []string) []string {

@@ -98,8 +98,9 @@ func TestRTLSEvalCommand(t *testing.T) {
 	}
 	// Usage: -h is asked for (0); an unknown algorithm is a usage error
 	// (2) before anything loads; a name given twice runs once.
-	if code := run([]string{"rtls-eval", "-h"}, &out, &errb); code != 0 {
-		t.Fatalf("-h: exit %d", code)
+	errb.Reset()
+	if code := run([]string{"rtls-eval", "-h"}, &out, &errb); code != 0 || !strings.Contains(errb.String(), "DATASET_DIR") || !strings.Contains(errb.String(), "-timeout") {
+		t.Fatalf("-h: exit %d: %s", code, errb.String())
 	}
 	errb.Reset()
 	if code := run([]string{"rtls-eval", "--alg", "nope", "/nonexistent"}, &out, &errb); code != 2 || !strings.Contains(errb.String(), `unknown algorithm: "nope"`) {
@@ -122,7 +123,7 @@ func TestRTLSEvalCommand(t *testing.T) {
 	}
 	out.Reset()
 	if code := run([]string{"rtls-eval", "--alg", "strongest", variant(t, dir, "test.csv", sparse.String())}, &out, &errb); code != 0 ||
-		!strings.Contains(out.String(), "note: a gateway hears a beacon every 15 s in test.csv, not less than the engine's stale (6s): readings lapse between scans; --set stale=30s fits them") {
+		!strings.Contains(out.String(), "note: a gateway hears a beacon every 15s in test.csv, not less than the engine's stale (6s): readings lapse between scans; --set stale=30s fits them\n") {
 		t.Fatalf("a 15 s period: exit %d: %s%s", code, out.String(), errb.String())
 	}
 	var walked strings.Builder
