@@ -201,10 +201,40 @@ func (b *beacon) sight(m *model, p *Params, mac [6]byte, rssi int8, now int64) *
 	return rd
 }
 
-// live reports whether rd still counts as heard at now.
-func (rd *reading) live(p *Params, now int64) bool {
-	return rd.g >= 0 && now-rd.last < p.Stale.Milliseconds()
+// liveFor reports whether rd counts as heard at now for b: within
+// b.stale, not Stale. strongest, centroid and knn read the smoothed
+// readings of the gateways heard so.
+func (b *beacon) liveFor(rd *reading, p *Params, now int64) bool {
+	return rd.g >= 0 && now-rd.last < b.stale(p)
 }
+
+// stale is how long b's readings count as heard (liveFor): Stale, or,
+// for a beacon whose last three scans all came Stale or more apart (a
+// slow advertiser: a BLE tag every 10 s, the standard's longest
+// interval), half as long again as the shortest of those intervals, up
+// to maxSlowStale. With Stale alone each of its scans began with no
+// reading live: strongest replaced its incumbent with whichever gateway
+// reported first, or kept it for ever when that was the incumbent (a
+// review: a beacon scanned every 15 s was never followed), and centroid
+// and knn saw one gateway at a time. A silence or a missed scan is one
+// long interval among short ones and changes nothing.
+func (b *beacon) stale(p *Params) int64 {
+	return staleFor(p, min(b.scanGaps[0], b.scanGaps[1], b.scanGaps[2]))
+}
+
+// staleFor is how long (ms) the readings of a beacon scanned every
+// interval ms count as heard (beacon.stale).
+func staleFor(p *Params, interval int64) int64 {
+	s := p.Stale.Milliseconds()
+	if interval < s {
+		return s
+	}
+	return max(s, min(interval+interval/2, maxSlowStale))
+}
+
+// maxSlowStale bounds a slow advertiser's stale (ms): below the default
+// timeout, so a beacon that stops is still found unknown by it.
+const maxSlowStale = 30_000
 
 // fresh reports whether rd's last raw reading is within the window w
 // (beacon.window): the filters take their evidence from the readings of

@@ -28,7 +28,7 @@ func (centroid) update(m *model, p *Params, b *beacon, _ *reading, now int64) (i
 	loud := -1
 	for i := range b.rds {
 		rd := &b.rds[i]
-		if rd.live(p, now) && m.gwPos[rd.g].ok {
+		if b.liveFor(rd, p, now) && m.gwPos[rd.g].ok {
 			if loud < 0 || rd.ema > b.rds[loud].ema {
 				loud = i
 			}
@@ -47,7 +47,7 @@ func (centroid) update(m *model, p *Params, b *beacon, _ *reading, now int64) (i
 	n := 0
 	for i := range b.rds {
 		rd := &b.rds[i]
-		if !rd.live(p, now) || !m.gwPos[rd.g].ok || m.gwPos[rd.g].mapID != mapID {
+		if !b.liveFor(rd, p, now) || !m.gwPos[rd.g].ok || m.gwPos[rd.g].mapID != mapID {
 			continue
 		}
 		k := min(n, centroidN-1)

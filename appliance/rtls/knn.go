@@ -46,7 +46,7 @@ func vote(m *model, p *Params, b *beacon, now int64, votes []float64) (int, bool
 	var q query
 	for j := range b.rds {
 		rd := &b.rds[j]
-		if rd.live(p, now) && !q.add(p, rd.g, rd.ema) {
+		if b.liveFor(rd, p, now) && !q.add(p, rd.g, rd.ema) {
 			break
 		}
 	}

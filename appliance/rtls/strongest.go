@@ -17,7 +17,7 @@ func (strongest) update(m *model, p *Params, b *beacon, _ *reading, now int64) (
 		return b.zone, b.pos
 	}
 	usable := func(i int) bool {
-		return i >= 0 && i < len(b.rds) && b.rds[i].live(p, now) && m.gwZone[b.rds[i].g] >= 0
+		return i >= 0 && i < len(b.rds) && b.liveFor(&b.rds[i], p, now) && m.gwZone[b.rds[i].g] >= 0
 	}
 	// Ties go to the gateway the model lists first, not to the one the
 	// beacon happened to be heard by first: readings restart from a raw

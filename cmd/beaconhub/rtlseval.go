@@ -164,19 +164,6 @@ func cmdRTLSEval(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stdout, "note:", odds)
 	}
 	fmt.Fprintln(stdout, "note:", replay.PaceNote(ds, *timeout))
-	if stale := params.Stale.Milliseconds(); ds.Period >= stale {
-		// Every reading lapses before the gateway's next one: each scan
-		// starts with none live, and strongest, centroid and knn keep
-		// their zone or lose it on every scan's first report (a review:
-		// a beacon scanned every 15 s was never followed).
-		period := time.Duration(ds.Period) * time.Millisecond
-		fit := fmt.Sprintf("--set stale=%v fits them", 2*period)
-		if 2*period >= *timeout {
-			fit += fmt.Sprintf(", with a --timeout above it (now %v)", *timeout)
-		}
-		fmt.Fprintf(stdout, "note: a gateway hears a beacon every %v in test.csv, not less than the engine's stale (%v): readings lapse between scans; %s\n",
-			period, params.Stale, fit)
-	}
 	if len(set) > 0 {
 		fmt.Fprintln(stdout, "parameters other than the defaults:", strings.Join(set, " "))
 	}

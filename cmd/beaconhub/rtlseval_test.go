@@ -116,16 +116,6 @@ func TestRTLSEvalCommand(t *testing.T) {
 	if strings.Contains(out.String(), "readings lapse") {
 		t.Fatalf("a 1 s period noted as lapsing:\n%s", out.String())
 	}
-	var sparse strings.Builder
-	sparse.WriteString("t_ms,gateway,beacon,rssi,zone,x,y\n")
-	for s := 0; s < 40; s++ {
-		fmt.Fprintf(&sparse, "%d,G1,T,-60,A,,\n", 1_700_000_000_000+15000*int64(s))
-	}
-	out.Reset()
-	if code := run([]string{"rtls-eval", "--alg", "strongest", variant(t, dir, "test.csv", sparse.String())}, &out, &errb); code != 0 ||
-		!strings.Contains(out.String(), "note: a gateway hears a beacon every 15s in test.csv, not less than the engine's stale (6s): readings lapse between scans; --set stale=30s fits them\n") {
-		t.Fatalf("a 15 s period: exit %d: %s%s", code, out.String(), errb.String())
-	}
 	var walked strings.Builder
 	walked.WriteString("t_ms,gateway,beacon,rssi,zone,x,y\n")
 	for s := 0; s < 300; s++ {

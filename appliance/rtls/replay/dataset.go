@@ -67,10 +67,6 @@ type Dataset struct {
 	// that names its zones but does not draw them). Placements then mean
 	// nothing; algorithms that need the zones' shapes are not applicable.
 	NoGeometry bool
-	// Period is the median time between two sightings of a beacon by
-	// one gateway in test.csv, in ms (0: none to judge by): rtls-eval
-	// warns when readings lapse (Stale) between scans.
-	Period int64
 }
 
 type siteFile struct {
@@ -211,9 +207,8 @@ func Load(dir string) (*Dataset, error) {
 	}
 	// Each file's unit on its own witnesses (an export may have written
 	// the two differently), the other's where a file has none.
-	teGap := pairGap(ds.Test, test)
 	trUnit, trNote, trOK := timeUnit(train, pairGap(ds.Train, train))
-	teUnit, teNote, teOK := timeUnit(test, teGap)
+	teUnit, teNote, teOK := timeUnit(test, pairGap(ds.Test, test))
 	switch {
 	case !trOK && teOK:
 		trUnit, trNote = teUnit, teNote
@@ -232,7 +227,6 @@ func Load(dir string) (*Dataset, error) {
 			ds.Notes = append(ds.Notes, f.name+": "+f.note)
 		}
 	}
-	ds.Period = int64(math.Round(teGap * teUnit))
 	for _, f := range []struct {
 		name  string
 		rows  []Row
