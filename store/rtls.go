@@ -40,9 +40,8 @@ func (db *DB) AddZoneSamples(ss []ZoneSample, now time.Time) (stored []ZoneSampl
 		if err != nil {
 			return err
 		}
-		zb := tx.Bucket(bZones)
 		for _, s := range ss {
-			if zb == nil || zb.Get(itob(s.Zone)) == nil {
+			if !hasID(tx, bZones, s.Zone) {
 				dropped++
 				continue
 			}

@@ -201,14 +201,14 @@ func (b *beacon) sight(m *model, p *Params, mac [6]byte, rssi int8, now int64) *
 	return rd
 }
 
-// liveFor reports whether rd counts as heard at now for b: within
-// b.stale, not Stale. strongest, centroid and knn read the smoothed
-// readings of the gateways heard so.
-func (b *beacon) liveFor(rd *reading, p *Params, now int64) bool {
-	return rd.g >= 0 && now-rd.last < b.stale(p)
+// liveWithin reports whether rd counts as heard at now, stale being its
+// beacon's (beacon.stale, taken once per decision). strongest, centroid
+// and knn read the smoothed readings of the gateways heard so.
+func (rd *reading) liveWithin(stale, now int64) bool {
+	return rd.g >= 0 && now-rd.last < stale
 }
 
-// stale is how long b's readings count as heard (liveFor): Stale, or,
+// stale is how long b's readings count as heard (liveWithin): Stale, or,
 // for a beacon whose last three scans all came Stale or more apart (a
 // slow advertiser: a BLE tag every 10 s, the standard's longest
 // interval), half as long again as the shortest of those intervals, up

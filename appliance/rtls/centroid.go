@@ -25,10 +25,11 @@ func (centroid) update(m *model, p *Params, b *beacon, _ *reading, now int64) (i
 	if !b.due(p, now) {
 		return b.zone, b.pos
 	}
+	stale := b.stale(p)
 	loud := -1
 	for i := range b.rds {
 		rd := &b.rds[i]
-		if b.liveFor(rd, p, now) && m.gwPos[rd.g].ok {
+		if rd.liveWithin(stale, now) && m.gwPos[rd.g].ok {
 			if loud < 0 || rd.ema > b.rds[loud].ema {
 				loud = i
 			}
@@ -47,7 +48,7 @@ func (centroid) update(m *model, p *Params, b *beacon, _ *reading, now int64) (i
 	n := 0
 	for i := range b.rds {
 		rd := &b.rds[i]
-		if !b.liveFor(rd, p, now) || !m.gwPos[rd.g].ok || m.gwPos[rd.g].mapID != mapID {
+		if !rd.liveWithin(stale, now) || !m.gwPos[rd.g].ok || m.gwPos[rd.g].mapID != mapID {
 			continue
 		}
 		k := min(n, centroidN-1)

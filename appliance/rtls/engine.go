@@ -229,13 +229,20 @@ func (e *Engine) RegistryReloaded() {
 		if b.zone < 0 && !b.open {
 			return false
 		}
-		if a, ok := e.opts.Beacon(b.uid); ok && trackableTypes[a.Type] {
+		if e.tracked(b.uid) {
 			return false
 		}
 		b.rds = nil // as at a timeout: a return starts afresh
 		b.untracked = true
 		return true
 	})
+}
+
+// tracked reports whether the registry holds uid as an active beacon of
+// a type the engine locates (Options.Beacon set).
+func (e *Engine) tracked(uid string) bool {
+	a, ok := e.opts.Beacon(uid)
+	return ok && trackableTypes[a.Type]
 }
 
 // leaveVanishedZones makes every beacon whose zone the new model m no
@@ -376,7 +383,7 @@ func (e *Engine) Observe(bt *ingest.Batch, w *ingest.Writes) {
 			// against the registry before that write (in flight
 			// through the pipeline) must not bring it back until the
 			// timeout. Asked once per such state, not per report.
-			if a, ok := e.opts.Beacon(b.uid); !ok || !trackableTypes[a.Type] {
+			if !e.tracked(b.uid) {
 				sh.Unlock()
 				n--
 				continue

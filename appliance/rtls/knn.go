@@ -44,9 +44,10 @@ const maxHeard = 64
 // heard.
 func vote(m *model, p *Params, b *beacon, now int64, votes []float64) (int, bool) {
 	var q query
+	stale := b.stale(p)
 	for j := range b.rds {
 		rd := &b.rds[j]
-		if b.liveFor(rd, p, now) && !q.add(p, rd.g, rd.ema) {
+		if rd.liveWithin(stale, now) && !q.add(p, rd.g, rd.ema) {
 			break
 		}
 	}

@@ -16,8 +16,9 @@ func (strongest) update(m *model, p *Params, b *beacon, _ *reading, now int64) (
 	if !b.due(p, now) {
 		return b.zone, b.pos
 	}
+	stale := b.stale(p)
 	usable := func(i int) bool {
-		return i >= 0 && i < len(b.rds) && b.liveFor(&b.rds[i], p, now) && m.gwZone[b.rds[i].g] >= 0
+		return i >= 0 && i < len(b.rds) && b.rds[i].liveWithin(stale, now) && m.gwZone[b.rds[i].g] >= 0
 	}
 	// Ties go to the gateway the model lists first, not to the one the
 	// beacon happened to be heard by first: readings restart from a raw

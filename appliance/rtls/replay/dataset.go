@@ -243,7 +243,6 @@ func Load(dir string) (*Dataset, error) {
 		// The format says time order; a merge of several receivers' logs
 		// may not quite keep it, and the replay cannot run time backwards.
 		sort.SliceStable(f.rows, func(i, j int) bool { return f.rows[i].T < f.rows[j].T })
-
 	}
 	if distinct := distinctTimes(ds.Test); len(ds.Test) >= 1000 && distinct < len(ds.Test)/50 {
 		ds.Notes = append(ds.Notes, fmt.Sprintf("test.csv has %d distinct times for %d sightings: scans sharing one are spread over the time to the next (docs/rtls.md, Virtual time)", distinct, len(ds.Test)))
@@ -472,7 +471,7 @@ func (ds *Dataset) readCSV(path string) (rows []Row, ts []float64, err error) {
 		}
 		col[h] = i
 	}
-	for _, need := range []string{"t_ms", "gateway", "beacon", "rssi", "zone"} {
+	for _, need := range required {
 		if _, ok := col[need]; !ok {
 			return nil, nil, fmt.Errorf("%s: no %q column in the header %s (want comma-separated t_ms,gateway,beacon,rssi,zone,x,y)", base, need, shown)
 		}

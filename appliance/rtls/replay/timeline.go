@@ -43,12 +43,11 @@ type scanKey struct {
 // times) was replayed as nine scans instead of five, and scored 2-4
 // points differently from the same rows interleaved.
 type instScans struct {
-	key    scanKey
-	keyed  bool // key holds the run's position (not only unlabelled rows yet)
-	base   int64
-	count  map[string]int64 // per gateway, in the current run
-	next   int64            // one past the highest scan used
-	opened bool
+	key   scanKey
+	keyed bool // key holds the run's position (not only unlabelled rows yet)
+	base  int64
+	count map[string]int64 // per gateway, in the current run
+	next  int64            // one past the highest scan used: 0 before the first row
 }
 
 // scan returns the row's scan. An unlabelled row (no zone) joins the
@@ -59,8 +58,8 @@ func (s *instScans) scan(r *Row) int64 {
 	labelled := r.Zone != ""
 	key := scanKey{r.Pos, r.Zone}
 	switch {
-	case !s.opened:
-		s.opened, s.key, s.keyed = true, key, labelled
+	case s.next == 0:
+		s.key, s.keyed = key, labelled
 	case labelled && !s.keyed:
 		s.key, s.keyed = key, true
 	case labelled && key != s.key:
