@@ -14,6 +14,12 @@ LDFLAGS    := -s -w \
 	-X $(PKG)/appliance/buildinfo.BuildTime=$(BUILD_TIME) \
 	-X $(PKG)/appliance/config.BrandName=$(BRAND)
 TEST_FLAGS ?= -race -timeout 20m
+# The tracking engine's long replays (accuracy, flips, estimates over
+# minutes of readings) skip themselves under -race, where they take 10-15
+# times as long and check no concurrency the short ones miss; they run
+# here in a second pass without it (appliance/rtls helpers_test.go,
+# longReplay).
+REPLAY_PKGS := ./appliance/rtls/...
 
 .PHONY: all build run test test-deps lint vet fmt-check bench clean
 
@@ -44,6 +50,7 @@ lint: fmt-check vet
 
 test: test-deps lint
 	$(GO) test $(TEST_FLAGS) ./...
+	$(GO) test -timeout 20m $(REPLAY_PKGS)
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./...

@@ -92,6 +92,7 @@ func changesWhileStanding(t *testing.T, p Params, s Site, x, y, noise float64, s
 // spreads by a step a second and the noise carries it over the edge now
 // and then; standing, it gathers every reading since the tag stopped.
 func TestGridStandingTagFlipsLess(t *testing.T) {
+	longReplay(t)
 	s := gridSite(3, 3, true)
 	moving := 0
 	for seed := uint64(1); seed <= 6; seed++ {
@@ -142,6 +143,7 @@ func lagAfterAWalk(t *testing.T, p Params, noise float64, stand int, seed uint64
 // (its belief sure it stands) and walks off is followed as soon as one
 // always moving is: the evidence moves the belief to the moving cells.
 func TestGridStandingTagStillFollowsAWalk(t *testing.T) {
+	longReplay(t)
 	for seed := uint64(1); seed <= 4; seed++ {
 		for _, noise := range []float64{6, 9} {
 			moving := lagAfterAWalk(t, noStanding(), noise, 120, seed)

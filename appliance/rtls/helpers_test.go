@@ -12,6 +12,21 @@ import (
 	bolt "go.etcd.io/bbolt"
 )
 
+// longReplay marks a test that replays minutes of readings to check
+// what comes out (accuracy, flips, an estimate, equal results). Under the
+// race detector such a test takes 10-15 times as long and checks no
+// concurrency the short tests do not: the engine and the pipeline run the
+// same goroutines in every replay. So it is skipped there, and `make
+// test` runs these packages a second time without -race (Makefile,
+// REPLAY_PKGS), where it runs in full.
+func longReplay(t *testing.T) {
+	t.Helper()
+	if raceDetector {
+		t.Skip("a long replay: make test runs it without -race")
+	}
+	t.Parallel()
+}
+
 var t0 = time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
 
 // gridSite is a w x h grid of 10 m x 10 m zones (100 px each at 10 px/m)

@@ -65,6 +65,7 @@ func standShort(h *harness, s Site, uid string, x, y float64, dead [6]byte, n in
 // placed under the gateway within seconds; fusion, and grid without
 // standing ("+moving"), get every stand right.
 func TestADeadGatewaysSilenceStopsCounting(t *testing.T) {
+	longReplay(t)
 	s := gridSite(3, 3, true)
 	samples := surveyShort(s, 200, 4, rand.New(rand.NewPCG(70, 71)))
 	dead := gwMAC(5) // the centre zone's

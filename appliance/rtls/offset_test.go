@@ -71,6 +71,7 @@ func TestTagOffsetIsLearned(t *testing.T) {
 // standing in one zone for minutes (a fridge, a bed), keeps an estimate
 // near 0: one spot's readings must not be taken for an offset.
 func TestTagOffsetStaysNearZeroForTheSurveyTag(t *testing.T) {
+	longReplay(t)
 	s := gridSite(4, 4, false)
 	rng := rand.New(rand.NewPCG(5, 6))
 	for _, alg := range []string{AlgFilter, AlgGrid} {
@@ -152,6 +153,7 @@ func TestTagOffsetKeepsScanOrder(t *testing.T) {
 // evidence should; one that comes back after two hours heard like the
 // survey tag is learned again within minutes.
 func TestTagOffsetComesBack(t *testing.T) {
+	longReplay(t)
 	s := gridSite(4, 4, false)
 	samples := surveySamples(s, 10, 3, rand.New(rand.NewPCG(1, 2)))
 	for _, c := range []struct {
@@ -306,6 +308,7 @@ func TestTagOffsetOfASlowAdvertiser(t *testing.T) {
 // the last scan instead of its start, the 2.2 s tag and the long scans
 // got 5 to 9.
 func TestSlowStaggeredAdvertiserIsTracked(t *testing.T) {
+	longReplay(t)
 	s := gridSite(4, 4, false)
 	samples := surveySamples(s, 10, 3, rand.New(rand.NewPCG(1, 2)))
 	for _, c := range []struct{ interval, spacing time.Duration }{
@@ -674,6 +677,7 @@ func recordSurvey(t *testing.T, s Site, perZone int, lost float64, rng *rand.Ran
 // the same tour gave +4.1 dB; against the law fitted with every sample
 // at its zone's centre, +3.8.
 func TestGridOffsetLeavesThePositionOpen(t *testing.T) {
+	longReplay(t)
 	s := gridSite(4, 3, true)
 	samples := recordSurvey(t, s, 40, 0, rand.New(rand.NewPCG(1, 2)))
 	for _, alg := range []string{AlgGrid, AlgFusion} {
@@ -704,6 +708,7 @@ func TestGridOffsetLeavesThePositionOpen(t *testing.T) {
 // started (+1.9 dB). fusion's grid half learns the same estimate
 // (TestFusionGridHalfReadsItsOwnOffset).
 func TestGridOffsetOfALouderTagAmongFewGateways(t *testing.T) {
+	longReplay(t)
 	s := gatewaysInARow()
 	samples := recordSurvey(t, s, 40, 0, rand.New(rand.NewPCG(1, 2)))
 	var ests []float64
@@ -821,6 +826,7 @@ func surveyFloors(t *testing.T, s Site, spots, still int, margin float64, rng *r
 // a minute and the tag was reported in one zone wherever it stood
 // (scoreCells weighs each floor by the belief).
 func TestGridOffsetReadsEachGatewayOnItsFloor(t *testing.T) {
+	longReplay(t)
 	s := twoFloors()
 	for _, still := range []int{1, 2} {
 		rng := rand.New(rand.NewPCG(1, 2))

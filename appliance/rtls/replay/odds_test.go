@@ -88,6 +88,7 @@ func TestChooseOdds(t *testing.T) {
 // scores exactly as a run with those odds for every algorithm, on the
 // samples of the one survey; the others keep the run's.
 func TestRunGivesEachAlgorithmItsOdds(t *testing.T) {
+	longReplay(t)
 	w := walkSettings[0].w
 	w.seed = walkSettings[0].seeds[0]
 	ds := loadWalk(t, w)
@@ -128,6 +129,7 @@ func TestRunGivesEachAlgorithmItsOdds(t *testing.T) {
 // asked about, on both folds (every block but its beacons' warm-ups is
 // scored once), chooses by chooseOdds, and never reads test.csv.
 func TestSelectOddsOnAWalk(t *testing.T) {
+	longReplay(t)
 	w := walkSettings[2].w
 	w.seed, w.legs = walkSettings[2].seeds[0], 20
 	ds := loadWalk(t, w)

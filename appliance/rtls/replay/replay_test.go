@@ -806,7 +806,7 @@ func TestSurveyOrderIsTheBeacons(t *testing.T) {
 // without four of its beacons scored grid 57.4% alone and 57.7% after
 // strongest. Walk C with silences of 61-73 s cut into its test.
 func TestRunIgnoresTheOtherAlgorithms(t *testing.T) {
-	t.Parallel() // walk replays: seconds under the race detector
+	longReplay(t)
 	w := walkSettings[2].w
 	w.seed, w.legs = walkSettings[2].seeds[0], 12
 	ds := loadWalk(t, w)

@@ -23,7 +23,7 @@ import (
 // stays of 10-20 s, has too little signal for any tracker to lead
 // clearly: docs/performance.md.)
 func TestFilterLeadsOnNoisyWalk(t *testing.T) {
-	t.Parallel() // a walk replay: seconds, tens of them under the race detector
+	longReplay(t)
 	for _, w := range []walk{
 		{seed: 11, grid: 4, gateways: 12, pathLoss: 2.5, noise: 6, miss: 0.3, legs: 40, stayMin: 20},
 		{seed: 7, grid: 3, gateways: 15, pathLoss: 2, noise: 4, miss: 0.2, legs: 40, stayMin: 30},
@@ -57,7 +57,7 @@ func TestFilterLeadsOnNoisyWalk(t *testing.T) {
 // the default (eighteenth session): A hmm 69.1 / 0.67, grid 66.0 / 0.17,
 // fusion 71.1 / 0.15; B 35.2 / 1.57, 33.9 / 0.50, 37.1 / 0.55.
 func TestFusionOnTheWalks(t *testing.T) {
-	t.Parallel() // a walk replay: seconds, tens of them under the race detector
+	longReplay(t)
 	for _, s := range walkSettings[:2] {
 		acc, flips := map[string]float64{}, map[string]float64{}
 		for _, seed := range s.seeds {
@@ -83,6 +83,21 @@ func TestFusionOnTheWalks(t *testing.T) {
 }
 
 // loadWalk writes w to a temporary directory and loads it.
+// longReplay marks a test that replays minutes of readings to check
+// what comes out (accuracy, flips, an estimate, equal results). Under the
+// race detector such a test takes 10-15 times as long and checks no
+// concurrency the short tests do not: the engine and the pipeline run the
+// same goroutines in every replay. So it is skipped there, and `make
+// test` runs these packages a second time without -race (Makefile,
+// REPLAY_PKGS), where it runs in full.
+func longReplay(t *testing.T) {
+	t.Helper()
+	if raceDetector {
+		t.Skip("a long replay: make test runs it without -race")
+	}
+	t.Parallel()
+}
+
 func loadWalk(t *testing.T, w walk) *Dataset {
 	t.Helper()
 	dir := t.TempDir()
@@ -356,7 +371,7 @@ func posDist(a, b string) float64 {
 // after: a tag walking off is followed a little later, docs/rtls.md,
 // "Standing tags"; the bound is 83%.)
 func TestTagOffsetOnWalk(t *testing.T) {
-	t.Parallel() // a walk replay: seconds, tens of them under the race detector
+	longReplay(t)
 	noOffset := rtls.DefaultParams()
 	noOffset.OffsetTau = -1
 	for _, c := range []struct {
@@ -409,7 +424,7 @@ func TestTagOffsetOnWalk(t *testing.T) {
 // seed 101 (53.7% / 0.89 flips a minute; 63.2% / 0.43 without any
 // estimate; 61.3% / 0.47 with the half-dB dead zone).
 func TestTagOffsetOfAFastAdvertiser(t *testing.T) {
-	t.Parallel() // a walk replay: seconds, tens of them under the race detector
+	longReplay(t)
 	w := walkSettings[0].w
 	w.seed, w.rate = 101, 10
 	for _, r := range evalWalk(t, w, "A at 10 Hz") {
@@ -454,7 +469,7 @@ func quieter(t *testing.T) {
 // gateway's readings as the survey did (rtls reading.windowMean) they
 // flip less than at one report a second and are as accurate or more.
 func TestFiltersHoldAtFiveReportsASecond(t *testing.T) {
-	t.Parallel() // a walk replay: seconds, tens of them under the race detector
+	longReplay(t)
 	for _, c := range []struct {
 		setting int
 		acc     map[string]float64 // least accuracy
@@ -495,7 +510,7 @@ func TestFiltersHoldAtFiveReportsASecond(t *testing.T) {
 // 71.1% with whole scans; refined by the rest of the scan, 71.8%,
 // refineSpan).
 func TestSpreadScansKeepTheirEvidence(t *testing.T) {
-	t.Parallel() // a walk replay: seconds, tens of them under the race detector
+	longReplay(t)
 	for _, c := range []struct {
 		setting int
 		seed    uint64
@@ -533,7 +548,7 @@ func TestSpreadScansKeepTheirEvidence(t *testing.T) {
 // of 10 units a metre, the metre drawing's 10 m zones were 1 m wide,
 // under one of grid's cells.
 func TestWalkInMetres(t *testing.T) {
-	t.Parallel() // a walk replay: seconds, tens of them under the race detector
+	longReplay(t)
 	w := walk{seed: 7, grid: 3, gateways: 15, pathLoss: 2, noise: 4, miss: 0.2, legs: 12, stayMin: 30}
 	acc := map[float64]map[string]float64{}
 	for _, u := range []float64{10, 1, 100} {

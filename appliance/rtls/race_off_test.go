@@ -1,0 +1,5 @@
+//go:build !race
+
+package rtls
+
+const raceDetector = false
