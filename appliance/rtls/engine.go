@@ -350,11 +350,14 @@ func (e *Engine) Observe(bt *ingest.Batch, w *ingest.Writes) {
 		return
 	}
 	m := e.model.Load()
+	if observeHook != nil {
+		observeHook()
+	}
 	now := bt.Received
 	if g, ok := m.gwIdx[bt.Gateway]; ok && m.live.heard(g, now) {
 		e.log.Info("rtls: gateway reports again; its silence counts again", "gateway", assets.FormatMAC(bt.Gateway))
 	}
-	var downs []int
+	var downs [][6]byte
 	n := 0
 	for i := range bt.Obs {
 		o := &bt.Obs[i]
@@ -373,6 +376,12 @@ func (e *Engine) Observe(bt *ingest.Batch, w *ingest.Writes) {
 			n--
 			break
 		}
+		// A site edit may have published a model since this batch
+		// began: rebuild swaps it, then, under these locks, leaves the
+		// zones it deleted and announces those it renamed or moved.
+		// Decided on the old model after that, a report entered a
+		// deleted zone or sent a renamed one's old name.
+		m = e.model.Load()
 		bp := sh.V.Of(o.Asset)
 		if *bp == nil {
 			*bp = e.newBeacon(o.Asset.UID)
@@ -417,7 +426,9 @@ func (e *Engine) Observe(bt *ingest.Batch, w *ingest.Writes) {
 		e.emitDebug(b)
 		z, pos := r.alg.update(m, &e.p, b, rd, t)
 		e.commit(m, b, z, pos, t, &w.Ops)
-		downs = append(downs, m.live.silence(&e.p, b, t, e.opts.GatewaySeen, m.gwMAC)...)
+		for _, g := range m.live.silence(&e.p, b, t, e.opts.GatewaySeen, m.gwMAC) {
+			downs = append(downs, m.gwMAC[g])
+		}
 		w.Hand() // under the shard lock: a beacon's intervals open before they close
 		sh.Unlock()
 	}
@@ -425,9 +436,14 @@ func (e *Engine) Observe(bt *ingest.Batch, w *ingest.Writes) {
 	// bounces its cache line between the cores' read loops.
 	e.reports.Add(uint64(n))
 	for _, g := range downs { // rare; logged outside the shard locks
-		e.log.Warn("rtls: gateway judged down: silent where the survey says it hears; its silence no longer counts until it reports", "gateway", assets.FormatMAC(m.gwMAC[g]))
+		e.log.Warn("rtls: gateway judged down: silent where the survey says it hears; its silence no longer counts until it reports", "gateway", assets.FormatMAC(g))
 	}
 }
+
+// observeHook, when set (by tests only, before the engine is used), runs
+// in Observe once the batch has read the model, before any shard lock: a
+// test holds a batch there while it edits the site.
+var observeHook func()
 
 // commit applies a decision: zone intervals on a zone change, track
 // events on a zone or position change.

@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -429,5 +430,69 @@ func TestUntrackedBeaconStaysUnknown(t *testing.T) {
 	h.e.RegistryReloaded()
 	if h.zone("WAT-1") != 0 {
 		t.Fatalf("a deleted beacon still in zone %d", h.zone("WAT-1"))
+	}
+}
+
+// TestReportInFlightSeesTheSiteEdit: a batch that read the model before
+// a site edit, and reached its beacon's shard after the edit's
+// announcement, decides on the edited site: a renamed zone goes out
+// under its new name and a deleted zone is not entered. It decided on
+// the model it began with, so the live feed carried the old name after
+// the rename was announced, and the beacon entered a zone that no longer
+// existed. (With zone 2 deleted its gateway counts for the nearest zone
+// left.)
+func TestReportInFlightSeesTheSiteEdit(t *testing.T) {
+	for _, edit := range []string{"rename", "delete"} {
+		h, _, s := inZoneOne(t)
+		var mu sync.Mutex
+		var events []Event
+		cancel := h.e.Listen(func(ev Event) {
+			mu.Lock()
+			events = append(events, ev)
+			mu.Unlock()
+		}, nil)
+		held, release, done := make(chan struct{}), make(chan struct{}), make(chan struct{})
+		observeHook = func() { close(held); <-release }
+		go func() {
+			defer close(done)
+			h.sight("WCH-2", gwMAC(2), -50) // gateway 2 hangs in zone 2
+		}()
+		<-held
+		observeHook = nil
+		s2 := s
+		s2.Zones = nil
+		for _, z := range s.Zones {
+			z.Adjacent = slices.DeleteFunc(slices.Clone(z.Adjacent), func(id uint64) bool { return edit == "delete" && id == 2 })
+			switch {
+			case z.ID != 2:
+			case edit == "rename":
+				z.Name = "Ward"
+			default:
+				continue
+			}
+			s2.Zones = append(s2.Zones, z)
+		}
+		h.e.SetSite(s2)
+		close(release)
+		<-done
+		cancel()
+		mu.Lock()
+		sent := 0
+		for _, ev := range events {
+			if ev.AssetUID != "WCH-2" {
+				continue
+			}
+			sent++
+			if (edit == "delete") == (ev.Location.Zone == 2) || (edit == "rename" && ev.Location.ZoneName != "Ward") {
+				t.Errorf("%s: the report held over the edit sent %+v", edit, ev.Location)
+			}
+		}
+		mu.Unlock()
+		if sent != 1 {
+			t.Errorf("%s: %d events for WCH-2 entering a zone, want 1", edit, sent)
+		}
+		if z := h.zone("WCH-2"); (edit == "delete") == (z == 2) {
+			t.Errorf("%s: WCH-2 in zone %d", edit, z)
+		}
 	}
 }
