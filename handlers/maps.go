@@ -207,13 +207,13 @@ func (s *Server) saveMap(w http.ResponseWriter, r *http.Request, p httprouter.Pa
 		name string
 	}{{in.Width, &wd, "width"}, {in.Height, &ht, "height"}} {
 		if o.v != nil {
-			if *o.v <= 0 || *o.v > maxImageSide {
+			if !(*o.v >= 1 && *o.v <= maxImageSide) {
 				return apperr.InvalidField(o.name, "%s must be between 1 and %d pixels", o.name, maxImageSide)
 			}
 			*o.dst = *o.v
 		}
 	}
-	if wd <= 0 || ht <= 0 {
+	if wd < 1 || ht < 1 {
 		return apperr.InvalidField("width", "the image does not state its size; give width and height in pixels")
 	}
 	// An image stored before uploads refused huge sizes may state one;

@@ -2,6 +2,7 @@ package handlers
 
 import (
 	"bytes"
+	"compress/zlib"
 	"encoding/binary"
 	"encoding/xml"
 	"errors"
@@ -44,15 +45,40 @@ func imageSize(contentType string, data []byte) (float64, float64, error) {
 // width and height are bounded: the size becomes the map's.
 const maxImageSide = 100000
 
+// maxImagePixels bounds a PNG's or JPEG's area. The server never decodes
+// the pixels, but every client that draws the plan does: a 5 MiB file can
+// state 50000 x 50000 (7.5 GB of RGB) and take down the tracking canvas
+// or a phone. 50 megapixels is an A0 plan at about 200 dpi. An SVG is
+// drawn at the size the client shows it, so only its sides are bounded.
+const maxImagePixels = 50_000_000
+
+// maxSVGDepth bounds an SVG's element nesting. The decoder keeps every
+// open element, so a 5 MiB document of nested <g> took 175 MB to check
+// (a review); floor plans nest a few dozen deep.
+const maxSVGDepth = 256
+
+// uploadChecks bounds how many uploads are checked at once: an SVG's
+// check takes about ten times its size in memory, and eight 5 MiB ones
+// in parallel held 1.3 GB (a review).
+var uploadChecks = make(chan struct{}, 2)
+
 // checkUpload is imageSize for a new upload, which must also be whole: a
 // PNG or JPEG cut short (an interrupted copy) has a header that decodes
-// and would be stored and drawn half grey. The structure is walked to
-// its end marker (and a PNG's chunk checksums verified) without decoding
-// the pixels, which a 5 MiB file could blow up to gigabytes of.
+// and would be stored and drawn half grey. A JPEG's structure is walked
+// to its end marker; a PNG's chunks are checked and its image data
+// inflated (pngWhole), not decoded into pixels.
 func checkUpload(contentType string, data []byte) (float64, float64, error) {
+	uploadChecks <- struct{}{}
+	defer func() { <-uploadChecks }()
 	w, h, err := imageSize(contentType, data)
 	if err != nil {
 		return 0, 0, err
+	}
+	if w > maxImageSide || h > maxImageSide {
+		return 0, 0, apperr.Invalid("the image states %gx%g pixels; at most %d a side", w, h, maxImageSide)
+	}
+	if contentType != "image/svg+xml" && w*h > maxImagePixels {
+		return 0, 0, apperr.Invalid("the image states %gx%g pixels, %.0f megapixels; at most %d (export the plan at a lower resolution, or as SVG)", w, h, w*h/1e6, maxImagePixels/1_000_000)
 	}
 	var whole bool
 	switch contentType {
@@ -66,31 +92,94 @@ func checkUpload(contentType string, data []byte) (float64, float64, error) {
 	if !whole {
 		return 0, 0, apperr.Invalid("the %s image is damaged or cut short: it does not end as one should", strings.TrimPrefix(contentType, "image/"))
 	}
-	if w > maxImageSide || h > maxImageSide {
-		return 0, 0, apperr.Invalid("the image states %gx%g pixels; at most %d a side", w, h, maxImageSide)
-	}
 	return w, h, nil
 }
 
-// pngWhole walks the chunks after the signature, checking each one's
-// CRC, and reports whether IEND is reached.
+// pngWhole checks a PNG's chunks (each one's CRC, IHDR first, one run of
+// IDAT, IEND last) and inflates the image data to its end, counting the
+// bytes against the size IHDR states. Checksums alone passed a file with
+// no image data at all, or with bytes that are not a zlib stream, both
+// drawn as nothing by every decoder (a review). The pixels are inflated
+// into nothing, never decoded: checkUpload has bounded their number.
 func pngWhole(data []byte) bool {
 	const sig = 8
-	for p := sig; p+12 <= len(data); {
+	var ihdr []byte
+	var idat [][]byte
+	idatEnded := false
+	for p, first := sig, true; p+12 <= len(data); first = false {
 		n := int(binary.BigEndian.Uint32(data[p:]))
 		if n < 0 || n > len(data)-p-12 {
 			return false
 		}
-		typ := data[p+4 : p+8]
+		typ, body := string(data[p+4:p+8]), data[p+8:p+8+n]
 		if crc32.ChecksumIEEE(data[p+4:p+8+n]) != binary.BigEndian.Uint32(data[p+8+n:]) {
 			return false
 		}
-		if string(typ) == "IEND" {
-			return true
+		switch {
+		case first != (typ == "IHDR"):
+			return false
+		case typ == "IHDR":
+			ihdr = body
+		case typ == "IDAT":
+			if idatEnded {
+				return false
+			}
+			idat = append(idat, body)
+		case len(idat) > 0:
+			idatEnded = true
+		}
+		if typ == "IEND" {
+			return len(idat) > 0 && pngDataWhole(ihdr, idat)
 		}
 		p += 12 + n
 	}
 	return false
+}
+
+// pngDataWhole inflates the IDAT stream and reports whether it holds
+// every scanline IHDR promises (a filter byte and the packed samples per
+// row, per Adam7 pass when interlaced). Data past that, which libpng
+// reads with a warning, is not read.
+func pngDataWhole(ihdr []byte, idat [][]byte) bool {
+	if len(ihdr) != 13 {
+		return false
+	}
+	w := int64(binary.BigEndian.Uint32(ihdr[0:]))
+	h := int64(binary.BigEndian.Uint32(ihdr[4:]))
+	depth, color, interlace := int64(ihdr[8]), ihdr[9], ihdr[12]
+	samples := map[byte]int64{0: 1, 2: 3, 3: 1, 4: 2, 6: 4}[color]
+	if samples == 0 || depth == 0 || interlace > 1 {
+		return false
+	}
+	bits := samples * depth
+	rows := func(w, h int64) int64 {
+		if w == 0 || h == 0 {
+			return 0
+		}
+		return h * (1 + (w*bits+7)/8)
+	}
+	want := rows(w, h)
+	if interlace == 1 {
+		want = 0
+		for _, a := range [7][4]int64{{0, 0, 8, 8}, {4, 0, 8, 8}, {0, 4, 4, 8}, {2, 0, 4, 4}, {0, 2, 2, 4}, {1, 0, 2, 2}, {0, 1, 1, 2}} {
+			want += rows((w-a[0]+a[2]-1)/a[2], (h-a[1]+a[3]-1)/a[3])
+		}
+	}
+	rs := make([]io.Reader, len(idat))
+	for i, b := range idat {
+		rs[i] = bytes.NewReader(b)
+	}
+	zr, err := zlib.NewReader(io.MultiReader(rs...))
+	if err != nil {
+		return false
+	}
+	n, err := io.Copy(io.Discard, io.LimitReader(zr, want))
+	if err != nil || n != want {
+		return false
+	}
+	// The stream's end, if it ends here, checks its Adler-32.
+	_, err = zr.Read(make([]byte, 1))
+	return err == nil || err == io.EOF
 }
 
 // jpegWhole walks the marker segments from SOI and each scan's
@@ -173,6 +262,9 @@ func svgSize(data []byte) (float64, float64, error) {
 			depth--
 		case xml.StartElement:
 			depth++
+			if depth > maxSVGDepth {
+				return 0, 0, apperr.Invalid("the SVG image nests elements more than %d deep", maxSVGDepth)
+			}
 			if depth > 1 {
 				continue
 			}
@@ -222,7 +314,9 @@ func svgRootSize(attrs []xml.Attr) (float64, float64) {
 func svgLength(s string) float64 {
 	s = strings.TrimSuffix(strings.TrimSpace(s), "px")
 	v, err := strconv.ParseFloat(s, 64)
-	if err != nil && !errors.Is(err, strconv.ErrRange) || math.IsNaN(v) || v <= 0 {
+	if err != nil && !errors.Is(err, strconv.ErrRange) || math.IsNaN(v) || v < 1 {
+		// Under a pixel is no size to place anything on: as if unstated,
+		// so the map body must give one.
 		return 0
 	}
 	return v // +Inf for an out-of-range one: refused as too large

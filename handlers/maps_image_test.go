@@ -7,6 +7,7 @@ import (
 	"image"
 	"image/color"
 	"image/jpeg"
+	"image/png"
 	"net/http"
 	"os"
 	"os/exec"
@@ -147,4 +148,158 @@ func strayAfterFirstSegment(b []byte) []byte {
 	out := append([]byte{}, b[:at]...)
 	out = append(out, 0x00, 0x17, 0x42)
 	return append(out, b[at:]...)
+}
+
+// pngChunks splits a PNG after its signature into whole chunks (length,
+// type, body, CRC); pngJoin puts them back, with each CRC redone.
+func pngChunks(b []byte) [][]byte {
+	var out [][]byte
+	for p := 8; p+12 <= len(b); {
+		n := int(binary.BigEndian.Uint32(b[p:]))
+		if p+12+n > len(b) {
+			break
+		}
+		out = append(out, b[p:p+12+n])
+		p += 12 + n
+	}
+	return out
+}
+
+func pngJoin(sig []byte, chunks [][]byte) []byte {
+	out := append([]byte{}, sig[:8]...)
+	for _, c := range chunks {
+		c = bytes.Clone(c)
+		binary.BigEndian.PutUint32(c[len(c)-4:], crc32.ChecksumIEEE(c[4:len(c)-4]))
+		out = append(out, c...)
+	}
+	return out
+}
+
+// TestPNGWholeAgreesWithDecoder: the upload's PNG check (chunks, then the
+// image data inflated and counted, never decoded) takes every PNG that
+// Go's decoder takes, interlaced and at every bit depth and colour type,
+// and refuses what it refuses: a file cut short, one with no image data
+// (checksums alone passed it, a review), or with image data that is not
+// a zlib stream or holds too few rows. The samples are Go's own.
+func TestPNGWholeAgreesWithDecoder(t *testing.T) {
+	goroot, err := exec.Command("go", "env", "GOROOT").Output()
+	if err != nil {
+		t.Fatalf("go env GOROOT: %v", err)
+	}
+	root := strings.TrimSpace(string(goroot))
+	var files []string
+	for _, g := range []string{"image/png/testdata/pngsuite/*.png", "image/png/testdata/*.png", "image/testdata/*.png"} {
+		f, _ := filepath.Glob(filepath.Join(root, "src", g))
+		files = append(files, f...)
+	}
+	if len(files) < 40 {
+		t.Fatalf("found %d PNG samples under %s; the Go installation should carry them", len(files), root)
+	}
+	interlaced := 0
+	for _, f := range files {
+		if strings.Contains(f, "invalid-palette") {
+			continue // whole, with a palette index out of range: not the check's business
+		}
+		orig, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		chunks := pngChunks(orig)
+		var noData, garbage, short [][]byte
+		for _, c := range chunks {
+			switch string(c[4:8]) {
+			case "IHDR":
+				if c[8+12] == 1 {
+					interlaced++
+				}
+			case "IDAT":
+				g := bytes.Clone(c)
+				copy(g[8:len(g)-4], bytes.Repeat([]byte("not zlib "), len(g)))
+				garbage = append(garbage, g)
+				if len(short) == 0 || string(short[len(short)-1][4:8]) != "IDAT" {
+					short = append(short, c) // the first IDAT of the run only
+				}
+				continue
+			}
+			noData, garbage = append(noData, c), append(garbage, c)
+			if len(short) == 0 || string(short[len(short)-1][4:8]) != "IDAT" || string(c[4:8]) == "IEND" {
+				short = append(short, c)
+			}
+		}
+		variants := map[string][]byte{
+			"as is":        orig,
+			"cut":          orig[:len(orig)*2/3],
+			"no IDAT":      pngJoin(orig, noData),
+			"garbage IDAT": pngJoin(orig, garbage),
+		}
+		if n := bytes.Count(orig, []byte("IDAT")); n > 1 {
+			variants["first IDAT only"] = pngJoin(orig, short)
+		}
+		for name, data := range variants {
+			_, decErr := png.Decode(bytes.NewReader(data))
+			if got := pngWhole(data); got != (decErr == nil) {
+				t.Errorf("%s, %s: pngWhole = %v, decoder error %v", filepath.Base(f), name, got, decErr)
+			}
+		}
+	}
+	if interlaced == 0 {
+		t.Fatal("no sample is interlaced; Adam7's row count is not exercised")
+	}
+}
+
+// TestUploadBoundsWhatClientsDraw: the server never decodes an upload's
+// pixels, but the tracking canvas and the phones do, so a PNG or JPEG
+// stating more than 50 megapixels is refused (a 291 KB PNG stating
+// 50000 x 50000 was taken, a review), as is an SVG nesting more than 256
+// elements deep (checking a 5 MiB one took 175 MB). A size under one
+// pixel is no size: an SVG stating one passes as stating none, and a map
+// body giving one is refused, as its message says.
+func TestUploadBoundsWhatClientsDraw(t *testing.T) {
+	h := newRTLSHarness(t, WSOptions{})
+	bigPNG := bytes.Clone(pngOf(t, 300, 200))
+	binary.BigEndian.PutUint32(bigPNG[16:], 50000)
+	binary.BigEndian.PutUint32(bigPNG[20:], 50000)
+	binary.BigEndian.PutUint32(bigPNG[29:], crc32.ChecksumIEEE(bigPNG[12:29]))
+	bigJPEG := bytes.Clone(jpegOf(t, 64, 48))
+	sof := bytes.Index(bigJPEG, []byte{0xFF, 0xC0})
+	binary.BigEndian.PutUint16(bigJPEG[sof+5:], 65535) // height
+	binary.BigEndian.PutUint16(bigJPEG[sof+7:], 65535) // width
+	nested := func(n int) []byte {
+		return []byte(`<svg xmlns="http://www.w3.org/2000/svg" width="10" height="10">` +
+			strings.Repeat("<g>", n-1) + strings.Repeat("</g>", n-1) + `</svg>`)
+	}
+	for name, c := range map[string]struct {
+		data []byte
+		code int
+		says string
+	}{
+		"png stating 50000 x 50000":  {bigPNG, http.StatusBadRequest, "megapixels"},
+		"jpeg stating 65535 x 65535": {bigJPEG, http.StatusBadRequest, "megapixels"},
+		"svg 257 deep":               {nested(257), http.StatusBadRequest, "256 deep"},
+		"svg 256 deep":               {nested(256), http.StatusCreated, ""},
+		"svg 100000 x 100000":        {[]byte(`<svg xmlns="http://www.w3.org/2000/svg" width="100000" height="100000"/>`), http.StatusCreated, ""},
+	} {
+		r := h.upload("plan", c.data)
+		if r.Code != c.code || !strings.Contains(r.Body, c.says) {
+			t.Errorf("%s: %d %s, want %d saying %q", name, r.Code, r.Body, c.code, c.says)
+		}
+	}
+	var up uploaded
+	h.upload("plan.svg", []byte(`<svg xmlns="http://www.w3.org/2000/svg" width="0.5" height="0.5"/>`)).
+		expect(t, http.StatusCreated).decodePayload(t, &up)
+	if up.Width != 0 || up.Height != 0 {
+		t.Fatalf("an SVG of half a pixel: %+v, want no size stated", up)
+	}
+	for _, c := range []struct {
+		size any
+		code int
+	}{{nil, http.StatusBadRequest}, {0.5, http.StatusBadRequest}, {1, http.StatusCreated}} {
+		body := map[string]any{"name": "Tiny", "image_id": up.ImageID}
+		if c.size != nil {
+			body["width"], body["height"] = c.size, c.size
+		}
+		if r := h.send("POST", "/api/v1/maps", h.admin, body); r.Code != c.code {
+			t.Errorf("a map %v pixels a side: %d %s, want %d", c.size, r.Code, r.Body, c.code)
+		}
+	}
 }
