@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	rdebug "runtime/debug"
 	"slices"
@@ -15,6 +16,7 @@ import (
 
 	"beaconhub/appliance/apperr"
 	"beaconhub/appliance/auth"
+	"beaconhub/appliance/rtls"
 
 	"github.com/gorilla/websocket"
 )
@@ -293,7 +295,6 @@ func (c *wsClient) reader() {
 		c.hub.wg.Done()
 	}()
 	defer c.survive("reader")
-	c.conn.SetReadLimit(maxWSMessage)
 	// Only an authenticated client earns a longer read deadline: pongs
 	// may be sent unsolicited, and one every few seconds must not hold an
 	// unauthenticated connection (and its two goroutines) open past
@@ -311,7 +312,12 @@ func (c *wsClient) reader() {
 		c.reply(serverMsg{Type: "ready", Role: s.claims.Role})
 	}
 	for {
-		_, data, err := c.conn.ReadMessage()
+		data, err := c.readMessage()
+		if errors.Is(err, errTooBig) {
+			c.shut(websocket.CloseMessageTooBig, "message too big")
+			chose = true
+			return
+		}
 		if err != nil {
 			if c.sess.Load() == nil {
 				c.shut(websocket.ClosePolicyViolation, "authentication required")
@@ -349,7 +355,30 @@ func (c *wsClient) reader() {
 	}
 }
 
-var errTrailing = errors.New("data after the JSON object")
+var (
+	errTrailing = errors.New("data after the JSON object")
+	errTooBig   = errors.New("message too big")
+)
+
+// readMessage reads one client message of at most maxWSMessage bytes.
+// gorilla's SetReadLimit bounds it too, but on overflow gorilla writes
+// the 1009 close frame itself, ahead of the writer's queue, and replies
+// already queued (ready, pongs) were lost (a review). Here the writer
+// sends the close after them, as for every close the server chooses.
+func (c *wsClient) readMessage() ([]byte, error) {
+	_, r, err := c.conn.NextReader()
+	if err != nil {
+		return nil, err
+	}
+	data, err := io.ReadAll(io.LimitReader(r, maxWSMessage+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(data) > maxWSMessage {
+		return nil, errTooBig
+	}
+	return data, nil
+}
 
 // awaitPeerClose reads and discards until the peer answers the close
 // frame the writer sends (or errs), for at most CloseWait: the closing
@@ -434,6 +463,13 @@ func (c *wsClient) subscribe(ch string) {
 		}
 	}
 	uid, debug, refusal, err := c.allowed(s, ch)
+	note := ""
+	if refusal == "" && err == nil && !c.tracked(uid) {
+		// An admin may follow it, but the engine never reads its
+		// reports: the channel stays silent, which looked like a radio
+		// fault (a review). The subscribed reply says why.
+		note = "beacon " + uid + " is not tracked: the engine locates only active beacons of type " + strings.Join(rtls.TrackableTypes(), ", ") + "; this channel stays silent until it is one"
+	}
 	if err != nil {
 		c.hub.log.Error("websocket subscribe", "err", err)
 		c.replyNow(serverMsg{Type: "error", Channel: ch, Message: "the channel could not be checked now; try again"})
@@ -449,7 +485,7 @@ func (c *wsClient) subscribe(ch string) {
 	if !debug {
 		c.q.expectSnapshot(ch)
 	}
-	subscribed := outFrame{raw: marshalMsg(serverMsg{Type: "subscribed", Channel: ch})}
+	subscribed := outFrame{raw: marshalMsg(serverMsg{Type: "subscribed", Channel: ch, Message: note})}
 	if !c.hub.add(c, ch, uid, debug, func() { c.q.reply(ch, subscribed); c.hub.frames.Add(1) }) {
 		c.q.forget(ch)
 		c.replyNow(serverMsg{Type: "error", Channel: ch, Message: "too many subscriptions on this connection"})
@@ -503,7 +539,7 @@ var afterSubscribe atomic.Pointer[func()]
 
 // allowed checks channel ch against session s: track-debug- is for
 // admins only; a non-admin may follow only active trackable beacons
-// inside its scope; an admin any registered beacon. It returns the
+// inside its scope; an admin any of them; nobody a former uid. It returns the
 // beacon's uid, whether ch is a debug channel, and the refusal ("" when
 // allowed); err when the registry could not be read, so the rights are
 // unknown rather than withdrawn.
@@ -533,7 +569,30 @@ func (c *wsClient) allowed(s *wsSession, ch string) (uid string, debug bool, ref
 	if err != nil || (!admin && (!isTrackable(&b) || !s.scope.allows(b.LocationID))) {
 		return uid, debug, "no trackable beacon " + uid + " visible to you", nil
 	}
+
+	if b.AssetUID != uid {
+		// A former uid (remint, merge): the registry resolves it, but
+		// frames go out on the channel of the uid the engine reports
+		// under, so this channel would stay silent. Said plainly, and
+		// at the re-check to a subscription the rename overtook.
+		prefix := chanTrack
+		if debug {
+			prefix = chanDebug
+		}
+		return uid, debug, "beacon " + uid + " is now " + b.AssetUID + "; subscribe to " + prefix + b.AssetUID, nil
+	}
 	return uid, debug, "", nil
+}
+
+// tracked reports whether the engine locates beacon uid (an allowed
+// channel's: the registry answered a moment ago).
+func (c *wsClient) tracked(uid string) bool {
+	reg, err := c.hub.srv.registry()
+	if err != nil {
+		return true // no note rather than a wrong one
+	}
+	b, err := reg.Beacon(uid)
+	return err == nil && isTrackable(&b)
 }
 
 // refresh verifies the session again (token, account, role, scope) and

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"beaconhub/appliance/assets"
 	"beaconhub/appliance/auth"
 	"beaconhub/appliance/rtls"
 	"beaconhub/store"
@@ -645,5 +646,85 @@ func TestWSRecheckDropsMoreThanTheQueueHolds(t *testing.T) {
 		if m["type"] != "unsubscribed" {
 			t.Fatalf("frame %d: %s", i, data)
 		}
+	}
+}
+
+// TestWSFormerUIDIsNamedNotSilent: a reminted beacon's frames go out on
+// its new uid's channel. A subscription by the former uid was accepted
+// and then never sent a frame, and one open at the remint went silent
+// without a word (a review). Now subscribing by the former uid is
+// refused naming the channel to use, and an open subscription is dropped
+// at the re-check with the same words.
+func TestWSFormerUIDIsNamedNotSilent(t *testing.T) {
+	r := newWSRig(t, WSOptions{PingInterval: 20 * time.Millisecond})
+	legacy := r.beacon(map[string]any{"mac": "C30000000B09", "name": "Visitor", "type": "watch"}).AssetUID
+	c := r.connect(t, r.token("user"))
+	send(t, c, map[string]any{"type": "subscribe", "channel": "track-" + legacy})
+	next(t, c, "subscribed")
+	var re assets.BeaconView
+	r.send("POST", "/api/v1/beacon/"+legacy, r.admin, map[string]any{"location_id": r.f.root}).expect(t, http.StatusOK).decodePayload(t, &re)
+	if re.AssetUID == legacy {
+		t.Fatalf("no remint: %+v", re)
+	}
+	want := "subscribe to track-" + re.AssetUID
+	if m := next(t, c, "unsubscribed"); m["channel"] != "track-"+legacy || !strings.Contains(m["message"].(string), want) {
+		t.Fatalf("the open subscription after the remint: %v", m)
+	}
+	send(t, c, map[string]any{"type": "subscribe", "channel": "track-" + legacy})
+	if m := next(t, c, "error"); !strings.Contains(m["message"].(string), want) {
+		t.Fatalf("subscribing by the former uid: %v", m)
+	}
+	admin := r.connect(t, r.admin)
+	send(t, admin, map[string]any{"type": "subscribe", "channel": "track-debug-" + legacy})
+	if m := next(t, admin, "error"); !strings.Contains(m["message"].(string), "subscribe to track-debug-"+re.AssetUID) {
+		t.Fatalf("an admin's debug subscription by the former uid: %v", m)
+	}
+	send(t, c, map[string]any{"type": "subscribe", "channel": "track-" + re.AssetUID})
+	next(t, c, "subscribed")
+}
+
+// TestWSOversizedMessageClosesAfterTheReplies: a client message over
+// 8 KiB ends the connection with 1009, after the replies already queued.
+// gorilla's own read limit wrote the close frame ahead of the writer's
+// queue, and the ready and pong replies before it were lost in most runs
+// (a review).
+func TestWSOversizedMessageClosesAfterTheReplies(t *testing.T) {
+	r := newWSRig(t, WSOptions{})
+	c, _, err := r.dial(bearerHeader(r.token("user")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	for range 3 {
+		send(t, c, map[string]any{"type": "ping"})
+	}
+	if err := c.WriteMessage(websocket.TextMessage, []byte(`{"type":"ping","x":"`+strings.Repeat("x", maxWSMessage)+`"}`)); err != nil {
+		t.Fatal(err)
+	}
+	next(t, c, "ready")
+	for range 3 {
+		next(t, c, "pong")
+	}
+	if code := closeCode(t, c, 5*time.Second); code != websocket.CloseMessageTooBig {
+		t.Fatalf("close code %d after an oversized message, want 1009", code)
+	}
+}
+
+// TestWSUntrackedBeaconIsNoted: an admin may follow any registered
+// beacon, but one the engine does not locate (a sensor) never sends a
+// frame; the subscribed reply says so, where it used to say nothing and
+// the silence looked like a radio fault (a review).
+func TestWSUntrackedBeaconIsNoted(t *testing.T) {
+	r := newWSRig(t, WSOptions{})
+	c := r.connect(t, r.admin)
+	for _, ch := range []string{"track-" + r.f.sensor, "track-debug-" + r.f.sensor} {
+		send(t, c, map[string]any{"type": "subscribe", "channel": ch})
+		if m := next(t, c, "subscribed"); m["channel"] != ch || !strings.Contains(fmt.Sprint(m["message"]), "is not tracked") {
+			t.Fatalf("subscribed to an untracked beacon: %v", m)
+		}
+	}
+	send(t, c, map[string]any{"type": "subscribe", "channel": "track-" + r.f.watch})
+	if m := next(t, c, "subscribed"); m["message"] != nil {
+		t.Fatalf("subscribed to a tracked beacon: %v", m)
 	}
 }

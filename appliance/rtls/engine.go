@@ -2,6 +2,8 @@ package rtls
 
 import (
 	"log/slog"
+	"maps"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -47,6 +49,11 @@ var trackableTypes = map[string]bool{"watch": true, "panic": true, "navigation":
 
 // Trackable reports whether a beacon of type typ is located by the engine.
 func Trackable(typ string) bool { return trackableTypes[typ] }
+
+// TrackableTypes lists the types Trackable accepts, sorted.
+func TrackableTypes() []string {
+	return slices.Sorted(maps.Keys(trackableTypes))
+}
 
 // run is one Start..Stop period.
 type run struct {
