@@ -478,3 +478,40 @@ func TestLateDigestAndOldQueueAreMarked(t *testing.T) {
 		t.Fatalf("press queued without its time: %+v", sos)
 	}
 }
+
+// TestQueuesFollowTheSettingsInForce: alerts and digests queued while
+// the push server failed are held while push is turned off, and go to
+// the server configured when they are finally sent. Both queues are
+// persisted, and a restart kept posting them, every few seconds, to the
+// server they were queued under, with push turned off (a review).
+func TestQueuesFollowTheSettingsInForce(t *testing.T) {
+	r := newRig(t, false)
+	r.svc.OnSensor(sensorRec("battery", "BA", "active", "battery 2500 mV", r.clk.Now()))
+	r.svc.Idle()
+	r.ntfy.Set(func(s *ntfytest.Server) { s.FailStatus, s.FailN = 503, 1<<30 })
+	alarm(r, 1)
+	r.advance(21 * time.Hour) // the next 09:00 Prague: a digest queued too
+	if r.svc.RetryQueued() != 1 || r.svc.OutboxLen() == 0 {
+		t.Fatalf("queued %d alerts, %d digests", r.svc.RetryQueued(), r.svc.OutboxLen())
+	}
+	digests := r.svc.OutboxLen()
+	r.patch(map[string]any{"server_push_enabled": false})
+	r.ntfy.Set(func(s *ntfytest.Server) { s.FailN = 0 })
+	r.advance(10 * time.Minute)
+	r.restart()
+	r.advance(10 * time.Minute)
+	if n := len(r.msgs("")); n != 0 || r.svc.RetryQueued() != 1 || r.svc.OutboxLen() != digests {
+		t.Fatalf("push off: %d delivered, %d alerts and %d digests queued; want 0, 1 and %d held", n, r.svc.RetryQueued(), r.svc.OutboxLen(), digests)
+	}
+	moved := ntfytest.New()
+	t.Cleanup(moved.Close)
+	moved.Set(func(s *ntfytest.Server) { s.Tokens = map[string]bool{"tk_publish": true} })
+	c := *r.live.Get()
+	c.PushServerURL, c.PushEnabled = moved.URL, true
+	r.live = config.NewLive(&c, nil, "")
+	r.restart()
+	r.advance(3 * time.Minute)
+	if n, m := len(r.msgs("")), len(moved.Messages()); n != 0 || m != 1+digests || r.svc.RetryQueued()+r.svc.OutboxLen() != 0 {
+		t.Fatalf("push on, moved: %d to the old server, %d to the new, %d queued; want 0, %d, 0", n, m, r.svc.RetryQueued()+r.svc.OutboxLen(), 1+digests)
+	}
+}

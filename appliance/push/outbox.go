@@ -88,7 +88,11 @@ func (s *Service) flushOutbox() {
 	s.mu.Lock()
 	s.outTimer = nil
 	s.mu.Unlock()
-	base := s.live.Get().PushServerURL
+	base, open := s.laneServer(laneStaff)
+	if !open {
+		s.armOutbox() // held until push is on again, as the retry queue
+		return
+	}
 	for {
 		rows, err := s.db.PushOutboxPending(64)
 		if err != nil {

@@ -383,7 +383,15 @@ func (s *Service) runRetry(lane int) {
 			return
 		}
 		q := l.items[0]
+		base, open := s.laneServer(lane)
+		if !open {
+			// Held, not dropped: re-enabled, they go out marked late.
+			s.armRetryLocked(lane)
+			s.mu.Unlock()
+			return
+		}
 		s.mu.Unlock()
+		q.Base = base
 		res := s.post(q)
 		s.mu.Lock()
 		if res == Sent || res == Rejected {
@@ -396,6 +404,18 @@ func (s *Service) runRetry(lane int) {
 		s.mu.Unlock()
 		return
 	}
+}
+
+// laneServer is the server a lane posts to now and whether it may post:
+// the settings in force, not those a message was queued under. A queue
+// persisted while push was on kept posting, to the old server, after an
+// operator turned push off or moved it to another (a review).
+func (s *Service) laneServer(lane int) (string, bool) {
+	cfg := s.live.Get()
+	if lane == laneOps {
+		return cfg.PushOpsServerURL, cfg.PushOpsEnabled && cfg.PushOpsTopic != "" && cfg.PushOpsServerURL != ""
+	}
+	return cfg.PushServerURL, cfg.PushEnabled && cfg.PushServerURL != ""
 }
 
 // RetryQueued is the number of immediate messages waiting, both lanes.
