@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"beaconhub/appliance/assets"
+	"beaconhub/appliance/clock"
 	"beaconhub/appliance/config"
 	"beaconhub/appliance/ingest"
 	"beaconhub/appliance/rtls"
@@ -168,6 +169,10 @@ func (a *App) buildRTLS() error {
 	if err := a.db.Update(func(tx *bolt.Tx) error { return rtls.CloseOpenIntervals(tx, now) }); err != nil {
 		return fmt.Errorf("close open zone intervals: %w", err)
 	}
+	// Intervals recorded while tracking ran go on ageing when it is off.
+	ret := clock.NewJob(a.clock, intervalRetentionBoot, intervalRetentionEvery, a.pruneZoneIntervals)
+	ret.Start()
+	a.onStop(func(context.Context) error { ret.Stop(); return nil })
 	if a.pipeline == nil || !cfg.Has(config.FeatureRTLS) {
 		return nil
 	}
@@ -201,6 +206,34 @@ func (a *App) buildRTLS() error {
 	c.watchGateways()
 	a.rtls = c
 	return nil
+}
+
+// Zone-interval retention: daily, and first 20 minutes after start (after
+// the sensor and event jobs), so a box that was off catches up.
+const (
+	intervalRetentionBoot  = 20 * time.Minute
+	intervalRetentionEvery = 24 * time.Hour
+	// intervalRetentionBatch beacons are pruned per write transaction:
+	// ingest's writer shares bbolt's one write lock.
+	intervalRetentionBatch = 64
+)
+
+// pruneZoneIntervals deletes the zone intervals that ended more than
+// server_rtls_intervals_retention_days ago. Nothing else deleted them,
+// and a site of thousands of tags adds one per zone change per tag
+// (a review).
+func (a *App) pruneZoneIntervals() {
+	days := a.live.Get().RTLSIntervalsRetentionDays
+	if days <= 0 {
+		return
+	}
+	before := a.clock.Now().UnixMilli() - int64(days)*86400e3
+	n, err := a.db.PruneZoneIntervals(before, intervalRetentionBatch)
+	if err != nil {
+		a.log.Warn("rtls: zone interval retention", "err", err)
+	} else if n > 0 {
+		a.log.Info("rtls: zone interval retention", "deleted", n)
+	}
 }
 
 // renameAlso makes remint and merge move the engine's live state along

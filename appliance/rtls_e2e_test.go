@@ -514,3 +514,49 @@ func TestUntrackedBeaconLeavesAtOnce(t *testing.T) {
 		t.Fatalf("intervals %+v (%v): want one, closed by the last sighting %d", ivs, err, heard)
 	}
 }
+
+// TestZoneIntervalRetention: zone intervals that ended more than
+// server_rtls_intervals_retention_days ago are deleted by a daily job,
+// first run 20 minutes after start, with tracking on or off; an open
+// interval, however old, stays, and so does everything after it. Nothing
+// deleted them before, and a large site adds millions a year (a review).
+func TestZoneIntervalRetention(t *testing.T) {
+	clk := clock.NewFake(time.Now().Truncate(time.Second))
+	app := rtlsAppWith(t, t.TempDir(), clk, `{"server_features":["sensors"],"server_rtls_intervals_retention_days":30}`)
+	day := int64(86400e3)
+	now := clk.Now().UnixMilli()
+	if err := app.DB().Update(func(tx *bolt.Tx) error {
+		for _, iv := range []struct {
+			uid          string
+			enter, leave int64
+		}{
+			{"WCH-A1-1", now - 40*day, now - 39*day}, // past the window: goes
+			{"WCH-A1-1", now - 39*day, now - 31*day}, // goes
+			{"WCH-A1-1", now - 31*day, now - 29*day}, // ended within it: stays
+			{"WCH-A1-2", now - 90*day, 0},            // open: stays
+		} {
+			if err := store.AppendZoneInterval(tx, iv.uid, &store.ZoneInterval{ZoneID: 1, Zone: "Hall", Enter: iv.enter, Leave: iv.leave}); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	count := func(uid string) int {
+		ivs, _, err := app.DB().ZoneIntervals(uid, store.ZoneCursor{}, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(ivs)
+	}
+	clk.Advance(19 * time.Minute)
+	if count("WCH-A1-1") != 3 {
+		t.Fatal("pruned before the first run's time")
+	}
+	clk.Advance(time.Minute)
+	eventually(t, "WCH-A1-1's two old intervals pruned 20 minutes after start", func() bool { return count("WCH-A1-1") == 1 })
+	if n := count("WCH-A1-2"); n != 1 {
+		t.Fatalf("the open interval went: %d left", n)
+	}
+}

@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"errors"
 	"net/http"
 
 	"beaconhub/appliance/apperr"
@@ -29,6 +30,9 @@ func (s *Server) zoneIntervalPage(w http.ResponseWriter, r *http.Request, uid st
 		return apperr.InvalidField("cursor", "%s", err.Error())
 	}
 	items, next, err := s.deps.DB.ZoneIntervals(uid, cur, limit)
+	if errors.Is(err, store.ErrBadCursor) || errors.Is(err, store.ErrStaleCursor) {
+		return apperr.InvalidField("cursor", "%s", err.Error())
+	}
 	if err != nil {
 		return err
 	}

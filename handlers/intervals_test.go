@@ -2,6 +2,7 @@ package handlers
 
 import (
 	"net/http"
+	"strings"
 	"testing"
 
 	"beaconhub/store"
@@ -44,5 +45,25 @@ func TestBeaconIntervalsPageThroughStoredIntervals(t *testing.T) {
 	h.get("/api/v1/beacon/"+b.AssetUID+"/intervals?limit=201", user).wantBad(t, "limit")
 	h.get("/api/v1/beacon/"+b.AssetUID+"/intervals?limit=0", user).wantBad(t, "limit")
 	h.get("/api/v1/beacon/"+b.AssetUID+"/intervals?cursor=-3", user).wantBad(t, "cursor")
+	h.get("/api/v1/beacon/"+b.AssetUID+"/intervals?cursor=0_39", user).wantBad(t, "cursor") // past the newest
 	h.get("/api/v1/beacon/NOPE-1/intervals", user).expect(t, http.StatusNotFound)
+
+	// A merge numbers the merged list afresh: a cursor from before it is
+	// refused, not read at positions that now hold other intervals.
+	other := h.beacon(map[string]any{"mac": "C30000000B02", "name": "Spare", "type": "watch", "location_id": loc})
+	if err := h.db.Update(func(tx *bolt.Tx) error {
+		return store.AppendZoneInterval(tx, other.AssetUID, &store.ZoneInterval{ZoneID: 1, Zone: "Z1", Enter: 20})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	h.send("POST", "/api/v1/beacon/"+b.AssetUID+"/merge", h.admin, map[string]any{"source_ids": []uint64{other.ID}}).expect(t, http.StatusOK)
+	r := h.get("/api/v1/beacon/"+b.AssetUID+"/intervals?cursor="+*p1.NextCursor, user)
+	if r.wantBad(t, "cursor"); !strings.Contains(r.Message, "merge") {
+		t.Fatalf("a cursor from before the merge: %s", r.Body)
+	}
+	var p3 page
+	h.get("/api/v1/beacon/"+b.AssetUID+"/intervals?limit=200", user).expect(t, http.StatusOK).decodePayload(t, &p3)
+	if len(p3.Intervals) != 39 {
+		t.Fatalf("after the merge: %d intervals, want 39", len(p3.Intervals))
+	}
 }

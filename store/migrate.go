@@ -118,6 +118,10 @@ var migrations = []migration{
 	}},
 	{"events still pending for alertsys, indexed so a restart finds them at any age", indexPendingEvents},
 	{"floors naming a deleted map unlinked, placements of deleted gateways removed", repairMapLinks},
+	{"zone intervals: where each beacon's numbering starts after a merge", func(tx *bolt.Tx) error {
+		_, err := tx.CreateBucketIfNotExists(bZoneIntervalBase)
+		return err
+	}},
 }
 
 // SchemaVersion is the version a fully migrated database has.

@@ -18,9 +18,16 @@ import (
 // interval endpoints. Keys are uid 0x00 BE64(ordinal), ordinals dense per
 // beacon from 1 (oldest), so "newest first" is a reverse seek and a page
 // can be anchored at the ordinal that was newest when paging began.
+//
+// Retention (PruneZoneIntervals) deletes a beacon's oldest closed
+// intervals, so its list may start above 1; a merge numbers the merged
+// list from above both lists' newest ordinal and records that start
+// (zone_interval_base), so a cursor handed out before the merge is told
+// apart from one of the merged list instead of skipping intervals.
 var (
-	bZoneIntervals   = []byte("zone_intervals")
-	bZoneIntervalSeq = []byte("zone_interval_seq") // uid -> BE64(last ordinal)
+	bZoneIntervals    = []byte("zone_intervals")
+	bZoneIntervalSeq  = []byte("zone_interval_seq")  // uid -> BE64(last ordinal)
+	bZoneIntervalBase = []byte("zone_interval_base") // uid -> BE64(first ordinal since the last merge); none: 1
 )
 
 // ZoneInterval is one stay of a beacon in a zone.
@@ -71,8 +78,23 @@ type ZoneCursor struct {
 	Anchor uint64 // 0: the list as it is now
 }
 
-// ErrBadCursor is returned for a cursor that does not parse.
+// ErrBadCursor is returned for a cursor that does not parse, or names a
+// position this beacon's list never had.
 var ErrBadCursor = errors.New("cursor must be a non-negative offset as returned in next_cursor")
+
+// ErrStaleCursor is returned for a cursor handed out before the beacon's
+// history was merged with another's: its positions no longer exist.
+var ErrStaleCursor = errors.New("this cursor predates a merge of the beacon's history; start again without a cursor")
+
+// zoneIntervalBase is uid's first ordinal since its last merge.
+func zoneIntervalBase(tx *bolt.Tx, uid string) uint64 {
+	if b := tx.Bucket(bZoneIntervalBase); b != nil {
+		if v := btoi(b.Get([]byte(uid))); v > 0 {
+			return v
+		}
+	}
+	return 1
+}
 
 // ParseZoneCursor parses "<offset>" or "<offset>_<anchor>".
 func ParseZoneCursor(s string) (ZoneCursor, error) {
@@ -98,28 +120,40 @@ func ParseZoneCursor(s string) (ZoneCursor, error) {
 func (c ZoneCursor) String() string { return fmt.Sprintf("%d_%d", c.Offset, c.Anchor) }
 
 // ZoneIntervals returns up to limit intervals of uid, newest first, from
-// cursor, and the cursor of the next page (nil when exhausted).
+// cursor, and the cursor of the next page (nil when exhausted). The list
+// ends where retention has deleted the older intervals.
 func (db *DB) ZoneIntervals(uid string, cur ZoneCursor, limit int) ([]ZoneInterval, *ZoneCursor, error) {
 	out := []ZoneInterval{}
 	var next *ZoneCursor
 	err := db.bolt.View(func(tx *bolt.Tx) error {
 		newest := btoi(tx.Bucket(bZoneIntervalSeq).Get([]byte(uid)))
+		base := zoneIntervalBase(tx, uid)
 		anchor := cur.Anchor
-		if anchor == 0 || anchor > newest {
+		switch {
+		case anchor == 0:
 			anchor = newest
+		case anchor > newest:
+			return ErrBadCursor // never this beacon's: its list never reached it
+		case anchor < base:
+			return ErrStaleCursor
 		}
-		if uint64(cur.Offset) >= anchor {
+		if uint64(cur.Offset) > anchor-base {
 			return nil
 		}
 		b := tx.Bucket(bZoneIntervals)
-		for ord := anchor - uint64(cur.Offset); ord >= 1 && len(out) < limit; ord-- {
+		ord := anchor - uint64(cur.Offset)
+		for ; ord >= base && len(out) < limit; ord-- {
 			var iv ZoneInterval
-			if err := getJSON(b, zoneKey(uid, ord), &iv); err != nil {
+			err := getJSON(b, zoneKey(uid, ord), &iv)
+			if errors.Is(err, ErrNotFound) {
+				return nil // retention deleted it and everything older
+			}
+			if err != nil {
 				return fmt.Errorf("zone interval %s/%d: %w", uid, ord, err)
 			}
 			out = append(out, iv)
 		}
-		if uint64(cur.Offset+len(out)) < anchor {
+		if ord >= base && b.Get(zoneKey(uid, ord)) != nil {
 			next = &ZoneCursor{Offset: cur.Offset + len(out), Anchor: anchor}
 		}
 		return nil
@@ -127,51 +161,132 @@ func (db *DB) ZoneIntervals(uid string, cur ZoneCursor, limit int) ([]ZoneInterv
 	return out, next, err
 }
 
-// renameZoneIntervals moves a beacon's intervals to its new uid; when the
-// new uid has intervals too (a merge), both sets are renumbered in order
-// of entry time.
+// renameZoneIntervals moves a beacon's intervals to its new uid. A plain
+// move (remint) keeps their ordinals, so cursors handed out under either
+// uid stay good. When the new uid has intervals too (a merge), both sets
+// are numbered again in order of entry time, from above both lists'
+// newest ordinal, and that start is recorded: a cursor of either list
+// from before the merge is then refused (ErrStaleCursor) instead of
+// reading positions that now hold other intervals. Renumbering from 1
+// made such a cursor skip intervals silently (a review).
 func renameZoneIntervals(tx *bolt.Tx, oldUID, newUID string) (int, error) {
 	b, seq := tx.Bucket(bZoneIntervals), tx.Bucket(bZoneIntervalSeq)
 	if b == nil || seq == nil {
 		return 0, nil
 	}
-	take := func(uid string) ([]ZoneInterval, error) {
-		var ivs []ZoneInterval
+	bases, err := tx.CreateBucketIfNotExists(bZoneIntervalBase)
+	if err != nil {
+		return 0, err
+	}
+	type taken struct {
+		ivs          []ZoneInterval
+		newest, base uint64
+	}
+	take := func(uid string) (taken, error) {
+		t := taken{newest: btoi(seq.Get([]byte(uid))), base: zoneIntervalBase(tx, uid)}
 		var keys [][]byte
 		p := uidPrefix(uid)
 		c := b.Cursor()
 		for k, v := c.Seek(p); k != nil && bytes.HasPrefix(k, p); k, v = c.Next() {
 			var iv ZoneInterval
 			if err := json.Unmarshal(v, &iv); err != nil {
-				return nil, err
+				return t, err
 			}
-			ivs = append(ivs, iv)
+			t.ivs = append(t.ivs, iv)
 			keys = append(keys, clone(k))
 		}
 		for _, k := range keys {
 			if err := b.Delete(k); err != nil {
-				return nil, err
+				return t, err
 			}
 		}
-		return ivs, seq.Delete([]byte(uid))
+		if err := bases.Delete([]byte(uid)); err != nil {
+			return t, err
+		}
+		return t, seq.Delete([]byte(uid))
 	}
 	moved, err := take(oldUID)
-	if err != nil || len(moved) == 0 {
+	if err != nil || moved.newest == 0 {
 		return 0, err
 	}
 	kept, err := take(newUID)
 	if err != nil {
 		return 0, err
 	}
-	all := append(kept, moved...)
-	sort.SliceStable(all, func(i, j int) bool { return all[i].Enter < all[j].Enter })
+	all, newest, base := moved.ivs, moved.newest, moved.base
+	if kept.newest > 0 {
+		all = append(kept.ivs, moved.ivs...)
+		sort.SliceStable(all, func(i, j int) bool { return all[i].Enter < all[j].Enter })
+		base = max(kept.newest, moved.newest) + 1
+		for i := range all {
+			all[i].Ordinal = base + uint64(i)
+		}
+		newest = base + uint64(len(all)) - 1
+		if len(all) == 0 {
+			newest = base - 1 // both lists pruned empty: the next append starts the new numbering
+		}
+	}
 	for i := range all {
-		all[i].Ordinal = uint64(i + 1)
 		if err := putJSON(b, zoneKey(newUID, all[i].Ordinal), &all[i]); err != nil {
 			return 0, err
 		}
 	}
-	return len(moved), seq.Put([]byte(newUID), itob(uint64(len(all))))
+	if base > 1 {
+		if err := bases.Put([]byte(newUID), itob(base)); err != nil {
+			return 0, err
+		}
+	}
+	return len(moved.ivs), seq.Put([]byte(newUID), itob(newest))
+}
+
+// PruneZoneIntervals deletes every beacon's closed intervals that ended
+// before before (Unix ms), oldest first, up to the first one that did
+// not (a beacon's list stays whole from there), batch beacons a write
+// transaction, as ingest's writer shares the write lock. It returns how
+// many it deleted.
+func (db *DB) PruneZoneIntervals(before int64, batch int) (int, error) {
+	var uids []string
+	err := db.bolt.View(func(tx *bolt.Tx) error {
+		return eachZoneIntervalUID(tx, func(uid string) error {
+			uids = append(uids, uid)
+			return nil
+		})
+	})
+	if err != nil {
+		return 0, err
+	}
+	total := 0
+	for i := 0; i < len(uids); i += batch {
+		err := db.bolt.Update(func(tx *bolt.Tx) error {
+			b := tx.Bucket(bZoneIntervals)
+			for _, uid := range uids[i:min(i+batch, len(uids))] {
+				p := uidPrefix(uid)
+				var old [][]byte
+				c := b.Cursor()
+				for k, v := c.Seek(p); k != nil && bytes.HasPrefix(k, p); k, v = c.Next() {
+					var iv ZoneInterval
+					if err := json.Unmarshal(v, &iv); err != nil {
+						return err
+					}
+					if iv.Leave == 0 || iv.Leave >= before {
+						break
+					}
+					old = append(old, clone(k))
+				}
+				for _, k := range old {
+					if err := b.Delete(k); err != nil {
+						return err
+					}
+				}
+				total += len(old)
+			}
+			return nil
+		})
+		if err != nil {
+			return total, err
+		}
+	}
+	return total, nil
 }
 
 func countZoneIntervals(tx *bolt.Tx, uid string) (int, error) {

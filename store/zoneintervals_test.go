@@ -1,6 +1,7 @@
 package store
 
 import (
+	"errors"
 	"path/filepath"
 	"testing"
 
@@ -83,34 +84,115 @@ func TestZoneIntervalPagingIsStableUnderInserts(t *testing.T) {
 	}
 }
 
+// TestZoneIntervalsFollowARename: a remint moves a beacon's intervals
+// with their ordinals, so a cursor handed out before still pages on; a
+// merge numbers both lists again in order of entry, from above both
+// lists' newest, and refuses a cursor of either from before it. The
+// merge renumbered from 1, and such a cursor silently skipped intervals
+// (a review).
 func TestZoneIntervalsFollowARename(t *testing.T) {
 	db, err := Open(filepath.Join(t.TempDir(), "z.db"), OpenOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer db.Close()
+	rename := func(from, to string, want int) {
+		t.Helper()
+		if err := db.Update(func(tx *bolt.Tx) error {
+			n, err := renameZoneIntervals(tx, from, to)
+			if n != want {
+				t.Fatalf("%s -> %s moved %d, want %d", from, to, n, want)
+			}
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A remint: ordinals and cursors carry over.
+	appendIntervals(t, db, "LEGACY-C30000000A02", 1, 4)
+	_, remintCur, _ := db.ZoneIntervals("LEGACY-C30000000A02", ZoneCursor{}, 2)
+	rename("LEGACY-C30000000A02", "WCH-A1-2", 4)
+	items, next, err := db.ZoneIntervals("WCH-A1-2", *remintCur, 10)
+	if err != nil || len(items) != 2 || items[0].Ordinal != 2 || items[1].Ordinal != 1 || next != nil {
+		t.Fatalf("the page after a remint: %+v, next %v, %v", items, next, err)
+	}
+
 	appendIntervals(t, db, "LEGACY-C30000000A01", 10, 3) // enters 10..12 s
 	appendIntervals(t, db, "WCH-A1-1", 1, 2)             // enters 1..2 s
-	if err := db.Update(func(tx *bolt.Tx) error {
-		n, err := renameZoneIntervals(tx, "LEGACY-C30000000A01", "WCH-A1-1")
-		if n != 3 {
-			t.Fatalf("moved %d", n)
-		}
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
-	items, _, _ := db.ZoneIntervals("WCH-A1-1", ZoneCursor{}, 10)
-	if len(items) != 5 || items[0].Enter != 12000 || items[4].Enter != 1000 || items[0].Ordinal != 5 {
+	_, oldCur, _ := db.ZoneIntervals("LEGACY-C30000000A01", ZoneCursor{}, 1)
+	_, keptCur, _ := db.ZoneIntervals("WCH-A1-1", ZoneCursor{}, 1)
+	rename("LEGACY-C30000000A01", "WCH-A1-1", 3)
+	items, _, _ = db.ZoneIntervals("WCH-A1-1", ZoneCursor{}, 10)
+	if len(items) != 5 || items[0].Enter != 12000 || items[4].Enter != 1000 || items[0].Ordinal != 8 || items[4].Ordinal != 4 {
 		t.Fatalf("merged intervals: %+v", items)
+	}
+	for name, c := range map[string]*ZoneCursor{"merged-in": oldCur, "kept": keptCur} {
+		if _, _, err := db.ZoneIntervals("WCH-A1-1", *c, 10); !errors.Is(err, ErrStaleCursor) {
+			t.Errorf("a cursor of the %s list from before the merge: %v, want ErrStaleCursor", name, err)
+		}
 	}
 	if left, _, _ := db.ZoneIntervals("LEGACY-C30000000A01", ZoneCursor{}, 10); len(left) != 0 {
 		t.Fatalf("old uid still has %d", len(left))
 	}
-	// The next append continues after the merged set.
+	// Paging the merged list works, and the next append continues after it.
+	page, nc, _ := db.ZoneIntervals("WCH-A1-1", ZoneCursor{}, 3)
+	rest, end, err := db.ZoneIntervals("WCH-A1-1", *nc, 3)
+	if err != nil || len(page) != 3 || len(rest) != 2 || rest[1].Ordinal != 4 || end != nil {
+		t.Fatalf("pages of the merged list: %+v / %+v, %v", page, rest, err)
+	}
 	appendIntervals(t, db, "WCH-A1-1", 20, 1)
 	items, _, _ = db.ZoneIntervals("WCH-A1-1", ZoneCursor{}, 1)
-	if items[0].Ordinal != 6 {
+	if items[0].Ordinal != 9 {
 		t.Fatalf("ordinal after merge = %d", items[0].Ordinal)
+	}
+	if _, _, err := db.ZoneIntervals("WCH-A1-1", ZoneCursor{Offset: 0, Anchor: 10}, 1); !errors.Is(err, ErrBadCursor) {
+		t.Fatalf("a cursor past the newest ordinal: %v, want ErrBadCursor", err)
+	}
+}
+
+// TestZoneIntervalsPruned: retention deletes a beacon's oldest closed
+// intervals, up to the first that is still open or recent; paging ends
+// where they were, a cursor into them reads an empty page, and closing an
+// interval by its entry time still works.
+func TestZoneIntervalsPruned(t *testing.T) {
+	db, err := Open(filepath.Join(t.TempDir(), "z.db"), OpenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	appendIntervals(t, db, "WCH-A1-1", 1, 6) // enters 1..6 s, each left 0.5 s later
+	appendIntervals(t, db, "WCH-A1-2", 1, 2)
+	if err := db.Update(func(tx *bolt.Tx) error {
+		return AppendZoneInterval(tx, "WCH-A1-2", &ZoneInterval{ZoneID: 9, Zone: "Z", Enter: 2600}) // open
+	}); err != nil {
+		t.Fatal(err)
+	}
+	_, deep, _ := db.ZoneIntervals("WCH-A1-1", ZoneCursor{}, 5) // the next page starts at ordinal 1
+	n, err := db.PruneZoneIntervals(3600, 1)                    // left before 3.6 s: 1.5, 2.5, 3.5 and WCH-A1-2's two
+	if err != nil || n != 5 {
+		t.Fatalf("pruned %d, %v; want 5", n, err)
+	}
+	items, next, err := db.ZoneIntervals("WCH-A1-1", ZoneCursor{}, 2)
+	if err != nil || len(items) != 2 || next == nil {
+		t.Fatalf("first page: %+v %v %v", items, next, err)
+	}
+	items, next, err = db.ZoneIntervals("WCH-A1-1", *next, 2)
+	if err != nil || len(items) != 1 || items[0].Ordinal != 4 || next != nil {
+		t.Fatalf("last page: %+v %v %v", items, next, err)
+	}
+	if items, next, err := db.ZoneIntervals("WCH-A1-1", *deep, 5); err != nil || len(items) != 0 || next != nil {
+		t.Fatalf("a cursor into the pruned part: %+v %v %v", items, next, err)
+	}
+	if items, _, _ := db.ZoneIntervals("WCH-A1-2", ZoneCursor{}, 10); len(items) != 1 || items[0].Leave != 0 {
+		t.Fatalf("the open interval must stay: %+v", items)
+	}
+	if err := db.Update(func(tx *bolt.Tx) error { return CloseZoneIntervalEntered(tx, "WCH-A1-2", 1000, 5000) }); err != nil {
+		t.Fatalf("closing a pruned interval: %v", err)
+	}
+	if err := db.Update(func(tx *bolt.Tx) error { return CloseZoneIntervalEntered(tx, "WCH-A1-2", 2600, 5000) }); err != nil {
+		t.Fatal(err)
+	}
+	if items, _, _ := db.ZoneIntervals("WCH-A1-2", ZoneCursor{}, 10); items[0].Leave != 5000 {
+		t.Fatalf("the open interval was not closed: %+v", items)
 	}
 }

@@ -3,6 +3,7 @@ package store
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 
 	bolt "go.etcd.io/bbolt"
 )
@@ -14,9 +15,13 @@ import (
 // The search runs newest first, so the usual case reads one record.
 func CloseZoneIntervalEntered(tx *bolt.Tx, uid string, enter, leave int64) error {
 	b := tx.Bucket(bZoneIntervals)
-	for n := btoi(tx.Bucket(bZoneIntervalSeq).Get([]byte(uid))); n >= 1; n-- {
+	for n, base := btoi(tx.Bucket(bZoneIntervalSeq).Get([]byte(uid))), zoneIntervalBase(tx, uid); n >= base; n-- {
 		var iv ZoneInterval
-		if err := getJSON(b, zoneKey(uid, n), &iv); err != nil {
+		err := getJSON(b, zoneKey(uid, n), &iv)
+		if errors.Is(err, ErrNotFound) {
+			return nil // retention deleted it and everything older
+		}
+		if err != nil {
 			return err
 		}
 		if iv.Enter < enter {

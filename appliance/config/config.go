@@ -55,6 +55,8 @@ type Config struct {
 	// presence) go after EventsWarningRetentionDays.
 	EventsRetentionDays        int `json:"server_events_retention_days"`
 	EventsWarningRetentionDays int `json:"server_events_warning_retention_days"`
+	// RTLSIntervalsRetentionDays bounds zone intervals (closed ones).
+	RTLSIntervalsRetentionDays int `json:"server_rtls_intervals_retention_days"`
 
 	// RTLSParams are "name=value" entries over the tracking engine's
 	// defaults (rtls.ParamsFrom).

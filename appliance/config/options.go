@@ -254,6 +254,9 @@ var Options = []Option{
 	// (presses) are kept like sensor history (appliance/alerting/retention.go).
 	{Key: "server_events_retention_days", Group: "performance", Kind: KindInt, Default: num(400), UI: true, Validate: intRange(1, 36500)},
 	{Key: "server_events_warning_retention_days", Group: "performance", Kind: KindInt, Default: num(30), UI: true, Validate: intRange(1, 36500)},
+	// Zone intervals: one per zone change per beacon, millions a year on a
+	// large site; kept like the events they explain (appliance/rtls.go).
+	{Key: "server_rtls_intervals_retention_days", Group: "performance", Kind: KindInt, Default: num(400), UI: true, Validate: intRange(1, 36500)},
 
 	// Tracking engine parameters other than the defaults, "name=value"
 	// as rtls-eval's --set takes them (docs/rtls.md, Parameters): what a

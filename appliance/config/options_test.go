@@ -43,6 +43,7 @@ var badValues = map[string][]any{
 	"server_sensors_history_retention_days":       {0, 36501},
 	"server_events_retention_days":                {0, 36501},
 	"server_events_warning_retention_days":        {0, 36501},
+	"server_rtls_intervals_retention_days":        {0, 36501},
 	"server_debug_snapshot_interval":              {9},
 	"server_debug_log_dir":                        {""},
 	"server_debug_max_files":                      {0},
