@@ -301,3 +301,40 @@ func TestRepairMapLinks(t *testing.T) {
 		t.Fatalf("placements after the repair: %+v %v, want only gateway %d's", ps, err, g1.ID)
 	}
 }
+
+// TestZonesAreBounded: a site takes MaxZones zones, all maps together,
+// and refuses one more until one goes; an edit of an existing zone is
+// not a new one. Nothing refused zone 50,000, and each edit rebuilds the
+// tracking engine's model, which grows with the square of the zones (a
+// review).
+func TestZonesAreBounded(t *testing.T) {
+	db := openRTLSDB(t)
+	m1, m2 := mustMap(t, db, "G"), mustMap(t, db, "1")
+	if err := db.Update(func(tx *bolt.Tx) error {
+		b, err := tx.CreateBucketIfNotExists(bZones)
+		if err != nil {
+			return err
+		}
+		for i := 1; i < MaxZones; i++ {
+			if err := putJSON(b, itob(uint64(i)), Zone{ID: uint64(i), MapID: m1.ID, X2: 10, Y2: 10, Adjacent: []uint64{}}); err != nil {
+				return err
+			}
+		}
+		return b.SetSequence(MaxZones - 1)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	last := mustZone(t, db, m2.ID, "last") // the MaxZones-th, on another map
+	var inv *InvalidError
+	if _, err := db.PutZone(Zone{MapID: m1.ID, Name: "one more", X2: 10, Y2: 10}); !errors.As(err, &inv) || !strings.Contains(inv.Msg, "at most") {
+		t.Fatalf("zone %d: %v, want refused", MaxZones+1, err)
+	}
+	last.Name = "renamed"
+	if _, err := db.PutZone(last); err != nil {
+		t.Fatalf("an edit at the bound: %v", err)
+	}
+	if err := db.DeleteZone(1); err != nil {
+		t.Fatal(err)
+	}
+	mustZone(t, db, m1.ID, "room again")
+}

@@ -81,6 +81,12 @@ func (db *DB) GetZone(id uint64) (Zone, error) {
 	return z, err
 }
 
+// MaxZones bounds a site's zones, all maps together: every edit rebuilds
+// the tracking engine's model, whose next-hop table grows with the
+// square of the zones (64 MB at this bound) and whose grid gives each
+// zone a cell budget up to this many (appliance/rtls).
+const MaxZones = 4096
+
 // PutZone creates (ID 0) or updates a zone's name and rectangle; its map
 // cannot change and its adjacency is kept (SetAdjacency edits that). The
 // map must exist (ErrNotFound) and the rectangle must lie inside it.
@@ -113,6 +119,9 @@ func (db *DB) PutZone(z Zone) (Zone, error) {
 			return invalidField(field, "the zone must lie inside its map (%gx%g pixels)", m.Width, m.Height)
 		}
 		if z.ID == 0 {
+			if b.Stats().KeyN >= MaxZones {
+				return invalidField("", "a site may have at most %d zones; delete zones no longer used first", MaxZones)
+			}
 			if z.ID, err = b.NextSequence(); err != nil {
 				return err
 			}
