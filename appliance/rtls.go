@@ -184,7 +184,7 @@ func (a *App) buildRTLS() error {
 		a.log.Info("rtls: parameters other than the defaults", "server_rtls_params", strings.Join(cfg.RTLSParams, " "))
 	}
 	eng := rtls.New(rtls.Options{Clock: a.clock, Logger: a.log, Writer: a.writer, Params: params, GatewaySeen: a.gatewaySeen,
-		Beacon: a.registry.BeaconByUID})
+		Beacon: a.registry.BeaconByUID, Heard: a.pipeline.LastSeen().RaiseAsset})
 	c := &rtlsControl{Engine: eng, app: a}
 	if err := c.Reload(); err != nil {
 		return err

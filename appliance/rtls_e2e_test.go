@@ -560,3 +560,54 @@ func TestZoneIntervalRetention(t *testing.T) {
 		t.Fatalf("the open interval went: %d left", n)
 	}
 }
+
+// TestLastSeenNeverGoesBack: last_seen in the integration answers is the
+// engine's exact last sighting while it holds the beacon; the persisted
+// one moves in whole seconds. Stopping tracking (or a restart) dropped
+// the engine's state, and last_seen went back by up to a second, earlier
+// than the leave of the interval it had just closed (a review). The
+// engine now raises the persisted time to its own as it forgets.
+func TestLastSeenNeverGoesBack(t *testing.T) {
+	clk := clock.NewFake(time.Now().Truncate(time.Second))
+	app := rtlsApp(t, t.TempDir(), clk)
+	t.Cleanup(func() { _ = app.Shutdown(context.Background()) })
+	c := &client{t: t, base: "http://" + app.HTTPAddr(), token: adminToken(t, app)}
+	hallSite(c)
+	cfg := app.Live().Get()
+	publish := func() {
+		brokertest.Pub(t, app.MQTTAddr(), cfg.MQTTUser, cfg.MQTTPass, "-q", "1", "-i", "AC233FA0B1C2", "-t", "gw/AC233FA0B1C2/adv1",
+			"-m", `{"reports":[{"mac":"C3:00:00:00:0B:01","rssi":-58}]}`)
+	}
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		publish()
+		if l, ok := app.RTLS().Location("WCH-A1-1"); ok && l.Zone != 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("never located")
+		}
+		clk.Advance(time.Second)
+	}
+	clk.Advance(700 * time.Millisecond) // under assets.Resolution: not persisted
+	publish()
+	heard := clk.Now().UnixMilli()
+	eventually(t, "the sighting 700 ms on reaches the engine", func() bool {
+		l, _ := app.RTLS().Location("WCH-A1-1")
+		return l.Updated == heard
+	})
+	lastSeen := func() int64 {
+		var loc struct {
+			LastSeen int64 `json:"last_seen"`
+		}
+		c.must("GET", "/api/v1/integration/beacons/WCH-A1-1/location", nil, &loc)
+		return loc.LastSeen
+	}
+	if got := lastSeen(); got != heard {
+		t.Fatalf("last_seen %d while tracked, want the sighting %d", got, heard)
+	}
+	c.must("GET", "/api/v1/tracking/stop", nil, nil)
+	if got := lastSeen(); got != heard {
+		t.Fatalf("last_seen %d once tracking stopped, want %d: it went back", got, heard)
+	}
+}

@@ -39,6 +39,22 @@ func (s *Seen) Bump(ts int64) {
 	}
 }
 
+// Raise raises the time to ts however little it advances: for the rare
+// caller that must not leave it behind an exact time it already reported
+// (the tracking engine forgetting a beacon).
+func (s *Seen) Raise(ts int64) {
+	for {
+		cur := s.ts.Load()
+		if ts <= cur {
+			return
+		}
+		if s.ts.CompareAndSwap(cur, ts) {
+			s.dirty.Store(true)
+			return
+		}
+	}
+}
+
 // Load returns the time (Unix ms; 0 = never).
 func (s *Seen) Load() int64 { return s.ts.Load() }
 

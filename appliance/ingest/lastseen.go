@@ -83,6 +83,14 @@ func (l *LastSeen) Asset(uid string) int64 {
 	return 0
 }
 
+// RaiseAsset raises an asset's last-heard time to ts, however little it
+// advances (assets.Seen.Raise).
+func (l *LastSeen) RaiseAsset(uid string, ts int64) {
+	if c, ok := l.cells.SeenIfAny(uid); ok {
+		c.Raise(ts)
+	}
+}
+
 // Gateway returns when a gateway last published (0 = never).
 func (l *LastSeen) Gateway(m MAC) int64 {
 	if v, ok := l.gw.Load(m); ok {

@@ -41,6 +41,10 @@ type Options struct {
 	// Beacon, if set, is the registry's active beacon holding a uid:
 	// RegistryReloaded ends the stay of a beacon it no longer tracks.
 	Beacon func(uid string) (*assets.Asset, bool)
+	// Heard, if set, gets a beacon's exact last sighting (Unix ms) when
+	// the engine drops its state (Stop, Start, Close, forgetting a long
+	// silence): the wiring raises the persisted last sighting to it.
+	Heard func(uid string, t int64)
 }
 
 // trackableTypes are the beacon types the engine locates (spec

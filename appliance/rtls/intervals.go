@@ -49,6 +49,17 @@ func (e *Engine) queue(ops []func(*bolt.Tx) error) {
 	}
 }
 
+// forgets hands the last sighting of a beacon whose state goes to
+// Options.Heard. While the engine holds a beacon, its answers carry that
+// exact time; the persisted last sighting moves in whole seconds
+// (assets.Resolution), so without this a client polling last_seen saw it
+// go back by up to a second at a stop or a restart (a review).
+func (e *Engine) forgets(b *beacon) {
+	if e.opts.Heard != nil && b.heard > 0 {
+		e.opts.Heard(b.uid, b.heard)
+	}
+}
+
 // resetState drops all live state (Start, Stop). As at a timeout, each
 // located beacon's stay ends at its last sighting (not at the stop: the
 // engine knows nothing of it after that) and listeners get its zone-0
@@ -61,9 +72,11 @@ func (e *Engine) resetState() {
 		var ops []func(*bolt.Tx) error
 		sh.Lock()
 		sh.V.Range(func(_ string, bp **beacon) {
-			if b := *bp; b.zone >= 0 || b.open {
+			b := *bp
+			if b.zone >= 0 || b.open {
 				e.commit(m, b, -1, position{}, b.heard, &ops)
 			}
+			e.forgets(b)
 		})
 		sh.V = assets.UIDMap[*beacon]{}
 		e.queue(ops)
@@ -153,7 +166,11 @@ func (e *Engine) forget(before int64) {
 		sh.Lock()
 		sh.V.DeleteFunc(func(_ string, bp **beacon) bool {
 			b := *bp
-			return b.zone >= 0 || b.open || len(b.rds) > 0 || b.heard >= before
+			keep := b.zone >= 0 || b.open || len(b.rds) > 0 || b.heard >= before
+			if !keep {
+				e.forgets(b)
+			}
+			return keep
 		})
 		sh.Unlock()
 	}
