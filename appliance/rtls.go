@@ -25,6 +25,11 @@ type rtlsControl struct {
 	*rtls.Engine
 	app *App
 	mu  sync.Mutex // one Reload at a time, so the newest edit wins
+	// runMu makes a start or stop and its record one step: a stop
+	// between a start and its record left the engine stopped and the
+	// start recorded, so the next restart resumed what the admin had
+	// stopped.
+	runMu sync.Mutex
 	// gateways is the registry's gateways (id=MAC) the site was built
 	// from; watchGateways reloads when it changes.
 	gateways string
@@ -36,17 +41,31 @@ type rtlsControl struct {
 // through the map endpoints that reload the site themselves.
 const gatewayRecheck = 15 * time.Second
 
+// betweenRunAndRecord, nil outside tests, runs in Start and Stop between
+// the engine's change and its record.
+var betweenRunAndRecord func(*rtlsControl)
+
 // Start starts the engine and records the choice, so a restart resumes it.
 func (c *rtlsControl) Start(name string) error {
+	c.runMu.Lock()
+	defer c.runMu.Unlock()
 	if err := c.Engine.Start(name); err != nil {
 		return err
+	}
+	if betweenRunAndRecord != nil {
+		betweenRunAndRecord(c)
 	}
 	return c.app.db.SetRTLSAlgorithm(name)
 }
 
 // Stop stops the engine and records that it is stopped.
 func (c *rtlsControl) Stop() {
+	c.runMu.Lock()
+	defer c.runMu.Unlock()
 	c.Engine.Stop()
+	if betweenRunAndRecord != nil {
+		betweenRunAndRecord(c)
+	}
 	if err := c.app.db.SetRTLSAlgorithm(""); err != nil {
 		c.app.log.Error("rtls: recording the stop failed", "err", err)
 	}

@@ -101,3 +101,32 @@ func TestRTLSSeesGatewayHeartbeats(t *testing.T) {
 		t.Fatalf("seen %d after a heartbeat, want %d", v, want)
 	}
 }
+
+// TestTrackingStartStopRecordsWhatRuns: a start or a stop and its record
+// are one step, under the lock the other takes, so racing each other
+// they leave the recorded choice what the engine runs and a restart
+// resumes it. They changed the engine and recorded the change in two
+// steps, and a stop between a start's two left the engine stopped with
+// the start recorded (a review).
+func TestTrackingStartStopRecordsWhatRuns(t *testing.T) {
+	a, _ := rtlsAppliance(t)
+	windows := 0
+	betweenRunAndRecord = func(c *rtlsControl) {
+		windows++
+		if c.runMu.TryLock() {
+			c.runMu.Unlock()
+			t.Error("between the engine's change and its record, a start or stop could run")
+		}
+	}
+	t.Cleanup(func() { betweenRunAndRecord = nil })
+	if err := a.rtls.Start("strongest"); err != nil {
+		t.Fatal(err)
+	}
+	a.rtls.Stop()
+	if windows != 2 {
+		t.Fatalf("the hook ran %d times, want 2", windows)
+	}
+	if rec, _ := a.db.RTLSAlgorithm(); rec != "" || a.rtls.Status().Running {
+		t.Fatalf("after a stop: recorded %q, running %v", rec, a.rtls.Status().Running)
+	}
+}
