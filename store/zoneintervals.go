@@ -137,24 +137,35 @@ func (db *DB) ZoneIntervals(uid string, cur ZoneCursor, limit int) ([]ZoneInterv
 		case anchor < base:
 			return ErrStaleCursor
 		}
-		if uint64(cur.Offset) > anchor-base {
-			return nil
+		if anchor < base || uint64(cur.Offset) > anchor-base {
+			return nil // no intervals, or an offset past the oldest
 		}
-		b := tx.Bucket(bZoneIntervals)
-		ord := anchor - uint64(cur.Offset)
-		for ; ord >= base && len(out) < limit; ord-- {
-			var iv ZoneInterval
-			err := getJSON(b, zoneKey(uid, ord), &iv)
-			if errors.Is(err, ErrNotFound) {
-				return nil // retention deleted it and everything older
+		// Read newest first from the cursor's ordinal: ordinals a
+		// refined stay left unused are passed over, and the list ends
+		// where retention deleted the older intervals.
+		p := uidPrefix(uid)
+		c := tx.Bucket(bZoneIntervals).Cursor()
+		from := anchor - uint64(cur.Offset)
+		k, v := c.Seek(zoneKey(uid, from))
+		if k == nil || !bytes.HasPrefix(k, p) || binary.BigEndian.Uint64(k[len(p):]) > from {
+			k, v = c.Prev()
+		}
+		last := from + 1
+		for ; k != nil && bytes.HasPrefix(k, p); k, v = c.Prev() {
+			ord := binary.BigEndian.Uint64(k[len(p):])
+			if ord < base {
+				break
 			}
-			if err != nil {
+			if len(out) == limit {
+				next = &ZoneCursor{Offset: int(anchor - last + 1), Anchor: anchor}
+				break
+			}
+			var iv ZoneInterval
+			if err := json.Unmarshal(v, &iv); err != nil {
 				return fmt.Errorf("zone interval %s/%d: %w", uid, ord, err)
 			}
 			out = append(out, iv)
-		}
-		if ord >= base && b.Get(zoneKey(uid, ord)) != nil {
-			next = &ZoneCursor{Offset: cur.Offset + len(out), Anchor: anchor}
+			last = ord
 		}
 		return nil
 	})

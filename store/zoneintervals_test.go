@@ -196,3 +196,56 @@ func TestZoneIntervalsPruned(t *testing.T) {
 		t.Fatalf("the open interval was not closed: %+v", items)
 	}
 }
+
+// TestZoneIntervalRefinedStay: a stay the rest of its scan refined away
+// is dropped and the one it ended reopened; its ordinal stays unused and
+// pages pass over it, one at a time or all together. A stay refined to
+// another zone is renamed in place.
+func TestZoneIntervalRefinedStay(t *testing.T) {
+	db, err := Open(filepath.Join(t.TempDir(), "z.db"), OpenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	op := func(f func(tx *bolt.Tx) error) {
+		t.Helper()
+		if err := db.Update(f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	op(func(tx *bolt.Tx) error {
+		for _, iv := range []ZoneInterval{{ZoneID: 1, Zone: "A", Enter: 1000, Leave: 2000}, {ZoneID: 2, Zone: "B", Enter: 2000}} {
+			if err := AppendZoneInterval(tx, "WCH-A1-1", &iv); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	op(func(tx *bolt.Tx) error { return DropZoneInterval(tx, "WCH-A1-1", 2000) })
+	op(func(tx *bolt.Tx) error { return ReopenZoneInterval(tx, "WCH-A1-1", 1000) })
+	op(func(tx *bolt.Tx) error { return DropZoneInterval(tx, "WCH-A1-1", 2000) }) // again: idempotent
+	items, _, _ := db.ZoneIntervals("WCH-A1-1", ZoneCursor{}, 10)
+	if len(items) != 1 || items[0].Zone != "A" || items[0].Leave != 0 {
+		t.Fatalf("after the refined stay went: %+v", items)
+	}
+	op(func(tx *bolt.Tx) error { return CloseZoneIntervalEntered(tx, "WCH-A1-1", 1000, 3000) })
+	op(func(tx *bolt.Tx) error {
+		return AppendZoneInterval(tx, "WCH-A1-1", &ZoneInterval{ZoneID: 2, Zone: "B", Enter: 3000})
+	})
+	op(func(tx *bolt.Tx) error { return ReviseZoneInterval(tx, "WCH-A1-1", 3000, 3, "C", 1) })
+	var got []ZoneInterval
+	for cur := (ZoneCursor{}); ; {
+		page, next, err := db.ZoneIntervals("WCH-A1-1", cur, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, page...)
+		if next == nil {
+			break
+		}
+		cur = *next
+	}
+	if len(got) != 2 || got[0].Ordinal != 3 || got[0].Zone != "C" || got[1].Ordinal != 1 || got[1].Leave != 3000 {
+		t.Fatalf("paged one at a time over the unused ordinal: %+v", got)
+	}
+}

@@ -3,37 +3,84 @@ package store
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 
 	bolt "go.etcd.io/bbolt"
 )
 
-// CloseZoneIntervalEntered closes uid's open interval that began at enter
-// (a writer op; idempotent). The tracking engine closes this way instead
-// of by ordinal because the ordinal is only assigned inside the
-// transaction that appends the interval, and a merge renumbers ordinals.
-// The search runs newest first, so the usual case reads one record.
-func CloseZoneIntervalEntered(tx *bolt.Tx, uid string, enter, leave int64) error {
-	b := tx.Bucket(bZoneIntervals)
-	for n, base := btoi(tx.Bucket(bZoneIntervalSeq).Get([]byte(uid))), zoneIntervalBase(tx, uid); n >= base; n-- {
+// findZoneInterval finds uid's interval entered at enter, newest first
+// (the engine names intervals by entry time: it never learns the
+// ordinal AppendZoneInterval assigns, and a merge renumbers them); the
+// usual case reads one record. Holes (a dropped tentative stay) and the
+// part retention deleted are passed over.
+func findZoneInterval(b *bolt.Bucket, uid string, enter int64) ([]byte, *ZoneInterval, error) {
+	p := uidPrefix(uid)
+	c := b.Cursor()
+	k, v := c.Seek(zoneKey(uid, ^uint64(0)))
+	if k == nil || !bytes.HasPrefix(k, p) {
+		k, v = c.Prev()
+	}
+	for ; k != nil && bytes.HasPrefix(k, p); k, v = c.Prev() {
 		var iv ZoneInterval
-		err := getJSON(b, zoneKey(uid, n), &iv)
-		if errors.Is(err, ErrNotFound) {
-			return nil // retention deleted it and everything older
-		}
-		if err != nil {
-			return err
+		if err := json.Unmarshal(v, &iv); err != nil {
+			return nil, nil, err
 		}
 		if iv.Enter < enter {
-			return nil // older than the one sought: it is not there
+			return nil, nil, nil // older than the one sought: it is not there
 		}
-		if iv.Enter != enter || iv.Leave != 0 {
-			continue
+		if iv.Enter == enter {
+			return clone(k), &iv, nil
 		}
-		iv.Leave = max(leave, iv.Enter)
-		return putJSON(b, zoneKey(uid, n), &iv)
 	}
-	return nil
+	return nil, nil, nil
+}
+
+// CloseZoneIntervalEntered closes uid's open interval that began at enter
+// (a writer op; idempotent).
+func CloseZoneIntervalEntered(tx *bolt.Tx, uid string, enter, leave int64) error {
+	return editOpenZoneInterval(tx, uid, enter, func(iv *ZoneInterval) { iv.Leave = max(leave, iv.Enter) })
+}
+
+// ReviseZoneInterval names another zone for uid's open interval that
+// began at enter (a writer op; idempotent): the decision that opened it
+// was refined by the rest of its scan.
+func ReviseZoneInterval(tx *bolt.Tx, uid string, enter int64, zoneID uint64, zone string, mapID uint64) error {
+	return editOpenZoneInterval(tx, uid, enter, func(iv *ZoneInterval) { iv.ZoneID, iv.Zone, iv.MapID = zoneID, zone, mapID })
+}
+
+func editOpenZoneInterval(tx *bolt.Tx, uid string, enter int64, edit func(*ZoneInterval)) error {
+	b := tx.Bucket(bZoneIntervals)
+	k, iv, err := findZoneInterval(b, uid, enter)
+	if err != nil || k == nil || iv.Leave != 0 {
+		return err
+	}
+	edit(iv)
+	return putJSON(b, k, iv)
+}
+
+// DropZoneInterval deletes uid's open interval that began at enter, and
+// ReopenZoneInterval clears the leave of the one before it (writer ops;
+// idempotent): the decision that ended that stay and opened this one
+// was refined back by the rest of its scan, so the beacon never left.
+// The ordinal stays unused (pages pass over it), so no cursor handed out
+// meanwhile points elsewhere.
+func DropZoneInterval(tx *bolt.Tx, uid string, enter int64) error {
+	b := tx.Bucket(bZoneIntervals)
+	k, iv, err := findZoneInterval(b, uid, enter)
+	if err != nil || k == nil || iv.Leave != 0 {
+		return err
+	}
+	return b.Delete(k)
+}
+
+// ReopenZoneInterval: see DropZoneInterval.
+func ReopenZoneInterval(tx *bolt.Tx, uid string, enter int64) error {
+	b := tx.Bucket(bZoneIntervals)
+	k, iv, err := findZoneInterval(b, uid, enter)
+	if err != nil || k == nil || iv.Leave == 0 {
+		return err
+	}
+	iv.Leave = 0
+	return putJSON(b, k, iv)
 }
 
 // CloseOpenZoneIntervals closes every interval left open: run once at

@@ -35,6 +35,15 @@ type reading struct {
 	hn    uint32 // readings pushed since the ring was emptied
 }
 
+// stay is a beacon's zone and since which a refined decision may go back
+// to.
+type stay struct {
+	zone   int
+	zoneID uint64
+	since  int64
+	open   bool
+}
+
 // histN bounds the readings a window mean averages: every reading of a
 // 2 s window up to 8 reports a second, the latest 16 above that.
 const histN = 16
@@ -65,6 +74,10 @@ type beacon struct {
 	fixed int64
 	pos   position
 	open  bool // an interval is open in the store
+	// tentative: the stay was entered by the decision still being
+	// refined (Engine.decide); prev is the stay it ended.
+	tentative bool
+	prev      stay
 	// untracked: RegistryReloaded ended the stay because the registry
 	// no longer tracks the beacon; Observe asks the registry again
 	// before tracking a report of it.

@@ -436,7 +436,7 @@ func (e *Engine) Observe(bt *ingest.Batch, w *ingest.Writes) {
 		rd := b.sight(m, &e.p, bt.Gateway, o.RSSI, t)
 		e.emitDebug(b)
 		z, pos := r.alg.update(m, &e.p, b, rd, t)
-		e.commit(m, b, z, pos, t, &w.Ops)
+		e.decide(m, b, z, pos, t, &w.Ops)
 		for _, g := range m.live.silence(&e.p, b, t, e.opts.GatewaySeen, m.gwMAC) {
 			downs = append(downs, m.gwMAC[g])
 		}
@@ -463,6 +463,8 @@ func (e *Engine) commit(m *model, b *beacon, z int, pos position, now int64, ops
 	// still hold an open interval.
 	changed := z != b.zone || (z < 0 && b.open)
 	if changed {
+		b.tentative = false
+		b.prev = stay{zone: b.zone, zoneID: b.zoneID, since: b.since, open: b.open}
 		if b.open {
 			*ops = append(*ops, closeOp(b.uid, b.since, now))
 			b.open = false
@@ -482,6 +484,47 @@ func (e *Engine) commit(m *model, b *beacon, z int, pos position, now int64, ops
 	if changed || moved {
 		e.emitTrack(m, b)
 	}
+}
+
+// decide applies a decision of Observe's. One that refines the decision
+// its scan began with (the same millisecond, or within refineSpan of a
+// scan's first report: beacon.due), when that decision changed the zone,
+// rewrites the stay it opened instead of ending it: to another zone in
+// place, or, back to where the beacon was (or unknown), by dropping it
+// and reopening the stay it had ended. Closed and opened as decisions,
+// every start, restart and first sighting recorded a stay of a few
+// milliseconds in a zone the beacon was never in, wherever the scan's
+// first report came from a far gateway (a review).
+func (e *Engine) decide(m *model, b *beacon, z int, pos position, now int64, ops *[]func(*bolt.Tx) error) {
+	if z == b.zone || !b.tentative || b.since != b.decided || (now != b.decided && now >= b.refineUntil) {
+		before := b.zone
+		e.commit(m, b, z, pos, now, ops)
+		if b.zone != before && now == b.decided && (b.open || b.prev.open) {
+			b.tentative = true
+		}
+		return
+	}
+	t0, p := b.since, b.prev
+	if z >= 0 && z != p.zone && b.open {
+		*ops = append(*ops, reviseOp(b.uid, t0, &m.zones[z]))
+		b.zone, b.zoneID = z, m.zones[z].ID
+		b.pos = pos
+		e.emitTrack(m, b)
+		return
+	}
+	if b.open {
+		*ops = append(*ops, dropOp(b.uid, t0))
+	}
+	if p.open {
+		*ops = append(*ops, reopenOp(b.uid, p.since))
+	}
+	b.zone, b.zoneID, b.since, b.open, b.tentative = p.zone, p.zoneID, p.since, p.open, false
+	if z != p.zone {
+		e.commit(m, b, z, pos, t0, ops) // from the stay restored, at the scan's start
+		return
+	}
+	b.pos = pos
+	e.emitTrack(m, b)
 }
 
 // Rename moves uid's live state to newUID (remint, merge). When newUID has

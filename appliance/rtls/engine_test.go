@@ -531,3 +531,32 @@ func TestRenameDoesNotOverlapIntervals(t *testing.T) {
 		}
 	}
 }
+
+// TestRefinedFirstFixLeavesNoPhantomStay: a beacon first heard by a far
+// gateway, its scan's next report (50 ms on) from a near one, is recorded
+// entering the near gateway's zone only: the first report's fix, refined
+// within its scan, rewrites the stay it opened. Each start, restart and
+// first sighting recorded a stay of some 50 ms in a zone the beacon was
+// never in (a review), and the live feed still shows both decisions.
+func TestRefinedFirstFixLeavesNoPhantomStay(t *testing.T) {
+	for _, alg := range []string{rtls.AlgStrongest, rtls.AlgCentroid} {
+		r := newRig(t)
+		if err := r.e.Start(alg); err != nil {
+			t.Fatal(err)
+		}
+		var zones []uint64
+		cancel := r.e.Listen(func(ev rtls.Event) { zones = append(zones, ev.Location.Zone) }, nil)
+		enter := r.clk.Now().UnixMilli()
+		r.hear(gwA, "C30000000001", -95)
+		r.clk.Advance(50 * time.Millisecond)
+		r.hear(gwB, "C30000000001", -40)
+		cancel()
+		ivs := r.intervals("WAT-1")
+		if len(ivs) != 1 || ivs[0].ZoneID != 2 || ivs[0].Enter != enter || ivs[0].Leave != 0 {
+			t.Errorf("%s: intervals %+v, want one open in zone 2 from %d", alg, ivs, enter)
+		}
+		if len(zones) != 2 || zones[0] != 1 || zones[1] != 2 {
+			t.Errorf("%s: track events for zones %v, want 1 then 2", alg, zones)
+		}
+	}
+}

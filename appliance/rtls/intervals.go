@@ -26,6 +26,19 @@ func closeOp(uid string, enter, leave int64) func(*bolt.Tx) error {
 	return func(tx *bolt.Tx) error { return store.CloseZoneIntervalEntered(tx, uid, enter, leave) }
 }
 
+func reviseOp(uid string, enter int64, z *Zone) func(*bolt.Tx) error {
+	id, name, mapID := z.ID, z.Name, z.MapID
+	return func(tx *bolt.Tx) error { return store.ReviseZoneInterval(tx, uid, enter, id, name, mapID) }
+}
+
+func dropOp(uid string, enter int64) func(*bolt.Tx) error {
+	return func(tx *bolt.Tx) error { return store.DropZoneInterval(tx, uid, enter) }
+}
+
+func reopenOp(uid string, enter int64) func(*bolt.Tx) error {
+	return func(tx *bolt.Tx) error { return store.ReopenZoneInterval(tx, uid, enter) }
+}
+
 // CloseOpenIntervals closes every interval a crash left open, each at
 // its beacon's stored last sighting (no later than now, Unix ms); the
 // wiring runs it once at start, since the engine starts with no live
