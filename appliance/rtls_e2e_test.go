@@ -487,19 +487,8 @@ func TestUntrackedBeaconLeavesAtOnce(t *testing.T) {
 	t.Cleanup(func() { _ = app.Shutdown(context.Background()) })
 	c := &client{t: t, base: "http://" + app.HTTPAddr(), token: adminToken(t, app)}
 	hallSite(c)
-	cfg := app.Live().Get()
-	deadline := time.Now().Add(15 * time.Second)
-	for {
-		brokertest.Pub(t, app.MQTTAddr(), cfg.MQTTUser, cfg.MQTTPass, "-q", "1", "-i", "AC233FA0B1C2", "-t", "gw/AC233FA0B1C2/adv1",
-			"-m", `{"reports":[{"mac":"C3:00:00:00:0B:01","rssi":-58}]}`)
-		if l, ok := app.RTLS().Location("WCH-A1-1"); ok && l.Zone != 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("never located")
-		}
-		clk.Advance(time.Second)
-	}
+	publish := hallPublisher(t, app)
+	locateInHall(t, app, clk, publish)
 	heard := clk.Now().UnixMilli()
 	clk.Advance(5 * time.Second)
 	c.must("POST", "/api/v1/beacon/WCH-A1-1", map[string]any{"type": "sensor"}, nil)
@@ -573,22 +562,8 @@ func TestLastSeenNeverGoesBack(t *testing.T) {
 	t.Cleanup(func() { _ = app.Shutdown(context.Background()) })
 	c := &client{t: t, base: "http://" + app.HTTPAddr(), token: adminToken(t, app)}
 	hallSite(c)
-	cfg := app.Live().Get()
-	publish := func() {
-		brokertest.Pub(t, app.MQTTAddr(), cfg.MQTTUser, cfg.MQTTPass, "-q", "1", "-i", "AC233FA0B1C2", "-t", "gw/AC233FA0B1C2/adv1",
-			"-m", `{"reports":[{"mac":"C3:00:00:00:0B:01","rssi":-58}]}`)
-	}
-	deadline := time.Now().Add(15 * time.Second)
-	for {
-		publish()
-		if l, ok := app.RTLS().Location("WCH-A1-1"); ok && l.Zone != 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("never located")
-		}
-		clk.Advance(time.Second)
-	}
+	publish := hallPublisher(t, app)
+	locateInHall(t, app, clk, publish)
 	clk.Advance(700 * time.Millisecond) // under assets.Resolution: not persisted
 	publish()
 	heard := clk.Now().UnixMilli()
@@ -609,5 +584,32 @@ func TestLastSeenNeverGoesBack(t *testing.T) {
 	c.must("GET", "/api/v1/tracking/stop", nil, nil)
 	if got := lastSeen(); got != heard {
 		t.Fatalf("last_seen %d once tracking stopped, want %d: it went back", got, heard)
+	}
+}
+
+// hallPublisher publishes, over MQTT, hallSite's gateway hearing
+// WCH-A1-1 (QoS 1, so it returns once ingest has it).
+func hallPublisher(t *testing.T, app *appliance.App) func() {
+	cfg := app.Live().Get()
+	return func() {
+		brokertest.Pub(t, app.MQTTAddr(), cfg.MQTTUser, cfg.MQTTPass, "-q", "1", "-i", "AC233FA0B1C2", "-t", "gw/AC233FA0B1C2/adv1",
+			"-m", `{"reports":[{"mac":"C3:00:00:00:0B:01","rssi":-58}]}`)
+	}
+}
+
+// locateInHall publishes a second apart until the engine places
+// WCH-A1-1 in a zone.
+func locateInHall(t *testing.T, app *appliance.App, clk *clock.Fake, publish func()) {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		publish()
+		if l, ok := app.RTLS().Location("WCH-A1-1"); ok && l.Zone != 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("never located")
+		}
+		clk.Advance(time.Second)
 	}
 }

@@ -2,7 +2,6 @@ package ingest
 
 import (
 	"sync"
-	"sync/atomic"
 
 	"beaconhub/appliance/assets"
 )
@@ -26,9 +25,8 @@ type LastSeen struct {
 }
 
 type gwSeen struct {
-	ts    atomic.Int64
-	dirty atomic.Bool
-	key   string // "gw:<MAC>"
+	assets.Seen        // raised, not bumped: a gateway's time is exact
+	key         string // "gw:<MAC>"
 }
 
 func newLastSeen(cells SeenCells) *LastSeen { return &LastSeen{cells: cells} }
@@ -38,7 +36,8 @@ func (l *LastSeen) restore(m map[string]int64) {
 		if len(k) == 15 && k[:3] == "gw:" {
 			if mac, ok := ParseMAC(k[3:]); ok {
 				e := &gwSeen{key: k}
-				e.ts.Store(v)
+				e.Raise(v)
+				e.TakeDirty() // restored, not changed
 				l.gw.Store(mac, e)
 				continue
 			}
@@ -62,17 +61,7 @@ func (l *LastSeen) gateway(m MAC, ts int64) {
 	if !ok {
 		v, _ = l.gw.LoadOrStore(m, &gwSeen{key: "gw:" + m.String()})
 	}
-	e := v.(*gwSeen)
-	for {
-		cur := e.ts.Load()
-		if ts <= cur {
-			return
-		}
-		if e.ts.CompareAndSwap(cur, ts) {
-			e.dirty.Store(true)
-			return
-		}
-	}
+	v.(*gwSeen).Raise(ts)
 }
 
 // Asset returns when the asset was last heard (0 = never).
@@ -94,7 +83,7 @@ func (l *LastSeen) RaiseAsset(uid string, ts int64) {
 // Gateway returns when a gateway last published (0 = never).
 func (l *LastSeen) Gateway(m MAC) int64 {
 	if v, ok := l.gw.Load(m); ok {
-		return v.(*gwSeen).ts.Load()
+		return v.(*gwSeen).Load()
 	}
 	return 0
 }
@@ -118,8 +107,8 @@ func (l *LastSeen) takeDirty() map[string]int64 {
 	})
 	l.gw.Range(func(_, v any) bool {
 		e := v.(*gwSeen)
-		if e.dirty.Swap(false) {
-			put(e.key, e.ts.Load())
+		if ts, ok := e.TakeDirty(); ok {
+			put(e.key, ts)
 		}
 		return true
 	})
