@@ -11,6 +11,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"reflect"
 	"strconv"
 	"strings"
 
@@ -134,6 +135,16 @@ func decode(w http.ResponseWriter, r *http.Request, dst any) error {
 func jsonErrText(err error) string {
 	var ute *json.UnmarshalTypeError
 	if errors.As(err, &ute) {
+		if strings.HasPrefix(ute.Value, "number") && ute.Type != nil {
+			switch ute.Type.Kind() {
+			case reflect.Float32, reflect.Float64, reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+				reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+				// A number the field's type cannot hold (1e309, or a
+				// fraction or negative for an integer or count): the type
+				// was right, the value not.
+				return "field " + ute.Field + " is out of range or not a whole number where one is needed"
+			}
+		}
 		return "field " + ute.Field + " has the wrong type"
 	}
 	s := err.Error()

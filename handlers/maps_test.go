@@ -8,6 +8,7 @@ import (
 	"image/png"
 	"mime/multipart"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -218,6 +219,10 @@ func TestZoneValidation(t *testing.T) {
 			t.Errorf("%s: %d %s (want 400 mentioning %q, field %q)", name, r.Code, r.Body, c.want, c.field)
 		}
 	}
+	// A number no float holds is out of range, not of the wrong type.
+	if r := h.do(req{method: "POST", path: path, token: h.admin, body: []byte(`{"name":"z","x1":0,"y1":0,"x2":1e309,"y2":1}`)}); r.Code != http.StatusBadRequest || !strings.Contains(r.Message, "x2 is out of range") {
+		t.Errorf("x2 1e309: %d %s", r.Code, r.Body)
+	}
 	// A name is counted in characters, not bytes: 100 Czech letters fit.
 	h.newZone(other.ID, strings.Repeat("ř", 100), 100, 0, 150, 50)
 	h.send("POST", "/api/v1/maps/999/zones", h.admin, map[string]any{"name": "z", "x1": 0, "y1": 0, "x2": 1, "y2": 1}).expect(t, http.StatusNotFound)
@@ -242,6 +247,8 @@ func TestZoneValidation(t *testing.T) {
 			t.Errorf("adjacency %s: %d %s", name, r.Code, r.Body)
 		}
 	}
+	// The bound is on neighbours: one named 1001 times is one.
+	h.post(adjPath, map[string]any{"adjacent": slices.Repeat([]uint64{b.ID}, 1001)}, http.StatusOK)
 	h.post(adjPath, map[string]any{"adjacent": []uint64{b.ID, up.ID}, "allow_cross_map": true}, http.StatusOK)
 	var gotB, gotUp store.Zone
 	h.get("/api/v1/zone/"+itoa(b.ID), h.admin).expect(t, http.StatusOK).decodePayload(t, &gotB)

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"math"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -171,7 +172,8 @@ func (s *Server) setZoneAdjacency(w http.ResponseWriter, r *http.Request, p http
 	if in.Adjacent == nil {
 		return apperr.InvalidField("adjacent", "adjacent is required (a list of zone ids, [] for none)")
 	}
-	if len(in.Adjacent) > 1000 {
+	// The bound is on neighbours, not on how often a list names one.
+	if distinct := slices.Compact(slices.Sorted(slices.Values(in.Adjacent))); len(distinct) > 1000 {
 		return apperr.InvalidField("adjacent", "at most 1000 neighbours")
 	}
 	if z, err = s.deps.DB.SetAdjacency(z.ID, in.Adjacent, in.AllowCrossMap); err != nil {
