@@ -15,6 +15,7 @@ import (
 	"unicode/utf8"
 
 	"beaconhub/appliance/apperr"
+	"beaconhub/appliance/auth"
 	"beaconhub/appliance/applog"
 	"beaconhub/appliance/config"
 	"beaconhub/store"
@@ -297,6 +298,11 @@ func (s *Server) mapImage(w http.ResponseWriter, r *http.Request, _ httprouter.P
 		}
 		imageID = m.ImageID
 	case q.Get("image_id") != "":
+		// An upload not yet attached is the admin's draft: others see a
+		// plan through its map.
+		if c := claimsFrom(r); c == nil || c.Role != auth.RoleAdmin {
+			return apperr.Forbidden("image_id (an upload not yet on a map) is for admins; use id, a map id")
+		}
 		id, err := pathID(httprouter.Params{{Key: "image_id", Value: q.Get("image_id")}}, "image_id")
 		if err != nil {
 			return err

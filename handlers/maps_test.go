@@ -351,6 +351,11 @@ func TestMapResizeKeepsZonesInside(t *testing.T) {
 	}
 	h.get("/api/v1/maps/image?image_id="+itoa(m.ImageID), h.admin).expect(t, http.StatusNotFound)
 	h.get("/api/v1/maps/image?image_id="+itoa(up.ImageID), h.admin).expect(t, http.StatusOK)
+	// An admin's draft is not everyone's: a user reads plans by map id
+	// (a review found drafts readable by any account).
+	h.upload("draft.png", pngOf(t, 30, 15)).expect(t, http.StatusCreated).decodePayload(t, &up)
+	h.get("/api/v1/maps/image?image_id="+itoa(up.ImageID), h.token("user")).expect(t, http.StatusForbidden)
+	h.get(byMap, h.token("user")).expect(t, http.StatusOK)
 }
 
 // TestFloorLinksToAMap: a floor's map_id must name a map that exists,
