@@ -40,6 +40,7 @@ type WSOptions struct {
 	CloseWait    time.Duration // how long a server-sent close waits for the peer's (default 1s)
 	SendBuffer   int           // frames a client queues one by one before track frames merge per channel (default 256)
 	MaxSubs      int           // channels per client (default 1000)
+	MaxConns     int           // connections at once, authenticated or not (default 4096)
 }
 
 func (o WSOptions) withDefaults() WSOptions {
@@ -59,6 +60,9 @@ func (o WSOptions) withDefaults() WSOptions {
 	if o.MaxSubs <= 0 {
 		o.MaxSubs = 1000
 	}
+	if o.MaxConns <= 0 {
+		o.MaxConns = 4096
+	}
 	return o
 }
 
@@ -77,6 +81,13 @@ func (s *Server) ws(w http.ResponseWriter, r *http.Request, _ httprouter.Params)
 	}
 	if !websocket.IsWebSocketUpgrade(r) {
 		return apperr.Invalid("this endpoint speaks WebSocket only")
+	}
+	// Each connection holds two goroutines and its buffers, and one not
+	// yet authenticated holds them for AuthWait: a bound keeps a flood
+	// of sockets from taking the box's memory (a review). Checked before
+	// the upgrade, so a refusal is a plain 503.
+	if n := s.hub.count(); n >= s.hub.opts.MaxConns {
+		return apperr.Unavailable("too many live feed connections (%d); try again later", n)
 	}
 	tok, offered := bearer(r), false
 	for _, p := range websocket.Subprotocols(r) {

@@ -204,6 +204,13 @@ func (h *wsHub) serve(conn *websocket.Conn, sess *wsSession) *wsClient {
 	return c
 }
 
+// count is how many connections the hub serves.
+func (h *wsHub) count() int {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	return len(h.clients)
+}
+
 // add subscribes c to ch and calls then, still under the lock (so before
 // any frame of ch can be routed to c); it reports false when c already
 // has the limit.

@@ -728,3 +728,28 @@ func TestWSUntrackedBeaconIsNoted(t *testing.T) {
 		t.Fatalf("subscribed to a tracked beacon: %v", m)
 	}
 }
+
+// TestWSConnectionsAreBounded: past MaxConns connections (authenticated
+// or not) the upgrade is refused with 503, and a connection that ends
+// makes room. Nothing bounded them (a review): each holds two
+// goroutines and its buffers, an unauthenticated one for AuthWait.
+func TestWSConnectionsAreBounded(t *testing.T) {
+	r := newWSRig(t, WSOptions{MaxConns: 2})
+	a := r.connect(t, r.token("user"))
+	b, _, err := r.dial(nil) // not yet authenticated: counts too
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	waitFor(t, "two connections served", func() bool { return r.srv.hub.count() == 2 })
+	if c, resp, err := r.dial(bearerHeader(r.token("user"))); err == nil || resp == nil || resp.StatusCode != http.StatusServiceUnavailable {
+		if c != nil {
+			c.Close()
+		}
+		t.Fatalf("a third connection: %v, %v; want a 503", resp, err)
+	}
+	a.Close()
+	waitFor(t, "the closed connection's room", func() bool { return r.srv.hub.count() == 1 })
+	c := r.connect(t, r.token("user"))
+	c.Close()
+}
