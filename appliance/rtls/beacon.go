@@ -154,6 +154,10 @@ func (b *beacon) reset(m *model) {
 	b.prior, b.belief, b.scratch, b.votes, b.cells, b.still = nil, nil, nil, nil, nil, nil
 	b.gmass, b.pooled, b.post = nil, nil, nil
 	b.decided, b.refineUntil, b.liveAt = 0, 0, 0
+	// A decision on the old model is final: prev's zone index is the old
+	// model's, and a report in the same millisecond would otherwise pass
+	// for its refinement (a review).
+	b.tentative = false
 	// Zone indexes are per model: find the zone again by id. A zone that
 	// no longer exists becomes unknown; its interval (still open) is
 	// closed by the next decision or the timeout.

@@ -78,3 +78,41 @@ func TestRefinedDecisionRewritesItsStay(t *testing.T) {
 		t.Errorf("a new scan's decision: %+v", ivs)
 	}
 }
+
+// TestRefinementEndsAtAModelSwap: a site edit between a scan's first
+// decision and a report in the same millisecond makes that report a new
+// decision: prev's zone index is the old model's. Taken for a
+// refinement, it reopened the stay in zone 1 while the beacon's zone
+// index named the new zone 4 that took zone 1's index (a review).
+func TestRefinementEndsAtAModelSwap(t *testing.T) {
+	h := newHarness(t, Options{})
+	s1 := gridSite(3, 1, true)
+	h.e.SetSite(s1)
+	if err := h.e.Start(AlgStrongest); err != nil {
+		t.Fatal(err)
+	}
+	b := h.e.newBeacon("WCH-9")
+	m1 := h.e.model.Load()
+	b.reset(m1)
+	var ops []func(*bolt.Tx) error
+	step := func(m *model, z int, now int64, scan bool) {
+		if now != b.decided && now >= b.refineUntil {
+			b.decided, b.refineUntil = now, 0
+			if scan {
+				b.refineUntil = now + refineSpan
+			}
+		}
+		h.e.decide(m, b, z, position{}, now, &ops)
+	}
+	step(m1, 0, 1000, true) // zone 1
+	step(m1, 1, 2000, true) // zone 2, tentative
+	s2 := s1
+	s2.Zones = append([]Zone{{ID: 4, MapID: 1, Name: "ZD", X1: 0, Y1: 100, X2: 100, Y2: 200}}, s1.Zones...)
+	h.e.SetSite(s2)
+	m2 := h.e.model.Load()
+	b.reset(m2)
+	step(m2, 0, 2000, false) // zone 4, index 0 in the new model
+	if b.zone != 0 || b.zoneID != 4 || b.since != 2000 || m2.zones[b.zone].ID != b.zoneID {
+		t.Fatalf("zone index %d, id %d, since %d; want zone 4 entered at 2000", b.zone, b.zoneID, b.since)
+	}
+}
