@@ -140,24 +140,33 @@ func (db *DB) ZoneIntervals(uid string, cur ZoneCursor, limit int) ([]ZoneInterv
 		if anchor < base || uint64(cur.Offset) > anchor-base {
 			return nil // no intervals, or an offset past the oldest
 		}
-		// Read newest first from the cursor's ordinal: ordinals a
-		// refined stay left unused are passed over, and the list ends
-		// where retention deleted the older intervals.
+		// Newest first from the anchor, counting the intervals there are:
+		// an offset counts intervals, not ordinals, so the ordinal a
+		// refined stay left unused (DropZoneInterval) is passed over
+		// without moving a bare offset; the list ends where retention
+		// deleted the older intervals.
 		p := uidPrefix(uid)
 		c := tx.Bucket(bZoneIntervals).Cursor()
-		from := anchor - uint64(cur.Offset)
-		k, v := c.Seek(zoneKey(uid, from))
-		if k == nil || !bytes.HasPrefix(k, p) || binary.BigEndian.Uint64(k[len(p):]) > from {
+		k, v := c.Seek(zoneKey(uid, anchor))
+		if k == nil || !bytes.HasPrefix(k, p) || binary.BigEndian.Uint64(k[len(p):]) > anchor {
 			k, v = c.Prev()
 		}
-		last := from + 1
+		for skip := cur.Offset; ; k, v = c.Prev() {
+			if k == nil || !bytes.HasPrefix(k, p) || binary.BigEndian.Uint64(k[len(p):]) < base {
+				return nil
+			}
+			if skip == 0 {
+				break
+			}
+			skip--
+		}
 		for ; k != nil && bytes.HasPrefix(k, p); k, v = c.Prev() {
 			ord := binary.BigEndian.Uint64(k[len(p):])
 			if ord < base {
 				break
 			}
 			if len(out) == limit {
-				next = &ZoneCursor{Offset: int(anchor - last + 1), Anchor: anchor}
+				next = &ZoneCursor{Offset: cur.Offset + len(out), Anchor: anchor}
 				break
 			}
 			var iv ZoneInterval
@@ -165,7 +174,6 @@ func (db *DB) ZoneIntervals(uid string, cur ZoneCursor, limit int) ([]ZoneInterv
 				return fmt.Errorf("zone interval %s/%d: %w", uid, ord, err)
 			}
 			out = append(out, iv)
-			last = ord
 		}
 		return nil
 	})
@@ -252,8 +260,10 @@ func renameZoneIntervals(tx *bolt.Tx, oldUID, newUID string) (int, error) {
 
 // PruneZoneIntervals deletes every beacon's closed intervals that ended
 // before before (Unix ms), oldest first, up to the first one that did
-// not (a beacon's list stays whole from there), batch beacons a write
-// transaction, as ingest's writer shares the write lock. It returns how
+// not (a beacon's list stays whole from there). Ingest's writer shares
+// bbolt's one write lock, so a transaction takes at most batch beacons
+// and pruneBudget deletions: a first run on a database of years would
+// otherwise delete millions of keys in one (a review). It returns how
 // many it deleted.
 func (db *DB) PruneZoneIntervals(before int64, batch int) (int, error) {
 	var uids []string
@@ -267,14 +277,16 @@ func (db *DB) PruneZoneIntervals(before int64, batch int) (int, error) {
 		return 0, err
 	}
 	total := 0
-	for i := 0; i < len(uids); i += batch {
+	for i := 0; i < len(uids); {
+		var deleted, done int
 		err := db.bolt.Update(func(tx *bolt.Tx) error {
+			deleted, done = 0, 0
 			b := tx.Bucket(bZoneIntervals)
 			for _, uid := range uids[i:min(i+batch, len(uids))] {
 				p := uidPrefix(uid)
 				var old [][]byte
 				c := b.Cursor()
-				for k, v := c.Seek(p); k != nil && bytes.HasPrefix(k, p); k, v = c.Next() {
+				for k, v := c.Seek(p); k != nil && bytes.HasPrefix(k, p) && deleted+len(old) < pruneBudget; k, v = c.Next() {
 					var iv ZoneInterval
 					if err := json.Unmarshal(v, &iv); err != nil {
 						return err
@@ -289,16 +301,25 @@ func (db *DB) PruneZoneIntervals(before int64, batch int) (int, error) {
 						return err
 					}
 				}
-				total += len(old)
+				deleted += len(old)
+				if deleted >= pruneBudget {
+					return nil // this beacon may have more: the next transaction starts with it
+				}
+				done++
 			}
 			return nil
 		})
 		if err != nil {
 			return total, err
 		}
+		total += deleted
+		i += done
 	}
 	return total, nil
 }
+
+// pruneBudget bounds the deletions of one retention transaction.
+var pruneBudget = 4096
 
 func countZoneIntervals(tx *bolt.Tx, uid string) (int, error) {
 	return countPrefix(tx.Bucket(bZoneIntervals), uidPrefix(uid)), nil

@@ -2,6 +2,7 @@ package store
 
 import (
 	"errors"
+	"fmt"
 	"path/filepath"
 	"testing"
 
@@ -247,5 +248,70 @@ func TestZoneIntervalRefinedStay(t *testing.T) {
 	}
 	if len(got) != 2 || got[0].Ordinal != 3 || got[0].Zone != "C" || got[1].Ordinal != 1 || got[1].Leave != 3000 {
 		t.Fatalf("paged one at a time over the unused ordinal: %+v", got)
+	}
+}
+
+// TestZoneIntervalOffsetsCountIntervals: an offset, handed out or bare,
+// counts intervals, not ordinals, so the ordinal a dropped stay left
+// unused is neither counted nor read: pages of two over ordinals 1-6
+// with the fifth dropped read 6 4, 3 2, 1, and the bare offset 2 reads
+// 3 2. Counted as ordinals, the bare offset 2 read 4 3, repeating 4 (a
+// review).
+func TestZoneIntervalOffsetsCountIntervals(t *testing.T) {
+	db, err := Open(filepath.Join(t.TempDir(), "z.db"), OpenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	appendIntervals(t, db, "WCH-A1-1", 1, 4) // ordinals 1-4, closed
+	if err := db.Update(func(tx *bolt.Tx) error {
+		if err := AppendZoneInterval(tx, "WCH-A1-1", &ZoneInterval{ZoneID: 1, Zone: "Z", Enter: 4500}); err != nil {
+			return err
+		}
+		if err := ReopenZoneInterval(tx, "WCH-A1-1", 4000); err != nil { // as a refinement would
+			return err
+		}
+		return DropZoneInterval(tx, "WCH-A1-1", 4500)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	appendIntervals(t, db, "WCH-A1-1", 6, 1) // ordinal 6; 5 unused
+	ords := func(ivs []ZoneInterval) (o []uint64) {
+		for _, iv := range ivs {
+			o = append(o, iv.Ordinal)
+		}
+		return o
+	}
+	p1, next, _ := db.ZoneIntervals("WCH-A1-1", ZoneCursor{}, 2)
+	p2, end, _ := db.ZoneIntervals("WCH-A1-1", *next, 2)
+	p3, _, _ := db.ZoneIntervals("WCH-A1-1", *end, 2)
+	bare, _, _ := db.ZoneIntervals("WCH-A1-1", ZoneCursor{Offset: 2}, 2)
+	if got := fmt.Sprint(ords(p1), ords(p2), ords(p3), ords(bare)); got != "[6 4] [3 2] [1] [3 2]" {
+		t.Fatalf("pages %s, want [6 4] [3 2] [1] [3 2]", got)
+	}
+}
+
+// TestZoneIntervalsPrunedInSmallTransactions: a retention run takes
+// pruneBudget deletions a transaction, coming back to a beacon it left
+// unfinished, and deletes what one large transaction would.
+func TestZoneIntervalsPrunedInSmallTransactions(t *testing.T) {
+	db, err := Open(filepath.Join(t.TempDir(), "z.db"), OpenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for _, uid := range []string{"WCH-A1-1", "WCH-A1-2", "WCH-A1-3"} {
+		appendIntervals(t, db, uid, 1, 5) // left at 1.5 .. 5.5 s
+	}
+	defer func(b int) { pruneBudget = b }(pruneBudget)
+	pruneBudget = 2
+	n, err := db.PruneZoneIntervals(4000, 64) // the first three of each
+	if err != nil || n != 9 {
+		t.Fatalf("pruned %d, %v; want 9", n, err)
+	}
+	for _, uid := range []string{"WCH-A1-1", "WCH-A1-2", "WCH-A1-3"} {
+		if ivs, _, _ := db.ZoneIntervals(uid, ZoneCursor{}, 10); len(ivs) != 2 || ivs[1].Ordinal != 4 {
+			t.Fatalf("%s keeps %+v, want ordinals 5 and 4", uid, ivs)
+		}
 	}
 }

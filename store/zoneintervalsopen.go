@@ -7,12 +7,13 @@ import (
 	bolt "go.etcd.io/bbolt"
 )
 
-// findZoneInterval finds uid's interval entered at enter, newest first
+// findZoneInterval finds uid's open (or closed) interval entered at
+// enter, newest first
 // (the engine names intervals by entry time: it never learns the
 // ordinal AppendZoneInterval assigns, and a merge renumbers them); the
 // usual case reads one record. Holes (a dropped tentative stay) and the
 // part retention deleted are passed over.
-func findZoneInterval(b *bolt.Bucket, uid string, enter int64) ([]byte, *ZoneInterval, error) {
+func findZoneInterval(b *bolt.Bucket, uid string, enter int64, open bool) ([]byte, *ZoneInterval, error) {
 	p := uidPrefix(uid)
 	c := b.Cursor()
 	k, v := c.Seek(zoneKey(uid, ^uint64(0)))
@@ -27,7 +28,10 @@ func findZoneInterval(b *bolt.Bucket, uid string, enter int64) ([]byte, *ZoneInt
 		if iv.Enter < enter {
 			return nil, nil, nil // older than the one sought: it is not there
 		}
-		if iv.Enter == enter {
+		// Two stays may share an entry time (a merge of two beacons'
+		// lists): the one sought is the newest that is open, or closed,
+		// as asked.
+		if iv.Enter == enter && (iv.Leave == 0) == open {
 			return clone(k), &iv, nil
 		}
 	}
@@ -49,8 +53,8 @@ func ReviseZoneInterval(tx *bolt.Tx, uid string, enter int64, zoneID uint64, zon
 
 func editOpenZoneInterval(tx *bolt.Tx, uid string, enter int64, edit func(*ZoneInterval)) error {
 	b := tx.Bucket(bZoneIntervals)
-	k, iv, err := findZoneInterval(b, uid, enter)
-	if err != nil || k == nil || iv.Leave != 0 {
+	k, iv, err := findZoneInterval(b, uid, enter, true)
+	if err != nil || k == nil {
 		return err
 	}
 	edit(iv)
@@ -65,8 +69,8 @@ func editOpenZoneInterval(tx *bolt.Tx, uid string, enter int64, edit func(*ZoneI
 // meanwhile points elsewhere.
 func DropZoneInterval(tx *bolt.Tx, uid string, enter int64) error {
 	b := tx.Bucket(bZoneIntervals)
-	k, iv, err := findZoneInterval(b, uid, enter)
-	if err != nil || k == nil || iv.Leave != 0 {
+	k, _, err := findZoneInterval(b, uid, enter, true)
+	if err != nil || k == nil {
 		return err
 	}
 	return b.Delete(k)
@@ -75,8 +79,8 @@ func DropZoneInterval(tx *bolt.Tx, uid string, enter int64) error {
 // ReopenZoneInterval: see DropZoneInterval.
 func ReopenZoneInterval(tx *bolt.Tx, uid string, enter int64) error {
 	b := tx.Bucket(bZoneIntervals)
-	k, iv, err := findZoneInterval(b, uid, enter)
-	if err != nil || k == nil || iv.Leave == 0 {
+	k, iv, err := findZoneInterval(b, uid, enter, false)
+	if err != nil || k == nil {
 		return err
 	}
 	iv.Leave = 0

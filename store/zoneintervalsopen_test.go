@@ -102,3 +102,36 @@ func TestCloseOpenZoneIntervalsAtLastSighting(t *testing.T) {
 		}
 	}
 }
+
+// TestCloseZoneIntervalEnteredSharedEntry: two open stays entered in the
+// same millisecond (a merge of two beacons' lists) are closed one by
+// one, each close taking the newest still open. The search stopped at
+// the newest of that entry time, open or not, and left the other open
+// until the next restart (a review).
+func TestCloseZoneIntervalEnteredSharedEntry(t *testing.T) {
+	db, err := Open(filepath.Join(t.TempDir(), "z.db"), OpenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if err := db.Update(func(tx *bolt.Tx) error {
+		for _, uid := range []string{"WCH-NEW", "WCH-OLD"} {
+			if err := AppendZoneInterval(tx, uid, &ZoneInterval{ZoneID: 1, Enter: 5000}); err != nil {
+				return err
+			}
+		}
+		if _, err := renameZoneIntervals(tx, "WCH-OLD", "WCH-NEW"); err != nil {
+			return err
+		}
+		if err := CloseZoneIntervalEntered(tx, "WCH-NEW", 5000, 6000); err != nil {
+			return err
+		}
+		return CloseZoneIntervalEntered(tx, "WCH-NEW", 5000, 9000)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	ivs, _, _ := db.ZoneIntervals("WCH-NEW", ZoneCursor{}, 10)
+	if len(ivs) != 2 || ivs[0].Leave == 0 || ivs[1].Leave == 0 {
+		t.Fatalf("both stays entered at 5000 should be closed: %+v", ivs)
+	}
+}
