@@ -390,8 +390,11 @@ func (s *Service) runRetry(lane int) {
 			s.mu.Unlock()
 			return
 		}
-		s.mu.Unlock()
+		// The head of the queue goes to the server in force, and its
+		// 429 backoff is that server's (armRetryLocked reads it).
+		l.items[0].Base = base
 		q.Base = base
+		s.mu.Unlock()
 		res := s.post(q)
 		s.mu.Lock()
 		if res == Sent || res == Rejected {
