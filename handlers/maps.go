@@ -15,8 +15,8 @@ import (
 	"unicode/utf8"
 
 	"beaconhub/appliance/apperr"
-	"beaconhub/appliance/auth"
 	"beaconhub/appliance/applog"
+	"beaconhub/appliance/auth"
 	"beaconhub/appliance/config"
 	"beaconhub/store"
 
@@ -120,7 +120,7 @@ func (s *Server) uploadMap(w http.ResponseWriter, r *http.Request, _ httprouter.
 	if !isImage {
 		return apperr.Invalid("the map image must be PNG, JPEG or SVG")
 	}
-	wd, ht, err := checkUpload(ct, data)
+	wd, ht, err := checkUpload(r.Context(), ct, data)
 	if err != nil {
 		return err
 	}

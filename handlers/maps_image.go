@@ -3,6 +3,7 @@ package handlers
 import (
 	"bytes"
 	"compress/zlib"
+	"context"
 	"encoding/binary"
 	"encoding/xml"
 	"errors"
@@ -67,9 +68,13 @@ var uploadChecks = make(chan struct{}, 2)
 // and would be stored and drawn half grey. A JPEG's structure is walked
 // to its end marker; a PNG's chunks are checked and its image data
 // inflated (pngWhole), not decoded into pixels.
-func checkUpload(contentType string, data []byte) (float64, float64, error) {
-	uploadChecks <- struct{}{}
-	defer func() { <-uploadChecks }()
+func checkUpload(ctx context.Context, contentType string, data []byte) (float64, float64, error) {
+	select {
+	case uploadChecks <- struct{}{}:
+		defer func() { <-uploadChecks }()
+	case <-ctx.Done(): // the client went: its body need not wait its turn
+		return 0, 0, ctx.Err()
+	}
 	w, h, err := imageSize(contentType, data)
 	if err != nil {
 		return 0, 0, err

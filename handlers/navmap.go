@@ -69,7 +69,7 @@ func (s *Server) putFloorImage(w http.ResponseWriter, r *http.Request, p httprou
 	}
 	// The same checks as a map image: a damaged or malformed image would
 	// be shipped to every phone and drawn broken.
-	if _, _, err := checkUpload(ct, data); err != nil {
+	if _, _, err := checkUpload(r.Context(), ct, data); err != nil {
 		return err
 	}
 	if err := s.deps.DB.PutFloorImage(id, ct, data); err != nil {
