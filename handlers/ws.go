@@ -41,6 +41,7 @@ type WSOptions struct {
 	SendBuffer   int           // frames a client queues one by one before track frames merge per channel (default 256)
 	MaxSubs      int           // channels per client (default 1000)
 	MaxConns     int           // connections at once, authenticated or not (default 4096)
+	MaxPending   int           // of which not yet authenticated (default MaxConns/8)
 }
 
 func (o WSOptions) withDefaults() WSOptions {
@@ -62,6 +63,9 @@ func (o WSOptions) withDefaults() WSOptions {
 	}
 	if o.MaxConns <= 0 {
 		o.MaxConns = 4096
+	}
+	if o.MaxPending <= 0 {
+		o.MaxPending = max(o.MaxConns/8, 1)
 	}
 	return o
 }
@@ -103,6 +107,14 @@ func (s *Server) ws(w http.ResponseWriter, r *http.Request, _ httprouter.Params)
 			return err
 		}
 		sess = ss
+	}
+	// Those still to authenticate by their first message have a bound of
+	// their own, so a flood of them (each held for AuthWait) cannot take
+	// every place from clients that log in.
+	if sess == nil {
+		if n := int(s.hub.pending.Load()); n >= s.hub.opts.MaxPending {
+			return apperr.Unavailable("too many live feed connections waiting to authenticate (%d); try again later", n)
+		}
 	}
 	up := websocket.Upgrader{
 		ReadBufferSize:  1024,

@@ -46,6 +46,17 @@ type wsClient struct {
 	sess   atomic.Pointer[wsSession] // nil until authenticated
 	// checked is when the session was last verified (guarded by authMu).
 	checked time.Time
+	// pending: counted in the hub's pending until authenticated or gone
+	// (serve sets it; only the reader touches it after).
+	pending bool
+}
+
+// authenticated takes c out of the hub's pending count, once.
+func (c *wsClient) authenticated() {
+	if c.pending {
+		c.pending = false
+		c.hub.pending.Add(-1)
+	}
 }
 
 // subscribeRecheck is how stale a session may be when a subscribe is
@@ -291,6 +302,7 @@ func (c *wsClient) reader() {
 		}
 		close(c.read)
 		c.shut(websocket.CloseNormalClosure, "")
+		c.authenticated() // or gone
 		c.hub.remove(c)
 		c.hub.wg.Done()
 	}()
@@ -415,6 +427,7 @@ func (c *wsClient) handle(m clientMsg) bool {
 		c.sess.Store(s)
 		c.checked = time.Now()
 		c.authMu.Unlock()
+		c.authenticated()
 		_ = c.conn.SetReadDeadline(time.Now().Add(c.hub.opts.PongWait))
 		c.reply(serverMsg{Type: "ready", Role: s.claims.Role})
 		return true

@@ -43,6 +43,7 @@ type wsHub struct {
 	frames  atomic.Uint64 // frames queued to clients
 	merged  atomic.Uint64 // track frames that replaced an older one of their channel in a queue
 	dropped atomic.Uint64 // clients cut as too slow (a write past its deadline)
+	pending atomic.Int32  // clients still to authenticate by their first message
 	lost    atomic.Uint64 // events dropped because the dispatcher lagged
 }
 
@@ -189,10 +190,14 @@ func (h *wsHub) serve(conn *websocket.Conn, sess *wsSession) *wsClient {
 	if sess != nil {
 		c.sess.Store(sess)
 		c.checked = time.Now()
+	} else {
+		c.pending = true
+		h.pending.Add(1)
 	}
 	h.mu.Lock()
 	if h.closed {
 		h.mu.Unlock()
+		c.authenticated()
 		_ = conn.Close()
 		return nil
 	}

@@ -753,3 +753,36 @@ func TestWSConnectionsAreBounded(t *testing.T) {
 	c := r.connect(t, r.token("user"))
 	c.Close()
 }
+
+// TestWSPendingConnectionsAreBounded: connections still to authenticate
+// by their first message have a bound of their own (MaxPending), so a
+// flood of them, each held for AuthWait, leaves room for clients that
+// log in (a review of the first bound: 410 a second kept every client
+// out). One that authenticates makes room.
+func TestWSPendingConnectionsAreBounded(t *testing.T) {
+	r := newWSRig(t, WSOptions{MaxConns: 4, MaxPending: 1})
+	waiting, _, err := r.dial(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer waiting.Close()
+	waitFor(t, "one connection waiting to authenticate", func() bool { return r.srv.hub.pending.Load() == 1 })
+	if c, resp, err := r.dial(nil); err == nil || resp == nil || resp.StatusCode != http.StatusServiceUnavailable {
+		if c != nil {
+			c.Close()
+		}
+		t.Fatalf("a second one waiting: %v, %v; want a 503", resp, err)
+	}
+	r.connect(t, r.token("user")).Close() // one that logs in at the upgrade has room
+	send(t, waiting, map[string]any{"type": "auth", "token": r.token("user")})
+	next(t, waiting, "ready")
+	if r.srv.hub.pending.Load() != 0 {
+		t.Fatalf("pending %d after the first message authenticated", r.srv.hub.pending.Load())
+	}
+	c, _, err := r.dial(nil)
+	if err != nil {
+		t.Fatalf("after the waiting one authenticated: %v", err)
+	}
+	c.Close()
+	waitFor(t, "the closed one leaves the count", func() bool { return r.srv.hub.pending.Load() == 0 })
+}
