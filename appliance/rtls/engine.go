@@ -488,18 +488,22 @@ func (e *Engine) commit(m *model, b *beacon, z int, pos position, now int64, ops
 
 // decide applies a decision of Observe's. One that refines the decision
 // its scan began with (the same millisecond, or within refineSpan of a
-// scan's first report: beacon.due), when that decision changed the zone,
-// rewrites the stay it opened instead of ending it: to another zone in
+// scan's first report: beacon.due), when that decision or an earlier
+// refinement of it changed the zone, rewrites the stay it opened instead
+// of ending it: to another zone in
 // place, or, back to where the beacon was (or unknown), by dropping it
 // and reopening the stay it had ended. Closed and opened as decisions,
 // every start, restart and first sighting recorded a stay of a few
 // milliseconds in a zone the beacon was never in, wherever the scan's
 // first report came from a far gateway (a review).
 func (e *Engine) decide(m *model, b *beacon, z int, pos position, now int64, ops *[]func(*bolt.Tx) error) {
-	if z == b.zone || !b.tentative || b.since != b.decided || (now != b.decided && now >= b.refineUntil) {
+	// The refinement window: the decision's millisecond, and up to
+	// refineUntil after a scan's first report.
+	refining := now == b.decided || now < b.refineUntil
+	if z == b.zone || !b.tentative || b.since < b.decided || !refining {
 		before := b.zone
 		e.commit(m, b, z, pos, now, ops)
-		if b.zone != before && now == b.decided && (b.open || b.prev.open) {
+		if b.zone != before && refining && (b.open || b.prev.open) {
 			b.tentative = true
 		}
 		return
