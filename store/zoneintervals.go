@@ -68,11 +68,12 @@ func CloseZoneInterval(tx *bolt.Tx, uid string, ordinal uint64, leave int64) err
 	return putJSON(b, zoneKey(uid, ordinal), &iv)
 }
 
-// ZoneCursor is a position in a beacon's newest-first interval list: the
-// offset into that list as it stood when paging began (Anchor = the newest
-// ordinal then). A client-made cursor is a bare offset into the current
-// list; the cursors the server hands out carry the anchor, so intervals
-// that arrive between pages neither repeat nor hide older ones.
+// ZoneCursor is a position in a beacon's newest-first interval list. The
+// cursors the server hands out carry Anchor, the newest ordinal when
+// paging began, and Offset, the distance in ordinals from it to the next
+// interval to read, so intervals that arrive, or a refined stay dropped,
+// between pages neither repeat nor hide others. A client-made cursor is
+// a bare offset, counted in intervals, into the list as it is now.
 type ZoneCursor struct {
 	Offset int
 	Anchor uint64 // 0: the list as it is now
@@ -140,18 +141,23 @@ func (db *DB) ZoneIntervals(uid string, cur ZoneCursor, limit int) ([]ZoneInterv
 		if anchor < base || uint64(cur.Offset) > anchor-base {
 			return nil // no intervals, or an offset past the oldest
 		}
-		// Newest first from the anchor, counting the intervals there are:
-		// an offset counts intervals, not ordinals, so the ordinal a
-		// refined stay left unused (DropZoneInterval) is passed over
-		// without moving a bare offset; the list ends where retention
-		// deleted the older intervals.
+		// Newest first. A cursor handed out names a position, the
+		// ordinal anchor-offset, so a stay a refinement drops between
+		// pages (DropZoneInterval) moves nothing; a bare offset counts
+		// the intervals there are now, so the ordinal such a stay left
+		// unused is not counted. Either way unused ordinals are passed
+		// over, and the list ends where retention deleted the older.
 		p := uidPrefix(uid)
 		c := tx.Bucket(bZoneIntervals).Cursor()
-		k, v := c.Seek(zoneKey(uid, anchor))
-		if k == nil || !bytes.HasPrefix(k, p) || binary.BigEndian.Uint64(k[len(p):]) > anchor {
+		from, skip := anchor, cur.Offset
+		if cur.Anchor != 0 {
+			from, skip = anchor-uint64(cur.Offset), 0
+		}
+		k, v := c.Seek(zoneKey(uid, from))
+		if k == nil || !bytes.HasPrefix(k, p) || binary.BigEndian.Uint64(k[len(p):]) > from {
 			k, v = c.Prev()
 		}
-		for skip := cur.Offset; ; k, v = c.Prev() {
+		for ; ; k, v = c.Prev() {
 			if k == nil || !bytes.HasPrefix(k, p) || binary.BigEndian.Uint64(k[len(p):]) < base {
 				return nil
 			}
@@ -166,7 +172,8 @@ func (db *DB) ZoneIntervals(uid string, cur ZoneCursor, limit int) ([]ZoneInterv
 				break
 			}
 			if len(out) == limit {
-				next = &ZoneCursor{Offset: cur.Offset + len(out), Anchor: anchor}
+				// From the next ordinal down, whatever is dropped above.
+				next = &ZoneCursor{Offset: int(anchor - ord), Anchor: anchor}
 				break
 			}
 			var iv ZoneInterval
@@ -276,6 +283,7 @@ func (db *DB) PruneZoneIntervals(before int64, batch int) (int, error) {
 	if err != nil {
 		return 0, err
 	}
+	batch = max(batch, 1)
 	total := 0
 	for i := 0; i < len(uids); {
 		var deleted, done int

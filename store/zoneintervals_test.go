@@ -315,3 +315,39 @@ func TestZoneIntervalsPrunedInSmallTransactions(t *testing.T) {
 		}
 	}
 }
+
+// TestZoneIntervalCursorSurvivesADrop: a stay dropped by a refinement
+// between two pages (it was on the first) moves no later page: a cursor
+// handed out names a position. Counted in intervals, the next page
+// started one too deep and interval 3 was never returned (a review).
+func TestZoneIntervalCursorSurvivesADrop(t *testing.T) {
+	db, err := Open(filepath.Join(t.TempDir(), "z.db"), OpenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	appendIntervals(t, db, "WCH-A1-1", 1, 4)
+	if err := db.Update(func(tx *bolt.Tx) error {
+		return AppendZoneInterval(tx, "WCH-A1-1", &ZoneInterval{ZoneID: 1, Zone: "Z", Enter: 4500})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	p1, next, _ := db.ZoneIntervals("WCH-A1-1", ZoneCursor{}, 2)
+	if err := db.Update(func(tx *bolt.Tx) error {
+		if err := ReopenZoneInterval(tx, "WCH-A1-1", 4000); err != nil {
+			return err
+		}
+		return DropZoneInterval(tx, "WCH-A1-1", 4500)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	p2, next2, _ := db.ZoneIntervals("WCH-A1-1", *next, 2)
+	p3, end, _ := db.ZoneIntervals("WCH-A1-1", *next2, 2)
+	var got []uint64
+	for _, iv := range append(append(p1, p2...), p3...) {
+		got = append(got, iv.Ordinal)
+	}
+	if fmt.Sprint(got) != "[5 4 3 2 1]" || end != nil {
+		t.Fatalf("pages read %v (end %v), want [5 4 3 2 1]", got, end)
+	}
+}
