@@ -525,6 +525,8 @@ func (e *Engine) decide(m *model, b *beacon, z int, pos position, now int64, ops
 	b.zone, b.zoneID, b.since, b.open, b.tentative = p.zone, p.zoneID, p.since, p.open, false
 	if z != p.zone {
 		e.commit(m, b, z, pos, t0, ops) // from the stay restored, at the scan's start
+		// Still inside the window: this change may be refined too.
+		b.tentative = b.open || b.prev.open
 		return
 	}
 	b.pos = pos

@@ -79,6 +79,12 @@ func TestRefinedDecisionRewritesItsStay(t *testing.T) {
 	if len(ivs) != 1 || ivs[0].ZoneID != id(0) || ivs[0].Leave != 0 || b.since != 1000 {
 		t.Errorf("moved and back by a scan's later reports: %+v, since %d", ivs, b.since)
 	}
+	// Through unknown and another zone, and back, within the window (a
+	// review: the change made from the stay restored was final).
+	ivs, b = run([][3]int64{{0, 1000, 1}, {-1, 2000, 1}, {1, 2030, 0}, {0, 2050, 0}})
+	if len(ivs) != 1 || ivs[0].ZoneID != id(0) || ivs[0].Leave != 0 || b.since != 1000 {
+		t.Errorf("unknown, then another zone, then back: %+v, since %d", ivs, b.since)
+	}
 	ivs, _ = run([][3]int64{{0, 1000, 1}, {1, 2000, 1}, {0, 2100, 1}}) // the next scan, not a refinement
 	if len(ivs) != 3 || ivs[1].ZoneID != id(1) || ivs[1].Leave != 2100 {
 		t.Errorf("a new scan's decision: %+v", ivs)
