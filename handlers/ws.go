@@ -111,9 +111,18 @@ func (s *Server) ws(w http.ResponseWriter, r *http.Request, _ httprouter.Params)
 	// Those still to authenticate by their first message have a bound of
 	// their own, so a flood of them (each held for AuthWait) cannot take
 	// every place from clients that log in.
+	// The place is reserved here, before the upgrade, so handshakes in
+	// flight together cannot all pass the check (serve keeps it; a
+	// failed upgrade gives it back).
 	if sess == nil {
-		if n := int(s.hub.pending.Load()); n >= s.hub.opts.MaxPending {
-			return apperr.Unavailable("too many live feed connections waiting to authenticate (%d); try again later", n)
+		for {
+			n := s.hub.pending.Load()
+			if int(n) >= s.hub.opts.MaxPending {
+				return apperr.Unavailable("too many live feed connections waiting to authenticate (%d); try again later", n)
+			}
+			if s.hub.pending.CompareAndSwap(n, n+1) {
+				break
+			}
 		}
 	}
 	up := websocket.Upgrader{
@@ -132,6 +141,9 @@ func (s *Server) ws(w http.ResponseWriter, r *http.Request, _ httprouter.Params)
 	}
 	conn, err := up.Upgrade(&coalescingWriter{ResponseWriter: w}, r, hdr)
 	if err != nil {
+		if sess == nil {
+			s.hub.pending.Add(-1)
+		}
 		return nil // the upgrader has answered
 	}
 	s.hub.serve(conn, sess)

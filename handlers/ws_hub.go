@@ -183,7 +183,8 @@ func (h *wsHub) wantsDebug(uid string) bool {
 }
 
 // serve runs a connected client until it or the hub goes away; it
-// returns the client (nil when the hub is closed).
+// returns the client (nil when the hub is closed). A client without a
+// session must hold a place reserved in pending, which serve takes over.
 func (h *wsHub) serve(conn *websocket.Conn, sess *wsSession) *wsClient {
 	c := &wsClient{hub: h, conn: conn, q: newWSQueue(h.opts.SendBuffer, h.opts.MaxSubs),
 		done: make(chan struct{}), read: make(chan struct{}), subs: map[string]bool{}}
@@ -191,8 +192,7 @@ func (h *wsHub) serve(conn *websocket.Conn, sess *wsSession) *wsClient {
 		c.sess.Store(sess)
 		c.checked = time.Now()
 	} else {
-		c.pending = true
-		h.pending.Add(1)
+		c.pending = true // its place in pending was reserved by the handler
 	}
 	h.mu.Lock()
 	if h.closed {

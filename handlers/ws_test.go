@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -761,10 +762,25 @@ func TestWSConnectionsAreBounded(t *testing.T) {
 // out). One that authenticates makes room.
 func TestWSPendingConnectionsAreBounded(t *testing.T) {
 	r := newWSRig(t, WSOptions{MaxConns: 4, MaxPending: 1})
-	waiting, _, err := r.dial(nil)
-	if err != nil {
-		t.Fatal(err)
+	// Ten handshakes at once: one place, one connection. Checked and
+	// then counted, they could all pass (the diff review).
+	conns := make(chan *websocket.Conn, 10)
+	var wg sync.WaitGroup
+	for range 10 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if c, _, err := r.dial(nil); err == nil {
+				conns <- c
+			}
+		}()
 	}
+	wg.Wait()
+	close(conns)
+	if len(conns) != 1 {
+		t.Fatalf("%d of 10 simultaneous handshakes waiting to authenticate got in, want 1", len(conns))
+	}
+	waiting := <-conns
 	defer waiting.Close()
 	waitFor(t, "one connection waiting to authenticate", func() bool { return r.srv.hub.pending.Load() == 1 })
 	if c, resp, err := r.dial(nil); err == nil || resp == nil || resp.StatusCode != http.StatusServiceUnavailable {
