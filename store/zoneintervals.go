@@ -15,9 +15,11 @@ import (
 
 // Zone intervals: when a beacon entered and left each zone, written by the
 // tracking engine through the group-commit writer and read by the
-// interval endpoints. Keys are uid 0x00 BE64(ordinal), ordinals dense per
-// beacon from 1 (oldest), so "newest first" is a reverse seek and a page
-// can be anchored at the ordinal that was newest when paging began.
+// interval endpoints. Keys are uid 0x00 BE64(ordinal), ordinals rising
+// per beacon from 1 (oldest), so "newest first" is a reverse seek and a
+// page can be anchored at the ordinal that was newest when paging began.
+// An ordinal may be unused: a stay a refinement dropped
+// (DropZoneInterval).
 //
 // Retention (PruneZoneIntervals) deletes a beacon's oldest closed
 // intervals, so its list may start above 1; a merge numbers the merged
@@ -120,6 +122,25 @@ func ParseZoneCursor(s string) (ZoneCursor, error) {
 
 func (c ZoneCursor) String() string { return fmt.Sprintf("%d_%d", c.Offset, c.Anchor) }
 
+// seekZoneInterval places c on uid's interval of the highest ordinal
+// not above ord (its key is nil, or another beacon's, when there is
+// none).
+func seekZoneInterval(c *bolt.Cursor, uid string, ord uint64) ([]byte, []byte) {
+	k, v := c.Seek(zoneKey(uid, ord))
+	if o, ok := zoneOrdinal(k, uid); !ok || o > ord {
+		k, v = c.Prev()
+	}
+	return k, v
+}
+
+// zoneOrdinal is the ordinal of k when k is one of uid's interval keys.
+func zoneOrdinal(k []byte, uid string) (uint64, bool) {
+	if len(k) != len(uid)+9 || k[len(uid)] != 0 || string(k[:len(uid)]) != uid {
+		return 0, false
+	}
+	return binary.BigEndian.Uint64(k[len(uid)+1:]), true
+}
+
 // ZoneIntervals returns up to limit intervals of uid, newest first, from
 // cursor, and the cursor of the next page (nil when exhausted). The list
 // ends where retention has deleted the older intervals.
@@ -147,18 +168,14 @@ func (db *DB) ZoneIntervals(uid string, cur ZoneCursor, limit int) ([]ZoneInterv
 		// the intervals there are now, so the ordinal such a stay left
 		// unused is not counted. Either way unused ordinals are passed
 		// over, and the list ends where retention deleted the older.
-		p := uidPrefix(uid)
-		c := tx.Bucket(bZoneIntervals).Cursor()
 		from, skip := anchor, cur.Offset
 		if cur.Anchor != 0 {
 			from, skip = anchor-uint64(cur.Offset), 0
 		}
-		k, v := c.Seek(zoneKey(uid, from))
-		if k == nil || !bytes.HasPrefix(k, p) || binary.BigEndian.Uint64(k[len(p):]) > from {
-			k, v = c.Prev()
-		}
+		c := tx.Bucket(bZoneIntervals).Cursor()
+		k, v := seekZoneInterval(c, uid, from)
 		for ; ; k, v = c.Prev() {
-			if k == nil || !bytes.HasPrefix(k, p) || binary.BigEndian.Uint64(k[len(p):]) < base {
+			if ord, ok := zoneOrdinal(k, uid); !ok || ord < base {
 				return nil
 			}
 			if skip == 0 {
@@ -166,9 +183,9 @@ func (db *DB) ZoneIntervals(uid string, cur ZoneCursor, limit int) ([]ZoneInterv
 			}
 			skip--
 		}
-		for ; k != nil && bytes.HasPrefix(k, p); k, v = c.Prev() {
-			ord := binary.BigEndian.Uint64(k[len(p):])
-			if ord < base {
+		for ; ; k, v = c.Prev() {
+			ord, ok := zoneOrdinal(k, uid)
+			if !ok || ord < base {
 				break
 			}
 			if len(out) == limit {
@@ -247,10 +264,7 @@ func renameZoneIntervals(tx *bolt.Tx, oldUID, newUID string) (int, error) {
 		for i := range all {
 			all[i].Ordinal = base + uint64(i)
 		}
-		newest = base + uint64(len(all)) - 1
-		if len(all) == 0 {
-			newest = base - 1 // both lists pruned empty: the next append starts the new numbering
-		}
+		newest = base + uint64(len(all)) - 1 // base-1 when both were pruned empty
 	}
 	for i := range all {
 		if err := putJSON(b, zoneKey(newUID, all[i].Ordinal), &all[i]); err != nil {

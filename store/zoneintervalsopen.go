@@ -14,13 +14,11 @@ import (
 // usual case reads one record. Holes (a dropped tentative stay) and the
 // part retention deleted are passed over.
 func findZoneInterval(b *bolt.Bucket, uid string, enter int64, open bool) ([]byte, *ZoneInterval, error) {
-	p := uidPrefix(uid)
 	c := b.Cursor()
-	k, v := c.Seek(zoneKey(uid, ^uint64(0)))
-	if k == nil || !bytes.HasPrefix(k, p) {
-		k, v = c.Prev()
-	}
-	for ; k != nil && bytes.HasPrefix(k, p); k, v = c.Prev() {
+	for k, v := seekZoneInterval(c, uid, ^uint64(0)); ; k, v = c.Prev() {
+		if _, ok := zoneOrdinal(k, uid); !ok {
+			return nil, nil, nil
+		}
 		var iv ZoneInterval
 		if err := json.Unmarshal(v, &iv); err != nil {
 			return nil, nil, err
@@ -35,25 +33,26 @@ func findZoneInterval(b *bolt.Bucket, uid string, enter int64, open bool) ([]byt
 			return clone(k), &iv, nil
 		}
 	}
-	return nil, nil, nil
 }
 
 // CloseZoneIntervalEntered closes uid's open interval that began at enter
 // (a writer op; idempotent).
 func CloseZoneIntervalEntered(tx *bolt.Tx, uid string, enter, leave int64) error {
-	return editOpenZoneInterval(tx, uid, enter, func(iv *ZoneInterval) { iv.Leave = max(leave, iv.Enter) })
+	return editZoneInterval(tx, uid, enter, true, func(iv *ZoneInterval) { iv.Leave = max(leave, iv.Enter) })
 }
 
 // ReviseZoneInterval names another zone for uid's open interval that
 // began at enter (a writer op; idempotent): the decision that opened it
 // was refined by the rest of its scan.
 func ReviseZoneInterval(tx *bolt.Tx, uid string, enter int64, zoneID uint64, zone string, mapID uint64) error {
-	return editOpenZoneInterval(tx, uid, enter, func(iv *ZoneInterval) { iv.ZoneID, iv.Zone, iv.MapID = zoneID, zone, mapID })
+	return editZoneInterval(tx, uid, enter, true, func(iv *ZoneInterval) { iv.ZoneID, iv.Zone, iv.MapID = zoneID, zone, mapID })
 }
 
-func editOpenZoneInterval(tx *bolt.Tx, uid string, enter int64, edit func(*ZoneInterval)) error {
+// editZoneInterval applies edit to uid's open (or closed) interval that
+// began at enter, if there is one.
+func editZoneInterval(tx *bolt.Tx, uid string, enter int64, open bool, edit func(*ZoneInterval)) error {
 	b := tx.Bucket(bZoneIntervals)
-	k, iv, err := findZoneInterval(b, uid, enter, true)
+	k, iv, err := findZoneInterval(b, uid, enter, open)
 	if err != nil || k == nil {
 		return err
 	}
@@ -78,13 +77,7 @@ func DropZoneInterval(tx *bolt.Tx, uid string, enter int64) error {
 
 // ReopenZoneInterval: see DropZoneInterval.
 func ReopenZoneInterval(tx *bolt.Tx, uid string, enter int64) error {
-	b := tx.Bucket(bZoneIntervals)
-	k, iv, err := findZoneInterval(b, uid, enter, false)
-	if err != nil || k == nil {
-		return err
-	}
-	iv.Leave = 0
-	return putJSON(b, k, iv)
+	return editZoneInterval(tx, uid, enter, false, func(iv *ZoneInterval) { iv.Leave = 0 })
 }
 
 // CloseOpenZoneIntervals closes every interval left open: run once at
