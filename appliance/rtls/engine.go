@@ -490,9 +490,8 @@ func (e *Engine) commit(m *model, b *beacon, z int, pos position, now int64, ops
 // its scan began with (the same millisecond, or within refineSpan of a
 // scan's first report: beacon.due), when that decision or an earlier
 // refinement of it changed the zone, rewrites the stay it opened instead
-// of ending it: to another zone in
-// place, or, back to where the beacon was (or unknown), by dropping it
-// and reopening the stay it had ended. Closed and opened as decisions,
+// of ending it: to another zone in place, or, back to where the beacon
+// was (or unknown), by dropping it and reopening the stay it had ended. Closed and opened as decisions,
 // every start, restart and first sighting recorded a stay of a few
 // milliseconds in a zone the beacon was never in, wherever the scan's
 // first report came from a far gateway (a review).

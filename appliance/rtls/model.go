@@ -2,6 +2,7 @@ package rtls
 
 import (
 	"bytes"
+	"cmp"
 	"maps"
 	"math"
 	"slices"
@@ -318,14 +319,9 @@ func (m *model) joinLinkedParts(linked []int) {
 		d    float64
 		a, b int
 	}
-	less := func(x, y edge) bool {
-		if x.d != y.d {
-			return x.d < y.d
-		}
-		if x.a != y.a {
-			return x.a < y.a
-		}
-		return x.b < y.b
+	// Nearest first, ties to the lowest indices.
+	order := func(x, y edge) int {
+		return cmp.Or(cmp.Compare(x.d, y.d), cmp.Compare(x.a, y.a), cmp.Compare(x.b, y.b))
 	}
 	mark := make([]bool, n)
 	for {
@@ -352,24 +348,12 @@ func (m *model) joinLinkedParts(linked []int) {
 					continue
 				}
 				e := edge{rectGap(&m.zones[i], &m.zones[j]), min(i, j), max(i, j)}
-				if cur, ok := best[ri]; !ok || less(e, cur) {
+				if cur, ok := best[ri]; !ok || order(e, cur) < 0 {
 					best[ri] = e
 				}
 			}
 		}
-		edges := make([]edge, 0, len(best))
-		for _, e := range best {
-			edges = append(edges, e)
-		}
-		slices.SortFunc(edges, func(x, y edge) int {
-			if less(x, y) {
-				return -1
-			}
-			if less(y, x) {
-				return 1
-			}
-			return 0
-		})
+		edges := slices.SortedFunc(maps.Values(best), order)
 		joined := false
 		for _, e := range edges {
 			if ra, rb := find(e.a), find(e.b); ra != rb {
