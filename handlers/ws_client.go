@@ -475,14 +475,7 @@ func (c *wsClient) subscribe(ch string) {
 			return
 		}
 	}
-	uid, debug, refusal, err := c.allowed(s, ch)
-	note := ""
-	if refusal == "" && err == nil && !c.tracked(uid) {
-		// An admin may follow it, but the engine never reads its
-		// reports: the channel stays silent, which looked like a radio
-		// fault (a review). The subscribed reply says why.
-		note = "beacon " + uid + " is not tracked: the engine locates only active beacons of type " + strings.Join(rtls.TrackableTypes(), ", ") + "; this channel stays silent until it is one"
-	}
+	uid, debug, refusal, note, err := c.allowed(s, ch)
 	if err != nil {
 		c.hub.log.Error("websocket subscribe", "err", err)
 		c.replyNow(serverMsg{Type: "error", Channel: ch, Message: "the channel could not be checked now; try again"})
@@ -552,11 +545,12 @@ var afterSubscribe atomic.Pointer[func()]
 
 // allowed checks channel ch against session s: track-debug- is for
 // admins only; a non-admin may follow only active trackable beacons
-// inside its scope; an admin any of them; nobody a former uid. It returns the
-// beacon's uid, whether ch is a debug channel, and the refusal ("" when
-// allowed); err when the registry could not be read, so the rights are
-// unknown rather than withdrawn.
-func (c *wsClient) allowed(s *wsSession, ch string) (uid string, debug bool, refusal string, err error) {
+// inside its scope; an admin any registered beacon; nobody a former uid.
+// It returns the beacon's uid, whether ch is a debug channel, the refusal
+// ("" when allowed) and, for an allowed channel of a beacon the engine
+// does not locate, a note saying it stays silent; err when the registry
+// could not be read, so the rights are unknown rather than withdrawn.
+func (c *wsClient) allowed(s *wsSession, ch string) (uid string, debug bool, refusal, note string, err error) {
 	uid, debug = strings.CutPrefix(ch, chanDebug)
 	if !debug {
 		var isTrack bool
@@ -565,24 +559,23 @@ func (c *wsClient) allowed(s *wsSession, ch string) (uid string, debug bool, ref
 		}
 	}
 	if uid == "" {
-		return "", debug, "unknown channel; use track-<asset_uid> or track-debug-<asset_uid>", nil
+		return "", debug, "unknown channel; use track-<asset_uid> or track-debug-<asset_uid>", "", nil
 	}
 	admin := s.claims.Role == auth.RoleAdmin
 	if debug && !admin {
-		return uid, debug, "debug channels are for admins only", nil
+		return uid, debug, "debug channels are for admins only", "", nil
 	}
 	reg, err := c.hub.srv.registry()
 	if err != nil {
-		return uid, debug, "", err
+		return uid, debug, "", "", err
 	}
 	b, err := reg.Beacon(uid)
 	if err != nil && apperr.KindOf(err) != apperr.KindNotFound {
-		return uid, debug, "", err
+		return uid, debug, "", "", err
 	}
 	if err != nil || (!admin && (!isTrackable(&b) || !s.scope.allows(b.LocationID))) {
-		return uid, debug, "no trackable beacon " + uid + " visible to you", nil
+		return uid, debug, "no trackable beacon " + uid + " visible to you", "", nil
 	}
-
 	if b.AssetUID != uid {
 		// A former uid (remint, merge): the registry resolves it, but
 		// frames go out on the channel of the uid the engine reports
@@ -592,20 +585,15 @@ func (c *wsClient) allowed(s *wsSession, ch string) (uid string, debug bool, ref
 		if debug {
 			prefix = chanDebug
 		}
-		return uid, debug, "beacon " + uid + " is now " + b.AssetUID + "; subscribe to " + prefix + b.AssetUID, nil
+		return uid, debug, "beacon " + uid + " is now " + b.AssetUID + "; subscribe to " + prefix + b.AssetUID, "", nil
 	}
-	return uid, debug, "", nil
-}
-
-// tracked reports whether the engine locates beacon uid (an allowed
-// channel's: the registry answered a moment ago).
-func (c *wsClient) tracked(uid string) bool {
-	reg, err := c.hub.srv.registry()
-	if err != nil {
-		return true // no note rather than a wrong one
+	if !isTrackable(&b) {
+		// An admin may follow it, but the engine never reads its
+		// reports: the channel stays silent, which looked like a radio
+		// fault (a review). The subscribed reply says why.
+		return uid, debug, "", "beacon " + uid + " is not tracked: the engine locates only active beacons of type " + strings.Join(rtls.TrackableTypes(), ", ") + "; this channel stays silent until it is one", nil
 	}
-	b, err := reg.Beacon(uid)
-	return err == nil && isTrackable(&b)
+	return uid, debug, "", "", nil
 }
 
 // refresh verifies the session again (token, account, role, scope) and
@@ -661,7 +649,7 @@ func (c *wsClient) recheck() []outFrame {
 	var out []outFrame
 	var failed error
 	for _, ch := range chans {
-		_, _, refusal, err := c.allowed(s, ch)
+		_, _, refusal, _, err := c.allowed(s, ch)
 		if err != nil {
 			failed = err
 			continue
