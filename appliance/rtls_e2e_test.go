@@ -482,13 +482,7 @@ func TestCrashLeftIntervalClosedWithTrackingOff(t *testing.T) {
 // reports are skipped from then on, so it stayed located until the
 // timeout (a review: 73 s).
 func TestUntrackedBeaconLeavesAtOnce(t *testing.T) {
-	clk := clock.NewFake(time.Now().Truncate(time.Second))
-	app := rtlsApp(t, t.TempDir(), clk)
-	t.Cleanup(func() { _ = app.Shutdown(context.Background()) })
-	c := &client{t: t, base: "http://" + app.HTTPAddr(), token: adminToken(t, app)}
-	hallSite(c)
-	publish := hallPublisher(t, app)
-	locateInHall(t, app, clk, publish)
+	app, clk, c, _ := trackedInHall(t)
 	heard := clk.Now().UnixMilli()
 	clk.Advance(5 * time.Second)
 	c.must("POST", "/api/v1/beacon/WCH-A1-1", map[string]any{"type": "sensor"}, nil)
@@ -557,13 +551,7 @@ func TestZoneIntervalRetention(t *testing.T) {
 // than the leave of the interval it had just closed (a review). The
 // engine now raises the persisted time to its own as it forgets.
 func TestLastSeenNeverGoesBack(t *testing.T) {
-	clk := clock.NewFake(time.Now().Truncate(time.Second))
-	app := rtlsApp(t, t.TempDir(), clk)
-	t.Cleanup(func() { _ = app.Shutdown(context.Background()) })
-	c := &client{t: t, base: "http://" + app.HTTPAddr(), token: adminToken(t, app)}
-	hallSite(c)
-	publish := hallPublisher(t, app)
-	locateInHall(t, app, clk, publish)
+	app, clk, c, publish := trackedInHall(t)
 	clk.Advance(700 * time.Millisecond) // under assets.Resolution: not persisted
 	publish()
 	heard := clk.Now().UnixMilli()
@@ -595,6 +583,20 @@ func hallPublisher(t *testing.T, app *appliance.App) func() {
 		brokertest.Pub(t, app.MQTTAddr(), cfg.MQTTUser, cfg.MQTTPass, "-q", "1", "-i", "AC233FA0B1C2", "-t", "gw/AC233FA0B1C2/adv1",
 			"-m", `{"reports":[{"mac":"C3:00:00:00:0B:01","rssi":-58}]}`)
 	}
+}
+
+// trackedInHall starts an appliance on a fake clock with hallSite, its
+// admin client, and WCH-A1-1 located there by publish (hallPublisher).
+func trackedInHall(t *testing.T) (*appliance.App, *clock.Fake, *client, func()) {
+	t.Helper()
+	clk := clock.NewFake(time.Now().Truncate(time.Second))
+	app := rtlsApp(t, t.TempDir(), clk)
+	t.Cleanup(func() { _ = app.Shutdown(context.Background()) })
+	c := &client{t: t, base: "http://" + app.HTTPAddr(), token: adminToken(t, app)}
+	hallSite(c)
+	publish := hallPublisher(t, app)
+	locateInHall(t, app, clk, publish)
+	return app, clk, c, publish
 }
 
 // locateInHall publishes a second apart until the engine places
