@@ -6,8 +6,10 @@ import (
 	"image"
 	"image/color"
 	"image/png"
+	"io"
 	"mime/multipart"
 	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
@@ -468,5 +470,56 @@ func TestMapDeleteAndOldImages(t *testing.T) {
 			t.Fatalf("an old %s px image: %s", w, r.Body)
 		}
 		h.send("POST", "/api/v1/maps", h.admin, map[string]any{"name": "Old", "image_id": id, "width": 2000, "height": 20}).expect(t, http.StatusCreated)
+	}
+}
+
+// A map image, the frontend and the key set answer HEAD with the GET's
+// headers and no body; a GET route that acts does not answer HEAD.
+func TestHeadServesDocumentHeadersOnly(t *testing.T) {
+	h := newRTLSHarness(t, WSOptions{})
+	m := h.newMap("Ground", 200, 100)
+	srv := httptest.NewServer(h.srv)
+	defer srv.Close()
+	head := func(path, token string) *http.Response {
+		t.Helper()
+		r, err := http.NewRequest(http.MethodHead, srv.URL+path, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if token != "" {
+			r.Header.Set("Authorization", "Bearer "+token)
+		}
+		resp, err := http.DefaultClient.Do(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		if n, _ := io.Copy(io.Discard, resp.Body); n != 0 {
+			t.Errorf("HEAD %s: %d body bytes", path, n)
+		}
+		return resp
+	}
+	image := "/api/v1/maps/image?id=" + itoa(m.ID)
+	get := h.get(image, h.token("user")).expect(t, http.StatusOK)
+	resp := head(image, h.token("user"))
+	if resp.StatusCode != http.StatusOK || resp.Header.Get("ETag") == "" || resp.Header.Get("ETag") != get.Header.Get("ETag") ||
+		resp.Header.Get("Content-Type") != get.Header.Get("Content-Type") || resp.ContentLength != int64(len(get.Body)) {
+		t.Fatalf("HEAD image: %d %v (GET: %v, %d bytes)", resp.StatusCode, resp.Header, get.Header, len(get.Body))
+	}
+	if resp := head(image, ""); resp.StatusCode != http.StatusForbidden {
+		t.Errorf("HEAD image without a token: %d", resp.StatusCode)
+	}
+	if resp := head("/", ""); resp.StatusCode != http.StatusOK {
+		t.Errorf("HEAD /: %d", resp.StatusCode)
+	}
+	if resp := head("/api/v1/tracking/start/strongest", h.admin); resp.StatusCode != http.StatusMethodNotAllowed {
+		t.Errorf("HEAD tracking/start: %d, want 405", resp.StatusCode)
+	}
+	var st struct {
+		Running bool `json:"running"`
+	}
+	h.get("/api/v1/tracking/status", h.admin).expect(t, http.StatusOK).decodePayload(t, &st)
+	if st.Running {
+		t.Error("a HEAD started tracking")
 	}
 }

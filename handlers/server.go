@@ -119,11 +119,26 @@ func New(d Deps) *Server {
 	sort.SliceStable(ordered, func(i, j int) bool { return hasParam(ordered[i].Path) && !hasParam(ordered[j].Path) })
 	for _, rt := range ordered {
 		s.mount(rt)
+		if rt.Method == http.MethodGet && answersHead[rt.Path] {
+			rt.Method = http.MethodHead
+			s.mount(rt)
+		}
 	}
 	if d.RTLS != nil {
 		s.hub = newWSHub(s, d.RTLS, d.WS)
 	}
 	return s
+}
+
+// answersHead lists the GET routes that serve documents (the frontend,
+// the key set, map images) and so answer HEAD as well: a cache or a
+// browser checking its copy of a floor plan asks with HEAD. Only these:
+// some GET routes act (tracking/start), and a HEAD must never act. Go's
+// server sends HEAD the GET's headers without its body.
+var answersHead = map[string]bool{
+	"/": true, "/index.html": true, "/css/:filename": true, "/js/:filename": true,
+	"/images/:filename": true, "/webfonts/:filename": true, "/.well-known/jwks.json": true,
+	"/api/v1/maps/image": true,
 }
 
 func hasParam(path string) bool { return strings.ContainsAny(path, ":*") }
