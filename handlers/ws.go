@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"beaconhub/appliance/apperr"
@@ -88,10 +89,22 @@ func (s *Server) ws(w http.ResponseWriter, r *http.Request, _ httprouter.Params)
 	}
 	// Each connection holds two goroutines and its buffers, and one not
 	// yet authenticated holds them for AuthWait: a bound keeps a flood
-	// of sockets from taking the box's memory (a review). Checked before
-	// the upgrade, so a refusal is a plain 503.
-	if n := s.hub.count(); n >= s.hub.opts.MaxConns {
+	// of sockets from taking the box's memory (a review). The place is
+	// reserved before the upgrade, so a refusal is a plain 503 and
+	// handshakes in flight together cannot all pass the bound (checked
+	// and then counted, they did). serve keeps the place and gives it
+	// back when the client goes.
+	if n, ok := reserve(&s.hub.conns, s.hub.opts.MaxConns); !ok {
 		return apperr.Unavailable("too many live feed connections (%d); try again later", n)
+	}
+	served := false
+	defer func() {
+		if !served {
+			s.hub.conns.Add(-1)
+		}
+	}()
+	if s.hub.placed != nil {
+		s.hub.placed()
 	}
 	tok, offered := bearer(r), false
 	for _, p := range websocket.Subprotocols(r) {
@@ -115,14 +128,8 @@ func (s *Server) ws(w http.ResponseWriter, r *http.Request, _ httprouter.Params)
 	// flight together cannot all pass the check (serve keeps it; a
 	// failed upgrade gives it back).
 	if sess == nil {
-		for {
-			n := s.hub.pending.Load()
-			if int(n) >= s.hub.opts.MaxPending {
-				return apperr.Unavailable("too many live feed connections waiting to authenticate (%d); try again later", n)
-			}
-			if s.hub.pending.CompareAndSwap(n, n+1) {
-				break
-			}
+		if n, ok := reserve(&s.hub.pending, s.hub.opts.MaxPending); !ok {
+			return apperr.Unavailable("too many live feed connections waiting to authenticate (%d); try again later", n)
 		}
 	}
 	up := websocket.Upgrader{
@@ -146,8 +153,24 @@ func (s *Server) ws(w http.ResponseWriter, r *http.Request, _ httprouter.Params)
 		}
 		return nil // the upgrader has answered
 	}
+	served = true
 	s.hub.serve(conn, sess)
 	return nil
+}
+
+// reserve takes one of limit places counted in n, with a compare-and-swap
+// so that callers racing for the last place cannot both get it; it
+// returns the count it found.
+func reserve(n *atomic.Int32, limit int) (int32, bool) {
+	for {
+		v := n.Load()
+		if int(v) >= limit {
+			return v, false
+		}
+		if n.CompareAndSwap(v, v+1) {
+			return v + 1, true
+		}
+	}
 }
 
 // wsSessionFor verifies tok for the feed and resolves the location scope

@@ -33,8 +33,12 @@ type wsHub struct {
 	debugN  atomic.Int64                      // sum of debug, read without the lock
 	clients map[*wsClient]struct{}
 	closed  bool
-	cancel  func()
-	wg      sync.WaitGroup
+
+	// placed, nil outside tests, runs in the handshake once it holds its
+	// place, so a test can hold handshakes there together.
+	placed func()
+	cancel func()
+	wg     sync.WaitGroup
 
 	in   chan rtls.Event // ingest -> dispatcher
 	quit chan struct{}
@@ -44,6 +48,7 @@ type wsHub struct {
 	merged  atomic.Uint64 // track frames that replaced an older one of their channel in a queue
 	dropped atomic.Uint64 // clients cut as too slow (a write past its deadline)
 	pending atomic.Int32  // clients still to authenticate by their first message
+	conns   atomic.Int32  // places taken: clients served and handshakes in flight
 	lost    atomic.Uint64 // events dropped because the dispatcher lagged
 }
 
@@ -184,7 +189,8 @@ func (h *wsHub) wantsDebug(uid string) bool {
 
 // serve runs a connected client until it or the hub goes away; it
 // returns the client (nil when the hub is closed). A client without a
-// session must hold a place reserved in pending, which serve takes over.
+// session must hold a place reserved in pending, which serve takes over;
+// every client holds one reserved in conns, likewise.
 func (h *wsHub) serve(conn *websocket.Conn, sess *wsSession) *wsClient {
 	c := &wsClient{hub: h, conn: conn, q: newWSQueue(h.opts.SendBuffer, h.opts.MaxSubs),
 		done: make(chan struct{}), read: make(chan struct{}), subs: map[string]bool{}}
@@ -198,6 +204,7 @@ func (h *wsHub) serve(conn *websocket.Conn, sess *wsSession) *wsClient {
 	if h.closed {
 		h.mu.Unlock()
 		c.authenticated()
+		h.conns.Add(-1)
 		_ = conn.Close()
 		return nil
 	}
@@ -207,13 +214,6 @@ func (h *wsHub) serve(conn *websocket.Conn, sess *wsSession) *wsClient {
 	go c.writer()
 	go c.reader()
 	return c
-}
-
-// count is how many connections the hub serves.
-func (h *wsHub) count() int {
-	h.mu.RLock()
-	defer h.mu.RUnlock()
-	return len(h.clients)
 }
 
 // add subscribes c to ch and calls then, still under the lock (so before
@@ -276,7 +276,10 @@ func (h *wsHub) remove(c *wsClient) {
 	for ch := range c.subs {
 		h.unsubLocked(c, ch)
 	}
-	delete(h.clients, c)
+	if _, ok := h.clients[c]; ok {
+		delete(h.clients, c)
+		h.conns.Add(-1)
+	}
 }
 
 // wsStats are the live feed's counters (in GET /api/v1/tracking/status).
