@@ -515,3 +515,34 @@ func TestQueuesFollowTheSettingsInForce(t *testing.T) {
 		t.Fatalf("push on, moved: %d to the old server, %d to the new, %d queued; want 0, %d, 0", n, m, r.svc.RetryQueued()+r.svc.OutboxLen(), 1+digests)
 	}
 }
+
+// TestQueuedOpsCopiesTakeTheTopicInForce: server_push_ops_topic takes a
+// restart; ops copies queued before it went to the old topic, which the
+// vendor may no longer read.
+func TestQueuedOpsCopiesTakeTheTopicInForce(t *testing.T) {
+	ops := ntfytest.New()
+	t.Cleanup(ops.Close)
+	ops.Set(func(s *ntfytest.Server) {
+		s.Tokens = map[string]bool{"tk_publish": true}
+		s.FailStatus, s.FailN = 503, 1<<30
+	})
+	r := newRigWith(t, true, func(c *config.Config) { c.PushOpsServerURL = ops.URL })
+	r.svc.OnHealth(store.HealthRecord{Key: "fleet:gw-1", Phase: "active", At: r.clk.Now().UnixMilli(), Since: r.clk.Now().UnixMilli(), Message: "gateway offline"})
+	r.svc.Idle()
+	if r.svc.RetryQueued() != 1 {
+		t.Fatalf("ops copies queued: %d, want 1", r.svc.RetryQueued())
+	}
+	c := *r.live.Get()
+	c.PushOpsTopic = "vendor-ops-2"
+	r.live = config.NewLive(&c, nil, "")
+	r.restart()
+	ops.Set(func(s *ntfytest.Server) { s.FailN = 0 })
+	r.advance(3 * time.Minute)
+	var topics []string
+	for _, m := range ops.Messages() {
+		topics = append(topics, m.Topic)
+	}
+	if len(topics) != 1 || topics[0] != "vendor-ops-2" || r.svc.RetryQueued() != 0 {
+		t.Fatalf("ops copies delivered to %v, %d queued; want one to vendor-ops-2", topics, r.svc.RetryQueued())
+	}
+}

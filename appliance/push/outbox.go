@@ -88,7 +88,7 @@ func (s *Service) flushOutbox() {
 	s.mu.Lock()
 	s.outTimer = nil
 	s.mu.Unlock()
-	base, open := s.laneServer(laneStaff)
+	base, _, open := s.laneServer(laneStaff)
 	if !open {
 		s.armOutbox() // held until push is on again, as the retry queue
 		return

@@ -383,7 +383,7 @@ func (s *Service) runRetry(lane int) {
 			return
 		}
 		q := l.items[0]
-		base, open := s.laneServer(lane)
+		base, topic, open := s.laneServer(lane)
 		if !open {
 			// Held, not dropped: re-enabled, they go out marked late.
 			s.armRetryLocked(lane)
@@ -394,6 +394,10 @@ func (s *Service) runRetry(lane int) {
 		// 429 backoff is that server's (armRetryLocked reads it).
 		l.items[0].Base = base
 		q.Base = base
+		if topic != "" {
+			l.items[0].R.Topic = topic
+			q.R.Topic = topic
+		}
 		s.mu.Unlock()
 		res := s.post(q)
 		s.mu.Lock()
@@ -409,16 +413,19 @@ func (s *Service) runRetry(lane int) {
 	}
 }
 
-// laneServer is the server a lane posts to now and whether it may post:
-// the settings in force, not those a message was queued under. A queue
-// persisted while push was on kept posting, to the old server, after an
-// operator turned push off or moved it to another (a review).
-func (s *Service) laneServer(lane int) (string, bool) {
+// laneServer is the server a lane posts to now, the topic when the lane
+// has one for every message (ops; "" for staff, whose topics depend on
+// the message), and whether it may post: the settings in force, not
+// those a message was queued under. A queue persisted while push was on
+// kept posting, to the old server, after an operator turned push off or
+// moved it to another (a review); ops copies kept a topic changed at a
+// restart.
+func (s *Service) laneServer(lane int) (base, topic string, open bool) {
 	cfg := s.live.Get()
 	if lane == laneOps {
-		return cfg.PushOpsServerURL, cfg.PushOpsEnabled && cfg.PushOpsTopic != "" && cfg.PushOpsServerURL != ""
+		return cfg.PushOpsServerURL, cfg.PushOpsTopic, cfg.PushOpsEnabled && cfg.PushOpsTopic != "" && cfg.PushOpsServerURL != ""
 	}
-	return cfg.PushServerURL, cfg.PushEnabled && cfg.PushServerURL != ""
+	return cfg.PushServerURL, "", cfg.PushEnabled && cfg.PushServerURL != ""
 }
 
 // RetryQueued is the number of immediate messages waiting, both lanes.
