@@ -30,7 +30,7 @@ func (s *Server) zoneIntervalPage(w http.ResponseWriter, r *http.Request, uid st
 		return apperr.InvalidField("cursor", "%s", err.Error())
 	}
 	items, next, err := s.deps.DB.ZoneIntervals(uid, cur, limit)
-	if errors.Is(err, store.ErrBadCursor) || errors.Is(err, store.ErrStaleCursor) {
+	if errors.Is(err, store.ErrBadCursor) || errors.Is(err, store.ErrStaleCursor) || errors.Is(err, store.ErrForeignCursor) {
 		return apperr.InvalidField("cursor", "%s", err.Error())
 	}
 	if err != nil {

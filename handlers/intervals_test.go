@@ -48,22 +48,34 @@ func TestBeaconIntervalsPageThroughStoredIntervals(t *testing.T) {
 	h.get("/api/v1/beacon/"+b.AssetUID+"/intervals?cursor=0_39", user).wantBad(t, "cursor") // past the newest
 	h.get("/api/v1/beacon/NOPE-1/intervals", user).expect(t, http.StatusNotFound)
 
-	// A merge numbers the merged list afresh: a cursor from before it is
-	// refused, not read at positions that now hold other intervals.
+	// A cursor belongs to its beacon's list: on another beacon's it is
+	// refused, not read at the same position there.
 	other := h.beacon(map[string]any{"mac": "C30000000B02", "name": "Spare", "type": "watch", "location_id": loc})
 	if err := h.db.Update(func(tx *bolt.Tx) error {
-		return store.AppendZoneInterval(tx, other.AssetUID, &store.ZoneInterval{ZoneID: 1, Zone: "Z1", Enter: 20})
+		for i := range 40 {
+			if err := store.AppendZoneInterval(tx, other.AssetUID, &store.ZoneInterval{ZoneID: 1, Zone: "Z1", Enter: int64(i)}); err != nil {
+				return err
+			}
+		}
+		return nil
 	}); err != nil {
 		t.Fatal(err)
 	}
+	r := h.get("/api/v1/beacon/"+other.AssetUID+"/intervals?cursor="+*p1.NextCursor, user)
+	if r.wantBad(t, "cursor"); !strings.Contains(r.Message, "another beacon") {
+		t.Fatalf("another beacon's cursor: %s", r.Body)
+	}
+
+	// A merge numbers the merged list afresh: a cursor from before it is
+	// refused, not read at positions that now hold other intervals.
 	h.send("POST", "/api/v1/beacon/"+b.AssetUID+"/merge", h.admin, map[string]any{"source_ids": []uint64{other.ID}}).expect(t, http.StatusOK)
-	r := h.get("/api/v1/beacon/"+b.AssetUID+"/intervals?cursor="+*p1.NextCursor, user)
+	r = h.get("/api/v1/beacon/"+b.AssetUID+"/intervals?cursor="+*p1.NextCursor, user)
 	if r.wantBad(t, "cursor"); !strings.Contains(r.Message, "merge") {
 		t.Fatalf("a cursor from before the merge: %s", r.Body)
 	}
 	var p3 page
 	h.get("/api/v1/beacon/"+b.AssetUID+"/intervals?limit=200", user).expect(t, http.StatusOK).decodePayload(t, &p3)
-	if len(p3.Intervals) != 39 {
-		t.Fatalf("after the merge: %d intervals, want 39", len(p3.Intervals))
+	if len(p3.Intervals) != 78 {
+		t.Fatalf("after the merge: %d intervals, want 78", len(p3.Intervals))
 	}
 }

@@ -122,6 +122,23 @@ var migrations = []migration{
 		_, err := tx.CreateBucketIfNotExists(bZoneIntervalBase)
 		return err
 	}},
+	{"zone intervals: an identity per beacon's list, carried in its cursors", func(tx *bolt.Tx) error {
+		lists, err := tx.CreateBucketIfNotExists(bZoneIntervalList)
+		if err != nil {
+			return err
+		}
+		seq := tx.Bucket(bZoneIntervalSeq)
+		if seq == nil {
+			return nil
+		}
+		return seq.ForEach(func(uid, _ []byte) error {
+			if lists.Get(uid) != nil {
+				return nil
+			}
+			_, err := newZoneListID(lists, string(uid))
+			return err
+		})
+	}},
 }
 
 // SchemaVersion is the version a fully migrated database has.

@@ -26,10 +26,16 @@ import (
 // list from above both lists' newest ordinal and records that start
 // (zone_interval_base), so a cursor handed out before the merge is told
 // apart from one of the merged list instead of skipping intervals.
+//
+// Each list has an identity (zone_interval_list) that its cursors carry,
+// so one beacon's cursor is refused on another's list instead of reading
+// a position there (a review). A remint moves the list with its
+// identity; a merge makes a new list.
 var (
 	bZoneIntervals    = []byte("zone_intervals")
 	bZoneIntervalSeq  = []byte("zone_interval_seq")  // uid -> BE64(last ordinal)
 	bZoneIntervalBase = []byte("zone_interval_base") // uid -> BE64(first ordinal since the last merge); none: 1
+	bZoneIntervalList = []byte("zone_interval_list") // uid -> BE64(list identity), from the bucket's sequence
 )
 
 // ZoneInterval is one stay of a beacon in a zone.
@@ -56,7 +62,37 @@ func AppendZoneInterval(tx *bolt.Tx, uid string, iv *ZoneInterval) error {
 		return err
 	}
 	iv.Ordinal = n
+	if _, err := zoneListID(tx, uid, true); err != nil {
+		return err
+	}
 	return putJSON(tx.Bucket(bZoneIntervals), zoneKey(uid, n), iv)
+}
+
+// zoneListID is the identity of uid's interval list (0: none yet). With
+// create, a list without one gets a new one.
+func zoneListID(tx *bolt.Tx, uid string, create bool) (uint64, error) {
+	b := tx.Bucket(bZoneIntervalList)
+	if b == nil {
+		if !create {
+			return 0, nil
+		}
+		var err error
+		if b, err = tx.CreateBucket(bZoneIntervalList); err != nil {
+			return 0, err
+		}
+	}
+	if id := btoi(b.Get([]byte(uid))); id != 0 || !create {
+		return id, nil
+	}
+	return newZoneListID(b, uid)
+}
+
+func newZoneListID(b *bolt.Bucket, uid string) (uint64, error) {
+	id, err := b.NextSequence()
+	if err != nil {
+		return 0, err
+	}
+	return id, b.Put([]byte(uid), itob(id))
 }
 
 // CloseZoneInterval sets the leave time of one interval (idempotent).
@@ -74,16 +110,22 @@ func CloseZoneInterval(tx *bolt.Tx, uid string, ordinal uint64, leave int64) err
 // cursors the server hands out carry Anchor, the newest ordinal when
 // paging began, and Offset, the distance in ordinals from it to the next
 // interval to read, so intervals that arrive, or a refined stay dropped,
-// between pages neither repeat nor hide others. A client-made cursor is
-// a bare offset, counted in intervals, into the list as it is now.
+// between pages neither repeat nor hide others, and List, the list's
+// identity. A client-made cursor is a bare offset, counted in
+// intervals, into the list as it is now.
 type ZoneCursor struct {
 	Offset int
 	Anchor uint64 // 0: the list as it is now
+	List   uint64 // 0: not checked (a bare offset, or a cursor from before lists had one)
 }
 
 // ErrBadCursor is returned for a cursor that does not parse, or names a
 // position this beacon's list never had.
 var ErrBadCursor = errors.New("cursor must be a non-negative offset as returned in next_cursor")
+
+// ErrForeignCursor is returned for a cursor handed out for another
+// beacon's list.
+var ErrForeignCursor = errors.New("this cursor was handed out for another beacon's intervals; start again without a cursor")
 
 // ErrStaleCursor is returned for a cursor handed out before the beacon's
 // history was merged with another's: its positions no longer exist.
@@ -99,28 +141,40 @@ func zoneIntervalBase(tx *bolt.Tx, uid string) uint64 {
 	return 1
 }
 
-// ParseZoneCursor parses "<offset>" or "<offset>_<anchor>".
+// ParseZoneCursor parses "<offset>", "<offset>_<anchor>" (handed out
+// before lists had an identity) or "<offset>_<anchor>_<list>".
 func ParseZoneCursor(s string) (ZoneCursor, error) {
 	if s == "" {
 		return ZoneCursor{}, nil
 	}
-	off, anchor, hasAnchor := strings.Cut(s, "_")
-	o, err := strconv.Atoi(off)
+	parts := strings.Split(s, "_")
+	if len(parts) > 3 {
+		return ZoneCursor{}, ErrBadCursor
+	}
+	o, err := strconv.Atoi(parts[0])
 	if err != nil || o < 0 {
 		return ZoneCursor{}, ErrBadCursor
 	}
 	c := ZoneCursor{Offset: o}
-	if hasAnchor {
-		a, err := strconv.ParseUint(anchor, 10, 64)
-		if err != nil || a == 0 {
+	for i, f := range []*uint64{&c.Anchor, &c.List} {
+		if i+1 >= len(parts) {
+			break
+		}
+		v, err := strconv.ParseUint(parts[i+1], 10, 64)
+		if err != nil || v == 0 {
 			return ZoneCursor{}, ErrBadCursor
 		}
-		c.Anchor = a
+		*f = v
 	}
 	return c, nil
 }
 
-func (c ZoneCursor) String() string { return fmt.Sprintf("%d_%d", c.Offset, c.Anchor) }
+func (c ZoneCursor) String() string {
+	if c.List == 0 {
+		return fmt.Sprintf("%d_%d", c.Offset, c.Anchor)
+	}
+	return fmt.Sprintf("%d_%d_%d", c.Offset, c.Anchor, c.List)
+}
 
 // seekZoneInterval places c on uid's interval of the highest ordinal
 // not above ord (its key is nil, or another beacon's, when there is
@@ -150,14 +204,20 @@ func (db *DB) ZoneIntervals(uid string, cur ZoneCursor, limit int) ([]ZoneInterv
 	err := db.bolt.View(func(tx *bolt.Tx) error {
 		newest := btoi(tx.Bucket(bZoneIntervalSeq).Get([]byte(uid)))
 		base := zoneIntervalBase(tx, uid)
+		list, err := zoneListID(tx, uid, false)
+		if err != nil {
+			return err
+		}
 		anchor := cur.Anchor
 		switch {
 		case anchor == 0:
 			anchor = newest
+		case anchor < base:
+			return ErrStaleCursor // of either list before a merge (or of another beacon's)
+		case cur.List != 0 && cur.List != list:
+			return ErrForeignCursor
 		case anchor > newest:
 			return ErrBadCursor // never this beacon's: its list never reached it
-		case anchor < base:
-			return ErrStaleCursor
 		}
 		if anchor < base || uint64(cur.Offset) > anchor-base {
 			return nil // no intervals, or an offset past the oldest
@@ -190,7 +250,7 @@ func (db *DB) ZoneIntervals(uid string, cur ZoneCursor, limit int) ([]ZoneInterv
 			}
 			if len(out) == limit {
 				// From the next ordinal down, whatever is dropped above.
-				next = &ZoneCursor{Offset: int(anchor - ord), Anchor: anchor}
+				next = &ZoneCursor{Offset: int(anchor - ord), Anchor: anchor, List: list}
 				break
 			}
 			var iv ZoneInterval
@@ -221,12 +281,16 @@ func renameZoneIntervals(tx *bolt.Tx, oldUID, newUID string) (int, error) {
 	if err != nil {
 		return 0, err
 	}
+	lists, err := tx.CreateBucketIfNotExists(bZoneIntervalList)
+	if err != nil {
+		return 0, err
+	}
 	type taken struct {
-		ivs          []ZoneInterval
-		newest, base uint64
+		ivs                []ZoneInterval
+		newest, base, list uint64
 	}
 	take := func(uid string) (taken, error) {
-		t := taken{newest: btoi(seq.Get([]byte(uid))), base: zoneIntervalBase(tx, uid)}
+		t := taken{newest: btoi(seq.Get([]byte(uid))), base: zoneIntervalBase(tx, uid), list: btoi(lists.Get([]byte(uid)))}
 		var keys [][]byte
 		p := uidPrefix(uid)
 		c := b.Cursor()
@@ -244,6 +308,9 @@ func renameZoneIntervals(tx *bolt.Tx, oldUID, newUID string) (int, error) {
 			}
 		}
 		if err := bases.Delete([]byte(uid)); err != nil {
+			return t, err
+		}
+		if err := lists.Delete([]byte(uid)); err != nil {
 			return t, err
 		}
 		return t, seq.Delete([]byte(uid))
@@ -275,6 +342,15 @@ func renameZoneIntervals(tx *bolt.Tx, oldUID, newUID string) (int, error) {
 		if err := bases.Put([]byte(newUID), itob(base)); err != nil {
 			return 0, err
 		}
+	}
+	// A moved list keeps its identity with its numbering; a merged one is
+	// a new list.
+	if kept.newest > 0 || moved.list == 0 {
+		if _, err := newZoneListID(lists, newUID); err != nil {
+			return 0, err
+		}
+	} else if err := lists.Put([]byte(newUID), itob(moved.list)); err != nil {
+		return 0, err
 	}
 	return len(moved.ivs), seq.Put([]byte(newUID), itob(newest))
 }

@@ -112,6 +112,9 @@ func TestZoneIntervalsFollowARename(t *testing.T) {
 	// A remint: ordinals and cursors carry over.
 	appendIntervals(t, db, "LEGACY-C30000000A02", 1, 4)
 	_, remintCur, _ := db.ZoneIntervals("LEGACY-C30000000A02", ZoneCursor{}, 2)
+	if remintCur == nil || remintCur.List == 0 {
+		t.Fatalf("a handed-out cursor without its list: %+v", remintCur)
+	}
 	rename("LEGACY-C30000000A02", "WCH-A1-2", 4)
 	items, next, err := db.ZoneIntervals("WCH-A1-2", *remintCur, 10)
 	if err != nil || len(items) != 2 || items[0].Ordinal != 2 || items[1].Ordinal != 1 || next != nil {
@@ -349,5 +352,64 @@ func TestZoneIntervalCursorSurvivesADrop(t *testing.T) {
 	}
 	if fmt.Sprint(got) != "[5 4 3 2 1]" || end != nil {
 		t.Fatalf("pages read %v (end %v), want [5 4 3 2 1]", got, end)
+	}
+}
+
+// TestZoneIntervalCursorBelongsToItsList: a cursor handed out for one
+// beacon's list is refused on another's, whose positions it would
+// otherwise read (a review). A bare offset, and a cursor handed out
+// before lists had an identity, are not checked. Lists that existed
+// before get an identity when the database is migrated.
+func TestZoneIntervalCursorBelongsToItsList(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "z.db")
+	db, err := Open(path, OpenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	appendIntervals(t, db, "WCH-A1-1", 1, 10)
+	appendIntervals(t, db, "WCH-A1-2", 1, 10)
+	_, a, _ := db.ZoneIntervals("WCH-A1-1", ZoneCursor{}, 3)
+	_, b, _ := db.ZoneIntervals("WCH-A1-2", ZoneCursor{}, 3)
+	if a == nil || b == nil || a.List == 0 || a.List == b.List {
+		t.Fatalf("cursors %+v and %+v: want two list identities", a, b)
+	}
+	if _, _, err := db.ZoneIntervals("WCH-A1-2", *a, 3); !errors.Is(err, ErrForeignCursor) {
+		t.Fatalf("another beacon's cursor: %v, want ErrForeignCursor", err)
+	}
+	if items, _, err := db.ZoneIntervals("WCH-A1-1", *a, 3); err != nil || len(items) != 3 || items[0].Ordinal != 7 {
+		t.Fatalf("its own list: %+v, %v", items, err)
+	}
+	legacy, err := ParseZoneCursor("3_10")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if items, _, err := db.ZoneIntervals("WCH-A1-2", legacy, 3); err != nil || len(items) != 3 || items[0].Ordinal != 7 {
+		t.Fatalf("a two-part cursor: %+v, %v", items, err)
+	}
+	for _, bad := range []string{"3_10_0", "3_10_x", "3_10_1_1", "3__1"} {
+		if _, err := ParseZoneCursor(bad); err == nil {
+			t.Errorf("cursor %q accepted", bad)
+		}
+	}
+
+	// A database from before: the list has no identity until migrated.
+	if err := db.Update(func(tx *bolt.Tx) error { return tx.Bucket(bZoneIntervalList).Delete([]byte("WCH-A1-1")) }); err != nil {
+		t.Fatal(err)
+	}
+	if _, c, _ := db.ZoneIntervals("WCH-A1-1", ZoneCursor{}, 3); c == nil || c.List != 0 {
+		t.Fatalf("a list without identity hands out %+v", c)
+	}
+	db.Close()
+	writeSchemaVersion(t, path, stepBefore(t, "zone intervals: an identity"))
+	if db, err = Open(path, OpenOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	_, c, _ := db.ZoneIntervals("WCH-A1-1", ZoneCursor{}, 3)
+	if c == nil || c.List == 0 || c.List == b.List {
+		t.Fatalf("after the migration: %+v", c)
+	}
+	if _, _, err := db.ZoneIntervals("WCH-A1-2", *c, 3); !errors.Is(err, ErrForeignCursor) {
+		t.Fatalf("after the migration, another beacon's cursor: %v", err)
 	}
 }
