@@ -307,7 +307,12 @@ func (ds *Dataset) addGateway(id string) *rtls.Gateway {
 //
 // The magnitude wins unless it makes gap longer than maxPeriod: ms
 // since a phone booted 20 days ago look like Unix seconds, but their
-// period of 100 or 1,000 "seconds" is not one. A period that is too
+// period of 100 or 1,000 "seconds" is not one. Even then it wins when
+// the period's unit would make the whole file shorter than minSpan: a
+// gateway of a Unix-ms file that hears a beacon every 40 s has a gap of
+// 40,000, a 40 ms period in microseconds, and its hour of recording
+// read as microseconds lasted 3.6 s (sessions 22-23 left this open);
+// no recording that short is a test of a tracker. A period that is too
 // short under the magnitude's unit does not overrule it: a scanner that
 // reports an advertisement on each of its three channels a millisecond
 // apart has a 1 ms gap in Unix ms, and read as seconds scored 62%
@@ -319,11 +324,13 @@ func timeUnit(ts []float64, gap float64) (toMS float64, note string, ok bool) {
 		unix, is string
 	}{{1000, "Unix seconds", "seconds"}, {1, "Unix ms", "ms"}, {1e-3, "Unix microseconds", "microseconds"}, {1e-6, "Unix nanoseconds", "nanoseconds"}}
 	mag := -1
+	span := 0.0
 	if len(ts) > 0 {
 		a := make([]float64, len(ts))
 		for i, v := range ts {
 			a[i] = math.Abs(v)
 		}
+		span = slices.Max(ts) - slices.Min(ts)
 		sort.Float64s(a)
 		med := a[len(a)/2]
 		for i, lo := range []float64{1e9, 1e12, 1e15, 1e18} {
@@ -342,7 +349,7 @@ func timeUnit(ts []float64, gap float64) (toMS float64, note string, ok bool) {
 		}
 	}
 	switch {
-	case mag >= 0 && (per < 0 || per == mag || gap*units[mag].toMS <= maxPeriod):
+	case mag >= 0 && (per < 0 || per == mag || gap*units[mag].toMS <= maxPeriod || span*units[per].toMS < minSpan):
 		if mag == 1 {
 			return 1, "", true
 		}
@@ -358,6 +365,11 @@ func timeUnit(ts []float64, gap float64) (toMS float64, note string, ok bool) {
 // interval is 10.24 s, and a gateway that misses one in two still hears
 // it within about 20 s.
 const maxPeriod = 20_000
+
+// minSpan (ms) is the shortest a recording worth replaying lasts: a
+// tracker is judged on zone changes, and UCI's tags change zone every
+// 46 s.
+const minSpan = 120_000
 
 // pairGap is the median positive time between consecutive sightings of
 // one beacon by one gateway in rows (at times t, in the file's own unit); 0 when there is

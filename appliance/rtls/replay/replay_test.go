@@ -183,10 +183,18 @@ func TestTimeUnit(t *testing.T) {
 		{"Unix microseconds", 1.7e15, 2e5, 1e-3},
 		{"Unix seconds, each pair once", 1.7e9, 0, 1000},
 		{"relative, each pair once", 5e5, 0, 1},
+		{"Unix ms of a gateway that hears a beacon every 40 s", 1.7e12, 4e4, 1},
+		{"Unix seconds of a gateway that hears a beacon every 40 s", 1.7e9, 40, 1000},
+		{"us since a boot 20 days ago, a 10 Hz advertiser", 1.7e12, 1e5, 1e-3},
 	} {
-		if got, note, _ := timeUnit([]float64{c.t, c.t + 1}, c.gap); got != c.toMS {
+		// An hour of recording, in the file's unit.
+		if got, note, _ := timeUnit([]float64{c.t, c.t + 3.6e6/c.toMS}, c.gap); got != c.toMS {
 			t.Errorf("%s: x%v (%s), want x%v", c.name, got, note, c.toMS)
 		}
+	}
+	// A minute of it: too short to be a recording in the finer unit.
+	if got, note, _ := timeUnit([]float64{1.7e12, 1.7e12 + 6e4}, 4e4); got != 1 {
+		t.Errorf("a minute of Unix ms with a 40 s period: x%v (%s), want x1", got, note)
 	}
 	// The gap is a period only where stamps are finer than it.
 	rows := make([]Row, 6)
