@@ -284,8 +284,15 @@ func (a *App) Handler() http.Handler {
 	}
 	srv := handlers.New(d)
 	// The WebSocket hub outlives http.Server.Shutdown (hijacked
-	// connections are not the server's); close it with the subsystems.
-	a.onStop(func(context.Context) error { srv.Close(); return nil })
+	// connections are not the server's); it closes with the subsystems,
+	// right after the tracking engine: registered here, it closed before
+	// the engine and sent 1001 without the engine's last frames (a
+	// review).
+	if a.rtls != nil {
+		a.rtls.closeFeed = srv.Close
+	} else {
+		a.onStop(func(context.Context) error { srv.Close(); return nil })
+	}
 	return srv
 }
 

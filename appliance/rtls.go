@@ -33,6 +33,9 @@ type rtlsControl struct {
 	// gateways is the registry's gateways (id=MAC) the site was built
 	// from; watchGateways reloads when it changes.
 	gateways string
+	// closeFeed closes the WebSocket hub (Handler sets it): after the
+	// engine, whose close emits each beacon's zone 0 for it to send.
+	closeFeed func()
 }
 
 // gatewayRecheck is how often the registry's gateways are compared with
@@ -220,7 +223,13 @@ func (a *App) buildRTLS() error {
 	a.pipeline.AddSubscriber(eng)
 	// Registered after the pipeline's stop, so it runs before it: the
 	// engine's last interval closes reach the writer while it still runs.
-	a.onStop(func(context.Context) error { eng.Close(); return nil })
+	a.onStop(func(context.Context) error {
+		eng.Close()
+		if c.closeFeed != nil {
+			c.closeFeed()
+		}
+		return nil
+	})
 	a.renameAlso(eng)
 	c.watchGateways()
 	a.rtls = c

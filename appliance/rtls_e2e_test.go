@@ -137,6 +137,17 @@ func TestRTLSEndToEndWebSocketAfterMQTT(t *testing.T) {
 	if err := ws.WriteJSON(map[string]any{"type": "subscribe", "channel": "track-WCH-A1-1"}); err != nil {
 		t.Fatal(err)
 	}
+	// Not located since start: the snapshot says so.
+	eventually(t, "the zone-0 snapshot", func() bool {
+		f := firstTrack(frames)
+		if f == nil {
+			return false
+		}
+		if d := f["data"].(map[string]any); f["snapshot"] != true || d["zone_id"] != float64(0) || d["asset_uid"] != "WCH-A1-1" {
+			t.Fatalf("first frame %v, want a zone-0 snapshot", f)
+		}
+		return true
+	})
 	cfg := app.Live().Get()
 	deadline := time.Now().Add(15 * time.Second)
 	for {
@@ -194,11 +205,37 @@ func TestRTLSEndToEndWebSocketAfterMQTT(t *testing.T) {
 			t.Fatalf("user feed: got %v (%v), want %s", f, err, want)
 		}
 	}
-	// Shutting down says goodbye to the client.
+	// Shutting down says goodbye to the client: the beacon's zone 0 as
+	// tracking stops, then 1001. The hub closed before the engine and
+	// sent 1001 alone, so a client kept showing the Hall (a review).
 	if err := app.Shutdown(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	for range frames { // drains until the reader sees the close
+	unknown := false
+	for f := range frames { // drains until the reader sees the close
+		if d, ok := f["data"].(map[string]any); ok && f["type"] == "track" && d["zone_id"] == float64(0) {
+			unknown = true
+		}
+	}
+	if !unknown {
+		t.Error("admin feed: no zone-0 frame before the close at shutdown")
+	}
+	unknown = false
+	for {
+		var f map[string]any
+		err := uws.ReadJSON(&f)
+		if err != nil {
+			if !websocket.IsCloseError(err, websocket.CloseGoingAway) {
+				t.Errorf("user feed ended with %v, want 1001", err)
+			}
+			break
+		}
+		if d, ok := f["data"].(map[string]any); ok && f["type"] == "track" && d["zone_id"] == float64(0) {
+			unknown = true
+		}
+	}
+	if !unknown {
+		t.Error("user feed: no zone-0 frame before the close at shutdown")
 	}
 }
 

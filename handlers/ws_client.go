@@ -186,6 +186,11 @@ func (c *wsClient) writer() {
 				}
 			}
 		case <-c.done:
+			// The server stopping: its last frames (each beacon's zone
+			// 0 as tracking stops) go before the close frame.
+			if c.closeCode.Load() == websocket.CloseGoingAway && !c.flush(&batch, nil) {
+				return
+			}
 			if c.closeCode.Load() != websocket.CloseAbnormalClosure {
 				// Short: a peer that does not take a close frame at once
 				// is not worth holding the goroutines for.
@@ -508,8 +513,16 @@ func (c *wsClient) subscribe(ch string) {
 	// redundant (wsQueue.snapshot).
 	loc, seen := c.hub.t.Location(uid)
 	if !seen {
-		c.q.forget(ch)
-		return
+		if note != "" { // not tracked: the reply said it stays silent
+			c.q.forget(ch)
+			return
+		}
+		// Not located since the engine started: the snapshot says
+		// unknown, or a client resubscribing after a restart kept
+		// showing the zone it had (a review). Any live frame is newer:
+		// its Seq is 0 (queued as 1), and the engine numbers a state's
+		// events from 1<<32.
+		loc = rtls.Location{AssetUID: uid}
 	}
 	if f, err := encodeFrame(trackFrame{Type: "track", Channel: ch, Data: loc, Snapshot: true}, 1); err == nil && c.q.snapshot(ch, f, loc.Seq) {
 		c.hub.frames.Add(1)

@@ -319,13 +319,27 @@ func (h *wsHub) close() {
 		return
 	}
 	h.closed = true
-	for c := range h.clients {
-		c.shut(websocket.CloseGoingAway, "server shutting down")
-	}
 	h.mu.Unlock()
 	h.cancel()
 	close(h.quit)
 	<-h.done
+	// What the dispatcher had not taken still goes out, before the close
+	// frame (the writer sends its queue first): the engine closes before
+	// the hub, and its last events are each beacon's zone 0. Closed
+	// first, the hub sent 1001 without them (a review).
+	for drained := false; !drained; {
+		select {
+		case ev := <-h.in:
+			h.fanout(&ev)
+		default:
+			drained = true
+		}
+	}
+	h.mu.Lock()
+	for c := range h.clients {
+		c.shut(websocket.CloseGoingAway, "server shutting down")
+	}
+	h.mu.Unlock()
 	done := make(chan struct{})
 	go func() { h.wg.Wait(); close(done) }()
 	select {

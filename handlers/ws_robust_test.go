@@ -231,7 +231,9 @@ func TestWSSnapshotNeverFollowedByOlder(t *testing.T) {
 	lagging := func() {
 		r.fake.emit(rtls.Event{AssetUID: r.f.watch, Location: old})
 		// A marker on another channel, behind OLD in the dispatcher.
-		r.fake.emit(rtls.Event{AssetUID: r.f.panicB, Location: rtls.Location{AssetUID: r.f.panicB, Zone: 1, ZoneName: "MARK", Seq: 1}})
+		// Numbered as the engine numbers a state's events: above the
+		// snapshot of a beacon not located (1).
+		r.fake.emit(rtls.Event{AssetUID: r.f.panicB, Location: rtls.Location{AssetUID: r.f.panicB, Zone: 1, ZoneName: "MARK", Seq: 1 << 32}})
 	}
 	afterSubscribe.Store(&lagging)
 	defer afterSubscribe.Store(nil)

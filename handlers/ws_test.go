@@ -371,6 +371,7 @@ func TestWSBurstLeavesInOneWrite(t *testing.T) {
 	defer c.Close()
 	send(t, c, map[string]any{"type": "subscribe", "channel": "track-" + r.f.watch})
 	next(t, c, "subscribed")
+	unknownSnapshot(t, c, r.f.watch)
 	h := r.srv.hub
 	_, cc := onlyClient(t, h)
 	// Hold the writer at its next batch while a burst queues up.
@@ -838,4 +839,15 @@ func TestWSPendingConnectionsAreBounded(t *testing.T) {
 	}
 	c.Close()
 	waitFor(t, "the closed one leaves the count", func() bool { return r.srv.hub.pending.Load() == 0 })
+}
+
+// unknownSnapshot reads the snapshot a subscription to a tracked beacon
+// the engine has not located gets: zone 0, unknown.
+func unknownSnapshot(t *testing.T, c *websocket.Conn, uid string) {
+	t.Helper()
+	m := next(t, c, "track")
+	d := m["data"].(map[string]any)
+	if m["snapshot"] != true || d["asset_uid"] != uid || d["zone_id"] != float64(0) || d["zone"] != "" {
+		t.Fatalf("snapshot of a beacon not located: %v", m)
+	}
 }
