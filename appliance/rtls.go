@@ -188,8 +188,14 @@ func (a *App) buildRTLS() error {
 	// back, at a last sighting from the time tracking was off, and the
 	// beacon was recorded in its zone for all that time (a review).
 	now := a.clock.Now().UnixMilli()
-	if err := a.db.Update(func(tx *bolt.Tx) error { return rtls.CloseOpenIntervals(tx, now) }); err != nil {
+	var raised map[string]int64
+	if err := a.db.Update(func(tx *bolt.Tx) (err error) { raised, err = rtls.CloseOpenIntervals(tx, now); return err }); err != nil {
 		return fmt.Errorf("close open zone intervals: %w", err)
+	}
+	if a.pipeline != nil { // restored before: the copy in memory follows
+		for uid, ts := range raised {
+			a.pipeline.LastSeen().RaiseAsset(uid, ts)
+		}
 	}
 	// Intervals recorded while tracking ran go on ageing when it is off.
 	ret := clock.NewJob(a.clock, intervalRetentionBoot, intervalRetentionEvery, a.pruneZoneIntervals)

@@ -80,18 +80,49 @@ func ReopenZoneInterval(tx *bolt.Tx, uid string, enter int64) error {
 	return editZoneInterval(tx, uid, enter, false, func(iv *ZoneInterval) { iv.Leave = 0 })
 }
 
+// bZoneHeard is the tracking engine's last sighting, in the server's
+// clock, of each beacon it had in a zone, saved every sweep
+// (PutZoneHeard): uid -> BE64(Unix ms). The stored last_seen is in the
+// gateways' clocks (the contract lets a report's ts be 5 minutes off),
+// and closing a crash's open stays at it recorded a stay 4 minutes long
+// for a gateway running ahead, or none for one running behind (a
+// review). Keys are never deleted; a value older than a stay's enter
+// belongs to an earlier stay and is not used.
+var bZoneHeard = []byte("zone_heard")
+
+// PutZoneHeard returns a writer op storing the engine's last sightings.
+func PutZoneHeard(heard map[string]int64) func(tx *bolt.Tx) error {
+	return func(tx *bolt.Tx) error {
+		b, err := tx.CreateBucketIfNotExists(bZoneHeard)
+		if err != nil {
+			return err
+		}
+		for uid, ts := range heard {
+			if err := b.Put([]byte(uid), itob(uint64(ts))); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+}
+
 // CloseOpenZoneIntervals closes every interval left open: run once at
 // start, when the engine has no live state and nothing would close them
 // otherwise. Only a crash leaves one (a stop closes them). Each closes
-// at its beacon's last sighting as the store has it (flushed every 30 s,
-// so at most that much early), clamped to [enter, now]; a beacon with
-// none stored was first heard less than a flush before the crash and
-// closes at its enter time. Closing at now, as before, recorded the
-// beacon in its zone for the whole downtime. It returns how many it
-// closed.
-func CloseOpenZoneIntervals(tx *bolt.Tx, now int64) (int, error) {
+// at the engine's last sighting of its beacon as saved (zone_heard,
+// every sweep: at most a quarter of the timeout early), or, without one
+// from this stay, at the stored last_seen (flushed every 30 s, in the
+// gateways' clock), clamped to [enter, now]; a beacon with neither was
+// first heard just before the crash and closes at its enter time.
+// Closing at now, as before, recorded the beacon in its zone for the
+// whole downtime. A stored last_seen earlier than the close is raised to
+// it: the beacon was heard then, and last_seen went back behind the
+// stays the crash kept (a review). It returns how many it closed and
+// the last_seen times it raised, for the copy in memory.
+func CloseOpenZoneIntervals(tx *bolt.Tx, now int64) (int, map[string]int64, error) {
 	b := tx.Bucket(bZoneIntervals)
 	seen := tx.Bucket(bLastSeen)
+	heard := tx.Bucket(bZoneHeard)
 	type fix struct {
 		k  []byte
 		iv ZoneInterval
@@ -104,24 +135,48 @@ func CloseOpenZoneIntervals(tx *bolt.Tx, now int64) (int, error) {
 		if !bytes.Contains(v, []byte(`"leave":`)) {
 			var iv ZoneInterval
 			if err := json.Unmarshal(v, &iv); err != nil {
-				return 0, err
+				return 0, nil, err
 			}
 			if iv.Leave == 0 {
 				fixes = append(fixes, fix{clone(k), iv})
 			}
 		}
 	}
+	raised := map[string]int64{}
 	for _, f := range fixes {
 		leave := f.iv.Enter
-		if i := bytes.IndexByte(f.k, 0); i > 0 && seen != nil {
-			if v := seen.Get(f.k[:i]); v != nil {
-				leave = min(int64(btoi(v)), now)
+		i := bytes.IndexByte(f.k, 0)
+		uid := f.k[:max(i, 0)]
+		var stored int64
+		if seen != nil && i > 0 {
+			if v := seen.Get(uid); v != nil {
+				stored = int64(btoi(v))
 			}
 		}
-		f.iv.Leave = max(leave, f.iv.Enter)
+		var h int64
+		if heard != nil && i > 0 {
+			if v := heard.Get(uid); v != nil {
+				h = int64(btoi(v))
+			}
+		}
+		switch {
+		case h >= f.iv.Enter:
+			leave = h
+		case stored > 0:
+			leave = stored
+		}
+		f.iv.Leave = max(min(leave, now), f.iv.Enter)
 		if err := putJSON(b, f.k, &f.iv); err != nil {
-			return 0, err
+			return 0, nil, err
+		}
+		// Only a stored time is raised: the copy in memory has a cell
+		// for each, restored from them.
+		if stored = max(stored, raised[string(uid)]); stored > 0 && stored < f.iv.Leave {
+			if err := seen.Put(uid, itob(uint64(f.iv.Leave))); err != nil {
+				return 0, nil, err
+			}
+			raised[string(uid)] = f.iv.Leave
 		}
 	}
-	return len(fixes), nil
+	return len(fixes), raised, nil
 }

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"fmt"
 	"path/filepath"
 	"testing"
 
@@ -47,7 +48,7 @@ func TestCloseZoneIntervalEnteredAfterMerge(t *testing.T) {
 	}
 	var n int
 	if err := db.Update(func(tx *bolt.Tx) error {
-		n, err = CloseOpenZoneIntervals(tx, 150) // no last sighting stored: its enter
+		n, _, err = CloseOpenZoneIntervals(tx, 150) // no last sighting stored: its enter
 		return err
 	}); err != nil {
 		t.Fatal(err)
@@ -59,9 +60,11 @@ func TestCloseZoneIntervalEnteredAfterMerge(t *testing.T) {
 }
 
 // TestCloseOpenZoneIntervalsAtLastSighting: what a crash left open closes
-// at the beacon's stored last sighting, never after now nor before its
-// enter; without a stored sighting, at its enter. A zone named "leave"
-// does not pass for a closed interval.
+// at the engine's saved last sighting of the stay, or else at the
+// beacon's stored last sighting, never after now nor before its enter;
+// with neither, at its enter. A zone named "leave" does not pass for a
+// closed interval. A stored last sighting before the close is raised to
+// it.
 func TestCloseOpenZoneIntervalsAtLastSighting(t *testing.T) {
 	db, err := Open(filepath.Join(t.TempDir(), "z.db"), OpenOptions{})
 	if err != nil {
@@ -73,33 +76,63 @@ func TestCloseOpenZoneIntervalsAtLastSighting(t *testing.T) {
 		for _, iv := range []struct {
 			uid, zone string
 			enter     int64
-		}{{"WCH-A", "Ward", 1000}, {"WCH-B", "Ward", 1000}, {"WCH-C", "Ward", 5000}, {"WCH-D", "Ward", 1000}, {"WCH-E", "leave", 1000}} {
+		}{{"WCH-A", "Ward", 1000}, {"WCH-B", "Ward", 1000}, {"WCH-C", "Ward", 5000}, {"WCH-D", "Ward", 1000}, {"WCH-E", "leave", 1000},
+			{"WCH-F", "Ward", 1000}, {"WCH-G", "Ward", 1000}, {"WCH-H", "Ward", 6000}} {
 			if err := AppendZoneInterval(tx, iv.uid, &ZoneInterval{ZoneID: 1, Zone: iv.zone, Enter: iv.enter}); err != nil {
 				return err
 			}
+		}
+		if err := PutZoneHeard(map[string]int64{
+			"WCH-F": 4000, // the engine heard it until 4 s; its gateway's clock ran 4 minutes ahead
+			"WCH-G": 7000, // ... ran behind
+			"WCH-H": 5500, // saved in an earlier stay: not this one's
+		})(tx); err != nil {
+			return err
 		}
 		return PutLastSeen(map[string]int64{
 			"WCH-A": 3000,   // heard until 3 s: closes there
 			"WCH-B": 99_000, // clock was ahead: no later than now
 			"WCH-C": 4000,   // stored before its enter (flush lag): its enter
 			"WCH-E": 2000,
+			"WCH-F": 244_000,
+			"WCH-G": 500,
+			"WCH-H": 8000,
 			// WCH-D: never flushed: its enter
 		})(tx)
 	}); err != nil {
 		t.Fatal(err)
 	}
 	var n int
-	if err := db.Update(func(tx *bolt.Tx) error { n, err = CloseOpenZoneIntervals(tx, now); return err }); err != nil {
+	var raised map[string]int64
+	if err := db.Update(func(tx *bolt.Tx) error { n, raised, err = CloseOpenZoneIntervals(tx, now); return err }); err != nil {
 		t.Fatal(err)
 	}
-	if n != 5 {
-		t.Fatalf("closed %d, want 5", n)
+	if n != 8 {
+		t.Fatalf("closed %d, want 8", n)
 	}
-	for uid, want := range map[string]int64{"WCH-A": 3000, "WCH-B": now, "WCH-C": 5000, "WCH-D": 1000, "WCH-E": 2000} {
+	for uid, want := range map[string]int64{"WCH-A": 3000, "WCH-B": now, "WCH-C": 5000, "WCH-D": 1000, "WCH-E": 2000,
+		"WCH-F": 4000, "WCH-G": 7000, "WCH-H": 8000} {
 		ivs, _, err := db.ZoneIntervals(uid, ZoneCursor{}, 10)
 		if err != nil || len(ivs) != 1 || ivs[0].Leave != want {
 			t.Errorf("%s: %+v %v, want closed at %d", uid, ivs, err, want)
 		}
+	}
+	// last_seen is not behind a stay the crash kept: raised where stored.
+	wantRaised := map[string]int64{"WCH-C": 5000, "WCH-G": 7000}
+	if fmt.Sprint(raised) != fmt.Sprint(wantRaised) {
+		t.Errorf("raised %v, want %v", raised, wantRaised)
+	}
+	seen, err := db.LoadLastSeen()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for uid, want := range map[string]int64{"WCH-A": 3000, "WCH-C": 5000, "WCH-F": 244_000, "WCH-G": 7000} {
+		if seen[uid] != want {
+			t.Errorf("%s: last_seen %d, want %d", uid, seen[uid], want)
+		}
+	}
+	if _, ok := seen["WCH-D"]; ok {
+		t.Error("a last_seen made for a beacon that had none")
 	}
 }
 

@@ -59,8 +59,10 @@ type beacon struct {
 	gen   uint64 // model generation the algorithm state belongs to
 	rds   []reading
 
-	heard   int64 // Unix ms of the last sighting
-	decided int64 // Unix ms of the last decision (rate limit)
+	heard int64 // Unix ms of the last sighting
+	// heardSaved is the heard last handed to the store (saveHeard).
+	heardSaved int64
+	decided    int64 // Unix ms of the last decision (rate limit)
 	// refineUntil: a decision taken at a scan's first report is refined
 	// by the rest of that scan's reports until then (due, refining).
 	refineUntil int64

@@ -188,7 +188,7 @@ func TestCloseOpenIntervalsAtStart(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	r.w.Do(func(tx *bolt.Tx) error { return rtls.CloseOpenIntervals(tx, 5000) }, func(err error) { done <- err })
+	r.w.Do(func(tx *bolt.Tx) error { _, err := rtls.CloseOpenIntervals(tx, 5000); return err }, func(err error) { done <- err })
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
@@ -197,6 +197,42 @@ func TestCloseOpenIntervalsAtStart(t *testing.T) {
 	}
 	if iv := r.intervals("WAT-2"); iv[0].Leave != 1500 {
 		t.Fatalf("a closed interval was changed: %+v", iv)
+	}
+}
+
+// TestCrashClosesStayAtTheEnginesSighting: each sweep saves the last
+// sighting of every beacon in a stay, in the server's clock; a crash's
+// open stay closes there at the next start, not at the stored last_seen,
+// which is in the gateways' clock (a review: a gateway 4 minutes ahead
+// kept a stay open over the downtime, one behind left a 0 s stay).
+func TestCrashClosesStayAtTheEnginesSighting(t *testing.T) {
+	r := newRig(t)
+	if err := r.e.Start(rtls.AlgStrongest); err != nil {
+		t.Fatal(err)
+	}
+	r.stay(gwA, gwB, "C30000000001", 20) // the sweep runs every 15 s
+	heard := r.clk.Now().Add(-time.Second).UnixMilli()
+	ivs := r.intervals("WAT-1")
+	if len(ivs) != 1 || ivs[0].Leave != 0 {
+		t.Fatalf("intervals %+v, want one open", ivs)
+	}
+	r.clk.Advance(15 * time.Second) // a sweep after the last sighting saves it
+	if err := r.w.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	// The crash: the engine's state is gone with the stay still open; the
+	// gateway's clock ran 4 minutes behind.
+	done := make(chan error, 1)
+	r.w.Do(store.PutLastSeen(map[string]int64{"WAT-1": heard - 240_000}), func(err error) { done <- err })
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	r.w.Do(func(tx *bolt.Tx) error { _, err := rtls.CloseOpenIntervals(tx, heard+600_000); return err }, func(err error) { done <- err })
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if ivs = r.intervals("WAT-1"); ivs[0].Leave != heard {
+		t.Fatalf("closed %+v, want at the engine's last sighting %d", ivs[0], heard)
 	}
 }
 

@@ -40,12 +40,13 @@ func reopenOp(uid string, enter int64) func(*bolt.Tx) error {
 }
 
 // CloseOpenIntervals closes every interval a crash left open, each at
-// its beacon's stored last sighting (no later than now, Unix ms); the
+// its beacon's last sighting as saved (no later than now, Unix ms); the
 // wiring runs it once at start, since the engine starts with no live
-// state and would otherwise leave them open for ever.
-func CloseOpenIntervals(tx *bolt.Tx, now int64) error {
-	_, err := store.CloseOpenZoneIntervals(tx, now)
-	return err
+// state and would otherwise leave them open for ever. It returns the
+// stored last sightings it raised to those closes.
+func CloseOpenIntervals(tx *bolt.Tx, now int64) (map[string]int64, error) {
+	_, raised, err := store.CloseOpenZoneIntervals(tx, now)
+	return raised, err
 }
 
 // queue hands ops made outside a batch to the writer.
@@ -118,6 +119,7 @@ func (e *Engine) sweepFrom(gen uint64) {
 			return
 		}
 		e.expire(e.clock.Now().UnixMilli())
+		e.saveHeard()
 		e.reviveTalking()
 		e.sweepMu.Lock()
 		e.sweepFrom(gen)
@@ -163,6 +165,34 @@ func (e *Engine) expire(now int64) {
 		return true
 	})
 	e.forget(now - forgetAfter.Milliseconds())
+}
+
+// saveHeard hands the writer the last sighting of each beacon with a
+// stay open that was heard since the last save: the engine's own time,
+// in the server's clock, at which a crash's open stays are closed at the
+// next start (store.PutZoneHeard). Every sweep, so a crash loses at most
+// a quarter of the timeout of each stay.
+func (e *Engine) saveHeard() {
+	if e.opts.Writer == nil || e.run.Load() == nil {
+		return
+	}
+	var heard map[string]int64
+	for i := range e.shards {
+		sh := &e.shards[i]
+		sh.Lock()
+		sh.V.Range(func(_ string, bp **beacon) {
+			if b := *bp; b.open && b.heard > b.heardSaved {
+				if heard == nil {
+					heard = map[string]int64{}
+				}
+				heard[b.uid], b.heardSaved = b.heard, b.heard
+			}
+		})
+		sh.Unlock()
+	}
+	if heard != nil {
+		e.queue([]func(*bolt.Tx) error{store.PutZoneHeard(heard)})
+	}
 }
 
 // forgetAfter is how long an unknown beacon's (small) remaining state is
