@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"beaconhub/appliance/applog"
 	"beaconhub/appliance/assets"
 	"beaconhub/appliance/clock"
 	"beaconhub/appliance/config"
@@ -230,6 +231,7 @@ func (a *App) buildRTLS() error {
 	// Registered after the pipeline's stop, so it runs before it: the
 	// engine's last interval closes reach the writer while it still runs.
 	a.onStop(func(context.Context) error {
+		c.keepSurveys()
 		eng.Close()
 		if c.closeFeed != nil {
 			c.closeFeed()
@@ -312,3 +314,28 @@ func byParsedMAC[V any](m map[string]V) map[[6]byte]V {
 // gateway down while it still talks (docs/rtls.md, "Gateways that go
 // down").
 func (a *App) gatewaySeen(mac [6]byte) int64 { return a.pipeline.LastSeen().Gateway(ingest.MAC(mac)) }
+
+// keepSurveys stores the samples of surveys still recording at a
+// graceful stop, as a survey stop would: they lived only in memory, and
+// a restart lost a survey under way without a word (a review). A crash
+// still loses them.
+func (c *rtlsControl) keepSurveys() {
+	a := c.app
+	for uid, got := range c.StopAllRecordings() {
+		ss := make([]store.ZoneSample, 0, len(got))
+		for _, sm := range got {
+			ss = append(ss, rtls.SampleToStore(uid, sm))
+		}
+		stored, dropped, err := a.db.AddZoneSamples(ss, a.clock.Now())
+		if err != nil {
+			a.log.Error("rtls: survey samples not stored at shutdown", "asset_uid", uid, "err", err)
+			continue
+		}
+		msg := fmt.Sprintf("survey stopped by a shutdown, %d samples stored", len(stored))
+		if dropped > 0 {
+			msg += fmt.Sprintf(", %d dropped: their zone was deleted while recording", dropped)
+		}
+		a.applog.Record(applog.Normal, "tracking.survey", "beacon "+uid, "system", msg)
+		a.log.Info("rtls: "+msg, "asset_uid", uid)
+	}
+}

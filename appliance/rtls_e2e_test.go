@@ -652,3 +652,48 @@ func locateInHall(t *testing.T, app *appliance.App, clk *clock.Fake, publish fun
 		clk.Advance(time.Second)
 	}
 }
+
+// TestSurveyKeptAtShutdown: a survey still recording when the appliance
+// stops is stored as a survey stop would store it, and logged. It lived
+// only in memory, and a restart lost it without a word (a review).
+func TestSurveyKeptAtShutdown(t *testing.T) {
+	home := t.TempDir()
+	clk := clock.NewFake(time.Now().Truncate(time.Second))
+	app := rtlsApp(t, home, clk)
+	c := &client{t: t, base: "http://" + app.HTTPAddr(), token: adminToken(t, app)}
+	zoneID := hallSite(c)
+	c.must("POST", "/api/v1/tracking/survey/start", map[string]any{"asset_uid": "WCH-A1-1", "zone_id": zoneID}, nil)
+	cfg := app.Live().Get()
+	for range 3 {
+		brokertest.Pub(t, app.MQTTAddr(), cfg.MQTTUser, cfg.MQTTPass, "-q", "1", "-i", "AC233FA0B1C2", "-t", "gw/AC233FA0B1C2/adv1",
+			"-m", `{"reports":[{"mac":"C3:00:00:00:0B:01","rssi":-58}]}`)
+		clk.Advance(time.Second)
+	}
+	if err := app.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	app = rtlsApp(t, home, clk)
+	t.Cleanup(func() { _ = app.Shutdown(context.Background()) })
+	c = &client{t: t, base: "http://" + app.HTTPAddr(), token: login(t, app, "ops@example.org", "ops-password-1")}
+	var got struct {
+		Samples []struct {
+			Zone     uint64 `json:"zone_id"`
+			AssetUID string `json:"asset_uid"`
+		} `json:"samples"`
+	}
+	c.must("GET", "/api/v1/tracking/samples", nil, &got)
+	if len(got.Samples) == 0 || got.Samples[0].Zone != zoneID || got.Samples[0].AssetUID != "WCH-A1-1" {
+		t.Fatalf("samples after the restart: %+v", got.Samples)
+	}
+	logs, _, err := app.DB().ListLogs(0, 50)
+	if err != nil {
+		t.Fatal(err)
+	}
+	logged := false
+	for _, l := range logs {
+		logged = logged || l.Action == "tracking.survey" && strings.Contains(l.Message, "stopped by a shutdown")
+	}
+	if !logged {
+		t.Errorf("no log entry for the survey the shutdown stopped: %+v", logs)
+	}
+}

@@ -8,7 +8,6 @@ import (
 
 	"beaconhub/appliance/apperr"
 	"beaconhub/appliance/applog"
-	"beaconhub/appliance/assets"
 	"beaconhub/appliance/rtls"
 	"beaconhub/store"
 
@@ -80,7 +79,7 @@ func (s *Server) surveyStop(w http.ResponseWriter, r *http.Request, _ httprouter
 	}
 	ss := make([]store.ZoneSample, 0, len(got))
 	for _, sm := range got {
-		ss = append(ss, sampleToStore(in.AssetUID, sm))
+		ss = append(ss, rtls.SampleToStore(in.AssetUID, sm))
 	}
 	ss, dropped, err := s.deps.DB.AddZoneSamples(ss, time.Now())
 	if err != nil {
@@ -97,25 +96,6 @@ func (s *Server) surveyStop(w http.ResponseWriter, r *http.Request, _ httprouter
 		}
 	}
 	return ok(w, map[string]any{"asset_uid": in.AssetUID, "stored": len(ss), "dropped": dropped, "samples": ss})
-}
-
-func sampleToStore(uid string, sm rtls.Sample) store.ZoneSample {
-	return store.ZoneSample{Zone: sm.Zone, AssetUID: uid, RSSI: byFormattedMAC(sm.RSSI),
-		Readings: byFormattedMAC(sm.N), RSSISD: byFormattedMAC(sm.SD)}
-}
-
-// byFormattedMAC is m keyed by the store's MAC form (assets.FormatMAC);
-// nil when m is empty, so a sample without readings or spread stores
-// neither.
-func byFormattedMAC[V any](m map[[6]byte]V) map[string]V {
-	if len(m) == 0 {
-		return nil
-	}
-	out := make(map[string]V, len(m))
-	for mac, v := range m {
-		out[assets.FormatMAC(mac)] = v
-	}
-	return out
 }
 
 func (s *Server) listSamples(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {

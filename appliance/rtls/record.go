@@ -5,7 +5,9 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"beaconhub/appliance/assets"
 	"beaconhub/appliance/ingest"
+	"beaconhub/store"
 )
 
 // recorder collects survey samples: while uid is being recorded in a
@@ -70,6 +72,44 @@ func (e *Engine) StopRecording(uid string) []Sample {
 		return []Sample{}
 	}
 	return r.samples
+}
+
+// StopAllRecordings ends every recording (a shutdown) and returns each
+// one's samples by uid, as StopRecording would.
+func (e *Engine) StopAllRecordings() map[string][]Sample {
+	e.rec.mu.Lock()
+	uids := make([]string, 0, len(e.rec.m))
+	for uid := range e.rec.m {
+		uids = append(uids, uid)
+	}
+	e.rec.mu.Unlock()
+	out := make(map[string][]Sample, len(uids))
+	for _, uid := range uids {
+		if got := e.StopRecording(uid); got != nil {
+			out[uid] = got
+		}
+	}
+	return out
+}
+
+// SampleToStore is sm, recorded of uid, as the store keeps it.
+func SampleToStore(uid string, sm Sample) store.ZoneSample {
+	return store.ZoneSample{Zone: sm.Zone, AssetUID: uid, RSSI: byFormattedMAC(sm.RSSI),
+		Readings: byFormattedMAC(sm.N), RSSISD: byFormattedMAC(sm.SD)}
+}
+
+// byFormattedMAC is m keyed by the store's MAC form (assets.FormatMAC);
+// nil when m is empty, so a sample without readings or spread stores
+// neither.
+func byFormattedMAC[V any](m map[[6]byte]V) map[string]V {
+	if len(m) == 0 {
+		return nil
+	}
+	out := make(map[string]V, len(m))
+	for mac, v := range m {
+		out[assets.FormatMAC(mac)] = v
+	}
+	return out
 }
 
 // flush turns the current window into a sample.
