@@ -653,6 +653,30 @@ func locateInHall(t *testing.T, app *appliance.App, clk *clock.Fake, publish fun
 	}
 }
 
+// TestStartingAnAlgorithmNotReadySaysSo: k-NN started on a site without
+// survey samples runs (an admin may choose it before the survey) but the
+// answer says it locates nothing yet; it said nothing (a review).
+func TestStartingAnAlgorithmNotReadySaysSo(t *testing.T) {
+	clk := clock.NewFake(time.Now().Truncate(time.Second))
+	app := rtlsApp(t, t.TempDir(), clk)
+	t.Cleanup(func() { _ = app.Shutdown(context.Background()) })
+	c := &client{t: t, base: "http://" + app.HTTPAddr(), token: adminToken(t, app)}
+	hallSite(c)
+	var st struct {
+		Algorithm string `json:"algorithm"`
+		Warning   string `json:"warning"`
+	}
+	c.must("GET", "/api/v1/tracking/start/knn", nil, &st)
+	if st.Algorithm != "knn" || !strings.Contains(st.Warning, "knn is not ready") || !strings.Contains(st.Warning, "sample") {
+		t.Fatalf("start knn without samples: %+v", st)
+	}
+	st.Warning = ""
+	c.must("GET", "/api/v1/tracking/start/strongest", nil, &st)
+	if st.Algorithm != "strongest" || st.Warning != "" {
+		t.Fatalf("start strongest with a placed gateway: %+v", st)
+	}
+}
+
 // TestSurveyKeptAtShutdown: a survey still recording when the appliance
 // stops is stored as a survey stop would store it, and logged. It lived
 // only in memory, and a restart lost it without a word (a review).

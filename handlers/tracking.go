@@ -71,8 +71,18 @@ func (s *Server) trackingStart(w http.ResponseWriter, r *http.Request, p httprou
 		}
 		return err
 	}
-	s.deps.AppLog.Record(applog.Normal, "tracking.start", "tracking", actor(r), "tracking started with "+alg)
-	return ok(w, s.statusPayload(t))
+	out := s.statusPayload(t)
+	msg := "tracking started with " + alg
+	// Started all the same (an admin may choose k-NN before the survey),
+	// but said: it ran and located nothing without a word (a review).
+	for _, a := range t.Algorithms() {
+		if a.Name == alg && !a.Ready {
+			out.Warning = alg + " is not ready and locates nothing until it is: " + a.Reason
+			msg += "; " + out.Warning
+		}
+	}
+	s.deps.AppLog.Record(applog.Normal, "tracking.start", "tracking", actor(r), msg)
+	return ok(w, out)
 }
 
 // trackingStop: GET /api/v1/tracking/stop (admin).
@@ -105,6 +115,8 @@ type trackingPayload struct {
 	Algorithm any      `json:"algorithm"`
 	Since     *int64   `json:"since"` // likewise null when stopped
 	WebSocket *wsStats `json:"websocket,omitempty"`
+	// Warning (start only): the algorithm started is not ready.
+	Warning string `json:"warning,omitempty"`
 }
 
 func (s *Server) statusPayload(t Tracker) trackingPayload {
