@@ -157,6 +157,10 @@ func cmdRTLSEval(args []string, stdout, stderr io.Writer) int {
 	for _, n := range ds.Notes {
 		fmt.Fprintln(stdout, "note:", n)
 	}
+	// After --without, which may have taken a zone's survey rows.
+	if n := replay.UnsurveyedNote(ds, replay.DefaultWarmup, *timeout); n != "" {
+		fmt.Fprintln(stdout, "note:", n)
+	}
 	if motion != "" {
 		fmt.Fprintln(stdout, "note:", motion)
 	}
@@ -182,6 +186,15 @@ func cmdRTLSEval(args []string, stdout, stderr io.Writer) int {
 		// A table of "no sighting scored" with status 0 reads as a result.
 		fmt.Fprintf(stderr, "rtls-eval: no test sighting was scored: each beacon's first %v is warm-up, and test.csv holds %d labelled sightings\n",
 			replay.DefaultWarmup, len(ds.Test)-ds.Unlabelled)
+		// No labelled row to score is not a unit read wrong (a review:
+		// a file of positive RSSI was blamed on its time unit).
+		if len(ds.Test) == ds.Unlabelled {
+			if len(ds.Test) == 0 && ds.Skipped+ds.Markers > 0 {
+				fmt.Fprintf(stderr, "rtls-eval: every row of test.csv was skipped: of the two files' rows, %d are outside -127..0 dBm and %d are not-heard markers (empty, NaN, 0 or -127 dBm; docs/rtls.md, RSSI)\n",
+					ds.Skipped, ds.Markers)
+			}
+			return 1
+		}
 		// A file read in the wrong unit looks like this: say which unit
 		// was taken (a review: Unix ms 40 s apart read as microseconds).
 		unit := "t_ms read as Unix ms"

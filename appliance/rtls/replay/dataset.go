@@ -9,6 +9,7 @@ package replay
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"encoding/csv"
 	"encoding/json"
 	"errors"
@@ -111,6 +112,12 @@ func (n *name) UnmarshalJSON(b []byte) error {
 // utf8BOM starts files saved by some editors and spreadsheets.
 var utf8BOM = []byte("\xef\xbb\xbf")
 
+// isUTF16 reports a UTF-16 byte-order mark (little or big endian) at
+// the start of b.
+func isUTF16(b []byte) bool {
+	return bytes.HasPrefix(b, []byte{0xFF, 0xFE}) || bytes.HasPrefix(b, []byte{0xFE, 0xFF})
+}
+
 // mapID is the one map a replay site has.
 const mapID = 1
 
@@ -119,6 +126,11 @@ func Load(dir string) (*Dataset, error) {
 	raw, err := os.ReadFile(filepath.Join(dir, "site.json"))
 	if err != nil {
 		return nil, err
+	}
+	// As the CSVs say it: encoding/json only saw an invalid character
+	// 'ÿ' (a review).
+	if isUTF16(raw) {
+		return nil, errors.New("site.json: UTF-16 text; save it as UTF-8")
 	}
 	var sf siteFile
 	if err := json.Unmarshal(bytes.TrimPrefix(raw, utf8BOM), &sf); err != nil {
@@ -207,8 +219,10 @@ func Load(dir string) (*Dataset, error) {
 	}
 	// Each file's unit on its own witnesses (an export may have written
 	// the two differently), the other's where a file has none.
-	trUnit, trNote, trOK := timeUnit(train, pairGap(ds.Train, train))
-	teUnit, teNote, teOK := timeUnit(test, pairGap(ds.Test, test))
+	trGap, trShared := pairGap(ds.Train, train)
+	teGap, teShared := pairGap(ds.Test, test)
+	trUnit, trNote, trOK := timeUnit(train, trGap, trShared > 0.5)
+	teUnit, teNote, teOK := timeUnit(test, teGap, teShared > 0.5)
 	switch {
 	case !trOK && teOK:
 		trUnit, trNote = teUnit, teNote
@@ -316,9 +330,19 @@ func (ds *Dataset) addGateway(id string) *rtls.Gateway {
 // short under the magnitude's unit does not overrule it: a scanner that
 // reports an advertisement on each of its three channels a millisecond
 // apart has a 1 ms gap in Unix ms, and read as seconds scored 62%
-// instead of 92%. With neither witness, ms. It returns the factor to ms
-// and a note ("" for Unix ms); ok is false when neither witness spoke.
-func timeUnit(ts []float64, gap float64) (toMS float64, note string, ok bool) {
+// instead of 92%.
+//
+// When coarse, most sightings share their stamp with the pair's
+// previous one: the stamps are coarser than the period, and gap is
+// their resolution. The magnitude then speaks alone; without it, the
+// unit that makes the resolution nearest a second (of those that make
+// the file last minSpan, if any do: stamps rounded to a minute are not
+// ones rounded to 60 ms) reads it, as exporters round to seconds. A file
+// of relative whole seconds from a 10 Hz tag was read as ms, with no
+// sighting "to judge by", and scored nothing (a review). With no
+// witness, ms. It returns the factor to ms and a note ("" for Unix
+// ms); ok is false when no witness spoke.
+func timeUnit(ts []float64, gap float64, coarse bool) (toMS float64, note string, ok bool) {
 	units := []struct {
 		toMS     float64
 		unix, is string
@@ -339,14 +363,24 @@ func timeUnit(ts []float64, gap float64) (toMS float64, note string, ok bool) {
 			}
 		}
 	}
-	per := -1
-	if gap > 0 {
-		best := math.Inf(1)
+	// nearest is the unit that makes v nearest a second, of those
+	// that keep the file minSpan long if any do.
+	var nearest func(v float64, long bool) int
+	nearest = func(v float64, long bool) int {
+		best, at := math.Inf(1), -1
 		for i, u := range units {
-			if d := math.Abs(math.Log10(gap*u.toMS) - 3); d < best {
-				per, best = i, d
+			if d := math.Abs(math.Log10(v*u.toMS) - 3); d < best && (!long || span*u.toMS >= minSpan) {
+				best, at = d, i
 			}
 		}
+		if at < 0 && long {
+			return nearest(v, false)
+		}
+		return at
+	}
+	per := -1
+	if gap > 0 && !coarse {
+		per = nearest(gap, false)
 	}
 	switch {
 	case mag >= 0 && (per < 0 || per == mag || gap*units[mag].toMS <= maxPeriod || span*units[per].toMS < minSpan):
@@ -356,6 +390,11 @@ func timeUnit(ts []float64, gap float64) (toMS float64, note string, ok bool) {
 		return units[mag].toMS, "t_ms read as " + units[mag].unix + " (its magnitude)", true
 	case per >= 0:
 		return units[per].toMS, fmt.Sprintf("t_ms read as %s (a gateway hears a beacon every %.3g of them)", units[per].is, gap), true
+	case coarse && gap > 0:
+		u := units[nearest(gap, true)]
+		return u.toMS, fmt.Sprintf("t_ms read as %s (stamps coarser than a gateway's sightings of a beacon, %.3g of them apart: read as their resolution)", u.is, gap), true
+	case coarse:
+		return 1, "t_ms read as ms (no Unix time, and a gateway's repeated sightings of a beacon share their stamp)", false
 	}
 	return 1, "t_ms read as ms (no Unix time, no repeated sighting to judge by)", false
 }
@@ -372,11 +411,13 @@ const maxPeriod = 20_000
 const minSpan = 120_000
 
 // pairGap is the median positive time between consecutive sightings of
-// one beacon by one gateway in rows (at times t, in the file's own unit); 0 when there is
-// none, or when most such pairs share a timestamp: then the stamps are
-// coarser than the period, and the gap is their resolution (Unix ms
-// rounded to 300 s, read by it as microseconds, scored nothing).
-func pairGap(rows []Row, t []float64) float64 {
+// one beacon by one gateway in rows (at times t, in the file's own
+// unit); 0 when there is none. shared is the share of such sightings
+// that have the stamp of the one before (0 with none): over half, the
+// stamps are coarser than the period, and the gap is their resolution,
+// not a period (Unix ms rounded to 300 s, read by it as microseconds,
+// scored nothing).
+func pairGap(rows []Row, t []float64) (gap, shared float64) {
 	type pair struct{ b, g string }
 	type seen struct {
 		t    float64
@@ -404,11 +445,14 @@ func pairGap(rows []Row, t []float64) float64 {
 		}
 		last[k] = seen{t[i], rows[i].RSSI}
 	}
-	if len(gaps) == 0 || same > len(gaps) {
-		return 0
+	if same > 0 {
+		shared = float64(same) / float64(same+len(gaps))
+	}
+	if len(gaps) == 0 {
+		return 0, shared
 	}
 	sort.Float64s(gaps)
-	return gaps[len(gaps)/2]
+	return gaps[len(gaps)/2], shared
 }
 
 // inferScale picks map units per metre for a site that does not give
@@ -416,9 +460,14 @@ func pairGap(rows []Row, t []float64) float64 {
 // and a site drawn in metres with 4 m rooms then has 0.4 m rooms, under
 // one of grid's 1 m cells: grid fell from 93% to 19% on the same walk
 // drawn in smaller units. A zone is a room or an area of one: its
-// shorter side is taken to be 1.5 to 60 m. The first of decimetres,
-// metres, centimetres and millimetres that makes the zones' median
-// shorter side so is used; with none, the one that makes it 5 m.
+// shorter side is taken to be 1.5 to 60 m, most often a few metres. Of
+// decimetres, metres, centimetres and millimetres that make the zones'
+// median shorter side so, the one that makes it nearest 5 m on a log
+// scale is used; with none, the one that makes it 5 m. The first of
+// them in that order read a centimetre site's 4 m rooms (400 units) as
+// 40 m ones in decimetres (a review: grid flipped 3.4 times a minute
+// instead of never). Units ten times apart leave sides ambiguous: 20
+// units are 2 m in decimetres or 20 m in metres, read as the former.
 func inferScale(zones []rtls.Zone) (float64, string) {
 	var sides []float64
 	for _, z := range zones {
@@ -428,11 +477,11 @@ func inferScale(zones []rtls.Zone) (float64, string) {
 	}
 	sort.Float64s(sides)
 	s := sides[len(sides)/2]
-	ppm := s / 5
+	ppm, best := s/5, math.Inf(1)
 	for _, u := range []float64{10, 1, 100, 1000} {
-		if m := s / u; m >= 1.5 && m <= 60 {
-			ppm = u
-			break
+		m := s / u
+		if d := math.Abs(math.Log(m / 5)); m >= 1.5 && m <= 60 && d < best {
+			ppm, best = u, d
 		}
 	}
 	return ppm, fmt.Sprintf("scale %.3g map units a metre, from the zones' median shorter side of %.3g units (set map.pixels_per_meter in site.json to give it)", ppm, s)
@@ -449,14 +498,22 @@ func (ds *Dataset) readCSV(path string) (rows []Row, ts []float64, err error) {
 	defer f.Close()
 	// A byte-order mark goes before the reader sees the header: left
 	// in, it made a quoted first name a bare quote in an unquoted field.
-	br := bufio.NewReader(f)
+	br := bufio.NewReaderSize(f, 64<<10)
 	if head, err := br.Peek(len(utf8BOM)); err == nil && bytes.Equal(head, utf8BOM) {
 		br.Discard(len(utf8BOM))
 	}
-	if head, err := br.Peek(2); err == nil && (bytes.Equal(head, []byte{0xFF, 0xFE}) || bytes.Equal(head, []byte{0xFE, 0xFF})) {
+	if head, err := br.Peek(2); err == nil && isUTF16(head) {
 		return nil, nil, fmt.Errorf("%s: UTF-16 text; save it as UTF-8", base)
 	}
-	r := csv.NewReader(br)
+	// Old Mac editors end lines with a lone CR, which encoding/csv does
+	// not take for a line end: the whole file was one header, and the
+	// load failed on a column "g1" named twice (a review). A first line
+	// ending in a lone CR marks such a file.
+	var src io.Reader = br
+	if head, _ := br.Peek(br.Size()); crOnly(head) {
+		src = crToLF{br}
+	}
+	r := csv.NewReader(src)
 	r.FieldsPerRecord = -1
 	r.TrimLeadingSpace = true
 	r.ReuseRecord = true
@@ -505,6 +562,8 @@ func (ds *Dataset) readCSV(path string) (rows []Row, ts []float64, err error) {
 		intern[s] = s
 		return s
 	}
+	var rssis []float64 // as read, for dropDuplicates
+	blank := 0
 	for {
 		rec, err := r.Read()
 		if err == io.EOF {
@@ -516,6 +575,12 @@ func (ds *Dataset) readCSV(path string) (rows []Row, ts []float64, err error) {
 			return nil, nil, fmt.Errorf("%s: %w", base, err)
 		}
 		line, _ := r.FieldPos(0)
+		// A spreadsheet's ",,,,,," rows after the data, or a line of
+		// spaces, hold no sighting; they failed the load (a review).
+		if !slices.ContainsFunc(rec, func(f string) bool { return strings.TrimSpace(f) != "" }) {
+			blank++
+			continue
+		}
 		if err := rowFits(rec, head, col); err != nil {
 			return nil, nil, fmt.Errorf("%s:%d: %v", base, line, err)
 		}
@@ -526,13 +591,24 @@ func (ds *Dataset) readCSV(path string) (rows []Row, ts []float64, err error) {
 		}
 		rs := get(rec, "rssi")
 		rssiF, err := parseNumber(rs)
-		if err != nil && rs != "" && !strings.EqualFold(rs, "nan") {
+		// An infinity, or a number too large to convert to an int, is
+		// a value outside the contract's range: skipped and counted as
+		// the docs say ("-inf" failed the load as not a finite number,
+		// a review).
+		huge := math.IsInf(rssiF, 0) || math.Abs(rssiF) >= 1e6
+		if err != nil && !huge && rs != "" && !strings.EqualFold(rs, "nan") {
 			return nil, nil, fmt.Errorf("%s:%d: rssi %q: %v", base, line, rs, err)
 		}
 		// A gateway reports whole dBm; a recording may carry averages
 		// (halves to even: the mean of two whole readings is not biased).
-		rssi := int(math.RoundToEven(rssiF))
+		rssi := 0
+		if !huge {
+			rssi = int(math.RoundToEven(rssiF))
+		}
 		switch {
+		case huge:
+			ds.Skipped++
+			continue
 		case err != nil || rssi == 0 || rssi == -127:
 			ds.Markers++
 			continue
@@ -557,8 +633,100 @@ func (ds *Dataset) readCSV(path string) (rows []Row, ts []float64, err error) {
 		}
 		rows = append(rows, row)
 		ts = append(ts, t)
+		rssis = append(rssis, rssiF)
+	}
+	if blank > 0 {
+		ds.Notes = append(ds.Notes, fmt.Sprintf("%s: %d empty rows skipped", base, blank))
+	}
+	// An export's duplicate is not a second sighting: it was replayed,
+	// trained on and scored twice, while pairGap already took it for a
+	// duplicate (a review). Only where the stamps part a gateway's
+	// sightings of a beacon: where they share stamps, two sightings
+	// may well read alike (a 10 Hz tag stamped in whole seconds would
+	// lose half its rows).
+	if _, shared := pairGap(rows, ts); shared < maxSharedForDuplicates {
+		var dups int
+		if rows, ts, dups = dropDuplicates(rows, ts, rssis); dups > 0 {
+			ds.Notes = append(ds.Notes, fmt.Sprintf("%s: %d rows that repeat an earlier row field for field dropped as an export's duplicates", base, dups))
+		}
 	}
 	return rows, ts, nil
+}
+
+// maxSharedForDuplicates: in a file where fewer of a gateway's
+// sightings of a beacon than this share the stamp of the one before,
+// the stamps part sightings, and a row repeated field for field is a
+// duplicate rather than a second sighting that read alike.
+const maxSharedForDuplicates = 0.1
+
+// dropDuplicates drops each row equal in every field (times and RSSI
+// as numbers) to an earlier row of the file, and counts them. Sorted
+// rather than hashed: a map of a million rows' keys cost more than the
+// rows.
+func dropDuplicates(rows []Row, ts, rssi []float64) ([]Row, []float64, int) {
+	idx := make([]int, len(rows))
+	for i := range idx {
+		idx[i] = i
+	}
+	order := func(a, b int) int {
+		ra, rb := &rows[a], &rows[b]
+		if c := cmp.Compare(ts[a], ts[b]); c != 0 {
+			return c
+		}
+		if c := cmp.Compare(rssi[a], rssi[b]); c != 0 {
+			return c
+		}
+		if c := strings.Compare(ra.Beacon, rb.Beacon); c != 0 {
+			return c
+		}
+		if c := strings.Compare(ra.Gateway, rb.Gateway); c != 0 {
+			return c
+		}
+		if c := strings.Compare(ra.Zone, rb.Zone); c != 0 {
+			return c
+		}
+		return strings.Compare(ra.Pos, rb.Pos)
+	}
+	// By file order among equals, so the first of them is kept.
+	slices.SortFunc(idx, func(a, b int) int { return cmp.Or(order(a, b), cmp.Compare(a, b)) })
+	drop := make([]bool, len(rows))
+	n := 0
+	for k := 1; k < len(idx); k++ {
+		if order(idx[k-1], idx[k]) == 0 {
+			drop[idx[k]] = true
+			n++
+		}
+	}
+	if n == 0 {
+		return rows, ts, 0
+	}
+	j := 0
+	for i := range rows {
+		if !drop[i] {
+			rows[j], ts[j] = rows[i], ts[i]
+			j++
+		}
+	}
+	return rows[:j], ts[:j], n
+}
+
+// crOnly reports whether the first line of head ends in a lone CR.
+func crOnly(head []byte) bool {
+	i := bytes.IndexAny(head, "\r\n")
+	return i >= 0 && head[i] == '\r' && i+1 < len(head) && head[i+1] != '\n'
+}
+
+// crToLF reads a file of CR-ended lines as LF-ended ones.
+type crToLF struct{ r io.Reader }
+
+func (c crToLF) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	for i, b := range p[:n] {
+		if b == '\r' {
+			p[i] = '\n'
+		}
+	}
+	return n, err
 }
 
 // required are the contract's columns every row must reach; x and y

@@ -188,36 +188,63 @@ func TestTimeUnit(t *testing.T) {
 		{"us since a boot 20 days ago, a 10 Hz advertiser", 1.7e12, 1e5, 1e-3},
 	} {
 		// An hour of recording, in the file's unit.
-		if got, note, _ := timeUnit([]float64{c.t, c.t + 3.6e6/c.toMS}, c.gap); got != c.toMS {
+		if got, note, _ := timeUnit([]float64{c.t, c.t + 3.6e6/c.toMS}, c.gap, false); got != c.toMS {
 			t.Errorf("%s: x%v (%s), want x%v", c.name, got, note, c.toMS)
 		}
 	}
 	// A minute of it: too short to be a recording in the finer unit.
-	if got, note, _ := timeUnit([]float64{1.7e12, 1.7e12 + 6e4}, 4e4); got != 1 {
+	if got, note, _ := timeUnit([]float64{1.7e12, 1.7e12 + 6e4}, 4e4, false); got != 1 {
 		t.Errorf("a minute of Unix ms with a 40 s period: x%v (%s), want x1", got, note)
+	}
+	// Stamps coarser than the period: the gap is their resolution. The
+	// magnitude speaks alone; without one, the resolution nearest a
+	// second of the units that make the file last two minutes (a review:
+	// relative whole seconds of a 10 Hz tag were read as ms, "no
+	// repeated sighting to judge by", and scored nothing).
+	for _, c := range []struct {
+		name   string
+		t, res float64
+		toMS   float64
+	}{
+		{"Unix ms rounded to 300 s", 1.7e12, 3e5, 1},
+		{"Unix seconds rounded to 10 s", 1.7e9, 10, 1000},
+		{"relative whole seconds", 0, 1, 1000},
+		{"relative tenths of a second", 0, 0.1, 1000},
+		{"relative ms rounded to a second", 0, 1000, 1},
+		{"relative ms rounded to 10 s", 0, 1e4, 1},
+		{"relative ms rounded to a minute", 0, 6e4, 1},
+		{"relative seconds rounded to a minute", 0, 60, 1000},
+	} {
+		got, note, ok := timeUnit([]float64{c.t, c.t + 3.6e6/c.toMS}, c.res, true)
+		if got != c.toMS || !ok || (c.t == 0) != strings.Contains(note, "resolution") {
+			t.Errorf("%s: x%v (%s, %v), want x%v", c.name, got, note, ok, c.toMS)
+		}
+	}
+	if got, note, ok := timeUnit([]float64{0, 5}, 0, true); got != 1 || ok || strings.Contains(note, "no repeated sighting") {
+		t.Errorf("every repeat at one stamp: x%v (%s, %v), want x1 and no witness", got, note, ok)
 	}
 	// The gap is a period only where stamps are finer than it.
 	rows := make([]Row, 6)
 	for i := range rows {
 		rows[i] = Row{Beacon: "B", Gateway: "G", RSSI: -60 - i}
 	}
-	if g := pairGap(rows, []float64{3, 0, 1, 2, 4, 5}); g != 1 {
-		t.Errorf("period of 1: gap %v", g)
+	if g, shared := pairGap(rows, []float64{3, 0, 1, 2, 4, 5}); g != 1 || shared != 0 {
+		t.Errorf("period of 1: gap %v, shared %v", g, shared)
 	}
-	if g := pairGap(rows, []float64{0, 0, 0, 300, 300, 300}); g != 0 {
-		t.Errorf("stamps coarser than the period: gap %v, want none", g)
+	if g, shared := pairGap(rows, []float64{0, 0, 0, 300, 300, 300}); g != 300 || shared != 0.8 {
+		t.Errorf("stamps coarser than the period: gap %v, shared %v; want a resolution of 300, 4 of 5 shared", g, shared)
 	}
 	// Every row twice: duplicates are not sightings at one stamp.
 	dup := []float64{0, 0, 1, 1, 2, 2}
 	for i := range rows {
 		rows[i].RSSI = -60 - i/2
 	}
-	if g := pairGap(rows, dup); g != 1 {
-		t.Errorf("duplicated rows: gap %v, want 1", g)
+	if g, shared := pairGap(rows, dup); g != 1 || shared != 0 {
+		t.Errorf("duplicated rows: gap %v, shared %v, want 1", g, shared)
 	}
 	// Two gateways interleaved: each pair's own period, not the beacon's.
 	rows = []Row{{Beacon: "B", Gateway: "G1"}, {Beacon: "B", Gateway: "G2"}, {Beacon: "B", Gateway: "G1"}, {Beacon: "B", Gateway: "G2"}}
-	if g := pairGap(rows, []float64{0, 500, 1000, 1500}); g != 1000 {
+	if g, _ := pairGap(rows, []float64{0, 500, 1000, 1500}); g != 1000 {
 		t.Errorf("interleaved gateways: gap %v, want 1000", g)
 	}
 }
@@ -247,7 +274,14 @@ func TestInferScale(t *testing.T) {
 	if got, _ := inferScale(flat); got != 1 {
 		t.Errorf("metres among named-only zones: %v units a metre", got)
 	}
-	for _, c := range []struct{ side, ppm float64 }{{40, 10}, {100, 10}, {10, 1}, {3, 1}, {1000, 100}, {300, 10}, {0.5, 0.1}, {30000, 1000}} {
+	// The unit that makes the side nearest 5 m: UCI's 40 units are 4 m
+	// rooms in decimetres; 400 units are 4 m in centimetres, not 40 m in
+	// decimetres (a review: the first unit in range was taken, and a
+	// centimetre site's grid flipped 3.4 times a minute instead of
+	// never); 20 units stay 2 m in decimetres, though they may be 20 m
+	// in metres.
+	for _, c := range []struct{ side, ppm float64 }{{40, 10}, {100, 10}, {10, 1}, {3, 1}, {1000, 100}, {300, 100}, {400, 100}, {150, 10}, {170, 100},
+		{15, 1}, {20, 10}, {2000, 1000}, {0.5, 0.1}, {30000, 1000}} {
 		zs := []rtls.Zone{{X1: 0, Y1: 0, X2: c.side, Y2: 2 * c.side}, {X1: 0, Y1: 0, X2: c.side, Y2: c.side}, {X1: 5, Y1: 5, X2: 5, Y2: 9}}
 		if got, _ := inferScale(zs); got != c.ppm {
 			t.Errorf("zones %v wide: %v units a metre, want %v", c.side, got, c.ppm)
@@ -482,6 +516,9 @@ func TestLoadRejectsBadInput(t *testing.T) {
 		{site, "\xd6n\x1b\xa7\x8e\x15" + strings.Repeat("\x8e\xf8", 200) + "\n", `...`},
 		{`{"map":{"width":"wide"},"zones":[]}`, "t_ms,gateway,beacon,rssi,zone\n", `site.json: field "map.width" is a JSON string`},
 		{`[1]`, "t_ms,gateway,beacon,rssi,zone\n", "site.json: the document is a JSON array"},
+		// As the CSVs say it (a review: "invalid character 'ÿ'").
+		{"\xff\xfe{\x00}\x00", "t_ms,gateway,beacon,rssi,zone\n", "site.json: UTF-16 text; save it as UTF-8"},
+		{"\xfe\xff\x00{\x00}", "t_ms,gateway,beacon,rssi,zone\n", "site.json: UTF-16 text; save it as UTF-8"},
 	} {
 		d := t.TempDir()
 		writeFile(t, filepath.Join(d, "site.json"), c.site)
@@ -550,6 +587,10 @@ func TestLoadReadsSpreadsheetExports(t *testing.T) {
 	writeFile(t, filepath.Join(dir, "site.json"), "\xef\xbb\xbf"+string(site))
 	for _, body := range []string{
 		"\xef\xbb\xbfT_ms, Gateway ,beacon,RSSI,zone,x,y\r\n1000, G2 , B ,-70, Z1 ,5,5\r\n",
+		// Old Mac line ends, a lone CR (a review: read as one line, the
+		// load failed on a column named twice).
+		"t_ms,gateway,beacon,rssi,zone,x,y\r1000,G2,B,-70,Z1,5,5\r",
+		"t_ms,gateway,beacon,rssi,zone,x,y\r1000,G2,B,-70,Z1,5,5",
 		"\xef\xbb\xbf\"t_ms\",\"gateway\",\"beacon\",\"rssi\",\"zone\",\"x\",\"y\"\r\n1000, \"G2\",\"B\",-70,\"Z1\",5,5\r\n",
 	} {
 		writeFile(t, filepath.Join(dir, "test.csv"), body)
@@ -582,11 +623,18 @@ func TestLoadReadsDecimalsAndUnorderedRows(t *testing.T) {
 	if want := []string{"1000 G2 -71", "2000 G1 -60", "2000 G2 -61"}; !slices.Equal(got, want) {
 		t.Fatalf("rows %v, want %v", got, want)
 	}
-	for _, bad := range []string{"1000,G1,B,Inf,Z1", "1e30,G1,B,-60,Z1", "x,G1,B,-60,Z1", "1000,G1,B,-6o,Z1"} {
+	for _, bad := range []string{"1e30,G1,B,-60,Z1", "x,G1,B,-60,Z1", "1000,G1,B,-6o,Z1"} {
 		writeFile(t, filepath.Join(dir, "test.csv"), "t_ms,gateway,beacon,rssi,zone\n"+bad+"\n")
 		if _, err := Load(dir); err == nil {
 			t.Fatalf("%q accepted", bad)
 		}
+	}
+	// An infinite RSSI is a value outside -127..0, skipped and counted
+	// as the docs say (a review: "-inf" failed the load).
+	writeFile(t, filepath.Join(dir, "test.csv"), "t_ms,gateway,beacon,rssi,zone\n"+
+		"1000,G1,B,-inf,Z1\n1000,G2,B,-Infinity,Z1\n1000,G3,B,inf,Z1\n1000,G1,B,+Inf,Z1\n1000,G1,B,-1e400,Z1\n2000,G1,B,-60,Z1\n")
+	if ds, err := Load(dir); err != nil || ds.Skipped != 5 || ds.Markers != 0 || len(ds.Test) != 1 {
+		t.Fatalf("infinite RSSI: %v, %+v", err, ds)
 	}
 	writeFile(t, filepath.Join(dir, "test.csv"), "t_ms,gateway,beacon,rssi,zone\n1000,G1,B,-67.5,Z1\n1000.4,G2,B,-66.5,Z1\n")
 	ds, err = Load(dir)

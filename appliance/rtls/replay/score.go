@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"strings"
 	"time"
 )
 
@@ -263,4 +264,55 @@ func PaceNote(ds *Dataset, maxGap time.Duration) string {
 		return fmt.Sprintf("%s one every %.0f s (%d in %.0f s)", name, s/float64(n), n, s)
 	}
 	return fmt.Sprintf("zone changes of labelled time: %s; %s", say("test.csv", ds.Test), say("train.csv", ds.Train))
+}
+
+// UnsurveyedNote names the zones with scored test sightings that
+// train.csv has no labelled row in, so no survey sample, and the share
+// of the scored sightings in them ("" when there is none); the scored
+// sightings are the scorer's (after each beacon's warmup, in virtual
+// time). The algorithms trained on the survey reach such a zone only
+// through its neighbours or the gateways' positions, and a score over
+// it measures that guess: a recording split in time into train and
+// test often leaves zones out of the survey, without a word until a
+// review.
+func UnsurveyedNote(ds *Dataset, warmup, timeout time.Duration) string {
+	surveyed := map[string]bool{}
+	for _, r := range ds.Train {
+		surveyed[r.Zone] = true
+	}
+	first := map[string]int64{}
+	missed := map[string]int{}
+	scored, out := 0, 0
+	for _, ev := range timeline(ds.Test, timeout) {
+		f, ok := first[ev.row.Beacon]
+		if !ok {
+			f = ev.v
+			first[ev.row.Beacon] = f
+		}
+		if ev.row.Zone == "" || ev.v-f < warmup.Milliseconds() {
+			continue
+		}
+		scored++
+		if !surveyed[ev.row.Zone] {
+			missed[ev.row.Zone]++
+			out++
+		}
+	}
+	if out == 0 {
+		return ""
+	}
+	var names []string
+	for _, z := range ds.Site.Zones { // in site.json's order
+		if missed[z.Name] > 0 {
+			names = append(names, z.Name)
+		}
+	}
+	if len(names) > 10 {
+		names = append(names[:10], fmt.Sprintf("and %d more", len(names)-10))
+	}
+	share := fmt.Sprintf("%.0f%%", 100*float64(out)/float64(scored))
+	if share == "0%" {
+		share = "under 1%"
+	}
+	return fmt.Sprintf("zones with no survey samples in train.csv: %s (%s of scored test sightings)", strings.Join(names, ", "), share)
 }
