@@ -322,6 +322,59 @@ func TestWSSlowClientIsDropped(t *testing.T) {
 	}
 }
 
+// TestWSShutdownSendsEveryQueuedFrame: at a shutdown a client gets all
+// it had queued, then 1001, however long the queue: the last frames are
+// each followed beacon's zone 0, and a client that missed some kept
+// showing their old zones. The writer stopped after its first 64 KiB.
+func TestWSShutdownSendsEveryQueuedFrame(t *testing.T) {
+	r := newWSRig(t, WSOptions{SendBuffer: 1000})
+	c := r.connect(t, r.admin)
+	ch := "track-" + r.f.watch
+	send(t, c, map[string]any{"type": "subscribe", "channel": ch})
+	next(t, c, "subscribed")
+	unknownSnapshot(t, c, r.f.watch)
+	h := r.srv.hub
+	_, cc := onlyClient(t, h)
+	const n = 200 // of 1 KiB each: three times what one socket write takes
+	pad := strings.Repeat("x", 1000)
+	cc.mu.Lock() // the writer waits at its next socket write
+	before := h.frames.Load()
+	for i := range n {
+		r.fake.emit(rtls.Event{AssetUID: r.f.watch, Location: rtls.Location{AssetUID: r.f.watch, Zone: 1, ZoneName: fmt.Sprintf("Z%03d%s", i, pad)}})
+	}
+	waitFor(t, "the frames queued", func() bool { return h.frames.Load()-before == n })
+	closed := make(chan struct{})
+	go func() { r.srv.Close(); close(closed) }()
+	waitFor(t, "the client told to go", func() bool {
+		select {
+		case <-func() chan struct{} { sc, _ := onlyClient(t, h); return sc.done }():
+			return true
+		default:
+			return false
+		}
+	})
+	cc.mu.Unlock()
+	_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	got := 0
+	for {
+		_, data, err := c.ReadMessage()
+		if err != nil {
+			if !websocket.IsCloseError(err, websocket.CloseGoingAway) {
+				t.Fatalf("after %d frames: %v, want 1001", got, err)
+			}
+			break
+		}
+		if !strings.Contains(string(data), fmt.Sprintf(`"zone":"Z%03d`, got)) {
+			t.Fatalf("frame %d: %.60s", got, data)
+		}
+		got++
+	}
+	if got != n {
+		t.Fatalf("%d of %d queued frames before the close", got, n)
+	}
+	<-closed
+}
+
 func TestWSHubClosesWithServer(t *testing.T) {
 	r := newWSRig(t, WSOptions{})
 	c := r.connect(t, r.token("user"))
