@@ -36,6 +36,7 @@ var uidRewriters = []uidRewriter{
 	{RewriterSensorConditions, renameSensorConds, countSensorConds, eachSensorCondUID},
 	{RewriterSensorIntervals, renameSensorIntervals, countSensorIntervals, eachSensorIntervalUID},
 	{RewriterHealthConditions, renameHealthConds, countHealthConds, eachHealthCondUID},
+	{RewriterZoneHeard, renameZoneHeard, countZoneHeard, eachZoneHeardUID},
 }
 
 // Rewriter names, as they appear in counts and audit findings.

@@ -90,6 +90,41 @@ func ReopenZoneInterval(tx *bolt.Tx, uid string, enter int64) error {
 // belongs to an earlier stay and is not used.
 var bZoneHeard = []byte("zone_heard")
 
+// RewriterZoneHeard names zone_heard among the uid-keyed buckets: a
+// remint or merge moves a beacon's saved sighting with its open stay.
+const RewriterZoneHeard = "zone_heard"
+
+func renameZoneHeard(tx *bolt.Tx, oldUID, newUID string) (int, error) {
+	b := tx.Bucket(bZoneHeard)
+	if b == nil {
+		return 0, nil
+	}
+	raw := b.Get([]byte(oldUID))
+	if raw == nil {
+		return 0, nil
+	}
+	ts := max(btoi(raw), btoi(b.Get([]byte(newUID))))
+	if err := b.Delete([]byte(oldUID)); err != nil {
+		return 0, err
+	}
+	return 1, b.Put([]byte(newUID), itob(ts))
+}
+
+func countZoneHeard(tx *bolt.Tx, uid string) (int, error) {
+	if b := tx.Bucket(bZoneHeard); b != nil && b.Get([]byte(uid)) != nil {
+		return 1, nil
+	}
+	return 0, nil
+}
+
+func eachZoneHeardUID(tx *bolt.Tx, fn func(uid string) error) error {
+	b := tx.Bucket(bZoneHeard)
+	if b == nil {
+		return nil
+	}
+	return b.ForEach(func(k, _ []byte) error { return fn(string(k)) })
+}
+
 // PutZoneHeard returns a writer op storing the engine's last sightings.
 func PutZoneHeard(heard map[string]int64) func(tx *bolt.Tx) error {
 	return func(tx *bolt.Tx) error {
@@ -116,9 +151,11 @@ func PutZoneHeard(heard map[string]int64) func(tx *bolt.Tx) error {
 // first heard just before the crash and closes at its enter time.
 // Closing at now, as before, recorded the beacon in its zone for the
 // whole downtime. A stored last_seen earlier than the close is raised to
-// it: the beacon was heard then, and last_seen went back behind the
-// stays the crash kept (a review). It returns how many it closed and
-// the last_seen times it raised, for the copy in memory.
+// it, and one a beacon first heard less than a flush before the crash
+// lacks is made: the beacon was heard then, and last_seen went back
+// behind the stays the crash kept, or was missing beside them (a
+// review). It returns how many it closed and the last_seen times it
+// raised or made, for the copy in memory.
 func CloseOpenZoneIntervals(tx *bolt.Tx, now int64) (int, map[string]int64, error) {
 	b := tx.Bucket(bZoneIntervals)
 	seen := tx.Bucket(bLastSeen)
@@ -169,9 +206,7 @@ func CloseOpenZoneIntervals(tx *bolt.Tx, now int64) (int, map[string]int64, erro
 		if err := putJSON(b, f.k, &f.iv); err != nil {
 			return 0, nil, err
 		}
-		// Only a stored time is raised: the copy in memory has a cell
-		// for each, restored from them.
-		if stored = max(stored, raised[string(uid)]); stored > 0 && stored < f.iv.Leave {
+		if stored = max(stored, raised[string(uid)]); seen != nil && i > 0 && stored < f.iv.Leave {
 			if err := seen.Put(uid, itob(uint64(f.iv.Leave))); err != nil {
 				return 0, nil, err
 			}
