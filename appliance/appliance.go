@@ -289,7 +289,7 @@ func (a *App) Handler() http.Handler {
 	// the engine and sent 1001 without the engine's last frames (a
 	// review).
 	if a.rtls != nil {
-		a.rtls.closeFeed = srv.Close
+		a.rtls.closeFeeds = append(a.rtls.closeFeeds, srv.Close)
 	} else {
 		a.onStop(func(context.Context) error { srv.Close(); return nil })
 	}

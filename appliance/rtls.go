@@ -34,9 +34,10 @@ type rtlsControl struct {
 	// gateways is the registry's gateways (id=MAC) the site was built
 	// from; watchGateways reloads when it changes.
 	gateways string
-	// closeFeed closes the WebSocket hub (Handler sets it): after the
-	// engine, whose close emits each beacon's zone 0 for it to send.
-	closeFeed func()
+	// closeFeeds close the WebSocket hubs (Handler adds one per call):
+	// after the engine, whose close emits each beacon's zone 0 for them
+	// to send.
+	closeFeeds []func()
 }
 
 // gatewayRecheck is how often the registry's gateways are compared with
@@ -194,9 +195,7 @@ func (a *App) buildRTLS() error {
 		return fmt.Errorf("close open zone intervals: %w", err)
 	}
 	if a.pipeline != nil { // restored before: the copy in memory follows
-		for uid, ts := range raised {
-			a.pipeline.LastSeen().RaiseAsset(uid, ts)
-		}
+		a.pipeline.LastSeen().Restored(raised)
 	}
 	// Intervals recorded while tracking ran go on ageing when it is off.
 	ret := clock.NewJob(a.clock, intervalRetentionBoot, intervalRetentionEvery, a.pruneZoneIntervals)
@@ -233,8 +232,8 @@ func (a *App) buildRTLS() error {
 	a.onStop(func(context.Context) error {
 		c.keepSurveys()
 		eng.Close()
-		if c.closeFeed != nil {
-			c.closeFeed()
+		for _, f := range c.closeFeeds {
+			f()
 		}
 		return nil
 	})

@@ -513,6 +513,45 @@ func TestCrashLeftIntervalClosedWithTrackingOff(t *testing.T) {
 	}
 }
 
+// TestCrashRepairsLastSeen: a beacon first heard less than a last_seen
+// flush before a crash has a stay the crash kept and no last_seen; the
+// start closes the stay at the engine's saved sighting and gives
+// last_seen that time, in the store and in the API at once. last_seen
+// was missing beside the stay (a review).
+func TestCrashRepairsLastSeen(t *testing.T) {
+	home := t.TempDir()
+	clk := clock.NewFake(time.Now().Truncate(time.Second))
+	app := rtlsApp(t, home, clk)
+	adminToken(t, app)
+	enter := clk.Now().UnixMilli() - 60_000
+	heard := enter + 7_345
+	if err := app.DB().Update(func(tx *bolt.Tx) error {
+		if err := store.AppendZoneInterval(tx, "WCH-A1-1", &store.ZoneInterval{ZoneID: 1, Zone: "Hall", Enter: enter}); err != nil {
+			return err
+		}
+		return store.PutZoneHeard(map[string]int64{"WCH-A1-1": heard})(tx)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := app.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	app = rtlsApp(t, home, clk)
+	t.Cleanup(func() { _ = app.Shutdown(context.Background()) })
+	c := &client{t: t, base: "http://" + app.HTTPAddr(), token: login(t, app, "ops@example.org", "ops-password-1")}
+	ivs, _, err := app.DB().ZoneIntervals("WCH-A1-1", store.ZoneCursor{}, 10)
+	if err != nil || len(ivs) != 1 || ivs[0].Leave != heard {
+		t.Fatalf("intervals %+v, %v; want closed at %d", ivs, err, heard)
+	}
+	var loc struct {
+		LastSeen *int64 `json:"last_seen"`
+	}
+	c.must("GET", "/api/v1/integration/beacons/WCH-A1-1/location", nil, &loc)
+	if loc.LastSeen == nil || *loc.LastSeen != heard {
+		t.Fatalf("last_seen %v, want %d", loc.LastSeen, heard)
+	}
+}
+
 // TestUntrackedBeaconLeavesAtOnce: a beacon given a type the engine does
 // not track (or deleted) is unknown at once, in the admin's tracking
 // view and the live data, its stay closed at its last sighting. Its

@@ -31,6 +31,17 @@ type gwSeen struct {
 
 func newLastSeen(cells SeenCells) *LastSeen { return &LastSeen{cells: cells} }
 
+// Restored takes times the store holds already (a start's repair of
+// them, before ingest runs): each cell raised to its exact time, made
+// where missing, and not dirty.
+func (l *LastSeen) Restored(m map[string]int64) {
+	for uid, ts := range m {
+		c := l.cells.SeenCell(uid)
+		c.Raise(ts)
+		c.TakeDirty()
+	}
+}
+
 func (l *LastSeen) restore(m map[string]int64) {
 	for k, v := range m {
 		if len(k) == 15 && k[:3] == "gw:" {
