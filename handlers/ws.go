@@ -39,6 +39,7 @@ type WSOptions struct {
 	WriteWait    time.Duration // deadline of one frame write (default 10s)
 	AuthWait     time.Duration // time for the first-message auth (default 10s)
 	CloseWait    time.Duration // how long a server-sent close waits for the peer's (default 1s)
+	DrainWait    time.Duration // at a shutdown, how long a client's queue may take to go out before its close (default WriteWait/2)
 	SendBuffer   int           // frames a client queues one by one before track frames merge per channel (default 256)
 	MaxSubs      int           // channels per client (default 1000)
 	MaxConns     int           // connections at once, authenticated or not (default 4096)
@@ -56,6 +57,10 @@ func (o WSOptions) withDefaults() WSOptions {
 	def(&o.WriteWait, 10*time.Second)
 	def(&o.AuthWait, 10*time.Second)
 	def(&o.CloseWait, time.Second)
+	// Half: a socket write begun just before it may take WriteWait, and
+	// the close frame and the peer's reply min(WriteWait, CloseWait)
+	// each, all within the hub's wait of 2*WriteWait.
+	def(&o.DrainWait, o.WriteWait/2)
 	if o.SendBuffer <= 0 {
 		o.SendBuffer = 256
 	}

@@ -40,6 +40,9 @@ type wsClient struct {
 	// closeCode and closeText are the close frame the writer sends.
 	closeCode atomic.Int32
 	closeText atomic.Value
+	// drainBy (Unix ns) is when a shutdown's flush stops starting socket
+	// writes and sends the close (shut sets it for 1001).
+	drainBy atomic.Int64
 
 	subs   map[string]bool
 	authMu sync.Mutex
@@ -104,6 +107,9 @@ func (c *wsClient) offerTrack(ch string, f outFrame, seq uint64) {
 // shut ends the connection once, with the given close frame.
 func (c *wsClient) shut(code int, text string) {
 	c.once.Do(func() {
+		if code == websocket.CloseGoingAway {
+			c.drainBy.Store(time.Now().Add(c.hub.opts.DrainWait).UnixNano())
+		}
 		c.closeCode.Store(int32(code))
 		c.closeText.Store(text)
 		close(c.done)
@@ -268,10 +274,13 @@ func (c *wsClient) writeFrames(batch []queuedFrame, extra []outFrame) error {
 			case <-c.done:
 				// Closing: the rest of a long batch is moot, but for a
 				// shutdown's, whose last frames (each beacon's zone 0)
-				// are what it owes the client; the write deadline bounds
-				// them. They stopped here after 64 KiB (a review: 438 of
-				// 700 zone-0 frames reached a client).
-				if c.closeCode.Load() != websocket.CloseGoingAway {
+				// are what it owes the client, until DrainWait has
+				// passed. They stopped here after 64 KiB (a review: 438
+				// of 700 zone-0 frames reached a client); bounded only
+				// by each write's deadline, a client reading just fast
+				// enough held its writer past the hub's wait and got no
+				// close before the process exited (a second review).
+				if c.closeCode.Load() != websocket.CloseGoingAway || time.Now().UnixNano() >= c.drainBy.Load() {
 					return errClosing
 				}
 			default:

@@ -311,7 +311,10 @@ func (h *wsHub) isClosed() bool {
 }
 
 // close stops listening to the engine, says goodbye (1001) to every
-// client and waits for their goroutines (each bounded by WriteWait).
+// client after its queue and waits for their goroutines: each is bounded
+// by DrainWait for the queue, WriteWait for the socket write under way
+// and CloseWait for the close, within the wait of 2*WriteWait below (the
+// defaults: 5 + 10 + 2 x 1 s).
 func (h *wsHub) close() {
 	h.mu.Lock()
 	if h.closed {

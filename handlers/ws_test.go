@@ -375,6 +375,49 @@ func TestWSShutdownSendsEveryQueuedFrame(t *testing.T) {
 	<-closed
 }
 
+// TestWSShutdownDrainIsBounded: a shutdown sends a client's queue only
+// for DrainWait, then the close: unbounded, a client reading just fast
+// enough held its writer past the hub's wait and lost its 1001 when the
+// process exited (a review). With no time to drain, the client gets the
+// socket write already under way, then 1001.
+func TestWSShutdownDrainIsBounded(t *testing.T) {
+	r := newWSRig(t, WSOptions{SendBuffer: 1000, DrainWait: time.Nanosecond})
+	c := r.connect(t, r.admin)
+	ch := "track-" + r.f.watch
+	send(t, c, map[string]any{"type": "subscribe", "channel": ch})
+	next(t, c, "subscribed")
+	unknownSnapshot(t, c, r.f.watch)
+	h := r.srv.hub
+	sc, cc := onlyClient(t, h)
+	const n = 200 // of 1 KiB each: three times what one socket write takes
+	pad := strings.Repeat("x", 1000)
+	cc.mu.Lock() // the writer waits at its next socket write
+	before := h.frames.Load()
+	for i := range n {
+		r.fake.emit(rtls.Event{AssetUID: r.f.watch, Location: rtls.Location{AssetUID: r.f.watch, Zone: 1, ZoneName: fmt.Sprintf("Z%03d%s", i, pad)}})
+	}
+	waitFor(t, "the frames queued", func() bool { return h.frames.Load()-before == n })
+	closed := make(chan struct{})
+	go func() { r.srv.Close(); close(closed) }()
+	<-sc.done
+	cc.mu.Unlock()
+	_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	got := 0
+	for {
+		if _, _, err := c.ReadMessage(); err != nil {
+			if !websocket.IsCloseError(err, websocket.CloseGoingAway) {
+				t.Fatalf("after %d frames: %v, want 1001", got, err)
+			}
+			break
+		}
+		got++
+	}
+	if got == 0 || got >= n {
+		t.Fatalf("%d of %d queued frames before the close; want the socket write under way only", got, n)
+	}
+	<-closed
+}
+
 func TestWSHubClosesWithServer(t *testing.T) {
 	r := newWSRig(t, WSOptions{})
 	c := r.connect(t, r.token("user"))
