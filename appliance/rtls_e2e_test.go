@@ -529,7 +529,7 @@ func TestCrashRepairsLastSeen(t *testing.T) {
 		if err := store.AppendZoneInterval(tx, "WCH-A1-1", &store.ZoneInterval{ZoneID: 1, Zone: "Hall", Enter: enter}); err != nil {
 			return err
 		}
-		return store.PutZoneHeard(map[string]int64{"WCH-A1-1": heard})(tx)
+		return store.PutZoneHeard(map[string]store.ZoneHeard{"WCH-A1-1": {Enter: enter, Heard: heard}})(tx)
 	}); err != nil {
 		t.Fatal(err)
 	}

@@ -2,6 +2,7 @@ package store
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 
 	bolt "go.etcd.io/bbolt"
@@ -82,13 +83,37 @@ func ReopenZoneInterval(tx *bolt.Tx, uid string, enter int64) error {
 
 // bZoneHeard is the tracking engine's last sighting, in the server's
 // clock, of each beacon it had in a zone, saved every sweep
-// (PutZoneHeard): uid -> BE64(Unix ms). The stored last_seen is in the
-// gateways' clocks (the contract lets a report's ts be 5 minutes off),
-// and closing a crash's open stays at it recorded a stay 4 minutes long
-// for a gateway running ahead, or none for one running behind (a
-// review). Keys are never deleted; a value older than a stay's enter
-// belongs to an earlier stay and is not used.
+// (PutZoneHeard): uid -> pairs of BE64(a stay's enter) BE64(the
+// sighting), Unix ms: one pair, or after a merge each list's. The stored last_seen is in the gateways' clocks (the contract
+// lets a report's ts be 5 minutes off), and closing a crash's open stays
+// at it recorded a stay 4 minutes long for a gateway running ahead, or
+// none for one running behind (a review). A sighting closes only the
+// stay it was saved for: after a merge the list holds both beacons'
+// stays, and one sighting for both stretched the other (a second
+// review). Keys are never deleted.
 var bZoneHeard = []byte("zone_heard")
+
+// ZoneHeard is the engine's last sighting of a beacon (Heard) in the
+// stay entered at Enter, both Unix ms.
+type ZoneHeard struct{ Enter, Heard int64 }
+
+func appendZoneHeard(v []byte, h ZoneHeard) []byte {
+	return binary.BigEndian.AppendUint64(binary.BigEndian.AppendUint64(v, uint64(h.Enter)), uint64(h.Heard))
+}
+
+// zoneHeardFor is the sighting saved in v for the stay entered at enter.
+func zoneHeardFor(v []byte, enter int64) (int64, bool) {
+	for ; len(v) >= 16; v = v[16:] {
+		if int64(binary.BigEndian.Uint64(v)) == enter {
+			return int64(binary.BigEndian.Uint64(v[8:])), true
+		}
+	}
+	return 0, false
+}
+
+// maxZoneHeard bounds the pairs one key keeps through merges (each
+// list has at most one open stay; older pairs go first).
+const maxZoneHeard = 8
 
 // RewriterZoneHeard names zone_heard among the uid-keyed buckets: a
 // remint or merge moves a beacon's saved sighting with its open stay.
@@ -103,11 +128,15 @@ func renameZoneHeard(tx *bolt.Tx, oldUID, newUID string) (int, error) {
 	if raw == nil {
 		return 0, nil
 	}
-	ts := max(btoi(raw), btoi(b.Get([]byte(newUID))))
+	// A merge keeps both lists' pairs: each closes its own stay.
+	v := append(append([]byte(nil), b.Get([]byte(newUID))...), raw...)
+	if n := len(v) / 16; n > maxZoneHeard {
+		v = v[16*(n-maxZoneHeard):]
+	}
 	if err := b.Delete([]byte(oldUID)); err != nil {
 		return 0, err
 	}
-	return 1, b.Put([]byte(newUID), itob(ts))
+	return 1, b.Put([]byte(newUID), v)
 }
 
 func countZoneHeard(tx *bolt.Tx, uid string) (int, error) {
@@ -126,14 +155,14 @@ func eachZoneHeardUID(tx *bolt.Tx, fn func(uid string) error) error {
 }
 
 // PutZoneHeard returns a writer op storing the engine's last sightings.
-func PutZoneHeard(heard map[string]int64) func(tx *bolt.Tx) error {
+func PutZoneHeard(heard map[string]ZoneHeard) func(tx *bolt.Tx) error {
 	return func(tx *bolt.Tx) error {
 		b, err := tx.CreateBucketIfNotExists(bZoneHeard)
 		if err != nil {
 			return err
 		}
-		for uid, ts := range heard {
-			if err := b.Put([]byte(uid), itob(uint64(ts))); err != nil {
+		for uid, h := range heard {
+			if err := b.Put([]byte(uid), appendZoneHeard(nil, h)); err != nil {
 				return err
 			}
 		}
@@ -144,9 +173,9 @@ func PutZoneHeard(heard map[string]int64) func(tx *bolt.Tx) error {
 // CloseOpenZoneIntervals closes every interval left open: run once at
 // start, when the engine has no live state and nothing would close them
 // otherwise. Only a crash leaves one (a stop closes them). Each closes
-// at the engine's last sighting of its beacon as saved (zone_heard,
-// every sweep: at most a quarter of the timeout early), or, without one
-// from this stay, at the stored last_seen (flushed every 30 s, in the
+// at the engine's last sighting of its beacon in that stay as saved
+// (zone_heard, every sweep: at most a quarter of the timeout early), or,
+// without one, at the stored last_seen (flushed every 30 s, in the
 // gateways' clock), clamped to [enter, now]; a beacon with neither was
 // first heard just before the crash and closes at its enter time.
 // Closing at now, as before, recorded the beacon in its zone for the
@@ -192,12 +221,10 @@ func CloseOpenZoneIntervals(tx *bolt.Tx, now int64) (int, map[string]int64, erro
 		}
 		var h int64
 		if heard != nil && i > 0 {
-			if v := heard.Get(uid); v != nil {
-				h = int64(btoi(v))
-			}
+			h, _ = zoneHeardFor(heard.Get(uid), f.iv.Enter)
 		}
 		switch {
-		case h >= f.iv.Enter:
+		case h > 0:
 			leave = h
 		case stored > 0:
 			leave = stored

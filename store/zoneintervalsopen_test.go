@@ -83,10 +83,10 @@ func TestCloseOpenZoneIntervalsAtLastSighting(t *testing.T) {
 				return err
 			}
 		}
-		if err := PutZoneHeard(map[string]int64{
-			"WCH-F": 4000, // the engine heard it until 4 s; its gateway's clock ran 4 minutes ahead
-			"WCH-G": 7000, // ... ran behind
-			"WCH-H": 5500, // saved in an earlier stay: not this one's
+		if err := PutZoneHeard(map[string]ZoneHeard{
+			"WCH-F": {1000, 4000}, // the engine heard it until 4 s; its gateway's clock ran 4 minutes ahead
+			"WCH-G": {1000, 7000}, // ... ran behind
+			"WCH-H": {3000, 6500}, // saved in an earlier stay: not this one's
 		})(tx); err != nil {
 			return err
 		}
@@ -168,12 +168,12 @@ func TestCloseZoneIntervalEnteredSharedEntry(t *testing.T) {
 }
 
 // TestRenameMovesZoneHeard: a remint or merge moves a beacon's saved
-// last sighting with its open stay (the later of two on a merge), so a
-// crash after it still closes the stay at the engine's time; the audit
+// last sighting with its open stay (a merge keeps both lists'), so a
+// crash after it still closes each stay at the engine's time; the audit
 // counts it.
 func TestRenameMovesZoneHeard(t *testing.T) {
 	db := openTestDB(t)
-	if err := db.Update(PutZoneHeard(map[string]int64{"OLD-1": 5000, "OLD-2": 7000, "NEW-2": 6000})); err != nil {
+	if err := db.Update(PutZoneHeard(map[string]ZoneHeard{"OLD-1": {1000, 5000}, "OLD-2": {2500, 3000}, "NEW-2": {1000, 2000}})); err != nil {
 		t.Fatal(err)
 	}
 	var moved1, moved2, count map[string]int
@@ -196,13 +196,54 @@ func TestRenameMovesZoneHeard(t *testing.T) {
 	}
 	if err := db.View(func(tx *bolt.Tx) error {
 		b := tx.Bucket(bZoneHeard)
-		for uid, want := range map[string]uint64{"NEW-1": 5000, "NEW-2": 7000, "OLD-1": 0, "OLD-2": 0} {
-			if got := btoi(b.Get([]byte(uid))); got != want {
-				t.Errorf("%s: %d, want %d", uid, got, want)
+		for _, c := range []struct {
+			uid   string
+			enter int64
+			want  int64
+		}{{"NEW-1", 1000, 5000}, {"NEW-2", 2500, 3000}, {"NEW-2", 1000, 2000}, {"OLD-1", 1000, 0}, {"OLD-2", 2500, 0}} {
+			if got, _ := zoneHeardFor(b.Get([]byte(c.uid)), c.enter); got != c.want {
+				t.Errorf("%s, stay entered at %d: %d, want %d", c.uid, c.enter, got, c.want)
 			}
 		}
 		return nil
 	}); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestMergedStaysCloseAtTheirOwnSightings: after a merge the list holds
+// both beacons' open stays; a crash then closes each at its own saved
+// sighting. One sighting for the uid closed the survivor's earlier stay
+// over the other's (a review).
+func TestMergedStaysCloseAtTheirOwnSightings(t *testing.T) {
+	db := openTestDB(t)
+	if err := db.Update(func(tx *bolt.Tx) error {
+		if err := AppendZoneInterval(tx, "S-1", &ZoneInterval{ZoneID: 1, Zone: "A", Enter: 100}); err != nil {
+			return err
+		}
+		if err := AppendZoneInterval(tx, "L-1", &ZoneInterval{ZoneID: 2, Zone: "B", Enter: 250}); err != nil {
+			return err
+		}
+		if err := PutLastSeen(map[string]int64{"S-1": 180, "L-1": 290})(tx); err != nil {
+			return err
+		}
+		return PutZoneHeard(map[string]ZoneHeard{"S-1": {100, 200}, "L-1": {250, 300}})(tx)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.UpdateAssets(time.Now(), func(x *AssetTx) error { _, err := x.RenameUID("L-1", "S-1"); return err }); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Update(func(tx *bolt.Tx) error { _, _, err := CloseOpenZoneIntervals(tx, 10_000); return err }); err != nil {
+		t.Fatal(err)
+	}
+	ivs, _, err := db.ZoneIntervals("S-1", ZoneCursor{}, 10)
+	if err != nil || len(ivs) != 2 {
+		t.Fatalf("%+v, %v", ivs, err)
+	}
+	for _, iv := range ivs {
+		if want := map[string]int64{"A": 200, "B": 300}[iv.Zone]; iv.Leave != want {
+			t.Errorf("stay in %s closed at %d, want %d", iv.Zone, iv.Leave, want)
+		}
 	}
 }

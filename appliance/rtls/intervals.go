@@ -176,16 +176,17 @@ func (e *Engine) saveHeard() {
 	if e.opts.Writer == nil || e.run.Load() == nil {
 		return
 	}
-	var heard map[string]int64
+	var heard map[string]store.ZoneHeard
 	for i := range e.shards {
 		sh := &e.shards[i]
 		sh.Lock()
 		sh.V.Range(func(_ string, bp **beacon) {
 			if b := *bp; b.open && b.heard > b.heardSaved {
 				if heard == nil {
-					heard = map[string]int64{}
+					heard = map[string]store.ZoneHeard{}
 				}
-				heard[b.uid], b.heardSaved = b.heard, b.heard
+				// The stay's enter names it, as the interval ops do.
+				heard[b.uid], b.heardSaved = store.ZoneHeard{Enter: b.since, Heard: b.heard}, b.heard
 			}
 		})
 		sh.Unlock()
