@@ -36,6 +36,10 @@ var (
 	bZoneIntervalSeq  = []byte("zone_interval_seq")  // uid -> BE64(last ordinal)
 	bZoneIntervalBase = []byte("zone_interval_base") // uid -> BE64(first ordinal since the last merge); none: 1
 	bZoneIntervalList = []byte("zone_interval_list") // uid -> BE64(list identity), from the bucket's sequence
+	// bZoneListMerged: BE64(a list's identity) -> BE64(the list a merge
+	// made of it), so a cursor of a list merged away is told "start
+	// again" and not "another beacon's".
+	bZoneListMerged = []byte("zone_interval_list_merged")
 )
 
 // ZoneInterval is one stay of a beacon in a zone.
@@ -141,6 +145,21 @@ func zoneIntervalBase(tx *bolt.Tx, uid string) uint64 {
 	return 1
 }
 
+// mergedInto reports whether merges made list to of list from.
+func mergedInto(tx *bolt.Tx, from, to uint64) bool {
+	b := tx.Bucket(bZoneListMerged)
+	for range 64 { // a chain of merges; bounded against a damaged one
+		if b == nil || from == 0 {
+			return false
+		}
+		from = btoi(b.Get(itob(from)))
+		if from == to {
+			return true
+		}
+	}
+	return false
+}
+
 // ParseZoneCursor parses "<offset>", "<offset>_<anchor>" (handed out
 // before lists had an identity) or "<offset>_<anchor>_<list>".
 func ParseZoneCursor(s string) (ZoneCursor, error) {
@@ -212,10 +231,13 @@ func (db *DB) ZoneIntervals(uid string, cur ZoneCursor, limit int) ([]ZoneInterv
 		switch {
 		case anchor == 0:
 			anchor = newest
-		case anchor < base:
-			return ErrStaleCursor // of either list before a merge (or of another beacon's)
 		case cur.List != 0 && cur.List != list:
+			if mergedInto(tx, cur.List, list) {
+				return ErrStaleCursor
+			}
 			return ErrForeignCursor
+		case anchor < base:
+			return ErrStaleCursor // a two-part cursor from before a merge
 		case anchor > newest:
 			return ErrBadCursor // never this beacon's: its list never reached it
 		}
@@ -346,8 +368,20 @@ func renameZoneIntervals(tx *bolt.Tx, oldUID, newUID string) (int, error) {
 	// A moved list keeps its identity with its numbering; a merged one is
 	// a new list.
 	if kept.newest > 0 || moved.list == 0 {
-		if _, err := newZoneListID(lists, newUID); err != nil {
+		id, err := newZoneListID(lists, newUID)
+		if err != nil {
 			return 0, err
+		}
+		merged, err := tx.CreateBucketIfNotExists(bZoneListMerged)
+		if err != nil {
+			return 0, err
+		}
+		for _, old := range []uint64{moved.list, kept.list} {
+			if old != 0 {
+				if err := merged.Put(itob(old), itob(id)); err != nil {
+					return 0, err
+				}
+			}
 		}
 	} else if err := lists.Put([]byte(newUID), itob(moved.list)); err != nil {
 		return 0, err

@@ -135,6 +135,13 @@ func TestZoneIntervalsFollowARename(t *testing.T) {
 			t.Errorf("a cursor of the %s list from before the merge: %v, want ErrStaleCursor", name, err)
 		}
 	}
+	// A third beacon's cursor, of a position below the merged list's
+	// start, is another beacon's, not one from before the merge.
+	appendIntervals(t, db, "WCH-X", 1, 2)
+	_, xCur, _ := db.ZoneIntervals("WCH-X", ZoneCursor{}, 1)
+	if _, _, err := db.ZoneIntervals("WCH-A1-1", *xCur, 10); !errors.Is(err, ErrForeignCursor) {
+		t.Errorf("another beacon's cursor on the merged list: %v, want ErrForeignCursor", err)
+	}
 	if left, _, _ := db.ZoneIntervals("LEGACY-C30000000A01", ZoneCursor{}, 10); len(left) != 0 {
 		t.Fatalf("old uid still has %d", len(left))
 	}
