@@ -325,7 +325,7 @@ func (c *rtlsControl) keepSurveys() {
 		for _, sm := range got {
 			ss = append(ss, rtls.SampleToStore(uid, sm))
 		}
-		stored, dropped, err := a.db.AddZoneSamples(ss, a.clock.Now())
+		stored, dropped, full, err := a.db.AddZoneSamples(ss, a.clock.Now())
 		if err != nil {
 			a.log.Error("rtls: survey samples not stored at shutdown", "asset_uid", uid, "err", err)
 			continue
@@ -333,6 +333,9 @@ func (c *rtlsControl) keepSurveys() {
 		msg := fmt.Sprintf("survey stopped by a shutdown, %d samples stored", len(stored))
 		if dropped > 0 {
 			msg += fmt.Sprintf(", %d dropped: their zone was deleted while recording", dropped)
+		}
+		if full > 0 {
+			msg += fmt.Sprintf(", %d not stored: the site holds at most %d samples", full, store.MaxZoneSamples)
 		}
 		a.applog.Record(applog.Normal, "tracking.survey", "beacon "+uid, "system", msg)
 		a.log.Info("rtls: "+msg, "asset_uid", uid)

@@ -544,3 +544,47 @@ func TestTrackingAssetAnswers(t *testing.T) {
 		}
 	}
 }
+
+// TestSurveyFollowsItsBeaconsUID: ingest reports a beacon by its current
+// uid, so a survey started by a former uid (a remint's) records under
+// the current one, and a stop by the uid a survey was started with
+// finds it after a remint. Both were lost (a review: the first answered
+// success and recorded nothing, the second answered 404). A beacon merged
+// away is not heard at all: its survey is refused.
+func TestSurveyFollowsItsBeaconsUID(t *testing.T) {
+	h := newRTLSHarness(t, WSOptions{})
+	f := h.site()
+	legacy := h.beacon(map[string]any{"mac": "C30000000B09", "name": "Tag", "type": "watch"})
+	if !strings.HasPrefix(legacy.AssetUID, "LEGACY-") {
+		t.Fatalf("beacon without a location minted %s", legacy.AssetUID)
+	}
+	h.post("/api/v1/beacon/"+legacy.AssetUID, map[string]any{"location_id": f.root}, http.StatusOK)
+	var now assets.BeaconView
+	h.adminGet("/api/v1/beacon/"+legacy.AssetUID, http.StatusOK).decodePayload(t, &now)
+	if now.AssetUID == legacy.AssetUID {
+		t.Fatalf("not reminted: %+v", now)
+	}
+	var started struct {
+		AssetUID string `json:"asset_uid"`
+	}
+	h.post("/api/v1/tracking/survey/start", map[string]any{"asset_uid": legacy.AssetUID, "zone_id": f.hall.ID}, http.StatusOK).decodePayload(t, &started)
+	if started.AssetUID != now.AssetUID || len(h.fake.recording[now.AssetUID]) != 1 {
+		t.Fatalf("started %+v; recording %v; want under %s", started, h.fake.recording, now.AssetUID)
+	}
+	var stopped struct {
+		AssetUID string `json:"asset_uid"`
+		Stored   int    `json:"stored"`
+	}
+	h.post("/api/v1/tracking/survey/stop", map[string]any{"asset_uid": legacy.AssetUID}, http.StatusOK).decodePayload(t, &stopped)
+	if stopped.AssetUID != now.AssetUID || stopped.Stored != 2 {
+		t.Fatalf("stopped by the former uid: %+v", stopped)
+	}
+
+	// Merged away: not active, not heard.
+	other := h.beacon(map[string]any{"mac": "C30000000B0A", "name": "Spare", "type": "watch", "location_id": f.root})
+	h.send("POST", "/api/v1/beacon/"+now.AssetUID+"/merge", h.admin, map[string]any{"source_ids": []uint64{other.ID}}).expect(t, http.StatusOK)
+	r := h.send("POST", "/api/v1/tracking/survey/start", h.admin, map[string]any{"asset_uid": other.AssetUID, "zone_id": f.hall.ID})
+	if r.wantBad(t, "asset_uid"); !strings.Contains(r.Message, "records nothing") {
+		t.Fatalf("survey of a merged-away beacon: %s", r.Body)
+	}
+}

@@ -42,9 +42,17 @@ func (s *Server) surveyStart(w http.ResponseWriter, r *http.Request, _ httproute
 	if err != nil {
 		return err
 	}
-	if _, err := reg.Beacon(in.AssetUID); err != nil {
+	b, err := reg.Beacon(in.AssetUID)
+	if err != nil {
 		return apperr.InvalidField("asset_uid", "beacon %q is not registered", in.AssetUID)
 	}
+	// Ingest reports a beacon by its current uid: one recorded under a
+	// former uid (a remint's) heard nothing and answered success (a
+	// review). A beacon merged away or retired is not heard at all.
+	if !b.Active {
+		return apperr.InvalidField("asset_uid", "beacon %s is %s: it is not heard, so it records nothing", b.AssetUID, b.Status)
+	}
+	in.AssetUID = b.AssetUID
 	if _, err := s.deps.DB.GetZone(in.ZoneID); err != nil {
 		if errors.Is(err, store.ErrNotFound) {
 			return apperr.InvalidField("zone_id", "zone %d does not exist", in.ZoneID)
@@ -71,6 +79,15 @@ func (s *Server) surveyStop(w http.ResponseWriter, r *http.Request, _ httprouter
 	if in.AssetUID == "" {
 		return apperr.InvalidField("asset_uid", "asset_uid is required")
 	}
+	// A survey follows its beacon's remint: stopped by the uid it was
+	// started with, it answered 404 with its samples still recording
+	// under the new one (a review). A deleted beacon's survey keeps its
+	// uid.
+	if reg, err := s.registry(); err == nil {
+		if b, err := reg.Beacon(in.AssetUID); err == nil {
+			in.AssetUID = b.AssetUID
+		}
+	}
 	got := t.StopRecording(in.AssetUID)
 	if got == nil {
 		// Answered 200 with nothing stored, and reloaded the site, which
@@ -81,7 +98,7 @@ func (s *Server) surveyStop(w http.ResponseWriter, r *http.Request, _ httprouter
 	for _, sm := range got {
 		ss = append(ss, rtls.SampleToStore(in.AssetUID, sm))
 	}
-	ss, dropped, err := s.deps.DB.AddZoneSamples(ss, time.Now())
+	ss, dropped, full, err := s.deps.DB.AddZoneSamples(ss, time.Now())
 	if err != nil {
 		return err
 	}
@@ -89,13 +106,21 @@ func (s *Server) surveyStop(w http.ResponseWriter, r *http.Request, _ httprouter
 	if dropped > 0 {
 		msg += ", " + strconv.Itoa(dropped) + " dropped: their zone was deleted while recording"
 	}
+	if full > 0 {
+		msg += ", " + strconv.Itoa(full) + " not stored: the site holds at most " + strconv.Itoa(store.MaxZoneSamples) + " samples; delete some first"
+	}
 	s.deps.AppLog.Record(applog.Normal, "tracking.survey", "beacon "+in.AssetUID, actor(r), msg)
 	if len(ss) > 0 {
 		if err := s.reloadSite(); err != nil {
 			return err
 		}
 	}
-	return ok(w, map[string]any{"asset_uid": in.AssetUID, "stored": len(ss), "dropped": dropped, "samples": ss})
+	out := map[string]any{"asset_uid": in.AssetUID, "stored": len(ss), "dropped": dropped, "samples": ss}
+	if full > 0 {
+		out["not_stored"] = full
+		out["warning"] = msg
+	}
+	return ok(w, out)
 }
 
 func (s *Server) listSamples(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {

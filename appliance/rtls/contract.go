@@ -93,6 +93,9 @@ type Status struct {
 	// where the survey says they hear a tag, whose silence the
 	// algorithms no longer count until they report again.
 	GatewaysDown []string `json:"gateways_down"`
+	// Surveys are the survey recordings under way (any beacon, whether
+	// or not tracking runs).
+	Surveys []SurveyStatus `json:"surveys"`
 }
 
 // Location is the live prediction for one beacon. Zone 0 means unknown

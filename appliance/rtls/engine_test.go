@@ -236,6 +236,61 @@ func TestCrashClosesStayAtTheEnginesSighting(t *testing.T) {
 	}
 }
 
+// TestSurveysOfMergedBeaconsAreBothKept: a merge of two beacons both
+// being surveyed keeps the survivor's recording and adds the other's
+// windows; the other's replaced it and the survivor's were lost (a
+// review). Status lists the surveys under way.
+func TestSurveysOfMergedBeaconsAreBothKept(t *testing.T) {
+	r := newRig(t)
+	r.e.Record("WAT-1", 1)
+	r.e.Record("WAT-2", 2)
+	for range 4 {
+		r.hear(gwA, "C30000000001", -60)
+		r.hear(gwB, "C30000000002", -60)
+		r.clk.Advance(time.Second)
+	}
+	st := r.e.Status()
+	if len(st.Surveys) != 2 || st.Surveys[0].AssetUID != "WAT-1" || st.Surveys[0].Zone != 1 || st.Surveys[0].Windows != 1 ||
+		st.Surveys[1].AssetUID != "WAT-2" || st.Surveys[1].Zone != 2 {
+		t.Fatalf("surveys under way %+v", st.Surveys)
+	}
+	r.e.Rename("WAT-2", "WAT-1")
+	if st := r.e.Status(); len(st.Surveys) != 1 {
+		t.Fatalf("after the merge: %+v", st.Surveys)
+	}
+	zones := map[uint64]int{}
+	for _, s := range r.e.StopRecording("WAT-1") {
+		zones[s.Zone]++
+	}
+	if zones[1] != 2 || zones[2] != 2 {
+		t.Fatalf("windows by zone after the merge %v, want two of each", zones)
+	}
+	if r.e.StopRecording("WAT-2") != nil {
+		t.Fatal("the merged-away uid still records")
+	}
+	if st := r.e.Status(); st.Surveys == nil || len(st.Surveys) != 0 {
+		t.Fatalf("surveys after the stop %+v, want []", st.Surveys)
+	}
+}
+
+// TestSurveyKeepsAtMostMaxSurveyWindows: a survey left running keeps
+// at most MaxSurveyWindows and counts the rest; it kept every window.
+func TestSurveyKeepsAtMostMaxSurveyWindows(t *testing.T) {
+	r := newRigParams(t, rtls.Params{SampleWindow: time.Millisecond})
+	r.e.Record("WAT-1", 1)
+	for range rtls.MaxSurveyWindows + 10 {
+		r.hear(gwA, "C30000000001", -60)
+		r.clk.Advance(2 * time.Millisecond)
+	}
+	st := r.e.Status()
+	if len(st.Surveys) != 1 || st.Surveys[0].Windows != rtls.MaxSurveyWindows || st.Surveys[0].Over < 9 {
+		t.Fatalf("survey %+v", st.Surveys)
+	}
+	if got := r.e.StopRecording("WAT-1"); len(got) != rtls.MaxSurveyWindows {
+		t.Fatalf("%d windows, want %d", len(got), rtls.MaxSurveyWindows)
+	}
+}
+
 func TestRenameKeepsLiveState(t *testing.T) {
 	r := newRig(t)
 	if err := r.e.Start(rtls.AlgStrongest); err != nil {

@@ -14,6 +14,7 @@ func (e *Engine) Status() Status {
 	}
 	m := e.model.Load()
 	st.GatewaysDown = []string{}
+	st.Surveys = e.rec.surveys()
 	for g := range m.live.downs() {
 		st.GatewaysDown = append(st.GatewaysDown, assets.FormatMAC(m.gwMAC[g]))
 	}

@@ -2,6 +2,8 @@ package rtls
 
 import (
 	"math"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -27,6 +29,7 @@ type recording struct {
 	sq      map[[6]byte]float64 // sum of squares, for Sample.SD
 	n       map[[6]byte]int
 	samples []Sample
+	over    int   // windows past MaxSurveyWindows, not kept
 	last    int64 // Unix ms of the last sighting recorded
 	// prev is each gateway's last report recorded (its time and RSSI):
 	// a QoS 1 publish the gateway sends again (no PUBACK reached it)
@@ -126,7 +129,7 @@ func (r *recording) flush() {
 				s.SD[g] = math.Sqrt(math.Max(r.sq[g]-r.sum[g]*mean, 0) / float64(n-1))
 			}
 		}
-		r.samples = append(r.samples, s)
+		r.keep(s)
 	}
 	r.sum, r.sq, r.n = map[[6]byte]float64{}, map[[6]byte]float64{}, map[[6]byte]int{}
 	r.start = 0
@@ -186,11 +189,61 @@ func (rc *recorder) observe(p *Params, bt *ingest.Batch) {
 	}
 }
 
+// rename follows a remint or merge. A merge of two beacons both being
+// surveyed keeps the survivor's recording and adds the other's windows
+// to it (each sample names its zone): the other's replaced it, and the
+// survivor's windows were lost (a review).
 func (rc *recorder) rename(oldUID, newUID string) {
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
-	if r, ok := rc.m[oldUID]; ok {
-		delete(rc.m, oldUID)
+	r, ok := rc.m[oldUID]
+	if !ok {
+		return
+	}
+	delete(rc.m, oldUID)
+	if kept := rc.m[newUID]; kept != nil {
+		r.flush()
+		for _, s := range r.samples {
+			kept.keep(s)
+		}
+	} else {
 		rc.m[newUID] = r
 	}
+	rc.active.Store(int32(len(rc.m)))
+}
+
+// MaxSurveyWindows bounds the samples one survey keeps: 5000 windows
+// are 2.8 hours at the default 2 s. A survey left running kept every
+// window in memory and stored them all, and each stored sample costs
+// every model build (a review: 53,000 samples, 168 MB and 1.3 s per
+// sample deleted). Windows past it are not kept.
+const MaxSurveyWindows = 5000
+
+// keep adds a finished window, up to MaxSurveyWindows.
+func (r *recording) keep(s Sample) {
+	if len(r.samples) < MaxSurveyWindows {
+		r.samples = append(r.samples, s)
+	} else {
+		r.over++
+	}
+}
+
+// SurveyStatus is one survey under way, for Status.
+type SurveyStatus struct {
+	AssetUID string `json:"asset_uid"`
+	Zone     uint64 `json:"zone_id"`
+	Windows  int    `json:"windows"`              // samples recorded so far
+	Over     int    `json:"over_limit,omitempty"` // windows past MaxSurveyWindows, not kept
+}
+
+// surveys lists the surveys under way, by uid.
+func (rc *recorder) surveys() []SurveyStatus {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	out := make([]SurveyStatus, 0, len(rc.m))
+	for uid, r := range rc.m {
+		out = append(out, SurveyStatus{AssetUID: uid, Zone: r.zone, Windows: len(r.samples), Over: r.over})
+	}
+	slices.SortFunc(out, func(a, b SurveyStatus) int { return strings.Compare(a.AssetUID, b.AssetUID) })
+	return out
 }
