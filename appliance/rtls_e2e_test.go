@@ -411,6 +411,21 @@ func TestRTLSParamsFromConfig(t *testing.T) {
 	if found != 2 {
 		t.Fatalf("grid and fusion not both in %+v", list)
 	}
+	// Each shows the values it reads (a review: hmm's lost, grid's radio
+	// law priors were in force and not shown; strongest called its
+	// margin dwell dwell_ms).
+	want := map[string][]string{rtls.AlgFilter: {"lost"}, rtls.AlgGrid: {"lost", "tx_power_dbm", "path_loss", "sigma_db"},
+		rtls.AlgStrongest: {"margin_dwell_ms", "margin_db"}}
+	for _, a := range list.Algorithms {
+		for _, k := range want[a.Name] {
+			if _, ok := a.Params[k]; !ok {
+				t.Errorf("%s does not show %s: %v", a.Name, k, a.Params)
+			}
+		}
+		if a.Name == rtls.AlgStrongest && a.Params["dwell_ms"] != nil {
+			t.Errorf("strongest shows its margin dwell as dwell_ms: %v", a.Params)
+		}
+	}
 
 	home := t.TempDir()
 	if err := os.MkdirAll(filepath.Join(home, "config"), 0o750); err != nil {

@@ -43,7 +43,7 @@ func (filter) info(m *model) AlgorithmInfo {
 func filterParams(m *model) map[string]any {
 	return map[string]any{"mean_stay_ms": m.p.MeanStay.Milliseconds(), "evidence": m.p.Evidence, "window_weight": m.temper, "knn_weight": m.knnW,
 		"switch_odds": m.p.SwitchOdds, "sigma_db": m.p.Sigma, "sigma_floor_db": m.p.SigmaFloor,
-		"floor_dbm": m.p.Floor, "sample_window_ms": m.p.SampleWindow.Milliseconds(), "decide_every_ms": m.p.DecideEvery.Milliseconds()}
+		"floor_dbm": m.p.Floor, "lost": m.p.Lost, "sample_window_ms": m.p.SampleWindow.Milliseconds(), "decide_every_ms": m.p.DecideEvery.Milliseconds()}
 }
 
 // stepMS bounds one prediction step so a long gap is integrated in

@@ -316,7 +316,13 @@ func TestParamsSet(t *testing.T) {
 	// no sense; a refusal leaves the value set before.
 	for _, c := range [][2]string{{"switchodds", "30"}, {"mean_stay", "60"}, {"k", "1.5"}, {"sigma", "NaN"},
 		{"lost", "0"}, {"k", "40"}, {"lost", "1.5"}, {"sigma", "-6"}, {"switch_odds", "0.5"}, {"smooth_tau", "0s"},
-		{"diffusion", "0.6"}, {"diffusion", "-0.1"}} {
+		{"diffusion", "0.6"}, {"diffusion", "-0.1"},
+		// Past the bounds a review found running the algorithms into
+		// nothing: an RSSI floor above any reading, a window of 0 ms,
+		// sigma of 1e300, a decision every 1000 hours.
+		{"floor", "5"}, {"floor", "-1e300"}, {"tx_power", "30"}, {"sample_window", "999us"}, {"sample_window", "1ns"},
+		{"sigma", "1e300"}, {"sigma_floor", "1e300"}, {"path_loss", "1e300"}, {"evidence", "1e300"},
+		{"switch_odds", "1e308"}, {"decide_every", "1000h"}, {"mean_stay", "1000h"}, {"evidence", "1e-300"}, {"path_loss", "0.1"}} {
 		if err := p.Set(c[0], c[1]); err == nil {
 			t.Fatalf("%s=%s accepted", c[0], c[1])
 		}
@@ -339,6 +345,12 @@ func TestParamsSet(t *testing.T) {
 		q.Diffusion = d
 		if err := q.check(); err == nil || q.withDefaults().Diffusion != MaxDiffusion {
 			t.Fatalf("diffusion %v: check %v, runs as %v", d, err, q.withDefaults().Diffusion)
+		}
+	}
+	for _, c := range [][2]string{{"floor", "-127"}, {"floor", "-90"}, {"sample_window", "100ms"}, {"sigma", "40"},
+		{"decide_every", "1m"}, {"mean_stay", "24h"}, {"tx_power", "-70"}} {
+		if err := p.Set(c[0], c[1]); err != nil {
+			t.Errorf("%s=%s at its bound: %v", c[0], c[1], err)
 		}
 	}
 	if err := p.Set("decide_every", "0s"); err != nil || p.DecideEvery != 0 {

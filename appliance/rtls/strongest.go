@@ -8,7 +8,7 @@ type strongest struct{}
 
 func (strongest) info(m *model) AlgorithmInfo {
 	return infoOf(AlgStrongest, "zone of the loudest gateway, with hysteresis (margin and dwell)",
-		commonParams(&m.p, map[string]any{"margin_db": m.p.Margin, "dwell_ms": m.p.MarginDwell.Milliseconds(), "decide_every_ms": m.p.DecideEvery.Milliseconds()}),
+		commonParams(&m.p, map[string]any{"margin_db": m.p.Margin, "margin_dwell_ms": m.p.MarginDwell.Milliseconds(), "decide_every_ms": m.p.DecideEvery.Milliseconds()}),
 		m.lacks(false, true, false, false))
 }
 
