@@ -45,6 +45,10 @@ type Options struct {
 	// the engine drops its state (Stop, Start, Close, forgetting a long
 	// silence): the wiring raises the persisted last sighting to it.
 	Heard func(uid string, t int64)
+	// SurveyWindows bounds the windows one survey keeps (default
+	// MaxSurveyWindows, a bound for the appliance's memory). rtls-eval
+	// records a whole training file and sets no bound.
+	SurveyWindows int
 }
 
 // trackableTypes are the beacon types the engine locates (spec
@@ -125,6 +129,10 @@ func New(opts Options) *Engine {
 	}
 	e := &Engine{opts: opts, p: opts.Params.withDefaults(), clock: opts.Clock, log: opts.Logger}
 	e.rec.m = map[string]*recording{}
+	e.rec.limit = opts.SurveyWindows
+	if e.rec.limit <= 0 {
+		e.rec.limit = MaxSurveyWindows
+	}
 	e.model.Store(buildModel(0, e.p, Site{}, nil))
 	e.listeners.Store(&[]*listener{})
 	e.restartSweep()

@@ -20,6 +20,7 @@ type recorder struct {
 	active atomic.Int32 // len(m), so Observe skips the lock when idle
 	mu     sync.Mutex
 	m      map[string]*recording
+	limit  int // windows one recording keeps (Options.SurveyWindows)
 }
 
 type recording struct {
@@ -54,7 +55,7 @@ func (e *Engine) Record(uid string, zone uint64) {
 		e.rec.m[uid] = r
 		e.rec.active.Store(int32(len(e.rec.m)))
 	}
-	r.flush()
+	r.flush(e.rec.limit)
 	r.zone, r.start = zone, 0
 }
 
@@ -70,7 +71,7 @@ func (e *Engine) StopRecording(uid string) []Sample {
 	}
 	delete(e.rec.m, uid)
 	e.rec.active.Store(int32(len(e.rec.m)))
-	r.flush()
+	r.flush(e.rec.limit)
 	if r.samples == nil {
 		return []Sample{}
 	}
@@ -115,8 +116,8 @@ func byFormattedMAC[V any](m map[[6]byte]V) map[string]V {
 	return out
 }
 
-// flush turns the current window into a sample.
-func (r *recording) flush() {
+// flush turns the current window into a sample (kept up to limit).
+func (r *recording) flush(limit int) {
 	if len(r.n) > 0 {
 		s := Sample{Zone: r.zone, RSSI: make(map[[6]byte]float64, len(r.n)), N: make(map[[6]byte]int, len(r.n))}
 		for g, n := range r.n {
@@ -129,7 +130,7 @@ func (r *recording) flush() {
 				s.SD[g] = math.Sqrt(math.Max(r.sq[g]-r.sum[g]*mean, 0) / float64(n-1))
 			}
 		}
-		r.keep(s)
+		r.keep(s, limit)
 	}
 	r.sum, r.sq, r.n = map[[6]byte]float64{}, map[[6]byte]float64{}, map[[6]byte]int{}
 	r.start = 0
@@ -176,7 +177,7 @@ func (rc *recorder) observe(p *Params, bt *ingest.Batch) {
 		// C (TestSurveyWindowsHoldWholeScans).
 		if age := now - r.start; r.start != 0 && (age >= p.SampleWindow.Milliseconds() ||
 			age >= p.SampleWindow.Milliseconds()-windowSlack && now-r.last >= scanSettle) {
-			r.flush()
+			r.flush(rc.limit)
 		}
 		r.last = now
 		if r.start == 0 {
@@ -202,10 +203,11 @@ func (rc *recorder) rename(oldUID, newUID string) {
 	}
 	delete(rc.m, oldUID)
 	if kept := rc.m[newUID]; kept != nil {
-		r.flush()
+		r.flush(rc.limit)
 		for _, s := range r.samples {
-			kept.keep(s)
+			kept.keep(s, rc.limit)
 		}
+		kept.over += r.over
 	} else {
 		rc.m[newUID] = r
 	}
@@ -219,9 +221,9 @@ func (rc *recorder) rename(oldUID, newUID string) {
 // sample deleted). Windows past it are not kept.
 const MaxSurveyWindows = 5000
 
-// keep adds a finished window, up to MaxSurveyWindows.
-func (r *recording) keep(s Sample) {
-	if len(r.samples) < MaxSurveyWindows {
+// keep adds a finished window, up to limit.
+func (r *recording) keep(s Sample, limit int) {
+	if len(r.samples) < limit {
 		r.samples = append(r.samples, s)
 	} else {
 		r.over++

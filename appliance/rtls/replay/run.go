@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -85,7 +86,10 @@ func newRig(ds *Dataset, dir string, opts Options) (*rig, error) {
 	r.base = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	r.clk = clock.NewFake(r.base)
 	r.w = store.NewWriter(db, store.WriterOptions{})
-	r.eng = rtls.New(rtls.Options{Clock: r.clk, Logger: opts.Logger, Writer: r.w, Timeout: opts.Timeout, Params: opts.Params})
+	// The whole training file is the survey: the appliance's bound on a
+	// survey left running is not the recording's.
+	r.eng = rtls.New(rtls.Options{Clock: r.clk, Logger: opts.Logger, Writer: r.w, Timeout: opts.Timeout, Params: opts.Params,
+		SurveyWindows: math.MaxInt})
 	r.eng.SetSite(ds.Site)
 	r.p = ingest.New(ingest.Options{Registry: reg, Writer: r.w, Clock: r.clk, Logger: opts.Logger})
 	r.p.AddSubscriber(r.eng)
@@ -170,8 +174,10 @@ func Run(ds *Dataset, opts Options) ([]Result, error) {
 		if !slices.Contains(oddsAlgorithms, name) {
 			return nil, fmt.Errorf("odds for %q, which has none (only %s)", name, strings.Join(oddsAlgorithms, ", "))
 		}
-		if !(odds >= 1) {
-			return nil, fmt.Errorf("%s: switch_odds %v: must be at least 1", name, odds)
+		// Params.Set's range, checked before the survey replay rather
+		// than after it.
+		if !(odds >= 1 && odds <= 1e6) {
+			return nil, fmt.Errorf("%s: switch_odds %v: must be between 1 and 1e6", name, odds)
 		}
 	}
 	dir := opts.WorkDir
