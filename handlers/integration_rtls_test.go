@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"beaconhub/appliance/assets"
 	"beaconhub/appliance/rtls"
@@ -586,5 +587,80 @@ func TestSurveyFollowsItsBeaconsUID(t *testing.T) {
 	r := h.send("POST", "/api/v1/tracking/survey/start", h.admin, map[string]any{"asset_uid": other.AssetUID, "zone_id": f.hall.ID})
 	if r.wantBad(t, "asset_uid"); !strings.Contains(r.Message, "records nothing") {
 		t.Fatalf("survey of a merged-away beacon: %s", r.Body)
+	}
+}
+
+// TestSurveySamplesAtTheSiteCap: with the site's samples at the bound a
+// survey is refused at its start (its samples would not be stored), and
+// samples are deleted many at a time, by zone, by beacon or all, with
+// one model rebuild; one at a time, making room took thousands (a
+// review). Surveys under way show in the status to admins only.
+func TestSurveySamplesAtTheSiteCap(t *testing.T) {
+	h := newRTLSHarness(t, WSOptions{})
+	f := h.site()
+	fill := make([]store.ZoneSample, store.MaxZoneSamples)
+	for i := range fill {
+		fill[i] = store.ZoneSample{Zone: f.hall.ID, AssetUID: f.watch, RSSI: map[string]float64{"AC233F000001": -60}}
+	}
+	fill[0].Zone, fill[1].AssetUID = f.ward.ID, f.annex
+	if _, _, full, err := h.db.AddZoneSamples(fill, time.Now()); err != nil || full != 0 {
+		t.Fatalf("filling: %d not stored, %v", full, err)
+	}
+	r := h.send("POST", "/api/v1/tracking/survey/start", h.admin, map[string]any{"asset_uid": f.watch, "zone_id": f.hall.ID})
+	if r.Code != http.StatusConflict || !strings.Contains(r.Message, "delete some first") {
+		t.Fatalf("survey at the cap: %d %s", r.Code, r.Body)
+	}
+	h.send("DELETE", "/api/v1/tracking/samples", h.admin, nil).expect(t, http.StatusBadRequest)
+	h.send("DELETE", "/api/v1/tracking/samples", h.token("user"), nil).expect(t, http.StatusForbidden)
+	var del struct {
+		Deleted int `json:"deleted"`
+	}
+	before := h.fake.reloads
+	h.send("DELETE", "/api/v1/tracking/samples?zone_id="+itoa(f.ward.ID), h.admin, nil).expect(t, http.StatusOK).decodePayload(t, &del)
+	if del.Deleted != 1 || h.fake.reloads != before+1 {
+		t.Fatalf("by zone: %d deleted, %d reloads", del.Deleted, h.fake.reloads-before)
+	}
+	h.send("DELETE", "/api/v1/tracking/samples?asset_uid="+f.annex, h.admin, nil).expect(t, http.StatusOK).decodePayload(t, &del)
+	if del.Deleted != 1 {
+		t.Fatalf("by beacon: %d deleted", del.Deleted)
+	}
+	h.post("/api/v1/tracking/survey/start", map[string]any{"asset_uid": f.watch, "zone_id": f.hall.ID}, http.StatusOK)
+	var st struct {
+		Surveys []map[string]any `json:"surveys"`
+	}
+	h.get("/api/v1/tracking/status", h.admin).expect(t, http.StatusOK).decodePayload(t, &st)
+	if len(st.Surveys) != 1 || st.Surveys[0]["asset_uid"] != f.watch {
+		t.Fatalf("admin's status surveys %v", st.Surveys)
+	}
+	h.get("/api/v1/tracking/status", h.token("user")).expect(t, http.StatusOK).decodePayload(t, &st)
+	if st.Surveys == nil || len(st.Surveys) != 0 {
+		t.Fatalf("a user's status shows surveys %v", st.Surveys)
+	}
+	h.send("DELETE", "/api/v1/tracking/samples?all=true", h.admin, nil).expect(t, http.StatusOK).decodePayload(t, &del)
+	if n, _ := h.db.ZoneSampleCount(); del.Deleted != store.MaxZoneSamples-2 || n != 0 {
+		t.Fatalf("all: %d deleted, %d left", del.Deleted, n)
+	}
+}
+
+// TestSurveyStopFindsAMergesSurvivor: a merge moves a survey of the
+// beacon merged away to the survivor (the engine's rename); a stop by the
+// merged-away uid finds it there.
+func TestSurveyStopFindsAMergesSurvivor(t *testing.T) {
+	h := newRTLSHarness(t, WSOptions{})
+	f := h.site()
+	other := h.beacon(map[string]any{"mac": "C30000000B0B", "name": "Spare", "type": "watch", "location_id": f.root})
+	h.post("/api/v1/tracking/survey/start", map[string]any{"asset_uid": other.AssetUID, "zone_id": f.hall.ID}, http.StatusOK)
+	h.send("POST", "/api/v1/beacon/"+f.watch+"/merge", h.admin, map[string]any{"source_ids": []uint64{other.ID}}).expect(t, http.StatusOK)
+	h.fake.mu.Lock() // as the engine's rename does
+	h.fake.recording[f.watch] = h.fake.recording[other.AssetUID]
+	delete(h.fake.recording, other.AssetUID)
+	h.fake.mu.Unlock()
+	var stopped struct {
+		AssetUID string `json:"asset_uid"`
+		Stored   int    `json:"stored"`
+	}
+	h.post("/api/v1/tracking/survey/stop", map[string]any{"asset_uid": other.AssetUID}, http.StatusOK).decodePayload(t, &stopped)
+	if stopped.AssetUID != f.watch || stopped.Stored != 2 {
+		t.Fatalf("stopped by the merged-away uid: %+v", stopped)
 	}
 }

@@ -180,6 +180,7 @@ func (s *Server) table() []Route {
 		{"POST", "/api/v1/tracking/survey/start", Admin, s.surveyStart},
 		{"POST", "/api/v1/tracking/survey/stop", Admin, s.surveyStop},
 		{"GET", "/api/v1/tracking/samples", Admin, s.listSamples},
+		{"DELETE", "/api/v1/tracking/samples", Admin, s.deleteSamples},
 		{"DELETE", "/api/v1/tracking/sample/:id", Admin, s.deleteSample},
 		{"GET", "/api/v1/user/rtls/trackable-beacons", Auth, s.userTrackableBeacons},
 		{"GET", "/api/v1/user/rtls/beacons/:mac/zone-intervals", Auth, s.userZoneIntervals},

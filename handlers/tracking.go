@@ -71,7 +71,7 @@ func (s *Server) trackingStart(w http.ResponseWriter, r *http.Request, p httprou
 		}
 		return err
 	}
-	out := s.statusPayload(t)
+	out := s.statusPayload(r, t)
 	msg := "tracking started with " + alg
 	// Started all the same (an admin may choose k-NN before the survey),
 	// but said: it ran and located nothing without a word (a review).
@@ -93,17 +93,17 @@ func (s *Server) trackingStop(w http.ResponseWriter, r *http.Request, _ httprout
 	}
 	t.Stop()
 	s.deps.AppLog.Record(applog.Normal, "tracking.stop", "tracking", actor(r), "tracking stopped")
-	return ok(w, s.statusPayload(t))
+	return ok(w, s.statusPayload(r, t))
 }
 
 // trackingStatus: GET /api/v1/tracking/status: the engine's status and
 // the live feed's counters.
-func (s *Server) trackingStatus(w http.ResponseWriter, _ *http.Request, _ httprouter.Params) error {
+func (s *Server) trackingStatus(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
 	t, err := s.tracker()
 	if err != nil {
 		return err
 	}
-	return ok(w, s.statusPayload(t))
+	return ok(w, s.statusPayload(r, t))
 }
 
 // trackingPayload is what start, stop and status all answer, so a client
@@ -119,8 +119,14 @@ type trackingPayload struct {
 	Warning string `json:"warning,omitempty"`
 }
 
-func (s *Server) statusPayload(t Tracker) trackingPayload {
+func (s *Server) statusPayload(r *http.Request, t Tracker) trackingPayload {
 	st := t.Status()
+	// Surveys name beacons and the zones they stand in, and survey
+	// recording is the admin's: a user saw every beacon's, out of its
+	// location scope too (a review).
+	if c := claimsFrom(r); c == nil || c.Role != auth.RoleAdmin || st.Surveys == nil {
+		st.Surveys = []rtls.SurveyStatus{}
+	}
 	out := trackingPayload{Status: st, Algorithm: nullIfEmpty(st.Algorithm)}
 	if st.Running {
 		out.Since = &st.Since

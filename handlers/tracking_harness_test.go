@@ -52,7 +52,11 @@ func (f *fakeTracker) Stop() { f.mu.Lock(); f.current = ""; f.mu.Unlock() }
 func (f *fakeTracker) Status() rtls.Status {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return rtls.Status{Running: f.current != "", Algorithm: f.current, Beacons: len(f.locs)}
+	st := rtls.Status{Running: f.current != "", Algorithm: f.current, Beacons: len(f.locs), Surveys: []rtls.SurveyStatus{}}
+	for uid, zones := range f.recording {
+		st.Surveys = append(st.Surveys, rtls.SurveyStatus{AssetUID: uid, Zone: zones[len(zones)-1]})
+	}
+	return st
 }
 
 func (f *fakeTracker) Current() string { f.mu.Lock(); defer f.mu.Unlock(); return f.current }

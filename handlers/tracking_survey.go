@@ -2,8 +2,11 @@ package handlers
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"beaconhub/appliance/apperr"
@@ -59,6 +62,12 @@ func (s *Server) surveyStart(w http.ResponseWriter, r *http.Request, _ httproute
 		}
 		return err
 	}
+	// Said now, not after the survey: its samples would not be stored.
+	if n, err := s.deps.DB.ZoneSampleCount(); err != nil {
+		return err
+	} else if n >= store.MaxZoneSamples {
+		return apperr.Conflict("the site holds %d survey samples, the most it keeps; delete some first (DELETE /api/v1/tracking/samples?zone_id=...)", n)
+	}
 	t.Record(in.AssetUID, in.ZoneID)
 	s.deps.AppLog.Record(applog.Normal, "tracking.survey", "beacon "+in.AssetUID, actor(r),
 		"survey of zone "+strconv.FormatUint(in.ZoneID, 10)+" started")
@@ -79,16 +88,20 @@ func (s *Server) surveyStop(w http.ResponseWriter, r *http.Request, _ httprouter
 	if in.AssetUID == "" {
 		return apperr.InvalidField("asset_uid", "asset_uid is required")
 	}
-	// A survey follows its beacon's remint: stopped by the uid it was
-	// started with, it answered 404 with its samples still recording
-	// under the new one (a review). A deleted beacon's survey keeps its
-	// uid.
-	if reg, err := s.registry(); err == nil {
-		if b, err := reg.Beacon(in.AssetUID); err == nil {
-			in.AssetUID = b.AssetUID
+	// A survey follows its beacon's remint, and a merge's survivor
+	// takes the other's: stopped by the uid it was started with, it
+	// answered 404 with its samples still recording under the new one
+	// (a review). The uid as given is tried last: the engine moves a
+	// recording a moment after the store commits a remint, and a
+	// deleted beacon's survey keeps its uid.
+	got, uid := []rtls.Sample(nil), in.AssetUID
+	for _, c := range s.surveyUIDs(in.AssetUID) {
+		if got = t.StopRecording(c); got != nil {
+			uid = c
+			break
 		}
 	}
-	got := t.StopRecording(in.AssetUID)
+	in.AssetUID = uid
 	if got == nil {
 		// Answered 200 with nothing stored, and reloaded the site, which
 		// restarts every tracked beacon's decision (a review).
@@ -121,6 +134,64 @@ func (s *Server) surveyStop(w http.ResponseWriter, r *http.Request, _ httprouter
 		out["warning"] = msg
 	}
 	return ok(w, out)
+}
+
+// surveyUIDs are the uids a survey started as uid may record under now:
+// the beacon's current uid, its merge survivor's, then uid itself.
+func (s *Server) surveyUIDs(uid string) []string {
+	var out []string
+	if reg, err := s.registry(); err == nil {
+		if b, err := reg.Beacon(uid); err == nil {
+			out = append(out, b.AssetUID)
+			if b.MergedInto != 0 {
+				if all, err := reg.Beacons(0); err == nil {
+					for _, v := range all {
+						if v.ID == b.MergedInto {
+							out = append(out, v.AssetUID)
+						}
+					}
+				}
+			}
+		}
+	}
+	if !slices.Contains(out, uid) {
+		out = append(out, uid)
+	}
+	return out
+}
+
+// deleteSamples: DELETE /api/v1/tracking/samples?zone_id=&asset_uid=
+// (either or both), or ?all=true: many samples in one step and one
+// model rebuild.
+func (s *Server) deleteSamples(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
+	if _, err := s.tracker(); err != nil {
+		return err
+	}
+	q := r.URL.Query()
+	var zone uint64
+	if v := q.Get("zone_id"); v != "" {
+		z, err := strconv.ParseUint(v, 10, 64)
+		if err != nil || z == 0 {
+			return apperr.InvalidField("zone_id", "zone_id must be a positive integer")
+		}
+		zone = z
+	}
+	uid := strings.TrimSpace(q.Get("asset_uid"))
+	if zone == 0 && uid == "" && q.Get("all") != "true" {
+		return apperr.Invalid("say which samples: zone_id, asset_uid or both, or all=true for every one")
+	}
+	n, err := s.deps.DB.DeleteZoneSamples(zone, uid)
+	if err != nil {
+		return err
+	}
+	s.deps.AppLog.Record(applog.Normal, "tracking.sample", "samples", actor(r),
+		fmt.Sprintf("%d survey samples deleted (zone %d, beacon %q; 0 and \"\" are any)", n, zone, uid))
+	if n > 0 {
+		if err := s.reloadSite(); err != nil {
+			return err
+		}
+	}
+	return ok(w, map[string]any{"deleted": n})
 }
 
 func (s *Server) listSamples(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {

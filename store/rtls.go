@@ -1,6 +1,7 @@
 package store
 
 import (
+	"encoding/json"
 	"errors"
 	"time"
 
@@ -82,6 +83,54 @@ func (db *DB) ListZoneSamples(zone uint64) ([]ZoneSample, error) {
 		return err
 	})
 	return out, err
+}
+
+// ZoneSampleCount is how many survey samples the site keeps.
+func (db *DB) ZoneSampleCount() (int, error) {
+	n := 0
+	err := db.View(func(tx *bolt.Tx) error {
+		if b := tx.Bucket(bRTLSSamples); b != nil {
+			n = b.Stats().KeyN
+		}
+		return nil
+	})
+	return n, err
+}
+
+// DeleteZoneSamples removes the samples of zone (0: any) recorded of
+// uid ("": any), all of them when both are unset, in one transaction;
+// it returns how many it removed. One sample at a time, each delete
+// rebuilt the model (a review: making room at the cap took thousands).
+func (db *DB) DeleteZoneSamples(zone uint64, uid string) (int, error) {
+	n := 0
+	err := db.Update(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bRTLSSamples)
+		if b == nil {
+			return nil
+		}
+		var keys [][]byte
+		err := b.ForEach(func(k, v []byte) error {
+			var s ZoneSample
+			if err := json.Unmarshal(v, &s); err != nil {
+				return err
+			}
+			if (zone == 0 || s.Zone == zone) && (uid == "" || s.AssetUID == uid) {
+				keys = append(keys, clone(k))
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		for _, k := range keys {
+			if err := b.Delete(k); err != nil {
+				return err
+			}
+		}
+		n = len(keys)
+		return nil
+	})
+	return n, err
 }
 
 // DeleteSample removes one sample (ErrNotFound when absent).
