@@ -414,7 +414,7 @@ func TestRTLSParamsFromConfig(t *testing.T) {
 	// Each shows the values it reads (a review: hmm's lost, grid's radio
 	// law priors were in force and not shown; strongest called its
 	// margin dwell dwell_ms).
-	want := map[string][]string{rtls.AlgFilter: {"lost"}, rtls.AlgGrid: {"lost", "tx_power_dbm", "path_loss", "sigma_db"},
+	want := map[string][]string{rtls.AlgFilter: {"lost"}, rtls.AlgGrid: {"lost", "tx_power_dbm", "path_loss_exponent", "sigma_db"},
 		rtls.AlgStrongest: {"margin_dwell_ms", "margin_db"}}
 	for _, a := range list.Algorithms {
 		for _, k := range want[a.Name] {

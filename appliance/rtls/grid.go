@@ -49,7 +49,7 @@ func (grid) info(m *model) AlgorithmInfo {
 	// The radio law's priors and the miss rate it reads too (a review:
 	// they were in force and not shown).
 	params := map[string]any{"switch_odds": m.p.SwitchOdds, "floor_dbm": 0.0, "cells": 0, "cell_px": []float64{},
-		"tx_power_dbm": m.p.TxPower, "path_loss": m.p.PathLoss, "sigma_db": m.p.Sigma, "lost": m.p.Lost,
+		"tx_power_dbm": m.p.TxPower, "path_loss_exponent": m.p.PathLoss, "sigma_db": m.p.Sigma, "lost": m.p.Lost,
 		"sample_window_ms": m.p.SampleWindow.Milliseconds(), "decide_every_ms": m.p.DecideEvery.Milliseconds(), "gateways_modelled": 0}
 	gridMotionParams(m, params)
 	reason := m.lacks(false, false, false, false)

@@ -344,7 +344,7 @@ func (p *Params) check() error {
 	case p.PathLoss < 0.5 || p.PathLoss > 10 || p.Evidence < 0.01 || p.Evidence > 100 || p.SwitchOdds > 1e6:
 		return fmt.Errorf("path_loss must be between 0.5 and 10, evidence between 0.01 and 100, and switch_odds at most 1e6")
 	case p.DecideEvery > time.Minute:
-		return fmt.Errorf("decide_every must be at most 1m (a beacon turns unknown after 60 s)")
+		return fmt.Errorf("decide_every must be at most 1m (a beacon turns unknown after 60 s by default)")
 	// Not stand_for and move_for: equipment stands for days, and the
 	// chain runs at any spell (TestGridStandingExtremeTimes).
 	case max(p.SmoothTau, p.Stale, p.Dwell, p.MarginDwell, p.MeanStay, p.SampleWindow, p.OffsetTau) > 24*time.Hour:
