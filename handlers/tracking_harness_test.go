@@ -54,7 +54,8 @@ func (f *fakeTracker) Status() rtls.Status {
 	defer f.mu.Unlock()
 	st := rtls.Status{Running: f.current != "", Algorithm: f.current, Beacons: len(f.locs), Surveys: []rtls.SurveyStatus{}}
 	for uid, zones := range f.recording {
-		st.Surveys = append(st.Surveys, rtls.SurveyStatus{AssetUID: uid, Zone: zones[len(zones)-1]})
+		// Two windows a zone, as StopRecording returns.
+		st.Surveys = append(st.Surveys, rtls.SurveyStatus{AssetUID: uid, Zone: zones[len(zones)-1], Windows: 2 * len(zones)})
 	}
 	return st
 }

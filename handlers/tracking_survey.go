@@ -26,6 +26,7 @@ import (
 //	POST   /api/v1/tracking/survey/stop   {asset_uid} -> stored samples
 //	GET    /api/v1/tracking/samples[?zone_id=]
 //	DELETE /api/v1/tracking/sample/:id
+//	DELETE /api/v1/tracking/samples?zone_id=&asset_uid= (or ?all=true)
 
 type surveyInput struct {
 	AssetUID string `json:"asset_uid"`
@@ -63,10 +64,19 @@ func (s *Server) surveyStart(w http.ResponseWriter, r *http.Request, _ httproute
 		return err
 	}
 	// Said now, not after the survey: its samples would not be stored.
+	// The windows of surveys under way count too (a review: with one
+	// place left, two surveys started and lost theirs at their stops);
+	// a beacon already recording is changing zone, not starting.
+	running, already := 0, false
+	for _, sv := range t.Status().Surveys {
+		running += sv.Windows
+		already = already || sv.AssetUID == in.AssetUID
+	}
 	if n, err := s.deps.DB.ZoneSampleCount(); err != nil {
 		return err
-	} else if n >= store.MaxZoneSamples {
-		return apperr.Conflict("the site holds %d survey samples, the most it keeps; delete some first (DELETE /api/v1/tracking/samples?zone_id=...)", n)
+	} else if !already && n+running >= store.MaxZoneSamples {
+		return apperr.Conflict("the site holds %d survey samples and surveys under way %d more, the most it keeps is %d; delete some first (DELETE /api/v1/tracking/samples?zone_id=...)",
+			n, running, store.MaxZoneSamples)
 	}
 	t.Record(in.AssetUID, in.ZoneID)
 	s.deps.AppLog.Record(applog.Normal, "tracking.survey", "beacon "+in.AssetUID, actor(r),
@@ -88,12 +98,13 @@ func (s *Server) surveyStop(w http.ResponseWriter, r *http.Request, _ httprouter
 	if in.AssetUID == "" {
 		return apperr.InvalidField("asset_uid", "asset_uid is required")
 	}
-	// A survey follows its beacon's remint, and a merge's survivor
-	// takes the other's: stopped by the uid it was started with, it
-	// answered 404 with its samples still recording under the new one
-	// (a review). The uid as given is tried last: the engine moves a
-	// recording a moment after the store commits a remint, and a
-	// deleted beacon's survey keeps its uid.
+	// A survey follows its beacon's remint: stopped by the uid it was
+	// started with, it answered 404 with its samples still recording
+	// under the new one (a review). The uid as given is tried last: the
+	// engine moves a recording a moment after the store commits a
+	// remint, and a deleted beacon's survey keeps its uid. The engine
+	// follows the recordings it moved itself (a merge's to the
+	// survivor), and only those.
 	got, uid := []rtls.Sample(nil), in.AssetUID
 	for _, c := range s.surveyUIDs(in.AssetUID) {
 		if got = t.StopRecording(c); got != nil {
@@ -137,21 +148,12 @@ func (s *Server) surveyStop(w http.ResponseWriter, r *http.Request, _ httprouter
 }
 
 // surveyUIDs are the uids a survey started as uid may record under now:
-// the beacon's current uid, its merge survivor's, then uid itself.
+// the beacon's current uid, then uid itself.
 func (s *Server) surveyUIDs(uid string) []string {
 	var out []string
 	if reg, err := s.registry(); err == nil {
 		if b, err := reg.Beacon(uid); err == nil {
 			out = append(out, b.AssetUID)
-			if b.MergedInto != 0 {
-				if all, err := reg.Beacons(0); err == nil {
-					for _, v := range all {
-						if v.ID == b.MergedInto {
-							out = append(out, v.AssetUID)
-						}
-					}
-				}
-			}
 		}
 	}
 	if !slices.Contains(out, uid) {
@@ -177,8 +179,19 @@ func (s *Server) deleteSamples(w http.ResponseWriter, r *http.Request, _ httprou
 		zone = z
 	}
 	uid := strings.TrimSpace(q.Get("asset_uid"))
-	if zone == 0 && uid == "" && q.Get("all") != "true" {
+	all := q.Get("all") == "true"
+	switch {
+	case all && (zone != 0 || uid != ""):
+		return apperr.Invalid("all=true deletes every sample: give it alone, or zone_id and asset_uid without it")
+	case zone == 0 && uid == "" && !all:
 		return apperr.Invalid("say which samples: zone_id, asset_uid or both, or all=true for every one")
+	}
+	if zone != 0 {
+		if _, err := s.deps.DB.GetZone(zone); errors.Is(err, store.ErrNotFound) {
+			return apperr.NotFound("zone %d not found", zone)
+		} else if err != nil {
+			return err
+		}
 	}
 	n, err := s.deps.DB.DeleteZoneSamples(zone, uid)
 	if err != nil {

@@ -273,6 +273,30 @@ func TestSurveysOfMergedBeaconsAreBothKept(t *testing.T) {
 	}
 }
 
+// TestStopFollowsOnlyMovedRecordings: a stop by the uid a survey was
+// started with finds it after a remint or merge moved it; a stop by a
+// merged-away uid that was not being surveyed stops nothing of the
+// survivor's (a review: it stopped another admin's survey).
+func TestStopFollowsOnlyMovedRecordings(t *testing.T) {
+	r := newRig(t)
+	r.e.Record("WAT-1", 1)
+	r.e.Rename("WAT-2", "WAT-1") // WAT-2 was not being surveyed
+	if got := r.e.StopRecording("WAT-2"); got != nil {
+		t.Fatalf("a stop by the merged-away uid stopped the survivor's survey: %+v", got)
+	}
+	if st := r.e.Status(); len(st.Surveys) != 1 || st.Surveys[0].AssetUID != "WAT-1" {
+		t.Fatalf("surveys %+v", st.Surveys)
+	}
+	r.hear(gwA, "C30000000001", -60)
+	r.e.Rename("WAT-1", "WAT-9") // a remint moves the recording
+	if got := r.e.StopRecording("WAT-1"); len(got) != 1 || got[0].Zone != 1 {
+		t.Fatalf("a stop by the uid the survey began with after a remint: %+v", got)
+	}
+	if st := r.e.Status(); len(st.Surveys) != 0 {
+		t.Fatalf("surveys after the stop %+v", st.Surveys)
+	}
+}
+
 // TestSurveyKeepsAtMostMaxSurveyWindows: a survey left running keeps
 // at most MaxSurveyWindows and counts the rest; it kept every window.
 func TestSurveyKeepsAtMostMaxSurveyWindows(t *testing.T) {

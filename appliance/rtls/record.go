@@ -21,7 +21,16 @@ type recorder struct {
 	mu     sync.Mutex
 	m      map[string]*recording
 	limit  int // windows one recording keeps (Options.SurveyWindows)
+	// moved maps the uid of a recording a remint or merge moved to the
+	// uid it moved to, so a stop by the uid the survey was started with
+	// finds it, and only it: a merged-away beacon that was not being
+	// surveyed stops nothing of its survivor's (a review).
+	moved map[string]string
 }
+
+// maxMoved bounds moved: renames are rare, and an entry is dropped when
+// its recording stops.
+const maxMoved = 1024
 
 type recording struct {
 	zone    uint64
@@ -65,6 +74,14 @@ func (e *Engine) Record(uid string, zone uint64) {
 func (e *Engine) StopRecording(uid string) []Sample {
 	e.rec.mu.Lock()
 	defer e.rec.mu.Unlock()
+	for hops := 0; e.rec.m[uid] == nil && hops < 8; hops++ {
+		to, ok := e.rec.moved[uid]
+		if !ok {
+			break
+		}
+		delete(e.rec.moved, uid)
+		uid = to
+	}
 	r := e.rec.m[uid]
 	if r == nil {
 		return nil
@@ -202,6 +219,10 @@ func (rc *recorder) rename(oldUID, newUID string) {
 		return
 	}
 	delete(rc.m, oldUID)
+	if rc.moved == nil || len(rc.moved) >= maxMoved {
+		rc.moved = map[string]string{}
+	}
+	rc.moved[oldUID] = newUID
 	if kept := rc.m[newUID]; kept != nil {
 		r.flush(rc.limit)
 		for _, s := range r.samples {
