@@ -41,6 +41,13 @@ func newRig(t *testing.T) *rig { t.Helper(); return newRigParams(t, rtls.Params{
 // newRigParams is newRig with the algorithms' parameters p.
 func newRigParams(t *testing.T, p rtls.Params) *rig {
 	t.Helper()
+	return newRigOptions(t, rtls.Options{Params: p})
+}
+
+// newRigOptions is newRig with the engine's options o (its clock,
+// writer and timeout are the rig's).
+func newRigOptions(t *testing.T, o rtls.Options) *rig {
+	t.Helper()
 	db, err := store.Open(filepath.Join(t.TempDir(), "t.db"), store.OpenOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -60,7 +67,8 @@ func newRigParams(t *testing.T, p rtls.Params) *rig {
 	if r.reg, err = assets.NewRegistry(db); err != nil {
 		t.Fatal(err)
 	}
-	r.e = rtls.New(rtls.Options{Clock: r.clk, Writer: r.w, Timeout: time.Minute, Params: p})
+	o.Clock, o.Writer, o.Timeout = r.clk, r.w, time.Minute
+	r.e = rtls.New(o)
 	a, _ := assets.ParseMAC(gwA)
 	b, _ := assets.ParseMAC(gwB)
 	r.e.SetSite(rtls.Site{
@@ -312,6 +320,21 @@ func TestSurveyKeepsAtMostMaxSurveyWindows(t *testing.T) {
 	}
 	if got := r.e.StopRecording("WAT-1"); len(got) != rtls.MaxSurveyWindows {
 		t.Fatalf("%d windows, want %d", len(got), rtls.MaxSurveyWindows)
+	}
+	// rtls-eval's survey is a whole training file: it sets its own
+	// bound (none), which a merge's count of windows not kept follows.
+	r = newRigOptions(t, rtls.Options{Params: rtls.Params{SampleWindow: time.Millisecond}, SurveyWindows: 3})
+	r.e.Record("WAT-1", 1)
+	r.e.Record("WAT-2", 2)
+	for range 6 {
+		r.hear(gwA, "C30000000001", -60)
+		r.hear(gwB, "C30000000002", -60)
+		r.clk.Advance(2 * time.Millisecond)
+	}
+	r.e.Rename("WAT-2", "WAT-1")
+	st = r.e.Status()
+	if len(st.Surveys) != 1 || st.Surveys[0].Windows != 3 || st.Surveys[0].Over != 8 {
+		t.Fatalf("bound 3, merged: %+v", st.Surveys)
 	}
 }
 
