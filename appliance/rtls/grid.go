@@ -1392,14 +1392,27 @@ func (g *gridModel) addHeard(ll, lmiss []float32, gi int, x float32, n int, w, r
 	if lo == 0 && hi == nc {
 		return
 	}
+	top := float32(math.Inf(1)) // a floor without cells: no top to be louder than
+	if hi > lo {
+		top = slices.Max(mu[lo:hi])
+	}
 	// On another floor the law does not say how loud the gateway is
 	// (through a ceiling, down a stairwell): its reading counts as one
-	// anywhere in crossSpan. Taken for the law's "practically never
-	// heard" there, one reading heard across the floor ruled that floor
-	// out, and a tag upstairs whose scans began with a downstairs
-	// gateway was reported downstairs for as long as it stood there
-	// (TestGridBeliefSurvivesAnotherFloorsReading).
+	// anywhere in crossSpan under the loudest it hears on its own floor
+	// less crossLoss. Taken for the law's "practically never heard"
+	// there, one reading heard across the floor ruled that floor out,
+	// and a tag upstairs whose scans began with a downstairs gateway was
+	// reported downstairs for as long as it stood there
+	// (TestGridBeliefSurvivesAnotherFloorsReading). Flat at any level,
+	// it said nothing against the other floor however loud the reading:
+	// a tag heard by one gateway on its floor and 10 dB quieter by the
+	// one above was put on the quieter one's floor, whose wider ring of
+	// cells fits a quiet reading (a review; TestGridFloorOfTheLouderGateway).
+	// Louder than that top, it falls off as the law's Gaussian does.
 	cross := w * float32(math.Log(1-gw.miss)-math.Log(crossSpan)+0.5*math.Log(2*math.Pi))
+	if d := x - (top - crossLoss); d > 0 {
+		cross -= d * d * inv
+	}
 	for c := 0; c < lo; c++ {
 		ll[c] += cross - refund*lm[c]
 	}
@@ -1412,6 +1425,12 @@ func (g *gridModel) addHeard(ll, lmiss []float32, gi int, x float32, n int, w, r
 // tag on another floor (addHeard): some 10-40 dB under what it would
 // hear on its own.
 const crossSpan = 30
+
+// crossLoss (dB) is what a floor or ceiling takes off a reading, the
+// middle of a concrete slab's 10-20 dB. With 10, a tag heard by its own
+// floor's gateways only 5 dB louder than by the other floor's spent a
+// third of a minute on the wrong floor in grid; with 15, a sixth.
+const crossLoss = 15
 
 // addTerm adds w times gateway gi's "not heard" log-likelihood.
 func (g *gridModel) addTerm(ll, lmiss []float32, gi int, w float32) {
