@@ -1392,9 +1392,14 @@ func (g *gridModel) addHeard(ll, lmiss []float32, gi int, x float32, n int, w, r
 	if lo == 0 && hi == nc {
 		return
 	}
-	top := float32(math.Inf(1)) // a floor without cells: no top to be louder than
+	// The loudest its law says on its own floor: at the nearest cell, or
+	// 1.5 m from it where no cell is that near. The cells alone made a
+	// gateway in an unzoned stairwell quiet on its own floor, and a tag
+	// upstairs it heard through the open stairs was put downstairs for
+	// most of a minute (a review of this change).
+	top := float32(gw.p0 - 10*gw.n*math.Log10(1.5))
 	if hi > lo {
-		top = slices.Max(mu[lo:hi])
+		top = max(top, slices.Max(mu[lo:hi]))
 	}
 	// On another floor the law does not say how loud the gateway is
 	// (through a ceiling, down a stairwell): its reading counts as one
@@ -1411,7 +1416,8 @@ func (g *gridModel) addHeard(ll, lmiss []float32, gi int, x float32, n int, w, r
 	// Louder than that top, it falls off as the law's Gaussian does.
 	cross := w * float32(math.Log(1-gw.miss)-math.Log(crossSpan)+0.5*math.Log(2*math.Pi))
 	if d := x - (top - crossLoss); d > 0 {
-		cross -= d * d * inv
+		// Bounded, as one reading must not rule a floor out (above).
+		cross -= min(d*d*inv, w*crossMaxNats)
 	}
 	for c := 0; c < lo; c++ {
 		ll[c] += cross - refund*lm[c]
@@ -1431,6 +1437,12 @@ const crossSpan = 30
 // floor's gateways only 5 dB louder than by the other floor's spent a
 // third of a minute on the wrong floor in grid; with 15, a sixth.
 const crossLoss = 15
+
+// crossMaxNats bounds what one period's reading across a floor takes
+// off that floor: a tag upstairs heard by a downstairs gateway through
+// an open stairwell louder than any slab lets must not be ruled out of
+// upstairs by it (TestGridStairwellLeak).
+const crossMaxNats = 8
 
 // addTerm adds w times gateway gi's "not heard" log-likelihood.
 func (g *gridModel) addTerm(ll, lmiss []float32, gi int, w float32) {

@@ -861,3 +861,50 @@ func TestGridFloorOfTheLouderGateway(t *testing.T) {
 		}
 	}
 }
+
+// TestGridStairwellLeak: a tag upstairs by the stairs, heard through the
+// open stairwell by a downstairs gateway placed there, outside every
+// zone, as loudly as from 3 m away, and by the other downstairs gateways
+// 20 dB (a slab) quieter, stays upstairs, surveyed or not. Taking the loudest
+// the gateway hears downstairs from the cells alone, far from it, grid
+// put the tag downstairs for 42 s of the minute and fusion for 21 (a
+// review).
+func TestGridStairwellLeak(t *testing.T) {
+	for _, surveyed := range []bool{false, true} {
+		s := twoFloors()
+		s.Maps[0].Width, s.Maps[1].Width = 500, 500
+		stair := Gateway{MAC: gwMAC(999), MapID: 1, X: 450, Y: 150, Placed: true}
+		s.Gateways = append(s.Gateways, stair)
+		var samples []Sample
+		if surveyed {
+			samples = surveyFloors(t, s, 5, 2, 20, rand.New(rand.NewPCG(3, 4)))
+		}
+		p := DefaultParams()
+		for _, alg := range []string{AlgGrid, AlgFusion} {
+			rng := rand.New(rand.NewPCG(11, 12))
+			h := tracking(t, Options{}, s, samples, alg)
+			wrong := 0
+			for range 60 {
+				for _, g := range s.Gateways {
+					r := modelRSSI(g.X, g.Y, 395, 150)
+					switch {
+					case g.MAC == stair.MAC:
+						r = p.rssiAt(3)
+					case g.MapID == 1:
+						r -= 20
+					}
+					if r += (rng.Float64()*2 - 1) * 3; r >= -95 {
+						h.sight("WAT-1", g.MAC, r)
+					}
+				}
+				h.clk.Advance(time.Second)
+				if h.zone("WAT-1") < 100 {
+					wrong++
+				}
+			}
+			if wrong > 3 {
+				t.Errorf("surveyed %v, %s: %d of 60 s downstairs, standing upstairs by the stairs", surveyed, alg, wrong)
+			}
+		}
+	}
+}
