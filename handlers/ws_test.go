@@ -322,57 +322,54 @@ func TestWSSlowClientIsDropped(t *testing.T) {
 	}
 }
 
-// TestWSShutdownSendsEveryQueuedFrame: at a shutdown a client gets all
-// it had queued, then 1001, however long the queue: the last frames are
-// each followed beacon's zone 0, and a client that missed some kept
-// showing their old zones. The writer stopped after its first 64 KiB.
-func TestWSShutdownSendsEveryQueuedFrame(t *testing.T) {
-	r := newWSRig(t, WSOptions{SendBuffer: 1000})
+// shutdownWithQueue has a client follow one beacon, queues n frames of
+// 1 KiB for it behind a held writer (three times what one socket write
+// takes), closes the hub, releases the writer once the client is told to
+// go, and returns how many frames the client read before its close and
+// the error that ended the reading.
+func shutdownWithQueue(t *testing.T, o WSOptions, n int) (int, error) {
+	t.Helper()
+	r := newWSRig(t, o)
 	c := r.connect(t, r.admin)
-	ch := "track-" + r.f.watch
-	send(t, c, map[string]any{"type": "subscribe", "channel": ch})
+	send(t, c, map[string]any{"type": "subscribe", "channel": "track-" + r.f.watch})
 	next(t, c, "subscribed")
 	unknownSnapshot(t, c, r.f.watch)
 	h := r.srv.hub
-	_, cc := onlyClient(t, h)
-	const n = 200 // of 1 KiB each: three times what one socket write takes
+	sc, cc := onlyClient(t, h)
 	pad := strings.Repeat("x", 1000)
 	cc.mu.Lock() // the writer waits at its next socket write
 	before := h.frames.Load()
 	for i := range n {
 		r.fake.emit(rtls.Event{AssetUID: r.f.watch, Location: rtls.Location{AssetUID: r.f.watch, Zone: 1, ZoneName: fmt.Sprintf("Z%03d%s", i, pad)}})
 	}
-	waitFor(t, "the frames queued", func() bool { return h.frames.Load()-before == n })
+	waitFor(t, "the frames queued", func() bool { return h.frames.Load()-before == uint64(n) })
 	closed := make(chan struct{})
 	go func() { r.srv.Close(); close(closed) }()
-	waitFor(t, "the client told to go", func() bool {
-		select {
-		case <-func() chan struct{} { sc, _ := onlyClient(t, h); return sc.done }():
-			return true
-		default:
-			return false
-		}
-	})
+	<-sc.done
 	cc.mu.Unlock()
+	defer func() { <-closed }()
 	_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
-	got := 0
-	for {
+	for got := 0; ; got++ {
 		_, data, err := c.ReadMessage()
 		if err != nil {
-			if !websocket.IsCloseError(err, websocket.CloseGoingAway) {
-				t.Fatalf("after %d frames: %v, want 1001", got, err)
-			}
-			break
+			return got, err
 		}
 		if !strings.Contains(string(data), fmt.Sprintf(`"zone":"Z%03d`, got)) {
 			t.Fatalf("frame %d: %.60s", got, data)
 		}
-		got++
 	}
-	if got != n {
-		t.Fatalf("%d of %d queued frames before the close", got, n)
+}
+
+// TestWSShutdownSendsEveryQueuedFrame: at a shutdown a client gets all
+// it had queued, then 1001, however long the queue: the last frames are
+// each followed beacon's zone 0, and a client that missed some kept
+// showing their old zones. The writer stopped after its first 64 KiB.
+func TestWSShutdownSendsEveryQueuedFrame(t *testing.T) {
+	const n = 200
+	got, err := shutdownWithQueue(t, WSOptions{SendBuffer: 1000}, n)
+	if !websocket.IsCloseError(err, websocket.CloseGoingAway) || got != n {
+		t.Fatalf("%d of %d queued frames, then %v; want all, then 1001", got, n, err)
 	}
-	<-closed
 }
 
 // TestWSShutdownDrainIsBounded: a shutdown sends a client's queue only
@@ -381,41 +378,11 @@ func TestWSShutdownSendsEveryQueuedFrame(t *testing.T) {
 // process exited (a review). With no time to drain, the client gets the
 // socket write already under way, then 1001.
 func TestWSShutdownDrainIsBounded(t *testing.T) {
-	r := newWSRig(t, WSOptions{SendBuffer: 1000, DrainWait: time.Nanosecond})
-	c := r.connect(t, r.admin)
-	ch := "track-" + r.f.watch
-	send(t, c, map[string]any{"type": "subscribe", "channel": ch})
-	next(t, c, "subscribed")
-	unknownSnapshot(t, c, r.f.watch)
-	h := r.srv.hub
-	sc, cc := onlyClient(t, h)
-	const n = 200 // of 1 KiB each: three times what one socket write takes
-	pad := strings.Repeat("x", 1000)
-	cc.mu.Lock() // the writer waits at its next socket write
-	before := h.frames.Load()
-	for i := range n {
-		r.fake.emit(rtls.Event{AssetUID: r.f.watch, Location: rtls.Location{AssetUID: r.f.watch, Zone: 1, ZoneName: fmt.Sprintf("Z%03d%s", i, pad)}})
+	const n = 200
+	got, err := shutdownWithQueue(t, WSOptions{SendBuffer: 1000, DrainWait: time.Nanosecond}, n)
+	if !websocket.IsCloseError(err, websocket.CloseGoingAway) || got == 0 || got >= n {
+		t.Fatalf("%d of %d queued frames, then %v; want the socket write under way only, then 1001", got, n, err)
 	}
-	waitFor(t, "the frames queued", func() bool { return h.frames.Load()-before == n })
-	closed := make(chan struct{})
-	go func() { r.srv.Close(); close(closed) }()
-	<-sc.done
-	cc.mu.Unlock()
-	_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
-	got := 0
-	for {
-		if _, _, err := c.ReadMessage(); err != nil {
-			if !websocket.IsCloseError(err, websocket.CloseGoingAway) {
-				t.Fatalf("after %d frames: %v, want 1001", got, err)
-			}
-			break
-		}
-		got++
-	}
-	if got == 0 || got >= n {
-		t.Fatalf("%d of %d queued frames before the close; want the socket write under way only", got, n)
-	}
-	<-closed
 }
 
 func TestWSHubClosesWithServer(t *testing.T) {
