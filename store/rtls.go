@@ -1,7 +1,6 @@
 package store
 
 import (
-	"encoding/json"
 	"errors"
 	"time"
 
@@ -103,32 +102,9 @@ func (db *DB) ZoneSampleCount() (int, error) {
 // rebuilt the model (a review: making room at the cap took thousands).
 func (db *DB) DeleteZoneSamples(zone uint64, uid string) (int, error) {
 	n := 0
-	err := db.Update(func(tx *bolt.Tx) error {
-		b := tx.Bucket(bRTLSSamples)
-		if b == nil {
-			return nil
-		}
-		var keys [][]byte
-		err := b.ForEach(func(k, v []byte) error {
-			var s ZoneSample
-			if err := json.Unmarshal(v, &s); err != nil {
-				return err
-			}
-			if (zone == 0 || s.Zone == zone) && (uid == "" || s.AssetUID == uid) {
-				keys = append(keys, clone(k))
-			}
-			return nil
-		})
-		if err != nil {
-			return err
-		}
-		for _, k := range keys {
-			if err := b.Delete(k); err != nil {
-				return err
-			}
-		}
-		n = len(keys)
-		return nil
+	err := db.Update(func(tx *bolt.Tx) (err error) {
+		n, err = deleteSamples(tx, zone, uid)
+		return err
 	})
 	return n, err
 }
@@ -144,21 +120,25 @@ func (db *DB) DeleteSample(id uint64) error {
 	})
 }
 
-func deleteSamplesOfZone(tx *bolt.Tx, zone uint64) error {
+// deleteSamples removes the samples of zone (0: any) recorded of uid
+// ("": any) and returns how many.
+func deleteSamples(tx *bolt.Tx, zone uint64, uid string) (int, error) {
 	b := tx.Bucket(bRTLSSamples)
 	if b == nil {
-		return nil
+		return 0, nil
 	}
-	ss, err := navList(tx, bRTLSSamples, func(s *ZoneSample) bool { return s.Zone == zone })
+	ss, err := navList(tx, bRTLSSamples, func(s *ZoneSample) bool {
+		return (zone == 0 || s.Zone == zone) && (uid == "" || s.AssetUID == uid)
+	})
 	if err != nil {
-		return err
+		return 0, err
 	}
 	for _, s := range ss {
 		if err := b.Delete(itob(s.ID)); err != nil {
-			return err
+			return 0, err
 		}
 	}
-	return nil
+	return len(ss), nil
 }
 
 // SetRTLSAlgorithm records the running algorithm ("" when stopped), so a

@@ -154,7 +154,7 @@ func deleteZoneTx(tx *bolt.Tx, id uint64) error {
 			return err
 		}
 	}
-	if err := deleteSamplesOfZone(tx, id); err != nil {
+	if _, err := deleteSamples(tx, id, ""); err != nil {
 		return err
 	}
 	return b.Delete(itob(id))
