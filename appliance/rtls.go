@@ -321,22 +321,12 @@ func (a *App) gatewaySeen(mac [6]byte) int64 { return a.pipeline.LastSeen().Gate
 func (c *rtlsControl) keepSurveys() {
 	a := c.app
 	for uid, got := range c.StopAllRecordings() {
-		ss := make([]store.ZoneSample, 0, len(got))
-		for _, sm := range got {
-			ss = append(ss, rtls.SampleToStore(uid, sm))
-		}
-		stored, dropped, full, err := a.db.AddZoneSamples(ss, a.clock.Now())
+		st, err := rtls.StoreSurvey(a.db, uid, got, a.clock.Now())
 		if err != nil {
 			a.log.Error("rtls: survey samples not stored at shutdown", "asset_uid", uid, "err", err)
 			continue
 		}
-		msg := fmt.Sprintf("survey stopped by a shutdown, %d samples stored", len(stored))
-		if dropped > 0 {
-			msg += fmt.Sprintf(", %d dropped: their zone was deleted while recording", dropped)
-		}
-		if full > 0 {
-			msg += fmt.Sprintf(", %d not stored: the site holds at most %d samples", full, store.MaxZoneSamples)
-		}
+		msg := "survey stopped by a shutdown, " + st.Summary()
 		a.applog.Record(applog.Normal, "tracking.survey", "beacon "+uid, "system", msg)
 		a.log.Info("rtls: "+msg, "asset_uid", uid)
 	}

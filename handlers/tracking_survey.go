@@ -105,43 +105,32 @@ func (s *Server) surveyStop(w http.ResponseWriter, r *http.Request, _ httprouter
 	// remint, and a deleted beacon's survey keeps its uid. The engine
 	// follows the recordings it moved itself (a merge's to the
 	// survivor), and only those.
-	got, uid := []rtls.Sample(nil), in.AssetUID
+	var got []rtls.Sample
 	for _, c := range s.surveyUIDs(in.AssetUID) {
 		if got = t.StopRecording(c); got != nil {
-			uid = c
+			in.AssetUID = c
 			break
 		}
 	}
-	in.AssetUID = uid
 	if got == nil {
 		// Answered 200 with nothing stored, and reloaded the site, which
 		// restarts every tracked beacon's decision (a review).
 		return apperr.NotFound("beacon %q is not recording a survey", in.AssetUID)
 	}
-	ss := make([]store.ZoneSample, 0, len(got))
-	for _, sm := range got {
-		ss = append(ss, rtls.SampleToStore(in.AssetUID, sm))
-	}
-	ss, dropped, full, err := s.deps.DB.AddZoneSamples(ss, time.Now())
+	st, err := rtls.StoreSurvey(s.deps.DB, in.AssetUID, got, time.Now())
 	if err != nil {
 		return err
 	}
-	msg := "survey stopped, " + strconv.Itoa(len(ss)) + " samples stored"
-	if dropped > 0 {
-		msg += ", " + strconv.Itoa(dropped) + " dropped: their zone was deleted while recording"
-	}
-	if full > 0 {
-		msg += ", " + strconv.Itoa(full) + " not stored: the site holds at most " + strconv.Itoa(store.MaxZoneSamples) + " samples; delete some first"
-	}
+	msg := "survey stopped, " + st.Summary()
 	s.deps.AppLog.Record(applog.Normal, "tracking.survey", "beacon "+in.AssetUID, actor(r), msg)
-	if len(ss) > 0 {
+	if len(st.Samples) > 0 {
 		if err := s.reloadSite(); err != nil {
 			return err
 		}
 	}
-	out := map[string]any{"asset_uid": in.AssetUID, "stored": len(ss), "dropped": dropped, "samples": ss}
-	if full > 0 {
-		out["not_stored"] = full
+	out := map[string]any{"asset_uid": in.AssetUID, "stored": len(st.Samples), "dropped": st.Dropped, "samples": st.Samples}
+	if st.Full > 0 {
+		out["not_stored"] = st.Full
 		out["warning"] = msg
 	}
 	return ok(w, out)

@@ -84,10 +84,11 @@ func ReopenZoneInterval(tx *bolt.Tx, uid string, enter int64) error {
 // bZoneHeard is the tracking engine's last sighting, in the server's
 // clock, of each beacon it had in a zone, saved every sweep
 // (PutZoneHeard): uid -> pairs of BE64(a stay's enter) BE64(the
-// sighting), Unix ms: one pair, or after a merge each list's. The stored last_seen is in the gateways' clocks (the contract
-// lets a report's ts be 5 minutes off), and closing a crash's open stays
-// at it recorded a stay 4 minutes long for a gateway running ahead, or
-// none for one running behind (a review). A sighting closes only the
+// sighting), Unix ms: one pair, or after a merge each list's. The
+// stored last_seen is in the gateways' clocks (the contract lets a
+// report's ts be 5 minutes off), and closing a crash's open stays at it
+// recorded a stay 4 minutes long for a gateway running ahead, or none
+// for one running behind (a review). A sighting closes only the
 // stay it was saved for: after a merge the list holds both beacons'
 // stays, and one sighting for both stretched the other (a second
 // review). Keys are never deleted.

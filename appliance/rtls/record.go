@@ -1,11 +1,13 @@
 package rtls
 
 import (
+	"fmt"
 	"math"
 	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"beaconhub/appliance/assets"
 	"beaconhub/appliance/ingest"
@@ -111,6 +113,38 @@ func (e *Engine) StopAllRecordings() map[string][]Sample {
 		}
 	}
 	return out
+}
+
+// SurveyStored is what storing a survey's samples did.
+type SurveyStored struct {
+	Samples []store.ZoneSample // stored, with their ids
+	Dropped int                // of a zone deleted while the survey recorded
+	Full    int                // past store.MaxZoneSamples
+}
+
+// StoreSurvey stores the samples recorded of uid, at a survey's stop or
+// a shutdown's; both say what it did with Summary.
+func StoreSurvey(db *store.DB, uid string, got []Sample, now time.Time) (SurveyStored, error) {
+	ss := make([]store.ZoneSample, 0, len(got))
+	for _, sm := range got {
+		ss = append(ss, SampleToStore(uid, sm))
+	}
+	var st SurveyStored
+	var err error
+	st.Samples, st.Dropped, st.Full, err = db.AddZoneSamples(ss, now)
+	return st, err
+}
+
+// Summary says what was stored, for the application log and the answer.
+func (st SurveyStored) Summary() string {
+	msg := fmt.Sprintf("%d samples stored", len(st.Samples))
+	if st.Dropped > 0 {
+		msg += fmt.Sprintf(", %d dropped: their zone was deleted while recording", st.Dropped)
+	}
+	if st.Full > 0 {
+		msg += fmt.Sprintf(", %d not stored: the site holds at most %d samples; delete some first", st.Full, store.MaxZoneSamples)
+	}
+	return msg
 }
 
 // SampleToStore is sm, recorded of uid, as the store keeps it.
