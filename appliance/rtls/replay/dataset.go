@@ -364,17 +364,13 @@ func timeUnit(ts []float64, gap float64, coarse bool) (toMS float64, note string
 		}
 	}
 	// nearest is the unit that makes v nearest a second, of those
-	// that keep the file minSpan long if any do.
-	var nearest func(v float64, long bool) int
-	nearest = func(v float64, long bool) int {
+	// that keep the file minSpan long when long (-1 when none does).
+	nearest := func(v float64, long bool) int {
 		best, at := math.Inf(1), -1
 		for i, u := range units {
 			if d := math.Abs(math.Log10(v*u.toMS) - 3); d < best && (!long || span*u.toMS >= minSpan) {
 				best, at = d, i
 			}
-		}
-		if at < 0 && long {
-			return nearest(v, false)
 		}
 		return at
 	}
@@ -391,7 +387,11 @@ func timeUnit(ts []float64, gap float64, coarse bool) (toMS float64, note string
 	case per >= 0:
 		return units[per].toMS, fmt.Sprintf("t_ms read as %s (a gateway hears a beacon every %.3g of them)", units[per].is, gap), true
 	case coarse && gap > 0:
-		u := units[nearest(gap, true)]
+		at := nearest(gap, true)
+		if at < 0 { // no unit makes the file that long: the nearest of all
+			at = nearest(gap, false)
+		}
+		u := units[at]
 		return u.toMS, fmt.Sprintf("t_ms read as %s (stamps coarser than a gateway's sightings of a beacon, %.3g of them apart: read as their resolution)", u.is, gap), true
 	case coarse:
 		return 1, "t_ms read as ms (no Unix time, and a gateway's repeated sightings of a beacon share their stamp)", false
