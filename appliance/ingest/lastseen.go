@@ -32,16 +32,11 @@ type gwSeen struct {
 func newLastSeen(cells SeenCells) *LastSeen { return &LastSeen{cells: cells} }
 
 // Restored takes times the store holds already (a start's repair of
-// them, before ingest runs): each cell raised to its exact time, made
-// where missing, and not dirty.
-func (l *LastSeen) Restored(m map[string]int64) {
-	for uid, ts := range m {
-		c := l.cells.SeenCell(uid)
-		c.Raise(ts)
-		c.TakeDirty()
-	}
-}
+// them, before ingest runs), as the start's restore does.
+func (l *LastSeen) Restored(m map[string]int64) { l.restore(m) }
 
+// restore takes times the store holds: each cell raised to its exact
+// time (made where missing) and not dirty, since it is stored already.
 func (l *LastSeen) restore(m map[string]int64) {
 	for k, v := range m {
 		if len(k) == 15 && k[:3] == "gw:" {
@@ -54,7 +49,7 @@ func (l *LastSeen) restore(m map[string]int64) {
 			}
 		}
 		c := l.cells.SeenCell(k)
-		c.Bump(v)
+		c.Raise(v)
 		c.TakeDirty() // restored, not changed
 	}
 }
