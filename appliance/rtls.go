@@ -197,6 +197,9 @@ func (a *App) buildRTLS() error {
 	if a.pipeline != nil { // restored before: the copy in memory follows
 		a.pipeline.LastSeen().Restored(raised)
 	}
+	if err := a.recoverSurveys(); err != nil {
+		return err
+	}
 	// Intervals recorded while tracking ran go on ageing when it is off.
 	ret := clock.NewJob(a.clock, intervalRetentionBoot, intervalRetentionEvery, a.pruneZoneIntervals)
 	ret.Start()
@@ -317,17 +320,39 @@ func (a *App) gatewaySeen(mac [6]byte) int64 { return a.pipeline.LastSeen().Gate
 // keepSurveys stores the samples of surveys still recording at a
 // graceful stop, as a survey stop would: they lived only in memory, and
 // a restart lost a survey under way without a word (a review). A crash
-// still loses them.
+// leaves the windows the sweep saved, which the next start stores
+// (recoverSurveys).
 func (c *rtlsControl) keepSurveys() {
 	a := c.app
-	for uid, got := range c.StopAllRecordings() {
-		st, err := rtls.StoreSurvey(a.db, uid, got, a.clock.Now())
-		if err != nil {
-			a.log.Error("rtls: survey samples not stored at shutdown", "asset_uid", uid, "err", err)
-			continue
-		}
-		msg := "survey stopped by a shutdown, " + st.Summary()
-		a.applog.Record(applog.Normal, "tracking.survey", "beacon "+uid, "system", msg)
-		a.log.Info("rtls: "+msg, "asset_uid", uid)
+	kept, err := c.StopAllSurveys(a.clock.Now())
+	if err != nil {
+		a.log.Error("rtls: survey samples not stored at shutdown", "err", err)
 	}
+	for _, st := range kept {
+		a.logSurvey(st, "survey stopped by a shutdown, ")
+	}
+}
+
+// recoverSurveys stores the windows of the surveys a crash ended, saved
+// by the engine's sweep, before any survey can start again.
+func (a *App) recoverSurveys() error {
+	var got []store.ZoneSurveyStored
+	if err := a.db.Update(func(tx *bolt.Tx) (err error) {
+		got, err = store.RecoverZoneSurveys(tx, a.clock.Now())
+		return err
+	}); err != nil {
+		return fmt.Errorf("store the surveys a crash ended: %w", err)
+	}
+	for _, st := range got {
+		a.logSurvey(st, "survey ended by an unclean stop, its windows up to the last sweep kept: ")
+	}
+	return nil
+}
+
+// logSurvey records, in the application log and the process log, what
+// stopping a survey without its admin stored.
+func (a *App) logSurvey(st store.ZoneSurveyStored, why string) {
+	msg := why + st.Summary()
+	a.applog.Record(applog.Normal, "tracking.survey", "beacon "+st.AssetUID, "system", msg)
+	a.log.Info("rtls: "+msg, "asset_uid", st.AssetUID)
 }

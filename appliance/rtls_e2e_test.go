@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"image"
 	"image/png"
 	"io"
@@ -728,6 +729,82 @@ func TestStartingAnAlgorithmNotReadySaysSo(t *testing.T) {
 	c.must("GET", "/api/v1/tracking/start/strongest", nil, &st)
 	if st.Algorithm != "strongest" || st.Warning != "" {
 		t.Fatalf("start strongest with a placed gateway: %+v", st)
+	}
+}
+
+// TestSurveyKeptAfterACrash: the windows a survey finished before its
+// last sweep are on disk; a crash then (the home copied as the disk
+// holds it) and the next start stores them and logs it. A crash lost
+// every window of a survey under way (a review).
+func TestSurveyKeptAfterACrash(t *testing.T) {
+	home := t.TempDir()
+	clk := clock.NewFake(time.Now().Truncate(time.Second))
+	app := rtlsApp(t, home, clk)
+	t.Cleanup(func() { _ = app.Shutdown(context.Background()) })
+	c := &client{t: t, base: "http://" + app.HTTPAddr(), token: adminToken(t, app)}
+	zoneID := hallSite(c)
+	c.must("POST", "/api/v1/tracking/survey/start", map[string]any{"asset_uid": "WCH-A1-1", "zone_id": zoneID}, nil)
+	cfg := app.Live().Get()
+	for i := range 7 {
+		brokertest.Pub(t, app.MQTTAddr(), cfg.MQTTUser, cfg.MQTTPass, "-q", "1", "-i", "AC233FA0B1C2", "-t", "gw/AC233FA0B1C2/adv1",
+			"-m", fmt.Sprintf(`{"reports":[{"mac":"C3:00:00:00:0B:01","rssi":%d}]}`, -58-i))
+		clk.Advance(time.Second)
+	}
+	var st struct {
+		Surveys []struct {
+			Windows int `json:"windows"`
+		} `json:"surveys"`
+	}
+	c.must("GET", "/api/v1/tracking/status", nil, &st)
+	if len(st.Surveys) != 1 || st.Surveys[0].Windows < 2 {
+		t.Fatalf("surveys under way %+v", st.Surveys)
+	}
+	clk.Advance(15 * time.Second) // the sweep saves them
+	if err := app.Writer().Flush(); err != nil {
+		t.Fatal(err)
+	}
+	crashed := t.TempDir()
+	if err := os.CopyFS(crashed, os.DirFS(home)); err != nil {
+		t.Fatal(err)
+	}
+	if err := app.DB().View(func(tx *bolt.Tx) error {
+		return tx.CopyFile(filepath.Join(crashed, app.Live().Get().DBPath), 0o600)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	again := rtlsApp(t, crashed, clk)
+	t.Cleanup(func() { _ = again.Shutdown(context.Background()) })
+	c = &client{t: t, base: "http://" + again.HTTPAddr(), token: login(t, again, "ops@example.org", "ops-password-1")}
+	var got struct {
+		Samples []struct {
+			Zone     uint64             `json:"zone_id"`
+			AssetUID string             `json:"asset_uid"`
+			RSSI     map[string]float64 `json:"rssi"`
+		} `json:"samples"`
+	}
+	c.must("GET", "/api/v1/tracking/samples", nil, &got)
+	if len(got.Samples) != st.Surveys[0].Windows {
+		t.Fatalf("samples after the crash %+v, want the %d windows finished", got.Samples, st.Surveys[0].Windows)
+	}
+	for _, s := range got.Samples {
+		if s.Zone != zoneID || s.AssetUID != "WCH-A1-1" || s.RSSI["AC233FA0B1C2"] > -58 || s.RSSI["AC233FA0B1C2"] < -64 {
+			t.Errorf("sample %+v", s)
+		}
+	}
+	c.must("GET", "/api/v1/tracking/status", nil, &st)
+	if len(st.Surveys) != 0 {
+		t.Errorf("a crash's survey still records: %+v", st.Surveys)
+	}
+	logs, _, err := again.DB().ListLogs(0, 50)
+	if err != nil {
+		t.Fatal(err)
+	}
+	logged := false
+	for _, l := range logs {
+		logged = logged || l.Action == "tracking.survey" && strings.Contains(l.Message, "unclean stop")
+	}
+	if !logged {
+		t.Errorf("no log entry for the survey the crash ended: %+v", logs)
 	}
 }
 

@@ -3,12 +3,14 @@ package handlers
 import (
 	"errors"
 	"net/http"
+	"time"
 
 	"beaconhub/appliance/apperr"
 	"beaconhub/appliance/applog"
 	"beaconhub/appliance/assets"
 	"beaconhub/appliance/auth"
 	"beaconhub/appliance/rtls"
+	"beaconhub/store"
 
 	"github.com/julienschmidt/httprouter"
 )
@@ -28,7 +30,9 @@ type Tracker interface {
 	Locations() []rtls.Location
 	Listen(l rtls.Listener, debug func(uid string) bool) (cancel func())
 	Record(uid string, zone uint64)
-	StopRecording(uid string) []rtls.Sample
+	// StopSurvey ends uid's survey and stores its samples
+	// (rtls.ErrNotRecording when it records none).
+	StopSurvey(uid string, now time.Time) (store.ZoneSurveyStored, error)
 	// LastSeen is the persisted time the beacon was last heard (Unix ms,
 	// 0 = never), kept by ingest independently of the engine.
 	LastSeen(uid string) int64

@@ -3,8 +3,10 @@ package handlers
 import (
 	"sync"
 	"testing"
+	"time"
 
 	"beaconhub/appliance/rtls"
+	"beaconhub/store"
 	"beaconhub/web"
 )
 
@@ -21,6 +23,7 @@ type fakeTracker struct {
 	next      int
 	recording map[string][]uint64 // the zones each recording went through
 	reloads   int
+	db        *store.DB // where StopSurvey stores, as the engine's writer does
 }
 
 type fakeListener struct {
@@ -94,22 +97,24 @@ func (f *fakeTracker) Record(uid string, zone uint64) {
 	f.mu.Unlock()
 }
 
-func (f *fakeTracker) StopRecording(uid string) []rtls.Sample {
+func (f *fakeTracker) StopSurvey(uid string, now time.Time) (store.ZoneSurveyStored, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	zones, ok := f.recording[uid]
 	if !ok {
-		return nil
+		return store.ZoneSurveyStored{}, rtls.ErrNotRecording
 	}
 	delete(f.recording, uid)
 	gw := [6]byte{0xAC, 0x23, 0x3F, 0, 0, 1}
-	out := []rtls.Sample{}
+	var ss []store.ZoneSample
 	for _, zone := range zones {
-		out = append(out,
-			rtls.Sample{Zone: zone, RSSI: map[[6]byte]float64{gw: -61.5}, N: map[[6]byte]int{gw: 2}, SD: map[[6]byte]float64{gw: 2.12}},
-			rtls.Sample{Zone: zone, RSSI: map[[6]byte]float64{gw: -63}, N: map[[6]byte]int{gw: 1}})
+		ss = append(ss,
+			rtls.SampleToStore(uid, rtls.Sample{Zone: zone, RSSI: map[[6]byte]float64{gw: -61.5}, N: map[[6]byte]int{gw: 2}, SD: map[[6]byte]float64{gw: 2.12}}),
+			rtls.SampleToStore(uid, rtls.Sample{Zone: zone, RSSI: map[[6]byte]float64{gw: -63}, N: map[[6]byte]int{gw: 1}}))
 	}
-	return out
+	st := store.ZoneSurveyStored{AssetUID: uid}
+	err := f.db.Update(store.StoreZoneSurvey(ss, now, nil, &st))
+	return st, err
 }
 
 func (f *fakeTracker) LastSeen(uid string) int64 {
@@ -151,6 +156,7 @@ func newRTLSHarness(t *testing.T, ws WSOptions) *rtlsHarness {
 	t.Helper()
 	ah := newAssetHarness(t)
 	fake := newFakeTracker()
+	fake.db = ah.db
 	ah.srv = New(Deps{Live: ah.live, DB: ah.db, Auth: ah.auth, AppLog: ah.applog, Logger: ah.logger, Static: web.FS(),
 		Assets: ah.reg, RTLS: fake, WS: ws})
 	t.Cleanup(ah.srv.Close)

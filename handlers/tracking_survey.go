@@ -105,22 +105,23 @@ func (s *Server) surveyStop(w http.ResponseWriter, r *http.Request, _ httprouter
 	// remint, and a deleted beacon's survey keeps its uid. The engine
 	// follows the recordings it moved itself (a merge's to the
 	// survivor), and only those.
-	var got []rtls.Sample
+	// The samples are stored under the uid the recording is under
+	// now, which the answer names.
+	st, err := store.ZoneSurveyStored{}, rtls.ErrNotRecording
 	for _, c := range s.surveyUIDs(in.AssetUID) {
-		if got = t.StopRecording(c); got != nil {
-			in.AssetUID = c
+		if st, err = t.StopSurvey(c, time.Now()); !errors.Is(err, rtls.ErrNotRecording) {
 			break
 		}
 	}
-	if got == nil {
+	if errors.Is(err, rtls.ErrNotRecording) {
 		// Answered 200 with nothing stored, and reloaded the site, which
 		// restarts every tracked beacon's decision (a review).
 		return apperr.NotFound("beacon %q is not recording a survey", in.AssetUID)
 	}
-	st, err := rtls.StoreSurvey(s.deps.DB, in.AssetUID, got, time.Now())
 	if err != nil {
 		return err
 	}
+	in.AssetUID = st.AssetUID
 	msg := "survey stopped, " + st.Summary()
 	s.deps.AppLog.Record(applog.Normal, "tracking.survey", "beacon "+in.AssetUID, actor(r), msg)
 	if len(st.Samples) > 0 {

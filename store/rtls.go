@@ -40,36 +40,41 @@ const MaxZoneSamples = 20000
 // went on in a zone deleted while it recorded loses that zone's samples,
 // not every zone's), and full, past MaxZoneSamples.
 func (db *DB) AddZoneSamples(ss []ZoneSample, now time.Time) (stored []ZoneSample, dropped, full int, err error) {
-	err = db.Update(func(tx *bolt.Tx) error {
-		// Not nil: the API answers an empty list, not null.
-		stored, dropped, full = make([]ZoneSample, 0, len(ss)), 0, 0
-		b, err := tx.CreateBucketIfNotExists(bRTLSSamples)
-		if err != nil {
-			return err
-		}
-		room := MaxZoneSamples - b.Stats().KeyN
-		for _, s := range ss {
-			if !hasID(tx, bZones, s.Zone) {
-				dropped++
-				continue
-			}
-			if len(stored) >= room {
-				full++
-				continue
-			}
-			if s.ID, err = b.NextSequence(); err != nil {
-				return err
-			}
-			s.CreatedAt = now.UnixMilli()
-			if err := putJSON(b, itob(s.ID), s); err != nil {
-				return err
-			}
-			stored = append(stored, s)
-		}
-		return nil
+	err = db.Update(func(tx *bolt.Tx) (err error) {
+		stored, dropped, full, err = addZoneSamples(tx, ss, now)
+		return err
 	})
 	if err != nil {
 		return nil, 0, 0, err
+	}
+	return stored, dropped, full, nil
+}
+
+func addZoneSamples(tx *bolt.Tx, ss []ZoneSample, now time.Time) (stored []ZoneSample, dropped, full int, err error) {
+	// Not nil: the API answers an empty list, not null.
+	stored = make([]ZoneSample, 0, len(ss))
+	b, err := tx.CreateBucketIfNotExists(bRTLSSamples)
+	if err != nil {
+		return nil, 0, 0, err
+	}
+	room := MaxZoneSamples - b.Stats().KeyN
+	for _, s := range ss {
+		if !hasID(tx, bZones, s.Zone) {
+			dropped++
+			continue
+		}
+		if len(stored) >= room {
+			full++
+			continue
+		}
+		if s.ID, err = b.NextSequence(); err != nil {
+			return nil, 0, 0, err
+		}
+		s.CreatedAt = now.UnixMilli()
+		if err := putJSON(b, itob(s.ID), s); err != nil {
+			return nil, 0, 0, err
+		}
+		stored = append(stored, s)
 	}
 	return stored, dropped, full, nil
 }

@@ -166,6 +166,7 @@ type Listener func(Event)
 //	Locations() []Location
 //	Listen(l Listener, debug func(uid string) bool) (cancel func())
 //	Record(uid string, zone uint64) // start recording survey samples of uid in zone
-//	StopRecording(uid string) []Sample // nil: uid was not recording
+//	StopRecording(uid string) []Sample // nil: uid was not recording; not stored
+//	StopSurvey(uid string, now time.Time) (store.ZoneSurveyStored, error) // stop and store
 //	Rename(oldUID, newUID string) // remint/merge
 //	Close()

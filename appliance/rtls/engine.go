@@ -130,6 +130,9 @@ func New(opts Options) *Engine {
 	e := &Engine{opts: opts, p: opts.Params.withDefaults(), clock: opts.Clock, log: opts.Logger}
 	e.rec.m = map[string]*recording{}
 	e.rec.limit = opts.SurveyWindows
+	if opts.Writer != nil {
+		e.rec.save = func(ops ...func(*bolt.Tx) error) { e.queue(ops) }
+	}
 	if e.rec.limit <= 0 {
 		e.rec.limit = MaxSurveyWindows
 	}

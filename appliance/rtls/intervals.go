@@ -57,7 +57,7 @@ func (e *Engine) queue(ops []func(*bolt.Tx) error) {
 	for _, op := range ops {
 		e.opts.Writer.Do(op, func(err error) {
 			if err != nil {
-				e.log.Error("rtls: zone interval write failed", "err", err)
+				e.log.Error("rtls: write failed", "err", err)
 			}
 		})
 	}
@@ -120,6 +120,7 @@ func (e *Engine) sweepFrom(gen uint64) {
 		}
 		e.expire(e.clock.Now().UnixMilli())
 		e.saveHeard()
+		e.rec.saveSurveys()
 		e.reviveTalking()
 		e.sweepMu.Lock()
 		e.sweepFrom(gen)

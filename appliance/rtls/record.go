@@ -1,6 +1,8 @@
 package rtls
 
 import (
+	"cmp"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -12,6 +14,8 @@ import (
 	"beaconhub/appliance/assets"
 	"beaconhub/appliance/ingest"
 	"beaconhub/store"
+
+	bolt "go.etcd.io/bbolt"
 )
 
 // recorder collects survey samples: while uid is being recorded in a
@@ -28,6 +32,11 @@ type recorder struct {
 	// finds it, and only it: a merged-away beacon that was not being
 	// surveyed stops nothing of its survivor's (a review).
 	moved map[string]string
+	// save hands the writer the ops that keep recordings' windows across
+	// a crash (nil without a writer); called under mu, so a recording's
+	// saves reach the writer before the op that stores it at its stop.
+	save func(ops ...func(*bolt.Tx) error)
+	next uint64 // the last recording number handed out (recording.id)
 }
 
 // maxMoved bounds moved: renames are rare, and an entry is dropped when
@@ -35,6 +44,10 @@ type recorder struct {
 const maxMoved = 1024
 
 type recording struct {
+	// id numbers the recording for the windows the sweep saves
+	// (store.PutZoneSurveyWindows); saved is how many of samples are.
+	id      uint64
+	saved   int
 	zone    uint64
 	start   int64 // window start, Unix ms; 0 before the first sighting
 	sum     map[[6]byte]float64
@@ -62,7 +75,8 @@ func (e *Engine) Record(uid string, zone uint64) {
 	defer e.rec.mu.Unlock()
 	r := e.rec.m[uid]
 	if r == nil {
-		r = &recording{prev: map[[6]byte]heardAt{}}
+		e.rec.next++
+		r = &recording{id: e.rec.next, prev: map[[6]byte]heardAt{}}
 		e.rec.m[uid] = r
 		e.rec.active.Store(int32(len(e.rec.m)))
 	}
@@ -71,80 +85,135 @@ func (e *Engine) Record(uid string, zone uint64) {
 }
 
 // StopRecording ends uid's recording and returns its samples (the last,
-// partial window included when it heard anything): empty, not nil, when
-// it heard nothing; nil when uid was not recording.
+// partial window included when it heard anything) without storing them
+// (rtls-eval trains on them): empty, not nil, when it heard nothing;
+// nil when uid was not recording. What the sweep saved of it is
+// forgotten.
 func (e *Engine) StopRecording(uid string) []Sample {
 	e.rec.mu.Lock()
 	defer e.rec.mu.Unlock()
-	for hops := 0; e.rec.m[uid] == nil && hops < 8; hops++ {
-		to, ok := e.rec.moved[uid]
-		if !ok {
-			break
-		}
-		delete(e.rec.moved, uid)
-		uid = to
-	}
-	r := e.rec.m[uid]
+	r, _ := e.rec.stop(uid)
 	if r == nil {
 		return nil
 	}
-	delete(e.rec.m, uid)
-	e.rec.active.Store(int32(len(e.rec.m)))
-	r.flush(e.rec.limit)
+	if e.rec.save != nil && r.saved > 0 {
+		e.rec.save(store.DropZoneSurveyWindows(r.id))
+	}
 	if r.samples == nil {
 		return []Sample{}
 	}
 	return r.samples
 }
 
-// StopAllRecordings ends every recording (a shutdown) and returns each
-// one's samples by uid, as StopRecording would.
-func (e *Engine) StopAllRecordings() map[string][]Sample {
+// stop removes uid's recording, following a remint or merge that moved
+// it, and returns it with the uid it was recording under (mu held).
+func (rc *recorder) stop(uid string) (*recording, string) {
+	for hops := 0; rc.m[uid] == nil && hops < 8; hops++ {
+		to, ok := rc.moved[uid]
+		if !ok {
+			break
+		}
+		delete(rc.moved, uid)
+		uid = to
+	}
+	r := rc.m[uid]
+	if r == nil {
+		return nil, ""
+	}
+	delete(rc.m, uid)
+	rc.active.Store(int32(len(rc.m)))
+	r.flush(rc.limit)
+	return r, uid
+}
+
+// ErrNotRecording: StopSurvey's uid was not recording a survey.
+var ErrNotRecording = errors.New("not recording a survey")
+
+// StopSurvey ends uid's recording and stores its samples under the uid it
+// was recording under (a remint's or merge's survivor), returned in the
+// answer. The samples and the forgetting of what the sweep saved of it
+// are one writer transaction, queued behind those saves: a crash cannot
+// store them twice or lose them. ErrNotRecording when uid records
+// nothing; without a writer (a test of pure prediction) nothing can be
+// stored, and the recording goes on.
+func (e *Engine) StopSurvey(uid string, now time.Time) (store.ZoneSurveyStored, error) {
+	w := e.opts.Writer
+	if w == nil {
+		return store.ZoneSurveyStored{}, errors.New("rtls: no store to keep a survey in")
+	}
+	var st store.ZoneSurveyStored
+	done := make(chan error, 1)
+	e.rec.mu.Lock()
+	r, at := e.rec.stop(uid)
+	if r == nil {
+		e.rec.mu.Unlock()
+		return st, ErrNotRecording
+	}
+	ss := make([]store.ZoneSample, 0, len(r.samples))
+	for _, sm := range r.samples {
+		ss = append(ss, SampleToStore(at, sm))
+	}
+	st.AssetUID = at
+	w.Do(store.StoreZoneSurvey(ss, now, []uint64{r.id}, &st), func(err error) { done <- err })
+	e.rec.mu.Unlock()
+	if err := <-done; err != nil {
+		return store.ZoneSurveyStored{AssetUID: at}, err
+	}
+	return st, nil
+}
+
+// StopAllSurveys stops and stores every survey under way (a shutdown),
+// as StopSurvey would; the answer holds those stored, by uid, and the
+// first error.
+func (e *Engine) StopAllSurveys(now time.Time) ([]store.ZoneSurveyStored, error) {
 	e.rec.mu.Lock()
 	uids := make([]string, 0, len(e.rec.m))
 	for uid := range e.rec.m {
 		uids = append(uids, uid)
 	}
 	e.rec.mu.Unlock()
-	out := make(map[string][]Sample, len(uids))
+	slices.Sort(uids)
+	var out []store.ZoneSurveyStored
+	var first error
 	for _, uid := range uids {
-		if got := e.StopRecording(uid); got != nil {
-			out[uid] = got
+		st, err := e.StopSurvey(uid, now)
+		if errors.Is(err, ErrNotRecording) { // stopped meanwhile
+			continue
+		}
+		if err != nil {
+			first = cmp.Or(first, fmt.Errorf("%s: %w", uid, err))
+			continue
+		}
+		out = append(out, st)
+	}
+	return out, first
+}
+
+// saveSurveys hands the writer the windows each recording finished since
+// the last save (every sweep): a crash loses at most the last sweep's
+// quarter of the timeout and the window in progress.
+func (rc *recorder) saveSurveys() {
+	if rc.save == nil || rc.active.Load() == 0 {
+		return
+	}
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	for uid, r := range rc.m {
+		if len(r.samples) > r.saved {
+			rc.save(r.saveOp(uid))
 		}
 	}
-	return out
 }
 
-// SurveyStored is what storing a survey's samples did.
-type SurveyStored struct {
-	Samples []store.ZoneSample // stored, with their ids
-	Dropped int                // of a zone deleted while the survey recorded
-	Full    int                // past store.MaxZoneSamples
-}
-
-// StoreSurvey stores the samples recorded of uid, at a survey's stop or
-// a shutdown's; both say what it did with Summary.
-func StoreSurvey(db *store.DB, uid string, got []Sample, now time.Time) (SurveyStored, error) {
-	ss := make([]store.ZoneSample, 0, len(got))
-	for _, sm := range got {
+// saveOp saves the windows of r not yet saved, under uid (mu held).
+func (r *recording) saveOp(uid string) func(*bolt.Tx) error {
+	ss := make([]store.ZoneSample, 0, len(r.samples)-r.saved)
+	for _, sm := range r.samples[r.saved:] {
 		ss = append(ss, SampleToStore(uid, sm))
 	}
-	var st SurveyStored
-	var err error
-	st.Samples, st.Dropped, st.Full, err = db.AddZoneSamples(ss, now)
-	return st, err
-}
-
-// Summary says what was stored, for the application log and the answer.
-func (st SurveyStored) Summary() string {
-	msg := fmt.Sprintf("%d samples stored", len(st.Samples))
-	if st.Dropped > 0 {
-		msg += fmt.Sprintf(", %d dropped: their zone was deleted while recording", st.Dropped)
-	}
-	if st.Full > 0 {
-		msg += fmt.Sprintf(", %d not stored: the site holds at most %d samples; delete some first", st.Full, store.MaxZoneSamples)
-	}
-	return msg
+	op := store.PutZoneSurveyWindows(r.id, uid, r.saved, ss)
+	r.saved = len(r.samples)
+	return op
 }
 
 // SampleToStore is sm, recorded of uid, as the store keeps it.
@@ -263,8 +332,23 @@ func (rc *recorder) rename(oldUID, newUID string) {
 			kept.keep(s, rc.limit)
 		}
 		kept.over += r.over
+		// r's windows are saved again as kept's, and what r saved is
+		// forgotten, in one op: a crash finds each window once.
+		if rc.save != nil && (r.saved > 0 || len(kept.samples) > kept.saved) {
+			drop := store.DropZoneSurveyWindows(r.id)
+			put := kept.saveOp(newUID)
+			rc.save(func(tx *bolt.Tx) error {
+				if err := drop(tx); err != nil {
+					return err
+				}
+				return put(tx)
+			})
+		}
 	} else {
 		rc.m[newUID] = r
+		if rc.save != nil && r.saved > 0 {
+			rc.save(store.PutZoneSurveyWindows(r.id, newUID, r.saved, nil)) // the uid a crash stores it under
+		}
 	}
 	rc.active.Store(int32(len(rc.m)))
 }

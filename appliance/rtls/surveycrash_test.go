@@ -1,0 +1,129 @@
+package rtls_test
+
+import (
+	"testing"
+	"time"
+
+	"beaconhub/store"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// zonesInStore gives the rig's store the site's two zones (ids 1 and 2),
+// so samples of them can be stored.
+func (r *rig) zonesInStore() {
+	r.t.Helper()
+	img, err := r.db.PutMapImage("image/png", []byte("png"))
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	m, err := r.db.PutMap(store.Map{Name: "ground", ImageID: img, Width: 200, Height: 100}, t0)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	for i, name := range []string{"Hall", "Ward"} {
+		z, err := r.db.PutZone(store.Zone{MapID: m.ID, Name: name, X1: float64(100 * i), X2: float64(100*i + 100), Y2: 100})
+		if err != nil || z.ID != uint64(i+1) {
+			r.t.Fatalf("zone %+v, %v", z, err)
+		}
+	}
+}
+
+// crash is the next start's recovery of what the sweep saved (the
+// engine's memory is what a crash loses, so it is simply not asked).
+func (r *rig) crash() []store.ZoneSurveyStored {
+	r.t.Helper()
+	if err := r.w.Flush(); err != nil {
+		r.t.Fatal(err)
+	}
+	var got []store.ZoneSurveyStored
+	if err := r.db.Update(func(tx *bolt.Tx) (err error) { got, err = store.RecoverZoneSurveys(tx, r.clk.Now()); return err }); err != nil {
+		r.t.Fatal(err)
+	}
+	return got
+}
+
+// surveyBoth records WAT-1 in zone 1 and WAT-2 in zone 2 for secs
+// seconds, then lets a sweep pass; it returns their finished windows.
+func (r *rig) surveyBoth(secs int) (w1, w2 int) {
+	r.t.Helper()
+	r.e.Record("WAT-1", 1)
+	r.e.Record("WAT-2", 2)
+	for range secs {
+		r.hear(gwA, "C30000000001", -60)
+		r.hear(gwB, "C30000000002", -62)
+		r.clk.Advance(time.Second)
+	}
+	st := r.e.Status().Surveys
+	if len(st) != 2 || st[0].Windows < 2 || st[1].Windows < 2 {
+		r.t.Fatalf("surveys %+v", st)
+	}
+	r.clk.Advance(15 * time.Second) // the sweep
+	return st[0].Windows, st[1].Windows
+}
+
+// TestSurveyWindowsSurviveACrash: each sweep saves the windows a survey
+// finished, and the next start stores them under the uid the recording
+// is under then (a remint's), each once (a merge's windows are saved
+// again as the survivor's and the merged-away recording's forgotten).
+// A crash lost every window of a survey under way (a review).
+func TestSurveyWindowsSurviveACrash(t *testing.T) {
+	r := newRig(t)
+	r.zonesInStore()
+	w1, _ := r.surveyBoth(9)
+	r.e.Rename("WAT-1", "WAT-9") // a remint
+	r.e.Rename("WAT-2", "WAT-9") // a merge: both recordings go on as one
+	st := r.e.Status().Surveys
+	if len(st) != 1 {
+		t.Fatalf("surveys after the merge %+v", st)
+	}
+	got := r.crash()
+	if len(got) != 1 || got[0].AssetUID != "WAT-9" || len(got[0].Samples) != st[0].Windows || got[0].Dropped+got[0].Full != 0 {
+		t.Fatalf("recovered %+v; want the %d windows under way, under WAT-9", got, st[0].Windows)
+	}
+	zones := map[uint64]int{}
+	for _, s := range got[0].Samples {
+		zones[s.Zone]++
+		if s.AssetUID != "WAT-9" || s.RSSI[gwA]+s.RSSI[gwB] == 0 {
+			t.Errorf("sample %+v", s)
+		}
+	}
+	if zones[1] != w1 || zones[2] != st[0].Windows-w1 {
+		t.Fatalf("windows by zone %v, want %d in zone 1", zones, w1)
+	}
+
+	// A remint alone: the recording's saved windows follow its new uid.
+	r = newRig(t)
+	r.zonesInStore()
+	w1, w2 := r.surveyBoth(9)
+	r.e.Rename("WAT-1", "WAT-9")
+	got = r.crash()
+	if len(got) != 2 || got[0].AssetUID != "WAT-9" || len(got[0].Samples) != w1 || got[1].AssetUID != "WAT-2" || len(got[1].Samples) != w2 {
+		t.Fatalf("recovered %+v; want WAT-9's %d windows and WAT-2's %d", got, w1, w2)
+	}
+}
+
+// TestSurveyStopForgetsSavedWindows: a survey stopped (and stored) or
+// stopped for rtls-eval (not stored) leaves nothing for the next start:
+// stored again, a crash after a stop would double the survey.
+func TestSurveyStopForgetsSavedWindows(t *testing.T) {
+	r := newRig(t)
+	r.zonesInStore()
+	w1, _ := r.surveyBoth(9)
+	st, err := r.e.StopSurvey("WAT-1", r.clk.Now())
+	if err != nil || st.AssetUID != "WAT-1" || len(st.Samples) != w1+1 { // the window under way too
+		t.Fatalf("stop: %+v, %v; want %d windows", st, err, w1+1)
+	}
+	if r.e.StopRecording("WAT-2") == nil {
+		t.Fatal("WAT-2 was not recording")
+	}
+	if got := r.crash(); got != nil {
+		t.Fatalf("a start after the stops recovered %+v", got)
+	}
+	if all, err := r.db.ListZoneSamples(0); err != nil || len(all) != w1+1 {
+		t.Fatalf("stored %d, %v; want the stop's %d", len(all), err, w1+1)
+	}
+	if _, err := r.e.StopSurvey("WAT-1", r.clk.Now()); err == nil {
+		t.Fatal("a second stop succeeded")
+	}
+}
