@@ -389,6 +389,14 @@ func TestSurveySamples(t *testing.T) {
 		!strings.Contains(r.Body, `"dropped":2`) || !strings.Contains(r.Body, `"samples":[]`) {
 		t.Fatalf("all dropped: %s", r.Body)
 	}
+	// A survey that ran past its bound says how many windows it did not
+	// keep, in the answer and the application log.
+	h.post("/api/v1/tracking/survey/start", map[string]any{"asset_uid": f.watch, "zone_id": f.ward.ID}, http.StatusOK)
+	h.fake.over = 7
+	if r := h.post("/api/v1/tracking/survey/stop", map[string]any{"asset_uid": f.watch}, http.StatusOK); !strings.Contains(r.Body, `"over_limit":7`) ||
+		!strings.Contains(r.Body, `7 windows past the survey's bound not kept`) {
+		t.Fatalf("a survey past its bound: %s", r.Body)
+	}
 }
 
 // The guard matrix again, with the engine present, so the RTLS handlers

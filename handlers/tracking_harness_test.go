@@ -24,6 +24,7 @@ type fakeTracker struct {
 	recording map[string][]uint64 // the zones each recording went through
 	reloads   int
 	db        *store.DB // where StopSurvey stores, as the engine's writer does
+	over      int       // windows past the bound the next stop reports
 }
 
 type fakeListener struct {
@@ -112,7 +113,7 @@ func (f *fakeTracker) StopSurvey(uid string, now time.Time) (store.ZoneSurveySto
 			rtls.SampleToStore(uid, rtls.Sample{Zone: zone, RSSI: map[[6]byte]float64{gw: -61.5}, N: map[[6]byte]int{gw: 2}, SD: map[[6]byte]float64{gw: 2.12}}),
 			rtls.SampleToStore(uid, rtls.Sample{Zone: zone, RSSI: map[[6]byte]float64{gw: -63}, N: map[[6]byte]int{gw: 1}}))
 	}
-	st := store.ZoneSurveyStored{AssetUID: uid}
+	st := store.ZoneSurveyStored{AssetUID: uid, Over: f.over}
 	err := f.db.Update(store.StoreZoneSurvey(ss, now, nil, &st))
 	return st, err
 }

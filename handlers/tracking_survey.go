@@ -132,6 +132,11 @@ func (s *Server) surveyStop(w http.ResponseWriter, r *http.Request, _ httprouter
 	out := map[string]any{"asset_uid": in.AssetUID, "stored": len(st.Samples), "dropped": st.Dropped, "samples": st.Samples}
 	if st.Full > 0 {
 		out["not_stored"] = st.Full
+	}
+	if st.Over > 0 {
+		out["over_limit"] = st.Over
+	}
+	if st.Full > 0 || st.Over > 0 {
 		out["warning"] = msg
 	}
 	return ok(w, out)

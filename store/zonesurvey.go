@@ -88,6 +88,7 @@ type ZoneSurveyStored struct {
 	Samples  []ZoneSample // stored, with their ids
 	Dropped  int          // of a zone deleted while the survey recorded
 	Full     int          // past MaxZoneSamples
+	Over     int          // windows past the survey's own bound, never kept
 }
 
 // Summary says what was stored, for the application log and the answer.
@@ -98,6 +99,9 @@ func (st ZoneSurveyStored) Summary() string {
 	}
 	if st.Full > 0 {
 		msg += fmt.Sprintf(", %d not stored: the site holds at most %d samples; delete some first", st.Full, MaxZoneSamples)
+	}
+	if st.Over > 0 {
+		msg += fmt.Sprintf(", %d windows past the survey's bound not kept", st.Over)
 	}
 	return msg
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -318,8 +319,10 @@ func TestSurveyKeepsAtMostMaxSurveyWindows(t *testing.T) {
 	if len(st.Surveys) != 1 || st.Surveys[0].Windows != rtls.MaxSurveyWindows || st.Surveys[0].Over < 9 {
 		t.Fatalf("survey %+v", st.Surveys)
 	}
-	if got := r.e.StopRecording("WAT-1"); len(got) != rtls.MaxSurveyWindows {
-		t.Fatalf("%d windows, want %d", len(got), rtls.MaxSurveyWindows)
+	r.zonesInStore()
+	if st, err := r.e.StopSurvey("WAT-1", r.clk.Now()); err != nil || len(st.Samples) != rtls.MaxSurveyWindows || st.Over < 9 ||
+		!strings.Contains(st.Summary(), fmt.Sprintf("%d windows past the survey's bound not kept", st.Over)) {
+		t.Fatalf("stop: %d windows, %d over (%v), want %d: %s", len(st.Samples), st.Over, err, rtls.MaxSurveyWindows, st.Summary())
 	}
 	// rtls-eval's survey is a whole training file: it sets its own
 	// bound (none), which a merge's count of windows not kept follows.

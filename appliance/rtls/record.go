@@ -153,7 +153,7 @@ func (e *Engine) StopSurvey(uid string, now time.Time) (store.ZoneSurveyStored, 
 	for _, sm := range r.samples {
 		ss = append(ss, SampleToStore(at, sm))
 	}
-	st.AssetUID = at
+	st.AssetUID, st.Over = at, r.over
 	w.Do(store.StoreZoneSurvey(ss, now, []uint64{r.id}, &st), func(err error) { done <- err })
 	e.rec.mu.Unlock()
 	if err := <-done; err != nil {
