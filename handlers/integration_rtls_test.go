@@ -662,3 +662,77 @@ func TestSurveySamplesAtTheSiteCap(t *testing.T) {
 		t.Fatalf("all: %d deleted, %d left", del.Deleted, n)
 	}
 }
+
+// TestSurveySamplesPaged: the samples come in pages (limit default
+// 1000, at most 5000) in id order, with next_cursor null on the last;
+// samples stored between pages come on a later page, none twice, and a
+// zone's filter pages the same way. One answer held all 20,000 (a
+// review: tens of megabytes).
+func TestSurveySamplesPaged(t *testing.T) {
+	h := newRTLSHarness(t, WSOptions{})
+	f := h.site()
+	add := func(n int) {
+		t.Helper()
+		ss := make([]store.ZoneSample, n)
+		for i := range ss {
+			ss[i] = store.ZoneSample{Zone: f.hall.ID, AssetUID: f.watch, RSSI: map[string]float64{"AC233F000001": -60}}
+			if i%3 == 0 {
+				ss[i].Zone = f.ward.ID
+			}
+		}
+		if _, _, full, err := h.db.AddZoneSamples(ss, time.Now()); err != nil || full != 0 {
+			t.Fatalf("adding: %d not stored, %v", full, err)
+		}
+	}
+	type page struct {
+		Samples    []store.ZoneSample `json:"samples"`
+		NextCursor *string            `json:"next_cursor"`
+	}
+	walk := func(query string, each func(n int)) (ids []uint64, pages int) {
+		t.Helper()
+		cursor := ""
+		for {
+			var p page
+			h.adminGet("/api/v1/tracking/samples?"+query+cursor, http.StatusOK).decodePayload(t, &p)
+			pages++
+			for _, s := range p.Samples {
+				if len(ids) > 0 && s.ID <= ids[len(ids)-1] {
+					t.Fatalf("page %d: id %d after %d", pages, s.ID, ids[len(ids)-1])
+				}
+				ids = append(ids, s.ID)
+			}
+			if each != nil {
+				each(pages)
+			}
+			if p.NextCursor == nil {
+				return ids, pages
+			}
+			cursor = "&cursor=" + *p.NextCursor
+		}
+	}
+	add(2500)
+	if ids, pages := walk("", nil); len(ids) != 2500 || pages != 3 {
+		t.Fatalf("%d samples in %d pages, want 2500 in 3", len(ids), pages)
+	}
+	// 100 more stored after the first page: they come, once each.
+	ids, _ := walk("limit=900", func(n int) {
+		if n == 1 {
+			add(100)
+		}
+	})
+	if len(ids) != 2600 {
+		t.Fatalf("%d samples with inserts between pages, want 2600", len(ids))
+	}
+	ward, _ := walk("limit=7&zone_id="+itoa(f.ward.ID), nil)
+	if len(ward) != 834+34 {
+		t.Fatalf("%d ward samples, want %d", len(ward), 834+34)
+	}
+	for _, q := range []string{"limit=0", "limit=5001", "cursor=abc", "cursor=0", "cursor=-1"} {
+		h.send("GET", "/api/v1/tracking/samples?"+q, h.admin, nil).expect(t, http.StatusBadRequest)
+	}
+	var last page
+	h.adminGet("/api/v1/tracking/samples?cursor=18446744073709551615", http.StatusOK).decodePayload(t, &last)
+	if last.Samples == nil || len(last.Samples) != 0 || last.NextCursor != nil {
+		t.Fatalf("past the last id: %+v", last)
+	}
+}

@@ -24,7 +24,7 @@ import (
 //
 //	POST   /api/v1/tracking/survey/start  {asset_uid, zone_id}
 //	POST   /api/v1/tracking/survey/stop   {asset_uid} -> stored samples
-//	GET    /api/v1/tracking/samples[?zone_id=]
+//	GET    /api/v1/tracking/samples[?zone_id=&limit=&cursor=]
 //	DELETE /api/v1/tracking/sample/:id
 //	DELETE /api/v1/tracking/samples?zone_id=&asset_uid= (or ?all=true)
 
@@ -214,11 +214,27 @@ func (s *Server) listSamples(w http.ResponseWriter, r *http.Request, _ httproute
 		}
 		zone = z
 	}
-	ss, err := s.deps.DB.ListZoneSamples(zone)
+	// Paged: a site keeps up to 20,000 samples of a kilobyte or more,
+	// and one answer of them all was tens of megabytes.
+	limit, err := queryInt(r, "limit", 1000, 1, 5000)
 	if err != nil {
 		return err
 	}
-	return ok(w, map[string]any{"samples": ss})
+	var after uint64
+	if c := r.URL.Query().Get("cursor"); c != "" {
+		if after, err = strconv.ParseUint(c, 10, 64); err != nil || after == 0 {
+			return apperr.InvalidField("cursor", "cursor must be the next_cursor of a previous page")
+		}
+	}
+	ss, next, err := s.deps.DB.ZoneSamplesPage(zone, after, limit)
+	if err != nil {
+		return err
+	}
+	var nc any
+	if next != 0 {
+		nc = strconv.FormatUint(next, 10)
+	}
+	return ok(w, map[string]any{"samples": ss, "next_cursor": nc})
 }
 
 func (s *Server) deleteSample(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {

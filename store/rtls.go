@@ -1,7 +1,9 @@
 package store
 
 import (
+	"encoding/json"
 	"errors"
+	"math"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -77,6 +79,38 @@ func addZoneSamples(tx *bolt.Tx, ss []ZoneSample, now time.Time) (stored []ZoneS
 		stored = append(stored, s)
 	}
 	return stored, dropped, full, nil
+}
+
+// ZoneSamplesPage returns up to limit samples (of every zone, zone 0, or
+// of one) with ids above after, in id order, and the id to continue
+// after, 0 when there are no more. Ids only grow, so a sample stored
+// between pages comes on a later page and none is shown twice.
+func (db *DB) ZoneSamplesPage(zone, after uint64, limit int) ([]ZoneSample, uint64, error) {
+	out := []ZoneSample{}
+	var next uint64
+	err := db.View(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bRTLSSamples)
+		if b == nil || after == math.MaxUint64 {
+			return nil
+		}
+		c := b.Cursor()
+		for k, v := c.Seek(itob(after + 1)); k != nil; k, v = c.Next() {
+			var s ZoneSample
+			if err := json.Unmarshal(v, &s); err != nil {
+				return err
+			}
+			if zone != 0 && s.Zone != zone {
+				continue
+			}
+			if len(out) == limit {
+				next = out[len(out)-1].ID
+				return nil
+			}
+			out = append(out, s)
+		}
+		return nil
+	})
+	return out, next, err
 }
 
 // ListZoneSamples returns every sample (zone 0) or those of one zone.
