@@ -59,7 +59,15 @@ func addZoneSamples(tx *bolt.Tx, ss []ZoneSample, now time.Time) (stored []ZoneS
 	if err != nil {
 		return nil, 0, 0, err
 	}
-	room := MaxZoneSamples - b.Stats().KeyN
+	// Counted, not b.Stats().KeyN: Stats reads committed pages only, and
+	// a recovery or a writer batch stores several surveys in one
+	// transaction (a review: 20,060 samples kept).
+	n := 0
+	c := b.Cursor()
+	for k, _ := c.First(); k != nil; k, _ = c.Next() {
+		n++
+	}
+	room := MaxZoneSamples - n
 	for _, s := range ss {
 		if !hasID(tx, bZones, s.Zone) {
 			dropped++

@@ -73,3 +73,62 @@ func TestZoneSurveyWindowsRecovered(t *testing.T) {
 		t.Fatalf("samples %d, want 5", len(all))
 	}
 }
+
+// TestZoneSurveysInOneTransactionKeepTheBound: a start recovering two
+// surveys, and two stops the writer commits together, store several
+// surveys in one transaction; the site's bound counts the samples each
+// stored before the next. It counted committed samples only, and 20,060
+// were kept (a review).
+func TestZoneSurveysInOneTransactionKeepTheBound(t *testing.T) {
+	db := openRTLSDB(t)
+	m := mustMap(t, db, "ground")
+	hall := mustZone(t, db, m.ID, "hall")
+	now := time.UnixMilli(1_700_000_000_000)
+	win := func(n int) []ZoneSample {
+		ss := make([]ZoneSample, n)
+		for i := range ss {
+			ss[i] = ZoneSample{Zone: hall.ID, AssetUID: "WAT-1", RSSI: map[string]float64{"AC233FA00001": -60}}
+		}
+		return ss
+	}
+	if _, _, _, err := db.AddZoneSamples(win(MaxZoneSamples-100), now); err != nil {
+		t.Fatal(err)
+	}
+	for rec := uint64(1); rec <= 2; rec++ {
+		if err := db.Update(PutZoneSurveyWindows(rec, "WAT-1", 0, win(80))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var got []ZoneSurveyStored
+	if err := db.Update(func(tx *bolt.Tx) (err error) { got, err = RecoverZoneSurveys(tx, now); return err }); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 || len(got[0].Samples) != 80 || len(got[1].Samples) != 20 || got[1].Full != 60 {
+		for _, st := range got {
+			t.Errorf("recovered %d, %d not stored", len(st.Samples), st.Full)
+		}
+		t.FailNow()
+	}
+	if n, _ := db.ZoneSampleCount(); n != MaxZoneSamples {
+		t.Fatalf("%d samples, want %d", n, MaxZoneSamples)
+	}
+	if _, err := db.DeleteZoneSamples(hall.ID, ""); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, _, err := db.AddZoneSamples(win(MaxZoneSamples-100), now); err != nil {
+		t.Fatal(err)
+	}
+	var a, b ZoneSurveyStored
+	stopA, stopB := StoreZoneSurvey(win(80), now, nil, &a), StoreZoneSurvey(win(80), now, nil, &b)
+	if err := db.Update(func(tx *bolt.Tx) error {
+		if err := stopA(tx); err != nil {
+			return err
+		}
+		return stopB(tx)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if len(a.Samples) != 80 || len(b.Samples) != 20 || b.Full != 60 {
+		t.Fatalf("two stops in one transaction: %d and %d stored, %d not", len(a.Samples), len(b.Samples), b.Full)
+	}
+}

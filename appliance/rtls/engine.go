@@ -131,7 +131,16 @@ func New(opts Options) *Engine {
 	e.rec.m = map[string]*recording{}
 	e.rec.limit = opts.SurveyWindows
 	if opts.Writer != nil {
-		e.rec.save = func(ops ...func(*bolt.Tx) error) { e.queue(ops) }
+		e.rec.save = func(op func(*bolt.Tx) error, failed *atomic.Bool) {
+			opts.Writer.Do(op, func(err error) {
+				if err != nil {
+					e.log.Error("rtls: survey windows not saved", "err", err)
+					if failed != nil {
+						failed.Store(true)
+					}
+				}
+			})
+		}
 	}
 	if e.rec.limit <= 0 {
 		e.rec.limit = MaxSurveyWindows

@@ -68,7 +68,10 @@ func newRigOptions(t *testing.T, o rtls.Options) *rig {
 	if r.reg, err = assets.NewRegistry(db); err != nil {
 		t.Fatal(err)
 	}
-	o.Clock, o.Writer, o.Timeout = r.clk, r.w, time.Minute
+	o.Clock, o.Timeout = r.clk, time.Minute
+	if o.Writer == nil {
+		o.Writer = r.w
+	}
 	r.e = rtls.New(o)
 	a, _ := assets.ParseMAC(gwA)
 	b, _ := assets.ParseMAC(gwB)

@@ -32,10 +32,16 @@ type recorder struct {
 	// finds it, and only it: a merged-away beacon that was not being
 	// surveyed stops nothing of its survivor's (a review).
 	moved map[string]string
-	// save hands the writer the ops that keep recordings' windows across
-	// a crash (nil without a writer); called under mu, so a recording's
-	// saves reach the writer before the op that stores it at its stop.
-	save func(ops ...func(*bolt.Tx) error)
+	// save hands the writer an op that keeps recordings' windows across
+	// a crash (nil without a writer); failed, if not nil, is set when
+	// the op does not commit.
+	save func(op func(*bolt.Tx) error, failed *atomic.Bool)
+	// qmu orders what reaches the writer: held from taking a recording's
+	// ops under mu until they are queued, so its saves, renames and its
+	// stop are committed in that order. Writer.Do waits when the
+	// writer's queue is full, and under mu it held up ingest's observe
+	// of every survey (a review); observe takes mu only.
+	qmu  sync.Mutex
 	next uint64 // the last recording number handed out (recording.id)
 }
 
@@ -46,8 +52,16 @@ const maxMoved = 1024
 type recording struct {
 	// id numbers the recording for the windows the sweep saves
 	// (store.PutZoneSurveyWindows); saved is how many of samples are.
-	id      uint64
-	saved   int
+	id    uint64
+	saved int
+	// also are the ids of recordings merged into this one: their saved
+	// windows are dropped by the merge, and again at the stop in case
+	// that op did not commit.
+	also []uint64
+	// failed is set by a save that did not commit; the next sweep saves
+	// every window again.
+	failed  atomic.Bool
+	wrote   bool // a save was handed to the writer
 	zone    uint64
 	start   int64 // window start, Unix ms; 0 before the first sighting
 	sum     map[[6]byte]float64
@@ -90,20 +104,26 @@ func (e *Engine) Record(uid string, zone uint64) {
 // nil when uid was not recording. What the sweep saved of it is
 // forgotten.
 func (e *Engine) StopRecording(uid string) []Sample {
-	e.rec.mu.Lock()
-	defer e.rec.mu.Unlock()
-	r, _ := e.rec.stop(uid)
+	rc := &e.rec
+	rc.qmu.Lock()
+	defer rc.qmu.Unlock()
+	rc.mu.Lock()
+	r, _ := rc.stop(uid)
+	rc.mu.Unlock()
 	if r == nil {
 		return nil
 	}
-	if e.rec.save != nil && r.saved > 0 {
-		e.rec.save(store.DropZoneSurveyWindows(r.id))
+	if rc.save != nil && (r.wrote || len(r.also) > 0) {
+		rc.save(store.DropZoneSurveyWindows(r.ids()...), nil)
 	}
 	if r.samples == nil {
 		return []Sample{}
 	}
 	return r.samples
 }
+
+// ids are the recording numbers whose saved windows are this recording's.
+func (r *recording) ids() []uint64 { return append(slices.Clone(r.also), r.id) }
 
 // stop removes uid's recording, following a remint or merge that moved
 // it, and returns it with the uid it was recording under (mu held).
@@ -135,18 +155,22 @@ var ErrNotRecording = errors.New("not recording a survey")
 // are one writer transaction, queued behind those saves: a crash cannot
 // store them twice or lose them. ErrNotRecording when uid records
 // nothing; without a writer (a test of pure prediction) nothing can be
-// stored, and the recording goes on.
+// stored, and the recording goes on. A store that fails puts the
+// recording back, so that a second stop can store it.
 func (e *Engine) StopSurvey(uid string, now time.Time) (store.ZoneSurveyStored, error) {
 	w := e.opts.Writer
 	if w == nil {
 		return store.ZoneSurveyStored{}, errors.New("rtls: no store to keep a survey in")
 	}
+	rc := &e.rec
 	var st store.ZoneSurveyStored
 	done := make(chan error, 1)
-	e.rec.mu.Lock()
-	r, at := e.rec.stop(uid)
+	rc.qmu.Lock()
+	rc.mu.Lock()
+	r, at := rc.stop(uid)
+	rc.mu.Unlock()
 	if r == nil {
-		e.rec.mu.Unlock()
+		rc.qmu.Unlock()
 		return st, ErrNotRecording
 	}
 	ss := make([]store.ZoneSample, 0, len(r.samples))
@@ -154,9 +178,15 @@ func (e *Engine) StopSurvey(uid string, now time.Time) (store.ZoneSurveyStored, 
 		ss = append(ss, SampleToStore(at, sm))
 	}
 	st.AssetUID, st.Over = at, r.over
-	w.Do(store.StoreZoneSurvey(ss, now, []uint64{r.id}, &st), func(err error) { done <- err })
-	e.rec.mu.Unlock()
+	w.Do(store.StoreZoneSurvey(ss, now, r.ids(), &st), func(err error) { done <- err })
+	rc.qmu.Unlock()
 	if err := <-done; err != nil {
+		rc.mu.Lock()
+		if rc.m[at] == nil {
+			rc.m[at] = r
+			rc.active.Store(int32(len(rc.m)))
+		}
+		rc.mu.Unlock()
 		return store.ZoneSurveyStored{AssetUID: at}, err
 	}
 	return st, nil
@@ -196,23 +226,49 @@ func (rc *recorder) saveSurveys() {
 	if rc.save == nil || rc.active.Load() == 0 {
 		return
 	}
+	type save struct {
+		op     func(*bolt.Tx) error
+		failed *atomic.Bool
+	}
+	var saves []save
+	rc.qmu.Lock()
+	defer rc.qmu.Unlock()
 	rc.mu.Lock()
-	defer rc.mu.Unlock()
 	for uid, r := range rc.m {
-		if len(r.samples) > r.saved {
-			rc.save(r.saveOp(uid))
+		if r.failed.Swap(false) {
+			r.saved = 0
 		}
+		if len(r.samples) > r.saved {
+			saves = append(saves, save{r.saveOp(uid), &r.failed})
+		}
+	}
+	rc.mu.Unlock()
+	for _, sv := range saves {
+		rc.save(sv.op, sv.failed)
 	}
 }
 
-// saveOp saves the windows of r not yet saved, under uid (mu held).
+// saveOp saves the windows of r not yet saved, under uid (mu held). From
+// the first window (a first save, or again after one failed) it drops
+// the windows of recordings merged into r first, which r's own saves
+// now hold.
 func (r *recording) saveOp(uid string) func(*bolt.Tx) error {
 	ss := make([]store.ZoneSample, 0, len(r.samples)-r.saved)
 	for _, sm := range r.samples[r.saved:] {
 		ss = append(ss, SampleToStore(uid, sm))
 	}
-	op := store.PutZoneSurveyWindows(r.id, uid, r.saved, ss)
-	r.saved = len(r.samples)
+	put := store.PutZoneSurveyWindows(r.id, uid, r.saved, ss)
+	op := put
+	if r.saved == 0 && len(r.also) > 0 {
+		drop := store.DropZoneSurveyWindows(r.also...)
+		op = func(tx *bolt.Tx) error {
+			if err := drop(tx); err != nil {
+				return err
+			}
+			return put(tx)
+		}
+	}
+	r.saved, r.wrote = len(r.samples), true
 	return op
 }
 
@@ -315,11 +371,23 @@ func (rc *recorder) observe(p *Params, bt *ingest.Batch) {
 // to it (each sample names its zone): the other's replaced it, and the
 // survivor's windows were lost (a review).
 func (rc *recorder) rename(oldUID, newUID string) {
+	rc.qmu.Lock()
+	defer rc.qmu.Unlock()
+	op, failed := rc.renameLocked(oldUID, newUID)
+	if op != nil {
+		rc.save(op, failed)
+	}
+}
+
+// renameLocked is rename under mu; it returns the op that follows the
+// rename in the store, if any, and the flag its failure sets.
+func (rc *recorder) renameLocked(oldUID, newUID string) (func(*bolt.Tx) error, *atomic.Bool) {
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
+	defer func() { rc.active.Store(int32(len(rc.m))) }()
 	r, ok := rc.m[oldUID]
 	if !ok {
-		return
+		return nil, nil
 	}
 	delete(rc.m, oldUID)
 	if rc.moved == nil || len(rc.moved) >= maxMoved {
@@ -333,24 +401,28 @@ func (rc *recorder) rename(oldUID, newUID string) {
 		}
 		kept.over += r.over
 		// r's windows are saved again as kept's, and what r saved is
-		// forgotten, in one op: a crash finds each window once.
-		if rc.save != nil && (r.saved > 0 || len(kept.samples) > kept.saved) {
-			drop := store.DropZoneSurveyWindows(r.id)
-			put := kept.saveOp(newUID)
-			rc.save(func(tx *bolt.Tx) error {
-				if err := drop(tx); err != nil {
-					return err
-				}
-				return put(tx)
-			})
+		// forgotten, in one op: a crash finds each window once. If the
+		// op fails, kept saves everything again and drops r's then,
+		// and its stop drops them in any case.
+		kept.also = append(kept.also, r.ids()...)
+		if rc.save == nil || !r.wrote && len(r.also) == 0 && len(kept.samples) == kept.saved {
+			return nil, nil
 		}
-	} else {
-		rc.m[newUID] = r
-		if rc.save != nil && r.saved > 0 {
-			rc.save(store.PutZoneSurveyWindows(r.id, newUID, r.saved, nil)) // the uid a crash stores it under
-		}
+		drop := store.DropZoneSurveyWindows(r.ids()...)
+		put := kept.saveOp(newUID)
+		return func(tx *bolt.Tx) error {
+			if err := drop(tx); err != nil {
+				return err
+			}
+			return put(tx)
+		}, &kept.failed
 	}
-	rc.active.Store(int32(len(rc.m)))
+	rc.m[newUID] = r
+	if rc.save == nil || !r.wrote {
+		return nil, nil
+	}
+	// The uid a crash stores it under; a failure saves it all again.
+	return store.PutZoneSurveyWindows(r.id, newUID, r.saved, nil), &r.failed
 }
 
 // MaxSurveyWindows bounds the samples one survey keeps: 5000 windows

@@ -1,9 +1,12 @@
 package rtls_test
 
 import (
+	"errors"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"beaconhub/appliance/rtls"
 	"beaconhub/store"
 
 	bolt "go.etcd.io/bbolt"
@@ -125,5 +128,119 @@ func TestSurveyStopForgetsSavedWindows(t *testing.T) {
 	}
 	if _, err := r.e.StopSurvey("WAT-1", r.clk.Now()); err == nil {
 		t.Fatal("a second stop succeeded")
+	}
+}
+
+// flakyWriter is the rig's writer with failures on demand: while fail is
+// set an op is not run and its done gets an error, as a commit that
+// fails; held makes Do wait until release (a full queue).
+type flakyWriter struct {
+	w       *store.Writer
+	fail    atomic.Bool
+	hold    atomic.Bool
+	entered chan struct{}
+	release chan struct{}
+}
+
+func (f *flakyWriter) Do(fn func(*bolt.Tx) error, done func(error)) {
+	if f.hold.Load() {
+		f.entered <- struct{}{}
+		<-f.release
+	}
+	if f.fail.Load() {
+		if done != nil {
+			done(errors.New("disk error"))
+		}
+		return
+	}
+	f.w.Do(fn, done)
+}
+
+func newFlakyRig(t *testing.T) (*rig, *flakyWriter) {
+	t.Helper()
+	f := &flakyWriter{entered: make(chan struct{}), release: make(chan struct{})}
+	r := newRigOptions(t, rtls.Options{Writer: f})
+	f.w = r.w // before the engine queues anything
+	return r, f
+}
+
+// TestSurveySavesThatFailAreMadeAgain: a sweep's save or a merge's op
+// that does not commit is made again at the next sweep, and the merged
+// recording's windows are dropped then or at the stop: a failed merge
+// op left them to be stored twice, and a failed save left windows a
+// crash then lost (a review). A stop whose store fails keeps the survey
+// recording, so a second stop stores it.
+func TestSurveySavesThatFailAreMadeAgain(t *testing.T) {
+	r, f := newFlakyRig(t)
+	r.zonesInStore()
+	r.surveyBoth(9) // saved
+	f.fail.Store(true)
+	r.e.Rename("WAT-2", "WAT-1") // the merge's op fails
+	for range 4 {
+		r.hear(gwA, "C30000000001", -60)
+		r.clk.Advance(time.Second)
+	}
+	r.clk.Advance(15 * time.Second) // this sweep's save fails too
+	f.fail.Store(false)
+	r.clk.Advance(15 * time.Second) // the next saves everything again
+	windows := r.e.Status().Surveys[0].Windows
+	if err := r.w.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	var saved []store.ZoneSurveyStored
+	// What a crash now would store, rolled back.
+	rollback := errors.New("rollback")
+	if err := r.db.Update(func(tx *bolt.Tx) error {
+		var err error
+		if saved, err = store.RecoverZoneSurveys(tx, r.clk.Now()); err != nil {
+			return err
+		}
+		return rollback
+	}); err != rollback {
+		t.Fatal(err)
+	}
+	if len(saved) != 1 || saved[0].AssetUID != "WAT-1" || len(saved[0].Samples) != windows {
+		t.Fatalf("saved %d recordings; want WAT-1's %d windows once", len(saved), windows)
+	}
+	f.fail.Store(true)
+	if _, err := r.e.StopSurvey("WAT-1", r.clk.Now()); err == nil {
+		t.Fatal("a stop whose store failed succeeded")
+	}
+	f.fail.Store(false)
+	st, err := r.e.StopSurvey("WAT-1", r.clk.Now())
+	if err != nil || len(st.Samples) != windows+1 {
+		t.Fatalf("the second stop: %d stored, %v; want %d", len(st.Samples), err, windows+1)
+	}
+	if got := r.crash(); got != nil {
+		t.Fatalf("after the stop a start recovered %+v", got)
+	}
+}
+
+// TestSurveyStopDoesNotHoldUpIngest: a stop waiting for room in a full
+// writer queue does not keep ingest from recording the other surveys;
+// it waited under the lock ingest takes (a review).
+func TestSurveyStopDoesNotHoldUpIngest(t *testing.T) {
+	r, f := newFlakyRig(t)
+	r.e.Record("WAT-1", 1)
+	r.e.Record("WAT-2", 2)
+	f.hold.Store(true)
+	stopped := make(chan error, 1)
+	go func() { _, err := r.e.StopSurvey("WAT-1", r.clk.Now()); stopped <- err }()
+	<-f.entered // the stop waits in Do
+	f.hold.Store(false)
+	heard := make(chan struct{})
+	go func() {
+		defer close(heard)
+		r.hear(gwB, "C30000000002", -60) // through the rig's own writer, which is free
+	}()
+	select {
+	case <-heard:
+	case <-time.After(10 * time.Second):
+		close(f.release) // lets both go, so the test ends
+		t.Fatal("ingest waited for the stop's writer queue")
+	}
+	close(f.release)
+	if err := <-stopped; err != nil {
+		t.Fatal(err)
 	}
 }
