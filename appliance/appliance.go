@@ -132,6 +132,9 @@ func New(opts Options) (*App, error) {
 	for _, k := range res.UnknownKeys {
 		a.log.Warn("unknown configuration key kept as is", "key", k)
 	}
+	for _, d := range res.Degraded {
+		a.log.Warn("configuration value not valid, partly ignored", "detail", d)
+	}
 	if err := os.MkdirAll(paths.LogDir(), 0o750); err != nil {
 		return nil, fmt.Errorf("create log directory: %w", err)
 	}
@@ -163,6 +166,10 @@ func (a *App) build() error {
 		a.db = db
 		a.onStop(func(context.Context) error { return db.Close() })
 		a.applog = applog.New(db, a.live, a.clock, a.log)
+		// Where an admin looks, not only in the process log.
+		for _, d := range a.load.Degraded {
+			a.applog.Record(applog.Normal, "config", "configuration", "system", "value not valid, partly ignored: "+d)
+		}
 		as, err := auth.New(db, a.live, auth.Options{Clock: a.clock, BcryptCost: a.opts.BcryptCost, Logger: a.log,
 			PasswordChanged: a.forgetInitialPassword})
 		if err != nil {

@@ -432,13 +432,35 @@ func TestRTLSParamsFromConfig(t *testing.T) {
 	if err := os.MkdirAll(filepath.Join(home, "config"), 0o750); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(home, "config", "main.config.json"), []byte(`{"server_rtls_params":["diffusion=2"]}`), 0o600); err != nil {
+	// An entry out of range is ignored, with a word where an admin
+	// looks; it stopped the whole appliance (a review: after an upgrade
+	// that narrowed a range).
+	if err := os.WriteFile(filepath.Join(home, "config", "main.config.json"),
+		[]byte(`{"server_features":["service"],"server_rtls_params":["diffusion=2","switch_odds=30"]}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	_, err := appliance.New(appliance.Options{Home: home, HTTPListen: "127.0.0.1:0", MQTTListen: "127.0.0.1:0",
+	bad, err := appliance.New(appliance.Options{Home: home, HTTPListen: "127.0.0.1:0", MQTTListen: "127.0.0.1:0",
 		BcryptCost: 4, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err == nil || !strings.Contains(err.Error(), "server_rtls_params") || !strings.Contains(err.Error(), "diffusion") {
-		t.Fatalf("diffusion=2: %v", err)
+	if err != nil {
+		t.Fatalf("diffusion=2 stopped the start: %v", err)
+	}
+	t.Cleanup(func() { _ = bad.Shutdown(context.Background()) })
+	if err := bad.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if got := bad.Live().Get().RTLSParams; len(got) != 1 || got[0] != "switch_odds=30" {
+		t.Errorf("parameters in force %q", got)
+	}
+	logs, _, err := bad.DB().ListLogs(0, 50)
+	if err != nil {
+		t.Fatal(err)
+	}
+	logged := false
+	for _, l := range logs {
+		logged = logged || l.Action == "config" && strings.Contains(l.Message, `"diffusion=2"`)
+	}
+	if !logged {
+		t.Errorf("nothing in the application log about diffusion=2: %+v", logs)
 	}
 }
 

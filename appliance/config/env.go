@@ -31,7 +31,7 @@ func applyEnv(c *Config, res *LoadResult) (map[string]any, error) {
 			return nil, &ValidationError{Key: o.Key, Value: "(from $" + EnvPrefix + "_" + strings.ToUpper(o.Key) + ")", Msg: err.Error()}
 		}
 		before := c.Get(o.Key)
-		if err := c.apply(o, raw); err != nil {
+		if err := c.applyLoaded(o, raw, res); err != nil {
 			return nil, err
 		}
 		pinned[o.Key] = before

@@ -2,6 +2,7 @@ package config
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"reflect"
@@ -145,6 +146,25 @@ func (c *Config) apply(o Option, raw any) error {
 		}
 	}
 	c.set(o.Key, v)
+	return nil
+}
+
+// applyLoaded is apply for a value loaded at start: an option with
+// Degrade keeps what it can of a value that fails validation (res says
+// so) instead of failing the load.
+func (c *Config) applyLoaded(o Option, raw any, res *LoadResult) error {
+	err := c.apply(o, raw)
+	var ve *ValidationError
+	if err == nil || o.Degrade == nil || !errors.As(err, &ve) {
+		return err
+	}
+	v, cerr := coerce(o, raw)
+	if cerr != nil { // the wrong type: nothing to keep
+		return err
+	}
+	kept, why := o.Degrade(v)
+	c.set(o.Key, kept)
+	res.Degraded = append(res.Degraded, o.Key+": "+why)
 	return nil
 }
 

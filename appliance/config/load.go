@@ -46,6 +46,9 @@ type LoadResult struct {
 	GeneratedKeys []string // secrets generated on this start
 	UnknownKeys   []string // keys this binary does not know (kept in the file)
 	EnvKeys       []string // keys overridden by BEACONHUB_* environment variables
+	// Degraded says, per key, what of a value that failed validation was
+	// ignored (Option.Degrade); the file keeps the value as written.
+	Degraded []string
 	// Pinned holds the file's own values of the keys the environment
 	// overrides; pass it to Live.Pin so settings write-backs keep them.
 	Pinned map[string]any
@@ -153,7 +156,7 @@ func build(raw map[string]any, b Brand, res *LoadResult) (*Config, map[string]an
 			}
 			continue
 		}
-		if err := c.apply(o, val); err != nil {
+		if err := c.applyLoaded(o, val, res); err != nil {
 			return nil, nil, err
 		}
 		if o.Generated && c.Get(o.Key).(string) == "" {

@@ -358,3 +358,41 @@ func TestPathsResolve(t *testing.T) {
 		t.Errorf("ConfigFile/LogDir = %s %s", p.ConfigFile(), p.LogDir())
 	}
 }
+
+// TestTightenedRTLSParamsDoNotStopTheStart: tracking parameters a
+// release now refuses (an older one accepted mean_stay=48h) are ignored
+// at start with a warning, the valid ones kept, the file as written;
+// they stopped the whole appliance at the upgrade, alerting with it (a
+// review). From the environment too. A value of the wrong type is still
+// refused, as is any other bad key.
+func TestTightenedRTLSParamsDoNotStopTheStart(t *testing.T) {
+	home := t.TempDir()
+	content := `{"server_rtls_params": ["mean_stay=48h", "sigma=4", "stand_for=0"]}`
+	path := writeConfig(t, home, content)
+	c, _, res, err := Check(Paths{Home: home}, testBrand)
+	if err != nil {
+		t.Fatalf("Check: %v", err)
+	}
+	if strings.Join(c.RTLSParams, " ") != "sigma=4" {
+		t.Errorf("kept %q, want sigma=4", c.RTLSParams)
+	}
+	if len(res.Degraded) != 1 || !strings.Contains(res.Degraded[0], `"mean_stay=48h"`) || !strings.Contains(res.Degraded[0], `"stand_for=0"`) ||
+		!strings.HasPrefix(res.Degraded[0], "server_rtls_params: ") {
+		t.Errorf("degraded %q", res.Degraded)
+	}
+	if b, _ := os.ReadFile(path); string(b) != content {
+		t.Error("the file was rewritten")
+	}
+
+	t.Setenv("BEACONHUB_SERVER_RTLS_PARAMS", "decide_every=2m")
+	if c, _, res, err = Check(Paths{Home: home}, testBrand); err != nil || len(c.RTLSParams) != 0 || len(res.Degraded) != 2 {
+		t.Errorf("from the environment: %q, %q, %v", c.RTLSParams, res.Degraded, err)
+	}
+
+	for _, bad := range []string{`{"server_rtls_params": "sigma=4"}`, `{"server_rtls_params": [], "server_http_port": 70000}`} {
+		writeConfig(t, home, bad)
+		if _, _, _, err := Check(Paths{Home: home}, testBrand); err == nil {
+			t.Errorf("%s accepted", bad)
+		}
+	}
+}

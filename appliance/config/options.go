@@ -44,6 +44,13 @@ type Option struct {
 	// Generated keys get a random value on first start instead of a fixed
 	// default, so no two installs share a secret.
 	Generated bool
+	// Degrade, if set, makes a loaded value (file or environment) that
+	// fails Validate not fatal: the key takes what Degrade keeps of it,
+	// and why goes into LoadResult.Degraded. For tuning knobs whose
+	// bounds a release may tighten: a value an older release accepted
+	// stopped the whole appliance at the upgrade, alerting with it (a
+	// review).
+	Degrade func(v any) (kept any, why string)
 }
 
 func str(s string) func(Brand) any   { return func(Brand) any { return s } }
@@ -173,6 +180,22 @@ func rtlsParams(v any) error {
 	_, err := rtls.ParamsFrom(v.([]string))
 	return err
 }
+
+// rtlsParamsDegrade keeps the entries that are valid alone and together.
+func rtlsParamsDegrade(v any) (any, string) {
+	kept, dropped := []string{}, []string{}
+	for _, e := range v.([]string) {
+		if _, err := rtls.ParamsFrom([]string{e}); err != nil {
+			dropped = append(dropped, fmt.Sprintf("%q (%v)", e, err))
+			continue
+		}
+		kept = append(kept, e)
+	}
+	if _, err := rtls.ParamsFrom(kept); err != nil {
+		return []string{}, fmt.Sprintf("every entry ignored (%v): tracking runs with the defaults", err)
+	}
+	return kept, "ignored " + strings.Join(dropped, ", ") + "; the other entries apply"
+}
 func cidr(v any) error {
 	s := v.(string)
 	if s == "" {
@@ -262,7 +285,7 @@ var Options = []Option{
 	// as rtls-eval's --set takes them (docs/rtls.md, Parameters): what a
 	// labelled walk of the site measured, or a site's own trade-off
 	// between flips and lag (switch_odds).
-	{Key: "server_rtls_params", Group: "rtls", Kind: KindStrings, Default: func(Brand) any { return []string{} }, Restart: true, Validate: rtlsParams},
+	{Key: "server_rtls_params", Group: "rtls", Kind: KindStrings, Default: func(Brand) any { return []string{} }, Restart: true, Validate: rtlsParams, Degrade: rtlsParamsDegrade},
 
 	{Key: "server_debug_snapshot_interval", Group: "diagnostics", Kind: KindInt, Default: num(300), UI: true, Validate: intRange(10, 86400)},
 	{Key: "server_debug_log_dir", Group: "diagnostics", Default: str("logs/diagnostics"), UI: true, Validate: relPath},

@@ -39,6 +39,9 @@ func cmdConfigCheck(args []string, stdout, stderr io.Writer) int {
 	for _, k := range res.UnknownKeys {
 		fmt.Fprintf(stdout, "# warning: unknown key %s (kept, ignored)\n", k)
 	}
+	for _, d := range res.Degraded {
+		fmt.Fprintf(stdout, "# warning: %s\n", d)
+	}
 	fmt.Fprintf(stdout, "# enabled subsystems: %v\n", cfg.EnabledFeatures())
 	for _, k := range keys {
 		v, _ := json.Marshal(m[k])
