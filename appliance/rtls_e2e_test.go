@@ -551,6 +551,43 @@ func TestCrashLeftIntervalClosedWithTrackingOff(t *testing.T) {
 	}
 }
 
+// TestCrashLeftStayClosesByTheLastWrite: a stay a crash left open with
+// no saved sighting of the engine's (a release before that save, or a
+// beacon heard first just before the crash) closes at its beacon's
+// last_seen, in the gateways' clock, but never after the crashed process
+// last wrote the database: a gateway running 4 minutes ahead recorded
+// the downtime in the zone (a review of an upgrade: 32 s).
+func TestCrashLeftStayClosesByTheLastWrite(t *testing.T) {
+	home := t.TempDir()
+	clk := clock.NewFake(time.Now().Truncate(time.Second))
+	app := rtlsApp(t, home, clk)
+	adminToken(t, app)
+	enter := clk.Now().UnixMilli() - 60_000
+	if err := app.DB().Update(func(tx *bolt.Tx) error {
+		if err := store.AppendZoneInterval(tx, "WCH-A1-1", &store.ZoneInterval{ZoneID: 1, Zone: "Hall", Enter: enter}); err != nil {
+			return err
+		}
+		return store.PutLastSeen(map[string]int64{"WCH-A1-1": clk.Now().UnixMilli() + 240_000})(tx)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	dbFile := app.DB().Path()
+	if err := app.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	crashed := clk.Now().Add(-20 * time.Second) // the last commit before the crash
+	if err := os.Chtimes(dbFile, crashed, crashed); err != nil {
+		t.Fatal(err)
+	}
+	clk.Advance(time.Minute) // the downtime
+	app = rtlsApp(t, home, clk)
+	t.Cleanup(func() { _ = app.Shutdown(context.Background()) })
+	ivs, _, err := app.DB().ZoneIntervals("WCH-A1-1", store.ZoneCursor{}, 10)
+	if err != nil || len(ivs) != 1 || ivs[0].Leave != crashed.UnixMilli() {
+		t.Fatalf("intervals %+v, %v; want closed at the last write %d", ivs, err, crashed.UnixMilli())
+	}
+}
+
 // TestCrashRepairsLastSeen: a beacon first heard less than a last_seen
 // flush before a crash has a stay the crash kept and no last_seen; the
 // start closes the stay at the engine's saved sighting and gives

@@ -25,6 +25,10 @@ var ErrNotFound = errors.New("not found")
 type DB struct {
 	bolt *bolt.DB
 	path string
+	// lastWrite is the file's modification time when opened, before
+	// anything wrote to it: the last commit of the process before, in
+	// the server's clock.
+	lastWrite time.Time
 }
 
 // OpenOptions tune Open; the zero value is production-safe.
@@ -53,12 +57,22 @@ func Open(path string, opts OpenOptions) (*DB, error) {
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
 	db := &DB{bolt: b, path: path}
+	// Under the lock, before the migrations write: bolt.Open writes only
+	// to a new file.
+	if fi, err := os.Stat(path); err == nil && fi.Size() > 0 {
+		db.lastWrite = fi.ModTime()
+	}
 	if err := db.migrate(); err != nil {
 		_ = b.Close()
 		return nil, err
 	}
 	return db, nil
 }
+
+// LastWrite is when the process before last wrote the file (its
+// modification time when opened; zero for a new file). After a crash it
+// bounds what that process can have seen.
+func (db *DB) LastWrite() time.Time { return db.lastWrite }
 
 // Path returns the database file path.
 func (db *DB) Path() string { return db.path }
