@@ -49,6 +49,9 @@ type wsClient struct {
 	sess   atomic.Pointer[wsSession] // nil until authenticated
 	// checked is when the session was last verified (guarded by authMu).
 	checked time.Time
+	// recheckNow asks the writer to judge the subscriptions again (a
+	// subscribe that verified the session).
+	recheckNow chan struct{}
 	// pending: counted in the hub's pending until authenticated or gone
 	// (serve sets it; only the reader touches it after).
 	pending bool
@@ -61,13 +64,6 @@ func (c *wsClient) authenticated() {
 		c.hub.pending.Add(-1)
 	}
 }
-
-// subscribeRecheck is how stale a session may be when a subscribe is
-// judged. A verification costs about 50 µs (a signature and two store
-// reads); a dashboard subscribing to a thousand beacons, times every
-// client reconnecting after a restart, would otherwise cost the box
-// seconds of CPU in one burst.
-const subscribeRecheck = time.Second
 
 // wsSession is who a connection speaks for. The token is kept so the
 // session can be verified again: a role, a location scope, a password
@@ -172,6 +168,10 @@ func (c *wsClient) writer() {
 		select {
 		case <-c.q.wake:
 			if !c.flush(&batch, nil) {
+				return
+			}
+		case <-c.recheckNow:
+			if fs := c.recheck(); len(fs) > 0 && !c.flush(&batch, fs) {
 				return
 			}
 		case <-ping.C:
@@ -473,7 +473,7 @@ func (c *wsClient) handle(m clientMsg) bool {
 
 // subscribe checks the channel against the caller's rights as they are
 // now (the session verified again unless that was done within
-// subscribeRecheck) and adds it.
+// WSOptions.SubscribeRecheck) and adds it.
 func (c *wsClient) subscribe(ch string) {
 	// Room first, before authMu: the writer takes authMu for its
 	// periodic re-check, so waiting for it to drain the queue while
@@ -491,9 +491,17 @@ func (c *wsClient) subscribe(ch string) {
 	if s == nil {
 		return
 	}
-	if time.Since(c.checked) >= subscribeRecheck {
+	if time.Since(c.checked) >= c.hub.opts.SubscribeRecheck {
 		if s = c.refresh(); s == nil {
 			return
+		}
+		// The subscriptions held are judged again too, by the writer
+		// as at a ping: only the session was, and a beacon moved out of
+		// the caller's sight stayed followed until the next ping, 25 s
+		// (a review).
+		select {
+		case c.recheckNow <- struct{}{}:
+		default:
 		}
 	}
 	uid, debug, refusal, note, err := c.allowed(s, ch)

@@ -193,7 +193,7 @@ func (h *wsHub) wantsDebug(uid string) bool {
 // every client holds one reserved in conns, likewise.
 func (h *wsHub) serve(conn *websocket.Conn, sess *wsSession) *wsClient {
 	c := &wsClient{hub: h, conn: conn, q: newWSQueue(h.opts.SendBuffer, h.opts.MaxSubs),
-		done: make(chan struct{}), read: make(chan struct{}), subs: map[string]bool{}}
+		done: make(chan struct{}), read: make(chan struct{}), subs: map[string]bool{}, recheckNow: make(chan struct{}, 1)}
 	if sess != nil {
 		c.sess.Store(sess)
 		c.checked = time.Now()

@@ -595,6 +595,33 @@ func TestWSSessionFollowsAccountChanges(t *testing.T) {
 		}
 	})
 
+	// A subscribe that verifies the session judges the subscriptions
+	// held as well, without waiting for the ping (an hour here): only
+	// the session was, and a beacon moved out of sight stayed followed
+	// for up to 25 s (a review).
+	t.Run("scope narrowed, then a subscribe", func(t *testing.T) {
+		r := newWSRig(t, WSOptions{PingInterval: time.Hour, SubscribeRecheck: time.Nanosecond})
+		c := dialAs(r, r.token("user"))
+		send(t, c, map[string]any{"type": "subscribe", "channel": "track-" + r.f.watch})
+		next(t, c, "subscribed")
+		if _, err := r.db.UpdateUser(r.users["user"].ID, func(x *store.User) error { x.LocationID = r.f.annexLoc; return nil }); err != nil {
+			t.Fatal(err)
+		}
+		send(t, c, map[string]any{"type": "subscribe", "channel": "track-" + r.f.annex})
+		got := map[string]string{}
+		_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		for got["subscribed"] == "" || got["unsubscribed"] == "" {
+			var m map[string]any
+			if err := c.ReadJSON(&m); err != nil {
+				t.Fatalf("after the scope change and a subscribe (%v): %v", got, err)
+			}
+			got[m["type"].(string)], _ = m["channel"].(string)
+		}
+		if got["subscribed"] != "track-"+r.f.annex || got["unsubscribed"] != "track-"+r.f.watch {
+			t.Fatalf("after the scope change and a subscribe: %v", got)
+		}
+	})
+
 	t.Run("password changed", func(t *testing.T) {
 		r := newWSRig(t, opts)
 		id, tok := newAdmin(r, "boss@example.com")
