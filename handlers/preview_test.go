@@ -112,6 +112,12 @@ func TestPreviewRefusedElsewhere(t *testing.T) {
 		{"HEAD", "/api/v1/beacons"},
 		{"GET", "/api/v1/beacons/"},
 		{"GET", "/api/v1/beacon//intervals"},
+		// Static routes beside an allowlisted /tracking/:id: the
+		// pattern read as a path took them in (a review).
+		{"GET", "/api/v1/tracking/status"},
+		{"GET", "/api/v1/tracking/algorithms"},
+		{"GET", "/api/v1/tracking/stop"},
+		{"GET", "/api/v1/tracking/samples"},
 	} {
 		hdr := map[string]string{PreviewHeader: target[PreviewHeader], "Connection": "Upgrade", "Upgrade": "websocket"}
 		r := h.do(req{method: c.method, path: c.path, token: admin, header: hdr, body: bodyFor(c.method)})
