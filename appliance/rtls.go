@@ -189,18 +189,20 @@ func (a *App) buildRTLS() error {
 	// at: left open while rtls was off, they were closed when it came
 	// back, at a last sighting from the time tracking was off, and the
 	// beacon was recorded in its zone for all that time (a review).
-	// None closes after the crashed process last wrote the database,
-	// rather than now: a stay without the engine's saved sighting
-	// (left by a release before that save, or heard first less than a
-	// sweep before the crash) closed at its beacon's last_seen, in the
-	// gateways' clock, and one running ahead recorded the downtime in
-	// the zone (a review: 32 s).
+	// A stay without the engine's saved sighting (left by a release
+	// before that save, or heard first less than a sweep before the
+	// crash) closes at its last_seen, in the gateways' clock, but not
+	// after the crashed process last wrote the database.
 	now := a.clock.Now().UnixMilli()
-	if lw := a.db.LastWrite(); !lw.IsZero() && lw.UnixMilli() < now {
-		now = lw.UnixMilli()
+	var lastWrite int64
+	if lw := a.db.LastWrite(); !lw.IsZero() {
+		lastWrite = lw.UnixMilli()
 	}
 	var raised map[string]int64
-	if err := a.db.Update(func(tx *bolt.Tx) (err error) { raised, err = rtls.CloseOpenIntervals(tx, now); return err }); err != nil {
+	if err := a.db.Update(func(tx *bolt.Tx) (err error) {
+		raised, err = rtls.CloseOpenIntervals(tx, now, lastWrite)
+		return err
+	}); err != nil {
 		return fmt.Errorf("close open zone intervals: %w", err)
 	}
 	if a.pipeline != nil { // restored before: the copy in memory follows

@@ -46,6 +46,13 @@ func Open(path string, opts OpenOptions) (*DB, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
 		return nil, fmt.Errorf("create database directory: %w", err)
 	}
+	// Before bolt.Open, which may write (a new file; a freelist it did
+	// not sync), and before the migrations: if another process holds the
+	// file, the open below fails on its lock.
+	var lastWrite time.Time
+	if fi, err := os.Stat(path); err == nil && fi.Size() > 0 {
+		lastWrite = fi.ModTime()
+	}
 	b, err := bolt.Open(path, 0o600, &bolt.Options{
 		Timeout:      opts.LockTimeout,
 		FreelistType: bolt.FreelistMapType,
@@ -56,12 +63,7 @@ func Open(path string, opts OpenOptions) (*DB, error) {
 		}
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
-	db := &DB{bolt: b, path: path}
-	// Under the lock, before the migrations write: bolt.Open writes only
-	// to a new file.
-	if fi, err := os.Stat(path); err == nil && fi.Size() > 0 {
-		db.lastWrite = fi.ModTime()
-	}
+	db := &DB{bolt: b, path: path, lastWrite: lastWrite}
 	if err := db.migrate(); err != nil {
 		_ = b.Close()
 		return nil, err

@@ -184,12 +184,32 @@ func PutZoneHeard(heard map[string]ZoneHeard) func(tx *bolt.Tx) error {
 // it, and one a beacon first heard less than a flush before the crash
 // lacks is made: the beacon was heard then, and last_seen went back
 // behind the stays the crash kept, or was missing beside them (a
-// review). It returns how many it closed and the last_seen times it
-// raised or made, for the copy in memory.
-func CloseOpenZoneIntervals(tx *bolt.Tx, now int64) (int, map[string]int64, error) {
+// review). lastWrite (Unix ms, 0 when unknown) is when the crashed
+// process last wrote the database, in the server's clock: a close taken
+// from last_seen is not after it, so a gateway clock running ahead does
+// not put the downtime in the stay (a review of an upgrade: 32 s). It
+// bounds that fallback only, and never below the newest sighting the
+// engine saved: a file's modification time may lag its last commit
+// after a power cut (fdatasync need not write it). It returns how many
+// it closed and the last_seen times it raised or made, for the copy in
+// memory.
+func CloseOpenZoneIntervals(tx *bolt.Tx, now, lastWrite int64) (int, map[string]int64, error) {
 	b := tx.Bucket(bZoneIntervals)
 	seen := tx.Bucket(bLastSeen)
 	heard := tx.Bucket(bZoneHeard)
+	fallback := now
+	if lastWrite > 0 {
+		newest := lastWrite
+		if heard != nil {
+			_ = heard.ForEach(func(_, v []byte) error {
+				for ; len(v) >= 16; v = v[16:] {
+					newest = max(newest, int64(binary.BigEndian.Uint64(v[8:])))
+				}
+				return nil
+			})
+		}
+		fallback = min(now, newest)
+	}
 	type fix struct {
 		k  []byte
 		iv ZoneInterval
@@ -228,7 +248,7 @@ func CloseOpenZoneIntervals(tx *bolt.Tx, now int64) (int, map[string]int64, erro
 		case h > 0:
 			leave = h
 		case stored > 0:
-			leave = stored
+			leave = min(stored, fallback)
 		}
 		f.iv.Leave = max(min(leave, now), f.iv.Enter)
 		if err := putJSON(b, f.k, &f.iv); err != nil {

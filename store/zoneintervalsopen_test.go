@@ -49,7 +49,7 @@ func TestCloseZoneIntervalEnteredAfterMerge(t *testing.T) {
 	}
 	var n int
 	if err := db.Update(func(tx *bolt.Tx) error {
-		n, _, err = CloseOpenZoneIntervals(tx, 150) // no last sighting stored: its enter
+		n, _, err = CloseOpenZoneIntervals(tx, 150, 0) // no last sighting stored: its enter
 		return err
 	}); err != nil {
 		t.Fatal(err)
@@ -105,7 +105,7 @@ func TestCloseOpenZoneIntervalsAtLastSighting(t *testing.T) {
 	}
 	var n int
 	var raised map[string]int64
-	if err := db.Update(func(tx *bolt.Tx) error { n, raised, err = CloseOpenZoneIntervals(tx, now); return err }); err != nil {
+	if err := db.Update(func(tx *bolt.Tx) error { n, raised, err = CloseOpenZoneIntervals(tx, now, 0); return err }); err != nil {
 		t.Fatal(err)
 	}
 	if n != 8 {
@@ -234,7 +234,7 @@ func TestMergedStaysCloseAtTheirOwnSightings(t *testing.T) {
 	if err := db.UpdateAssets(time.Now(), func(x *AssetTx) error { _, err := x.RenameUID("L-1", "S-1"); return err }); err != nil {
 		t.Fatal(err)
 	}
-	if err := db.Update(func(tx *bolt.Tx) error { _, _, err := CloseOpenZoneIntervals(tx, 10_000); return err }); err != nil {
+	if err := db.Update(func(tx *bolt.Tx) error { _, _, err := CloseOpenZoneIntervals(tx, 10_000, 0); return err }); err != nil {
 		t.Fatal(err)
 	}
 	ivs, _, err := db.ZoneIntervals("S-1", ZoneCursor{}, 10)
@@ -245,5 +245,53 @@ func TestMergedStaysCloseAtTheirOwnSightings(t *testing.T) {
 		if want := map[string]int64{"A": 200, "B": 300}[iv.Zone]; iv.Leave != want {
 			t.Errorf("stay in %s closed at %d, want %d", iv.Zone, iv.Leave, want)
 		}
+	}
+}
+
+// TestCloseOpenZoneIntervalsByTheLastWrite: a close taken from last_seen
+// (the gateways' clock) is not after the crashed process last wrote the
+// database, nor cut below the newest sighting the engine saved (the
+// file's time may lag its last commit after a power cut); a close at
+// the engine's own sighting is never cut.
+func TestCloseOpenZoneIntervalsByTheLastWrite(t *testing.T) {
+	for _, c := range []struct {
+		name             string
+		lastWrite        int64
+		wantA, wantAhead int64
+	}{
+		{"file time after the last sighting", 20_000, 9000, 20_000},
+		{"file time lagging the last commit", 5000, 9000, 9000},
+		{"unknown", 0, 9000, 100_000},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			db, err := Open(filepath.Join(t.TempDir(), "z.db"), OpenOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer db.Close()
+			if err := db.Update(func(tx *bolt.Tx) error {
+				for _, uid := range []string{"WCH-A", "WCH-AHEAD"} {
+					if err := AppendZoneInterval(tx, uid, &ZoneInterval{ZoneID: 1, Zone: "Ward", Enter: 1000}); err != nil {
+						return err
+					}
+				}
+				if err := PutZoneHeard(map[string]ZoneHeard{"WCH-A": {1000, 9000}})(tx); err != nil {
+					return err
+				}
+				// A gateway clock running ahead, no saved sighting.
+				return PutLastSeen(map[string]int64{"WCH-A": 8000, "WCH-AHEAD": 240_000})(tx)
+			}); err != nil {
+				t.Fatal(err)
+			}
+			if err := db.Update(func(tx *bolt.Tx) error { _, _, err := CloseOpenZoneIntervals(tx, 100_000, c.lastWrite); return err }); err != nil {
+				t.Fatal(err)
+			}
+			for uid, want := range map[string]int64{"WCH-A": c.wantA, "WCH-AHEAD": c.wantAhead} {
+				ivs, _, err := db.ZoneIntervals(uid, ZoneCursor{}, 10)
+				if err != nil || len(ivs) != 1 || ivs[0].Leave != want {
+					t.Errorf("%s: %+v %v, want closed at %d", uid, ivs, err, want)
+				}
+			}
+		})
 	}
 }

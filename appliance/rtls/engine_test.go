@@ -200,7 +200,7 @@ func TestCloseOpenIntervalsAtStart(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	r.w.Do(func(tx *bolt.Tx) error { _, err := rtls.CloseOpenIntervals(tx, 5000); return err }, func(err error) { done <- err })
+	r.w.Do(func(tx *bolt.Tx) error { _, err := rtls.CloseOpenIntervals(tx, 5000, 0); return err }, func(err error) { done <- err })
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
@@ -239,7 +239,7 @@ func TestCrashClosesStayAtTheEnginesSighting(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	r.w.Do(func(tx *bolt.Tx) error { _, err := rtls.CloseOpenIntervals(tx, heard+600_000); return err }, func(err error) { done <- err })
+	r.w.Do(func(tx *bolt.Tx) error { _, err := rtls.CloseOpenIntervals(tx, heard+600_000, 0); return err }, func(err error) { done <- err })
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}

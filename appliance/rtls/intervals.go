@@ -42,10 +42,12 @@ func reopenOp(uid string, enter int64) func(*bolt.Tx) error {
 // CloseOpenIntervals closes every interval a crash left open, each at
 // its beacon's last sighting as saved (no later than now, Unix ms); the
 // wiring runs it once at start, since the engine starts with no live
-// state and would otherwise leave them open for ever. It returns the
-// stored last sightings it raised to those closes.
-func CloseOpenIntervals(tx *bolt.Tx, now int64) (map[string]int64, error) {
-	_, raised, err := store.CloseOpenZoneIntervals(tx, now)
+// state and would otherwise leave them open for ever. lastWrite is when
+// the crashed process last wrote the database (0: unknown), which bounds
+// a close taken from last_seen (store.CloseOpenZoneIntervals). It
+// returns the stored last sightings it raised to those closes.
+func CloseOpenIntervals(tx *bolt.Tx, now, lastWrite int64) (map[string]int64, error) {
+	_, raised, err := store.CloseOpenZoneIntervals(tx, now, lastWrite)
 	return raised, err
 }
 
