@@ -218,12 +218,10 @@ func (a *App) buildRTLS() error {
 	if a.pipeline == nil || !cfg.Has(config.FeatureRTLS) {
 		return nil
 	}
-	params, err := rtls.ParamsFrom(cfg.RTLSParams)
-	if err != nil { // validated on load: a bug if it happens
-		return fmt.Errorf("server_rtls_params: %w", err)
-	}
-	if len(cfg.RTLSParams) > 0 {
-		a.log.Info("rtls: parameters other than the defaults", "server_rtls_params", strings.Join(cfg.RTLSParams, " "))
+	// Entries the load warned about are ignored here (config's Degrade).
+	params, kept, _ := rtls.ParamsKept(cfg.RTLSParams)
+	if len(kept) > 0 {
+		a.log.Info("rtls: parameters other than the defaults", "server_rtls_params", strings.Join(kept, " "))
 	}
 	eng := rtls.New(rtls.Options{Clock: a.clock, Logger: a.log, Writer: a.writer, Params: params, GatewaySeen: a.gatewaySeen,
 		Beacon: a.registry.BeaconByUID, Heard: a.pipeline.LastSeen().RaiseAsset})

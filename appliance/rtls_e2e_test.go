@@ -448,8 +448,10 @@ func TestRTLSParamsFromConfig(t *testing.T) {
 	if err := bad.Start(); err != nil {
 		t.Fatal(err)
 	}
-	if got := bad.Live().Get().RTLSParams; len(got) != 1 || got[0] != "switch_odds=30" {
-		t.Errorf("parameters in force %q", got)
+	for _, a := range bad.RTLS().Algorithms() {
+		if a.Name == rtls.AlgGrid && (a.Params["switch_odds"] != 30.0 || a.Params["diffusion_m2"] == 2.0) {
+			t.Errorf("grid's parameters in force %v, want switch_odds 30 and the default diffusion", a.Params)
+		}
 	}
 	logs, _, err := bad.DB().ListLogs(0, 50)
 	if err != nil {

@@ -150,8 +150,8 @@ func (c *Config) apply(o Option, raw any) error {
 }
 
 // applyLoaded is apply for a value loaded at start: an option with
-// Degrade keeps what it can of a value that fails validation (res says
-// so) instead of failing the load.
+// Degrade keeps a value that fails validation as written (res says what
+// its user ignores) instead of failing the load.
 func (c *Config) applyLoaded(o Option, raw any, res *LoadResult) error {
 	err := c.apply(o, raw)
 	var ve *ValidationError
@@ -162,9 +162,8 @@ func (c *Config) applyLoaded(o Option, raw any, res *LoadResult) error {
 	if cerr != nil { // the wrong type: nothing to keep
 		return err
 	}
-	kept, why := o.Degrade(v)
-	c.set(o.Key, kept)
-	res.Degraded = append(res.Degraded, o.Key+": "+why)
+	c.set(o.Key, v)
+	res.Degraded = append(res.Degraded, o.Key+": "+o.Degrade(v))
 	return nil
 }
 

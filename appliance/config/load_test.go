@@ -3,6 +3,7 @@ package config
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
@@ -360,11 +361,13 @@ func TestPathsResolve(t *testing.T) {
 }
 
 // TestTightenedRTLSParamsDoNotStopTheStart: tracking parameters a
-// release now refuses (an older one accepted mean_stay=48h) are ignored
-// at start with a warning, the valid ones kept, the file as written;
-// they stopped the whole appliance at the upgrade, alerting with it (a
-// review). From the environment too. A value of the wrong type is still
-// refused, as is any other bad key.
+// release now refuses (an older one accepted mean_stay=48h) do not stop
+// the start: the load warns which the engine will ignore, and keeps the
+// entries as written, so that the file's write-back (keys filled, a
+// settings change) keeps the operator's text; they stopped the whole
+// appliance at the upgrade, alerting with it, and a first fix wrote
+// the kept entries back over them (reviews). From the environment too.
+// A value of the wrong type is still refused, as is any other bad key.
 func TestTightenedRTLSParamsDoNotStopTheStart(t *testing.T) {
 	home := t.TempDir()
 	content := `{"server_rtls_params": ["mean_stay=48h", "sigma=4", "stand_for=0"]}`
@@ -373,8 +376,8 @@ func TestTightenedRTLSParamsDoNotStopTheStart(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Check: %v", err)
 	}
-	if strings.Join(c.RTLSParams, " ") != "sigma=4" {
-		t.Errorf("kept %q, want sigma=4", c.RTLSParams)
+	if strings.Join(c.RTLSParams, " ") != "mean_stay=48h sigma=4 stand_for=0" {
+		t.Errorf("loaded %q, want the entries as written", c.RTLSParams)
 	}
 	if len(res.Degraded) != 1 || !strings.Contains(res.Degraded[0], `"mean_stay=48h"`) || !strings.Contains(res.Degraded[0], `"stand_for=0"`) ||
 		!strings.HasPrefix(res.Degraded[0], "server_rtls_params: ") {
@@ -383,9 +386,17 @@ func TestTightenedRTLSParamsDoNotStopTheStart(t *testing.T) {
 	if b, _ := os.ReadFile(path); string(b) != content {
 		t.Error("the file was rewritten")
 	}
+	// Load fills the missing keys and writes the file back.
+	if _, _, _, err := Load(Paths{Home: home}, testBrand); err != nil {
+		t.Fatal(err)
+	}
+	if got := readJSON(t, path)["server_rtls_params"]; fmt.Sprint(got) != "[mean_stay=48h sigma=4 stand_for=0]" {
+		t.Errorf("written back: %v", got)
+	}
 
 	t.Setenv("BEACONHUB_SERVER_RTLS_PARAMS", "decide_every=2m")
-	if c, _, res, err = Check(Paths{Home: home}, testBrand); err != nil || len(c.RTLSParams) != 0 || len(res.Degraded) != 2 {
+	if c, _, res, err = Check(Paths{Home: home}, testBrand); err != nil || strings.Join(c.RTLSParams, " ") != "decide_every=2m" ||
+		len(res.Degraded) != 2 || !strings.HasSuffix(res.Degraded[1], "tracking runs with the defaults") {
 		t.Errorf("from the environment: %q, %q, %v", c.RTLSParams, res.Degraded, err)
 	}
 

@@ -45,12 +45,13 @@ type Option struct {
 	// default, so no two installs share a secret.
 	Generated bool
 	// Degrade, if set, makes a loaded value (file or environment) that
-	// fails Validate not fatal: the key takes what Degrade keeps of it,
-	// and why goes into LoadResult.Degraded. For tuning knobs whose
-	// bounds a release may tighten: a value an older release accepted
-	// stopped the whole appliance at the upgrade, alerting with it (a
-	// review).
-	Degrade func(v any) (kept any, why string)
+	// fails Validate not fatal: the value is kept as written, so that a
+	// write-back of the file keeps it, its user reads it leniently, and
+	// Degrade says what that user ignores (LoadResult.Degraded). For
+	// tuning knobs whose bounds a release may tighten: a value an older
+	// release accepted stopped the whole appliance at the upgrade,
+	// alerting with it (a review).
+	Degrade func(v any) (why string)
 }
 
 func str(s string) func(Brand) any   { return func(Brand) any { return s } }
@@ -181,20 +182,11 @@ func rtlsParams(v any) error {
 	return err
 }
 
-// rtlsParamsDegrade keeps the entries that are valid alone and together.
-func rtlsParamsDegrade(v any) (any, string) {
-	kept, dropped := []string{}, []string{}
-	for _, e := range v.([]string) {
-		if _, err := rtls.ParamsFrom([]string{e}); err != nil {
-			dropped = append(dropped, fmt.Sprintf("%q (%v)", e, err))
-			continue
-		}
-		kept = append(kept, e)
-	}
-	if _, err := rtls.ParamsFrom(kept); err != nil {
-		return []string{}, fmt.Sprintf("every entry ignored (%v): tracking runs with the defaults", err)
-	}
-	return kept, "ignored " + strings.Join(dropped, ", ") + "; the other entries apply"
+// rtlsParamsDegrade says what the tracking engine, which reads the
+// entries with rtls.ParamsKept, ignores of them.
+func rtlsParamsDegrade(v any) string {
+	_, _, why := rtls.ParamsKept(v.([]string))
+	return why
 }
 func cidr(v any) error {
 	s := v.(string)

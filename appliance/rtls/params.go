@@ -238,6 +238,34 @@ func ParamsFrom(entries []string) (Params, error) {
 	return p, nil
 }
 
+// ParamsKept is ParamsFrom for a configuration in use: the entries valid
+// alone and together apply, and why names the others, ignored ("" when
+// none is). A release that narrows a range must not stop an appliance
+// whose file an older one accepted; the file keeps what was written.
+func ParamsKept(entries []string) (p Params, kept []string, why string) {
+	if p, err := ParamsFrom(entries); err == nil {
+		return p, entries, ""
+	}
+	kept = []string{}
+	var dropped []string
+	for _, e := range entries {
+		if _, err := ParamsFrom([]string{e}); err != nil {
+			dropped = append(dropped, fmt.Sprintf("%q (%v)", e, err))
+			continue
+		}
+		kept = append(kept, e)
+	}
+	p, err := ParamsFrom(kept)
+	if err != nil {
+		return DefaultParams(), []string{}, fmt.Sprintf("every entry ignored (%v): tracking runs with the defaults", err)
+	}
+	why = "ignored " + strings.Join(dropped, ", ")
+	if len(kept) == 0 {
+		return p, kept, why + ": tracking runs with the defaults"
+	}
+	return p, kept, why + "; the other entries apply"
+}
+
 // Set sets the field named name (ParamNames) from text: a duration
 // ("30s") for durations, a number otherwise. It lets rtls-eval try a
 // setting on a recording without a rebuild.

@@ -29,7 +29,12 @@ func cmdConfigCheck(args []string, stdout, stderr io.Writer) int {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
-	fmt.Fprintf(stdout, "# %s: valid\n", paths.ConfigFile())
+	if len(res.Degraded) > 0 {
+		// Still 0: serve starts with it. A script looks for "warning".
+		fmt.Fprintf(stdout, "# %s: valid, with %d warnings below (entries ignored)\n", paths.ConfigFile(), len(res.Degraded))
+	} else {
+		fmt.Fprintf(stdout, "# %s: valid\n", paths.ConfigFile())
+	}
 	if res.Migrated {
 		fmt.Fprintln(stdout, "# migrated from the home directory root into config/")
 	}
