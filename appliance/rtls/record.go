@@ -85,6 +85,10 @@ type heardAt struct {
 // Record starts (or restarts in another zone) recording survey samples of
 // uid standing in zone.
 func (e *Engine) Record(uid string, zone uint64) {
+	// qmu: a stop waiting for its store holds it, and may put its
+	// recording back under uid.
+	e.rec.qmu.Lock()
+	defer e.rec.qmu.Unlock()
 	e.rec.mu.Lock()
 	defer e.rec.mu.Unlock()
 	r := e.rec.m[uid]
@@ -108,7 +112,7 @@ func (e *Engine) StopRecording(uid string) []Sample {
 	rc.qmu.Lock()
 	defer rc.qmu.Unlock()
 	rc.mu.Lock()
-	r, _ := rc.stop(uid)
+	r, _, _ := rc.stop(uid)
 	rc.mu.Unlock()
 	if r == nil {
 		return nil
@@ -126,24 +130,30 @@ func (e *Engine) StopRecording(uid string) []Sample {
 func (r *recording) ids() []uint64 { return append(slices.Clone(r.also), r.id) }
 
 // stop removes uid's recording, following a remint or merge that moved
-// it, and returns it with the uid it was recording under (mu held).
-func (rc *recorder) stop(uid string) (*recording, string) {
+// it, and returns it with the uid it was recording under and the moves
+// it followed, which it forgets (mu held).
+func (rc *recorder) stop(uid string) (*recording, string, map[string]string) {
+	var followed map[string]string
 	for hops := 0; rc.m[uid] == nil && hops < 8; hops++ {
 		to, ok := rc.moved[uid]
 		if !ok {
 			break
 		}
+		if followed == nil {
+			followed = map[string]string{}
+		}
+		followed[uid] = to
 		delete(rc.moved, uid)
 		uid = to
 	}
 	r := rc.m[uid]
 	if r == nil {
-		return nil, ""
+		return nil, "", nil
 	}
 	delete(rc.m, uid)
 	rc.active.Store(int32(len(rc.m)))
 	r.flush(rc.limit)
-	return r, uid
+	return r, uid, followed
 }
 
 // ErrNotRecording: StopSurvey's uid was not recording a survey.
@@ -156,7 +166,11 @@ var ErrNotRecording = errors.New("not recording a survey")
 // store them twice or lose them. ErrNotRecording when uid records
 // nothing; without a writer (a test of pure prediction) nothing can be
 // stored, and the recording goes on. A store that fails puts the
-// recording back, so that a second stop can store it.
+// recording back as it was, moves included, so that a second stop by
+// the same uid stores it: qmu is held until the store's outcome, so no
+// rename, record, sweep or other stop runs in between (a review: one
+// that did made the put-back lose the recording or its moves). Ingest
+// does not wait: it takes mu only.
 func (e *Engine) StopSurvey(uid string, now time.Time) (store.ZoneSurveyStored, error) {
 	w := e.opts.Writer
 	if w == nil {
@@ -166,11 +180,11 @@ func (e *Engine) StopSurvey(uid string, now time.Time) (store.ZoneSurveyStored, 
 	var st store.ZoneSurveyStored
 	done := make(chan error, 1)
 	rc.qmu.Lock()
+	defer rc.qmu.Unlock()
 	rc.mu.Lock()
-	r, at := rc.stop(uid)
+	r, at, followed := rc.stop(uid)
 	rc.mu.Unlock()
 	if r == nil {
-		rc.qmu.Unlock()
 		return st, ErrNotRecording
 	}
 	ss := make([]store.ZoneSample, 0, len(r.samples))
@@ -179,12 +193,15 @@ func (e *Engine) StopSurvey(uid string, now time.Time) (store.ZoneSurveyStored, 
 	}
 	st.AssetUID, st.Over = at, r.over
 	w.Do(store.StoreZoneSurvey(ss, now, r.ids(), &st), func(err error) { done <- err })
-	rc.qmu.Unlock()
 	if err := <-done; err != nil {
 		rc.mu.Lock()
-		if rc.m[at] == nil {
-			rc.m[at] = r
-			rc.active.Store(int32(len(rc.m)))
+		rc.m[at] = r
+		rc.active.Store(int32(len(rc.m)))
+		for from, to := range followed {
+			if rc.moved == nil {
+				rc.moved = map[string]string{}
+			}
+			rc.moved[from] = to
 		}
 		rc.mu.Unlock()
 		return store.ZoneSurveyStored{AssetUID: at}, err

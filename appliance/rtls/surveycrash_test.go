@@ -244,3 +244,24 @@ func TestSurveyStopDoesNotHoldUpIngest(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestFailedStopKeepsTheMove: a stop by a merged-away uid whose store
+// fails leaves the survey as it was, so the same stop again stores it;
+// the put-back lost the move, and the retry answered "not recording"
+// while the survey went on (a review).
+func TestFailedStopKeepsTheMove(t *testing.T) {
+	r, f := newFlakyRig(t)
+	r.zonesInStore()
+	r.surveyBoth(9)
+	r.e.Rename("WAT-2", "WAT-1") // a merge: WAT-2's stop finds the survivor's
+	windows := r.e.Status().Surveys[0].Windows
+	f.fail.Store(true)
+	if _, err := r.e.StopSurvey("WAT-2", r.clk.Now()); err == nil || errors.Is(err, rtls.ErrNotRecording) {
+		t.Fatalf("a stop whose store failed: %v", err)
+	}
+	f.fail.Store(false)
+	st, err := r.e.StopSurvey("WAT-2", r.clk.Now())
+	if err != nil || st.AssetUID != "WAT-1" || len(st.Samples) != windows+1 { // the window under way too
+		t.Fatalf("the stop again: %s, %d stored, %v; want WAT-1's %d", st.AssetUID, len(st.Samples), err, windows+1)
+	}
+}
