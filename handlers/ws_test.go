@@ -355,7 +355,7 @@ func shutdownWithQueue(t *testing.T, o WSOptions, n int) (int, error) {
 			return got, err
 		}
 		if !strings.Contains(string(data), fmt.Sprintf(`"zone":"Z%03d`, got)) {
-			t.Fatalf("frame %d: %.60s", got, data)
+			t.Fatalf("frame %d: %.300s", got, data)
 		}
 	}
 }
