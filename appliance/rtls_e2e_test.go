@@ -629,6 +629,47 @@ func TestCrashRepairsLastSeen(t *testing.T) {
 	}
 }
 
+// TestCrashRepairsLastSeenOfAnInactiveBeacon: the repair's raise reaches
+// the copy in memory too, which answers before the store, for a beacon
+// the registry gives no cell of its own (inactive): the stay a crash kept
+// closes at the engine's sighting, and last_seen shows it, not the older
+// time the start restored.
+func TestCrashRepairsLastSeenOfAnInactiveBeacon(t *testing.T) {
+	home := t.TempDir()
+	clk := clock.NewFake(time.Now().Truncate(time.Second))
+	app := rtlsApp(t, home, clk)
+	adminToken(t, app)
+	if err := app.DB().CreateBeacon(&store.Beacon{AssetUID: "WCH-A1-2", MAC: "C30000000B02", Name: "Spare", Type: "watch", Active: false}); err != nil {
+		t.Fatal(err)
+	}
+	enter := clk.Now().UnixMilli() - 60_000
+	heard := enter + 9_000
+	if err := app.DB().Update(func(tx *bolt.Tx) error {
+		if err := store.AppendZoneInterval(tx, "WCH-A1-2", &store.ZoneInterval{ZoneID: 1, Zone: "Hall", Enter: enter}); err != nil {
+			return err
+		}
+		if err := store.PutZoneHeard(map[string]store.ZoneHeard{"WCH-A1-2": {Enter: enter, Heard: heard}})(tx); err != nil {
+			return err
+		}
+		return store.PutLastSeen(map[string]int64{"WCH-A1-2": enter + 1_000})(tx)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := app.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	app = rtlsApp(t, home, clk)
+	t.Cleanup(func() { _ = app.Shutdown(context.Background()) })
+	c := &client{t: t, base: "http://" + app.HTTPAddr(), token: login(t, app, "ops@example.org", "ops-password-1")}
+	var info struct {
+		LastSeen int64 `json:"last_seen"`
+	}
+	c.must("GET", "/api/v1/beacon/WCH-A1-2/info", nil, &info)
+	if info.LastSeen != heard {
+		t.Fatalf("last_seen %d, want the repaired %d", info.LastSeen, heard)
+	}
+}
+
 // TestUntrackedBeaconLeavesAtOnce: a beacon given a type the engine does
 // not track (or deleted) is unknown at once, in the admin's tracking
 // view and the live data, its stay closed at its last sighting. Its
