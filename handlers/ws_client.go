@@ -600,6 +600,10 @@ var beforeFlush atomic.Pointer[func()]
 // snapshot: a test widens that window to pin the order of the frames.
 var afterSubscribe atomic.Pointer[func()]
 
+// recheckListed, nil outside tests, runs after a re-check has listed the
+// subscriptions it judges: a client's unsubscribe may come then.
+var recheckListed atomic.Pointer[func()]
+
 // allowed checks channel ch against session s: track-debug- is for
 // admins only; a non-admin may follow only active trackable beacons
 // inside its scope; an admin any registered beacon; nobody a former uid.
@@ -702,6 +706,9 @@ func (c *wsClient) recheck() []outFrame {
 		chans = append(chans, ch)
 	}
 	c.hub.mu.RUnlock()
+	if f := recheckListed.Load(); f != nil {
+		(*f)()
+	}
 	slices.Sort(chans)
 	var out []outFrame
 	var failed error
@@ -711,8 +718,10 @@ func (c *wsClient) recheck() []outFrame {
 			failed = err
 			continue
 		}
-		if refusal != "" {
-			c.hub.removeSub(c, ch)
+		// Announced only if this removed it: the client's own
+		// unsubscribe may have come between the listing and here, and
+		// answered already (a review: two "unsubscribed").
+		if refusal != "" && c.hub.removeSub(c, ch) {
 			out = append(out, outFrame{raw: marshalMsg(serverMsg{Type: "unsubscribed", Channel: ch, Message: refusal})})
 		}
 	}

@@ -244,15 +244,16 @@ func (h *wsHub) add(c *wsClient, ch, uid string, debug bool, then func()) bool {
 	return true
 }
 
-func (h *wsHub) removeSub(c *wsClient, ch string) {
+// removeSub ends c's subscription to ch and reports whether it held one.
+func (h *wsHub) removeSub(c *wsClient, ch string) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	h.unsubLocked(c, ch)
+	return h.unsubLocked(c, ch)
 }
 
-func (h *wsHub) unsubLocked(c *wsClient, ch string) {
+func (h *wsHub) unsubLocked(c *wsClient, ch string) bool {
 	if !c.subs[ch] {
-		return
+		return false
 	}
 	delete(c.subs, ch)
 	if m := h.chans[ch]; m != nil {
@@ -267,6 +268,7 @@ func (h *wsHub) unsubLocked(c *wsClient, ch string) {
 			delete(h.debug, uid)
 		}
 	}
+	return true
 }
 
 // remove forgets a client whose goroutines are ending.

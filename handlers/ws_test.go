@@ -941,3 +941,25 @@ func unknownSnapshot(t *testing.T, c *websocket.Conn, uid string) {
 		t.Fatalf("snapshot of a beacon not located: %v", m)
 	}
 }
+
+// TestWSRecheckAnnouncesOnlyWhatItDrops: a subscription the client itself
+// ends between the re-check's listing and its judgement is not announced
+// again by the re-check: the client got two "unsubscribed" for it (a
+// review), now that its own subscribe can wake the re-check.
+func TestWSRecheckAnnouncesOnlyWhatItDrops(t *testing.T) {
+	r := newWSRig(t, WSOptions{PingInterval: time.Hour})
+	c := r.connect(t, r.token("user"))
+	watch := "track-" + r.f.watch
+	send(t, c, map[string]any{"type": "subscribe", "channel": watch})
+	next(t, c, "subscribed")
+	sc, _ := onlyClient(t, r.srv.hub)
+	if _, err := r.db.UpdateUser(r.users["user"].ID, func(x *store.User) error { x.LocationID = r.f.annexLoc; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	theClients := func() { r.srv.hub.removeSub(sc, watch) } // the client's unsubscribe, at the worst moment
+	recheckListed.Store(&theClients)
+	defer recheckListed.Store(nil)
+	if fs := sc.recheck(); len(fs) != 0 {
+		t.Fatalf("the re-check announced %d drops of what the client had ended: %s", len(fs), fs[0].raw)
+	}
+}
