@@ -29,17 +29,22 @@ func cmdConfigCheck(args []string, stdout, stderr io.Writer) int {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
-	if len(res.Degraded) > 0 {
-		// Still 0: serve starts with it. A script looks for "warning".
-		fmt.Fprintf(stdout, "# %s: valid, with %d warnings below (entries ignored)\n", paths.ConfigFile(), len(res.Degraded))
-	} else {
+	// Still exit 0 with warnings: serve starts with them. A script
+	// looks for "warning".
+	switch n := len(res.Degraded) + len(res.UnknownKeys); n {
+	case 0:
 		fmt.Fprintf(stdout, "# %s: valid\n", paths.ConfigFile())
+	case 1:
+		fmt.Fprintf(stdout, "# %s: valid, with 1 warning below\n", paths.ConfigFile())
+	default:
+		fmt.Fprintf(stdout, "# %s: valid, with %d warnings below\n", paths.ConfigFile(), n)
 	}
 	if res.Migrated {
 		fmt.Fprintln(stdout, "# migrated from the home directory root into config/")
 	}
 	if len(res.FilledKeys) > 0 {
-		fmt.Fprintf(stdout, "# %d missing keys filled with defaults and written back\n", len(res.FilledKeys))
+		// check writes nothing: serve fills them at its start.
+		fmt.Fprintf(stdout, "# %d missing keys take their defaults (serve writes them into the file)\n", len(res.FilledKeys))
 	}
 	for _, k := range res.UnknownKeys {
 		fmt.Fprintf(stdout, "# warning: unknown key %s (kept, ignored)\n", k)
@@ -58,12 +63,18 @@ func cmdConfigCheck(args []string, stdout, stderr io.Writer) int {
 // cmdMobileKey rotates the shared mobile navigation key in the file. The
 // key itself is not printed: admins read it through the API.
 func cmdMobileKey(args []string, stdout, stderr io.Writer) int {
-	paths, cfg, extra, _, code := homeCommand("mobile-key regenerate", args, stderr, false)
+	paths, cfg, extra, res, code := homeCommand("mobile-key regenerate", args, stderr, false)
 	if code != 0 {
 		return code
 	}
-	cfg.MobileAPIKey = config.RandomSecret()
-	if err := config.WriteFile(paths.ConfigFile(), cfg, extra); err != nil {
+	// The file's values, not the environment's overrides (a review:
+	// they were written into the file).
+	file := config.FileValues(cfg, res.Pinned)
+	file.MobileAPIKey = config.RandomSecret()
+	if _, pinned := res.Pinned["server_mobile_api_key"]; pinned {
+		fmt.Fprintf(stderr, "warning: %s_SERVER_MOBILE_API_KEY is set and overrides the file's key\n", config.EnvPrefix)
+	}
+	if err := config.WriteFile(paths.ConfigFile(), file, extra); err != nil {
 		fmt.Fprintf(stderr, "write configuration: %v\n", err)
 		return 1
 	}

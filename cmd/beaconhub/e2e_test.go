@@ -443,3 +443,35 @@ func TestVersionCommand(t *testing.T) {
 		t.Error("unknown command exits 0")
 	}
 }
+
+// TestMobileKeyKeepsTheFileValues: regenerating the mobile key writes the
+// file's own values back, not the environment's overrides (a review:
+// they became the file's), and the entries of a value the engine partly
+// ignores as written. config check counts every warning it prints.
+func TestMobileKeyKeepsTheFileValues(t *testing.T) {
+	home := writeHome(t, `{"server_http_port":9000,"server_rtls_params":["mean_stay=48h","sigma=4"],"server_mobile_api_key":"old-key-0123456789abcdef","vendor_key":1}`)
+	t.Setenv("BEACONHUB_SERVER_HTTP_PORT", "9100")
+	t.Setenv("BEACONHUB_SERVER_RTLS_PARAMS", "switch_odds=30")
+	if code, out, errOut := runCLI(t, "mobile-key", "regenerate", "--home", home); code != 0 {
+		t.Fatalf("mobile-key regenerate: exit %d\n%s\n%s", code, out, errOut)
+	}
+	data, err := os.ReadFile(filepath.Join(home, "config", "main.config.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(data, &m); err != nil {
+		t.Fatal(err)
+	}
+	if m["server_http_port"] != 9000.0 || fmt.Sprint(m["server_rtls_params"]) != "[mean_stay=48h sigma=4]" ||
+		m["server_mobile_api_key"] == "old-key-0123456789abcdef" {
+		t.Fatalf("file after regenerate: port %v, rtls %v, key changed %v", m["server_http_port"], m["server_rtls_params"],
+			m["server_mobile_api_key"] != "old-key-0123456789abcdef")
+	}
+	t.Setenv("BEACONHUB_SERVER_RTLS_PARAMS", "")
+	os.Unsetenv("BEACONHUB_SERVER_RTLS_PARAMS")
+	code, out, _ := runCLI(t, "config", "check", "--home", home)
+	if code != 0 || !strings.Contains(out, "valid, with 2 warnings below") || strings.Count(out, "# warning:") != 2 {
+		t.Fatalf("config check: exit %d\n%s", code, out)
+	}
+}
