@@ -453,16 +453,8 @@ func TestRTLSParamsFromConfig(t *testing.T) {
 			t.Errorf("grid's parameters in force %v, want switch_odds 30 and the default diffusion", a.Params)
 		}
 	}
-	logs, _, err := bad.DB().ListLogs(0, 50)
-	if err != nil {
-		t.Fatal(err)
-	}
-	logged := false
-	for _, l := range logs {
-		logged = logged || l.Action == "config" && strings.Contains(l.Message, `"diffusion=2"`)
-	}
-	if !logged {
-		t.Errorf("nothing in the application log about diffusion=2: %+v", logs)
+	if !appLogged(t, bad, "config", `"diffusion=2"`) {
+		t.Error("nothing in the application log about diffusion=2")
 	}
 }
 
@@ -553,6 +545,27 @@ func TestCrashLeftIntervalClosedWithTrackingOff(t *testing.T) {
 	}
 }
 
+// crashLeft writes what a crash leaves (state) and stops app; the stop
+// closes only what the engine knows, so state stays as a crash left it.
+func crashLeft(t *testing.T, app *appliance.App, state func(tx *bolt.Tx) error) {
+	t.Helper()
+	if err := app.DB().Update(state); err != nil {
+		t.Fatal(err)
+	}
+	if err := app.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// restart starts the appliance on home again, with a client of the
+// admin the first start set up.
+func restart(t *testing.T, home string, clk *clock.Fake) (*appliance.App, *client) {
+	t.Helper()
+	app := rtlsApp(t, home, clk)
+	t.Cleanup(func() { _ = app.Shutdown(context.Background()) })
+	return app, &client{t: t, base: "http://" + app.HTTPAddr(), token: login(t, app, "ops@example.org", "ops-password-1")}
+}
+
 // TestCrashLeftStayClosesByTheLastWrite: a stay a crash left open with
 // no saved sighting of the engine's (a release before that save, or a
 // beacon heard first just before the crash) closes at its beacon's
@@ -565,25 +578,19 @@ func TestCrashLeftStayClosesByTheLastWrite(t *testing.T) {
 	app := rtlsApp(t, home, clk)
 	adminToken(t, app)
 	enter := clk.Now().UnixMilli() - 60_000
-	if err := app.DB().Update(func(tx *bolt.Tx) error {
+	dbFile := app.DB().Path()
+	crashLeft(t, app, func(tx *bolt.Tx) error {
 		if err := store.AppendZoneInterval(tx, "WCH-A1-1", &store.ZoneInterval{ZoneID: 1, Zone: "Hall", Enter: enter}); err != nil {
 			return err
 		}
 		return store.PutLastSeen(map[string]int64{"WCH-A1-1": clk.Now().UnixMilli() + 240_000})(tx)
-	}); err != nil {
-		t.Fatal(err)
-	}
-	dbFile := app.DB().Path()
-	if err := app.Shutdown(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	})
 	crashed := clk.Now().Add(-20 * time.Second) // the last commit before the crash
 	if err := os.Chtimes(dbFile, crashed, crashed); err != nil {
 		t.Fatal(err)
 	}
 	clk.Advance(time.Minute) // the downtime
-	app = rtlsApp(t, home, clk)
-	t.Cleanup(func() { _ = app.Shutdown(context.Background()) })
+	app, _ = restart(t, home, clk)
 	ivs, _, err := app.DB().ZoneIntervals("WCH-A1-1", store.ZoneCursor{}, 10)
 	if err != nil || len(ivs) != 1 || ivs[0].Leave != crashed.UnixMilli() {
 		t.Fatalf("intervals %+v, %v; want closed at the last write %d", ivs, err, crashed.UnixMilli())
@@ -602,20 +609,13 @@ func TestCrashRepairsLastSeen(t *testing.T) {
 	adminToken(t, app)
 	enter := clk.Now().UnixMilli() - 60_000
 	heard := enter + 7_345
-	if err := app.DB().Update(func(tx *bolt.Tx) error {
+	crashLeft(t, app, func(tx *bolt.Tx) error {
 		if err := store.AppendZoneInterval(tx, "WCH-A1-1", &store.ZoneInterval{ZoneID: 1, Zone: "Hall", Enter: enter}); err != nil {
 			return err
 		}
 		return store.PutZoneHeard(map[string]store.ZoneHeard{"WCH-A1-1": {Enter: enter, Heard: heard}})(tx)
-	}); err != nil {
-		t.Fatal(err)
-	}
-	if err := app.Shutdown(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	app = rtlsApp(t, home, clk)
-	t.Cleanup(func() { _ = app.Shutdown(context.Background()) })
-	c := &client{t: t, base: "http://" + app.HTTPAddr(), token: login(t, app, "ops@example.org", "ops-password-1")}
+	})
+	app, c := restart(t, home, clk)
 	ivs, _, err := app.DB().ZoneIntervals("WCH-A1-1", store.ZoneCursor{}, 10)
 	if err != nil || len(ivs) != 1 || ivs[0].Leave != heard {
 		t.Fatalf("intervals %+v, %v; want closed at %d", ivs, err, heard)
@@ -644,7 +644,7 @@ func TestCrashRepairsLastSeenOfAnInactiveBeacon(t *testing.T) {
 	}
 	enter := clk.Now().UnixMilli() - 60_000
 	heard := enter + 9_000
-	if err := app.DB().Update(func(tx *bolt.Tx) error {
+	crashLeft(t, app, func(tx *bolt.Tx) error {
 		if err := store.AppendZoneInterval(tx, "WCH-A1-2", &store.ZoneInterval{ZoneID: 1, Zone: "Hall", Enter: enter}); err != nil {
 			return err
 		}
@@ -652,15 +652,8 @@ func TestCrashRepairsLastSeenOfAnInactiveBeacon(t *testing.T) {
 			return err
 		}
 		return store.PutLastSeen(map[string]int64{"WCH-A1-2": enter + 1_000})(tx)
-	}); err != nil {
-		t.Fatal(err)
-	}
-	if err := app.Shutdown(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	app = rtlsApp(t, home, clk)
-	t.Cleanup(func() { _ = app.Shutdown(context.Background()) })
-	c := &client{t: t, base: "http://" + app.HTTPAddr(), token: login(t, app, "ops@example.org", "ops-password-1")}
+	})
+	_, c := restart(t, home, clk)
 	var info struct {
 		LastSeen int64 `json:"last_seen"`
 	}
@@ -834,6 +827,22 @@ func TestStartingAnAlgorithmNotReadySaysSo(t *testing.T) {
 	}
 }
 
+// appLogged reports whether the application log holds an entry of action
+// whose message contains part.
+func appLogged(t *testing.T, app *appliance.App, action, part string) bool {
+	t.Helper()
+	logs, _, err := app.DB().ListLogs(0, 50)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range logs {
+		if l.Action == action && strings.Contains(l.Message, part) {
+			return true
+		}
+	}
+	return false
+}
+
 // TestSurveyKeptAfterACrash: the windows a survey finished before its
 // last sweep are on disk; a crash then (the home copied as the disk
 // holds it) and the next start stores them and logs it. A crash lost
@@ -897,16 +906,8 @@ func TestSurveyKeptAfterACrash(t *testing.T) {
 	if len(st.Surveys) != 0 {
 		t.Errorf("a crash's survey still records: %+v", st.Surveys)
 	}
-	logs, _, err := again.DB().ListLogs(0, 50)
-	if err != nil {
-		t.Fatal(err)
-	}
-	logged := false
-	for _, l := range logs {
-		logged = logged || l.Action == "tracking.survey" && strings.Contains(l.Message, "unclean stop")
-	}
-	if !logged {
-		t.Errorf("no log entry for the survey the crash ended: %+v", logs)
+	if !appLogged(t, again, "tracking.survey", "unclean stop") {
+		t.Error("no log entry for the survey the crash ended")
 	}
 }
 
@@ -942,15 +943,7 @@ func TestSurveyKeptAtShutdown(t *testing.T) {
 	if len(got.Samples) == 0 || got.Samples[0].Zone != zoneID || got.Samples[0].AssetUID != "WCH-A1-1" {
 		t.Fatalf("samples after the restart: %+v", got.Samples)
 	}
-	logs, _, err := app.DB().ListLogs(0, 50)
-	if err != nil {
-		t.Fatal(err)
-	}
-	logged := false
-	for _, l := range logs {
-		logged = logged || l.Action == "tracking.survey" && strings.Contains(l.Message, "stopped by a shutdown")
-	}
-	if !logged {
-		t.Errorf("no log entry for the survey the shutdown stopped: %+v", logs)
+	if !appLogged(t, app, "tracking.survey", "stopped by a shutdown") {
+		t.Error("no log entry for the survey the shutdown stopped")
 	}
 }
