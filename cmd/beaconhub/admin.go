@@ -40,7 +40,8 @@ func cmdConfigCheck(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stdout, "# %s: valid, with %d warnings below\n", paths.ConfigFile(), n)
 	}
 	if res.Migrated {
-		fmt.Fprintln(stdout, "# migrated from the home directory root into config/")
+		// check writes nothing: serve moves it.
+		fmt.Fprintln(stdout, "# read from the home directory root; serve moves it into config/")
 	}
 	if len(res.FilledKeys) > 0 {
 		// check writes nothing: serve fills them at its start.
@@ -71,12 +72,15 @@ func cmdMobileKey(args []string, stdout, stderr io.Writer) int {
 	// they were written into the file).
 	file := config.FileValues(cfg, res.Pinned)
 	file.MobileAPIKey = config.RandomSecret()
-	if _, pinned := res.Pinned["server_mobile_api_key"]; pinned {
-		fmt.Fprintf(stderr, "warning: %s_SERVER_MOBILE_API_KEY is set and overrides the file's key\n", config.EnvPrefix)
-	}
 	if err := config.WriteFile(paths.ConfigFile(), file, extra); err != nil {
 		fmt.Fprintf(stderr, "write configuration: %v\n", err)
 		return 1
+	}
+	if _, pinned := res.Pinned["server_mobile_api_key"]; pinned {
+		// A restart would not apply it (a review).
+		fmt.Fprintf(stdout, "server_mobile_api_key regenerated in %s; it applies only once %s_SERVER_MOBILE_API_KEY is unset (that key overrides the file's)\n",
+			paths.ConfigFile(), config.EnvPrefix)
+		return 0
 	}
 	fmt.Fprintf(stdout, "server_mobile_api_key regenerated in %s; restart beaconhub to apply, then read it with GET /api/v1/navigation/mobile-key\n", paths.ConfigFile())
 	return 0

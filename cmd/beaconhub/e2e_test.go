@@ -468,6 +468,13 @@ func TestMobileKeyKeepsTheFileValues(t *testing.T) {
 		t.Fatalf("file after regenerate: port %v, rtls %v, key changed %v", m["server_http_port"], m["server_rtls_params"],
 			m["server_mobile_api_key"] != "old-key-0123456789abcdef")
 	}
+	// With the key itself from the environment, a restart would not
+	// apply the new one, and the command says so.
+	t.Setenv("BEACONHUB_SERVER_MOBILE_API_KEY", "env-key-0123456789abcdef")
+	if code, out, _ := runCLI(t, "mobile-key", "regenerate", "--home", home); code != 0 || !strings.Contains(out, "applies only once BEACONHUB_SERVER_MOBILE_API_KEY is unset") {
+		t.Errorf("regenerate with the key from the environment: exit %d\n%s", code, out)
+	}
+	os.Unsetenv("BEACONHUB_SERVER_MOBILE_API_KEY")
 	t.Setenv("BEACONHUB_SERVER_RTLS_PARAMS", "")
 	os.Unsetenv("BEACONHUB_SERVER_RTLS_PARAMS")
 	code, out, _ := runCLI(t, "config", "check", "--home", home)
