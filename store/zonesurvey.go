@@ -27,6 +27,7 @@ var bZoneSurveyWindows = []byte("zone_survey_windows")
 // is stored under if a crash ends it.
 type ZoneSurveyHeader struct {
 	AssetUID string `json:"asset_uid"`
+	Over     int    `json:"over_limit,omitempty"` // windows past the survey's bound, as of the save
 }
 
 func windowKey(rec uint64, seq int) []byte {
@@ -35,16 +36,17 @@ func windowKey(rec uint64, seq int) []byte {
 }
 
 // PutZoneSurveyWindows is a writer op: it saves ss as windows from, from+1,
-// ... of recording rec, and names uid its beacon (with ss empty, a
-// remint renaming it). Windows are saved again under the same keys if
-// the sweep runs twice over them, so it is idempotent.
-func PutZoneSurveyWindows(rec uint64, uid string, from int, ss []ZoneSample) func(tx *bolt.Tx) error {
+// ... of recording rec, and names uid its beacon and over the windows it
+// did not keep (with ss empty: a survey's start, or a remint renaming
+// it). Windows are saved again under the same keys if the sweep runs
+// twice over them, so it is idempotent.
+func PutZoneSurveyWindows(rec uint64, uid string, from int, ss []ZoneSample, over int) func(tx *bolt.Tx) error {
 	return func(tx *bolt.Tx) error {
 		b, err := tx.CreateBucketIfNotExists(bZoneSurveyWindows)
 		if err != nil {
 			return err
 		}
-		if err := putJSON(b, itob(rec), ZoneSurveyHeader{AssetUID: uid}); err != nil {
+		if err := putJSON(b, itob(rec), ZoneSurveyHeader{AssetUID: uid, Over: over}); err != nil {
 			return err
 		}
 		for i, s := range ss {
@@ -132,8 +134,9 @@ func RecoverZoneSurveys(tx *bolt.Tx, now time.Time) ([]ZoneSurveyStored, error) 
 		return nil, nil
 	}
 	type saved struct {
-		uid string
-		ss  []ZoneSample
+		uid  string
+		over int
+		ss   []ZoneSample
 	}
 	var recs []*saved
 	var cur *saved
@@ -149,7 +152,7 @@ func RecoverZoneSurveys(tx *bolt.Tx, now time.Time) ([]ZoneSurveyStored, error) 
 		if len(k) == 8 {
 			var h ZoneSurveyHeader
 			if json.Unmarshal(v, &h) == nil {
-				cur.uid = h.AssetUID
+				cur.uid, cur.over = h.AssetUID, h.Over
 			}
 			return nil
 		}
@@ -165,7 +168,9 @@ func RecoverZoneSurveys(tx *bolt.Tx, now time.Time) ([]ZoneSurveyStored, error) 
 	}
 	var out []ZoneSurveyStored
 	for _, r := range recs {
-		if len(r.ss) == 0 {
+		// A survey that finished no window before the crash is still
+		// reported (0 samples stored).
+		if len(r.ss) == 0 && r.uid == "" {
 			continue
 		}
 		for i := range r.ss {
@@ -173,7 +178,10 @@ func RecoverZoneSurveys(tx *bolt.Tx, now time.Time) ([]ZoneSurveyStored, error) 
 				r.ss[i].AssetUID = r.uid
 			}
 		}
-		st := ZoneSurveyStored{AssetUID: r.ss[0].AssetUID}
+		st := ZoneSurveyStored{AssetUID: r.uid, Over: r.over}
+		if st.AssetUID == "" {
+			st.AssetUID = r.ss[0].AssetUID
+		}
 		if st.Samples, st.Dropped, st.Full, err = addZoneSamples(tx, r.ss, now); err != nil {
 			return nil, err
 		}

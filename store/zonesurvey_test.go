@@ -20,12 +20,13 @@ func TestZoneSurveyWindowsRecovered(t *testing.T) {
 	}
 	now := time.UnixMilli(1_700_000_000_000)
 	ops := []func(*bolt.Tx) error{
-		PutZoneSurveyWindows(1, "WAT-1", 0, []ZoneSample{win(hall.ID, -60), win(hall.ID, -61)}),
-		PutZoneSurveyWindows(1, "WAT-1", 1, []ZoneSample{win(hall.ID, -61), win(ward.ID, -70)}), // a second sweep over window 1
-		PutZoneSurveyWindows(1, "WAT-9", 3, nil),                                                // a remint
-		PutZoneSurveyWindows(2, "WAT-2", 0, []ZoneSample{win(99, -50)}),                         // its zone deleted
-		PutZoneSurveyWindows(3, "WAT-3", 0, []ZoneSample{win(hall.ID, -65)}),
-		DropZoneSurveyWindows(3), // stopped
+		PutZoneSurveyWindows(1, "WAT-1", 0, []ZoneSample{win(hall.ID, -60), win(hall.ID, -61)}, 0),
+		PutZoneSurveyWindows(1, "WAT-1", 1, []ZoneSample{win(hall.ID, -61), win(ward.ID, -70)}, 0), // a second sweep over window 1
+		PutZoneSurveyWindows(1, "WAT-9", 3, nil, 4),                                                // a remint; 4 windows past the bound
+		PutZoneSurveyWindows(2, "WAT-2", 0, []ZoneSample{win(99, -50)}, 0),                         // its zone deleted
+		PutZoneSurveyWindows(3, "WAT-3", 0, []ZoneSample{win(hall.ID, -65)}, 0),
+		DropZoneSurveyWindows(3),                    // stopped
+		PutZoneSurveyWindows(5, "WAT-5", 0, nil, 0), // started, no window finished
 	}
 	for _, op := range ops {
 		if err := db.Update(op); err != nil {
@@ -36,8 +37,12 @@ func TestZoneSurveyWindowsRecovered(t *testing.T) {
 	if err := db.Update(func(tx *bolt.Tx) (err error) { got, err = RecoverZoneSurveys(tx, now); return err }); err != nil {
 		t.Fatal(err)
 	}
-	if len(got) != 2 || got[0].AssetUID != "WAT-9" || len(got[0].Samples) != 3 || got[1].AssetUID != "WAT-2" || got[1].Dropped != 1 {
+	if len(got) != 3 || got[0].AssetUID != "WAT-9" || len(got[0].Samples) != 3 || got[0].Over != 4 ||
+		got[1].AssetUID != "WAT-2" || got[1].Dropped != 1 || got[2].AssetUID != "WAT-5" || got[2].Samples == nil || len(got[2].Samples) != 0 {
 		t.Fatalf("recovered %+v", got)
+	}
+	if msg := got[0].Summary(); msg != "3 samples stored, 4 windows past the survey's bound not kept" {
+		t.Errorf("summary %q", msg)
 	}
 	for i, want := range []struct {
 		zone uint64
@@ -59,7 +64,7 @@ func TestZoneSurveyWindowsRecovered(t *testing.T) {
 	}
 
 	// A stop stores and forgets in one transaction.
-	if err := db.Update(PutZoneSurveyWindows(4, "WAT-1", 0, []ZoneSample{win(hall.ID, -60)})); err != nil {
+	if err := db.Update(PutZoneSurveyWindows(4, "WAT-1", 0, []ZoneSample{win(hall.ID, -60)}, 0)); err != nil {
 		t.Fatal(err)
 	}
 	st := ZoneSurveyStored{AssetUID: "WAT-1"}
@@ -95,7 +100,7 @@ func TestZoneSurveysInOneTransactionKeepTheBound(t *testing.T) {
 		t.Fatal(err)
 	}
 	for rec := uint64(1); rec <= 2; rec++ {
-		if err := db.Update(PutZoneSurveyWindows(rec, "WAT-1", 0, win(80))); err != nil {
+		if err := db.Update(PutZoneSurveyWindows(rec, "WAT-1", 0, win(80), 0)); err != nil {
 			t.Fatal(err)
 		}
 	}

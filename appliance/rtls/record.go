@@ -60,8 +60,16 @@ type recording struct {
 	also []uint64
 	// failed is set by a save that did not commit; the next sweep saves
 	// every window again.
-	failed  atomic.Bool
-	wrote   bool // a save was handed to the writer
+	failed atomic.Bool
+	wrote  bool // a save was handed to the writer
+	// device is the tag the recording hears: the first it heard under
+	// its uid. A merge can hand the uid another tag (the merged one's)
+	// while that tag stands elsewhere, and its readings went into this
+	// zone's windows (a review: a zone-3 tag's -72 dBm labelled zone 1).
+	// Readings of another device under the uid are counted in other.
+	device  ingest.MAC
+	devSet  bool
+	other   int
 	zone    uint64
 	start   int64 // window start, Unix ms; 0 before the first sighting
 	sum     map[[6]byte]float64
@@ -90,16 +98,24 @@ func (e *Engine) Record(uid string, zone uint64) {
 	e.rec.qmu.Lock()
 	defer e.rec.qmu.Unlock()
 	e.rec.mu.Lock()
-	defer e.rec.mu.Unlock()
 	r := e.rec.m[uid]
-	if r == nil {
+	fresh := r == nil
+	if fresh {
 		e.rec.next++
 		r = &recording{id: e.rec.next, prev: map[[6]byte]heardAt{}}
 		e.rec.m[uid] = r
 		e.rec.active.Store(int32(len(e.rec.m)))
+		r.wrote = e.rec.save != nil
 	}
 	r.flush(e.rec.limit)
 	r.zone, r.start = zone, 0
+	e.rec.mu.Unlock()
+	// Saved at once, with no window, so that a crash before the first
+	// sweep is logged at the next start too (a review: it left no
+	// trace). Outside mu, as every writer op: ingest takes mu.
+	if fresh && e.rec.save != nil {
+		e.rec.save(store.PutZoneSurveyWindows(r.id, uid, 0, nil, 0), &r.failed)
+	}
 }
 
 // StopRecording ends uid's recording and returns its samples (the last,
@@ -152,6 +168,17 @@ func (rc *recorder) stop(uid string) (*recording, string, map[string]string) {
 	}
 	delete(rc.m, uid)
 	rc.active.Store(int32(len(rc.m)))
+	// Moves to it end with it: kept, a later survey of the merged-away
+	// uid was stopped by the survivor's (a review).
+	for from, to := range rc.moved {
+		if to == uid {
+			if followed == nil {
+				followed = map[string]string{}
+			}
+			followed[from] = to
+			delete(rc.moved, from)
+		}
+	}
 	r.flush(rc.limit)
 	return r, uid, followed
 }
@@ -274,7 +301,7 @@ func (r *recording) saveOp(uid string) func(*bolt.Tx) error {
 	for _, sm := range r.samples[r.saved:] {
 		ss = append(ss, SampleToStore(uid, sm))
 	}
-	put := store.PutZoneSurveyWindows(r.id, uid, r.saved, ss)
+	put := store.PutZoneSurveyWindows(r.id, uid, r.saved, ss, r.over)
 	op := put
 	if r.saved == 0 && len(r.also) > 0 {
 		drop := store.DropZoneSurveyWindows(r.also...)
@@ -346,6 +373,12 @@ func (rc *recorder) observe(p *Params, bt *ingest.Batch) {
 		}
 		r := rc.m[o.Asset.UID]
 		if r == nil {
+			continue
+		}
+		if !r.devSet {
+			r.device, r.devSet = o.MAC, true
+		} else if o.MAC != r.device {
+			r.other++
 			continue
 		}
 		// The same report from the same gateway (its time, from the
@@ -439,7 +472,7 @@ func (rc *recorder) renameLocked(oldUID, newUID string) (func(*bolt.Tx) error, *
 		return nil, nil
 	}
 	// The uid a crash stores it under; a failure saves it all again.
-	return store.PutZoneSurveyWindows(r.id, newUID, r.saved, nil), &r.failed
+	return store.PutZoneSurveyWindows(r.id, newUID, r.saved, nil, r.over), &r.failed
 }
 
 // MaxSurveyWindows bounds the samples one survey keeps: 5000 windows
@@ -464,6 +497,9 @@ type SurveyStatus struct {
 	Zone     uint64 `json:"zone_id"`
 	Windows  int    `json:"windows"`              // samples recorded so far
 	Over     int    `json:"over_limit,omitempty"` // windows past MaxSurveyWindows, not kept
+	// OtherDevice counts reports of another tag under the uid (a merge
+	// gave it the merged beacon's), not recorded.
+	OtherDevice int `json:"other_device,omitempty"`
 }
 
 // surveys lists the surveys under way, by uid.
@@ -472,7 +508,7 @@ func (rc *recorder) surveys() []SurveyStatus {
 	defer rc.mu.Unlock()
 	out := make([]SurveyStatus, 0, len(rc.m))
 	for uid, r := range rc.m {
-		out = append(out, SurveyStatus{AssetUID: uid, Zone: r.zone, Windows: len(r.samples), Over: r.over})
+		out = append(out, SurveyStatus{AssetUID: uid, Zone: r.zone, Windows: len(r.samples), Over: r.over, OtherDevice: r.other})
 	}
 	slices.SortFunc(out, func(a, b SurveyStatus) int { return strings.Compare(a.AssetUID, b.AssetUID) })
 	return out

@@ -265,3 +265,44 @@ func TestFailedStopKeepsTheMove(t *testing.T) {
 		t.Fatalf("the stop again: %s, %d stored, %v; want WAT-1's %d", st.AssetUID, len(st.Samples), err, windows+1)
 	}
 }
+
+// TestSurveyCrashKnowsStartAndBound: a survey that finished no window
+// before a crash is still reported at the next start (0 samples: it
+// left no trace), and one past its bound says how many windows it did
+// not keep (lost across the crash), both from the saved header (a
+// review).
+func TestSurveyCrashKnowsStartAndBound(t *testing.T) {
+	r := newRigOptions(t, rtls.Options{Params: rtls.Params{SampleWindow: time.Millisecond}, SurveyWindows: 3})
+	r.zonesInStore()
+	r.e.Record("WAT-1", 1)
+	r.e.Record("WAT-2", 2)
+	for range 8 {
+		r.hear(gwA, "C30000000001", -60)
+		r.clk.Advance(2 * time.Millisecond)
+	}
+	r.clk.Advance(15 * time.Second) // the sweep
+	got := r.crash()
+	if len(got) != 2 || got[0].AssetUID != "WAT-1" || len(got[0].Samples) != 3 || got[0].Over < 4 ||
+		got[1].AssetUID != "WAT-2" || len(got[1].Samples) != 0 {
+		t.Fatalf("recovered %+v", got)
+	}
+}
+
+// TestStopEndsTheMovesToIt: a stop by the survivor's uid ends the move
+// that led to it, so a later survey of the survivor is not stopped by
+// the merged-away uid (a review: it was, answering 200).
+func TestStopEndsTheMovesToIt(t *testing.T) {
+	r := newRig(t)
+	r.e.Record("WAT-2", 1)
+	r.e.Rename("WAT-2", "WAT-1") // WAT-2 merged into WAT-1: its survey moves
+	if r.e.StopRecording("WAT-1") == nil {
+		t.Fatal("the moved survey is not under the survivor")
+	}
+	r.e.Record("WAT-1", 2)
+	if got := r.e.StopRecording("WAT-2"); got != nil {
+		t.Fatalf("the merged-away uid stopped the survivor's new survey: %+v", got)
+	}
+	if r.e.StopRecording("WAT-1") == nil {
+		t.Fatal("the survivor's survey is gone")
+	}
+}
