@@ -61,7 +61,6 @@ type recording struct {
 	// failed is set by a save that did not commit; the next sweep saves
 	// every window again.
 	failed atomic.Bool
-	wrote  bool // a save was handed to the writer
 	// device is the tag the recording hears: the first it heard under
 	// its uid. A merge can hand the uid another tag (the merged one's)
 	// while that tag stands elsewhere, and its readings went into this
@@ -105,7 +104,6 @@ func (e *Engine) Record(uid string, zone uint64) {
 		r = &recording{id: e.rec.next, prev: map[[6]byte]heardAt{}}
 		e.rec.m[uid] = r
 		e.rec.active.Store(int32(len(e.rec.m)))
-		r.wrote = e.rec.save != nil
 	}
 	r.flush(e.rec.limit)
 	r.zone, r.start = zone, 0
@@ -127,13 +125,11 @@ func (e *Engine) StopRecording(uid string) []Sample {
 	rc := &e.rec
 	rc.qmu.Lock()
 	defer rc.qmu.Unlock()
-	rc.mu.Lock()
 	r, _, _ := rc.stop(uid)
-	rc.mu.Unlock()
 	if r == nil {
 		return nil
 	}
-	if rc.save != nil && (r.wrote || len(r.also) > 0) {
+	if rc.save != nil { // every recording saves its header at its start
 		rc.save(store.DropZoneSurveyWindows(r.ids()...), nil)
 	}
 	if r.samples == nil {
@@ -147,8 +143,10 @@ func (r *recording) ids() []uint64 { return append(slices.Clone(r.also), r.id) }
 
 // stop removes uid's recording, following a remint or merge that moved
 // it, and returns it with the uid it was recording under and the moves
-// it followed, which it forgets (mu held).
+// it followed, which it forgets (takes mu; qmu held).
 func (rc *recorder) stop(uid string) (*recording, string, map[string]string) {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
 	var followed map[string]string
 	for hops := 0; rc.m[uid] == nil && hops < 8; hops++ {
 		to, ok := rc.moved[uid]
@@ -208,9 +206,7 @@ func (e *Engine) StopSurvey(uid string, now time.Time) (store.ZoneSurveyStored, 
 	done := make(chan error, 1)
 	rc.qmu.Lock()
 	defer rc.qmu.Unlock()
-	rc.mu.Lock()
 	r, at, followed := rc.stop(uid)
-	rc.mu.Unlock()
 	if r == nil {
 		return st, ErrNotRecording
 	}
@@ -312,7 +308,7 @@ func (r *recording) saveOp(uid string) func(*bolt.Tx) error {
 			return put(tx)
 		}
 	}
-	r.saved, r.wrote = len(r.samples), true
+	r.saved = len(r.samples)
 	return op
 }
 
@@ -455,7 +451,7 @@ func (rc *recorder) renameLocked(oldUID, newUID string) (func(*bolt.Tx) error, *
 		// op fails, kept saves everything again and drops r's then,
 		// and its stop drops them in any case.
 		kept.also = append(kept.also, r.ids()...)
-		if rc.save == nil || !r.wrote && len(r.also) == 0 && len(kept.samples) == kept.saved {
+		if rc.save == nil {
 			return nil, nil
 		}
 		drop := store.DropZoneSurveyWindows(r.ids()...)
@@ -468,7 +464,7 @@ func (rc *recorder) renameLocked(oldUID, newUID string) (func(*bolt.Tx) error, *
 		}, &kept.failed
 	}
 	rc.m[newUID] = r
-	if rc.save == nil || !r.wrote {
+	if rc.save == nil {
 		return nil, nil
 	}
 	// The uid a crash stores it under; a failure saves it all again.
