@@ -73,16 +73,7 @@ func newRigOptions(t *testing.T, o rtls.Options) *rig {
 		o.Writer = r.w
 	}
 	r.e = rtls.New(o)
-	a, _ := assets.ParseMAC(gwA)
-	b, _ := assets.ParseMAC(gwB)
-	r.e.SetSite(rtls.Site{
-		Maps: []rtls.Map{{ID: 1, Width: 200, Height: 100, PixelsPerMeter: 10}},
-		Zones: []rtls.Zone{
-			{ID: 1, MapID: 1, Name: "Hall", X1: 0, Y1: 0, X2: 100, Y2: 100, Adjacent: []uint64{2}},
-			{ID: 2, MapID: 1, Name: "Ward", X1: 100, Y1: 0, X2: 200, Y2: 100, Adjacent: []uint64{1}},
-		},
-		Gateways: []rtls.Gateway{{MAC: a, MapID: 1, X: 50, Y: 50, Placed: true}, {MAC: b, MapID: 1, X: 150, Y: 50, Placed: true}},
-	})
+	r.e.SetSite(rigSite())
 	r.p = ingest.New(ingest.Options{Registry: r.reg, Writer: r.w, Clock: r.clk, AckWait: 5 * time.Second})
 	r.p.AddSubscriber(r.e)
 	t.Cleanup(func() {
@@ -92,6 +83,21 @@ func newRigOptions(t *testing.T, o rtls.Options) *rig {
 		_ = db.Close()
 	})
 	return r
+}
+
+// rigSite is the rig's site: Hall and Ward side by side, gwA placed in
+// Hall, gwB in Ward.
+func rigSite() rtls.Site {
+	a, _ := assets.ParseMAC(gwA)
+	b, _ := assets.ParseMAC(gwB)
+	return rtls.Site{
+		Maps: []rtls.Map{{ID: 1, Width: 200, Height: 100, PixelsPerMeter: 10}},
+		Zones: []rtls.Zone{
+			{ID: 1, MapID: 1, Name: "Hall", X1: 0, Y1: 0, X2: 100, Y2: 100, Adjacent: []uint64{2}},
+			{ID: 2, MapID: 1, Name: "Ward", X1: 100, Y1: 0, X2: 200, Y2: 100, Adjacent: []uint64{1}},
+		},
+		Gateways: []rtls.Gateway{{MAC: a, MapID: 1, X: 50, Y: 50, Placed: true}, {MAC: b, MapID: 1, X: 150, Y: 50, Placed: true}},
+	}
 }
 
 // hear publishes one QoS 1 report (so it returns once durable).

@@ -78,14 +78,7 @@ func sweepSaveRun(b *testing.B, n int) (sweeps, flush, all float64) {
 	clk.Advance(5 * time.Second)
 	e := rtls.New(rtls.Options{Clock: clk, Writer: w, Timeout: time.Minute}) // sweeps at t0+20 s, +35 s, ...
 	defer e.Close()
-	ga, _ := assets.ParseMAC(gwA)
-	gb, _ := assets.ParseMAC(gwB)
-	e.SetSite(rtls.Site{
-		Maps: []rtls.Map{{ID: 1, Width: 200, Height: 100, PixelsPerMeter: 10}},
-		Zones: []rtls.Zone{{ID: 1, MapID: 1, Name: "Hall", X1: 0, Y1: 0, X2: 100, Y2: 100, Adjacent: []uint64{2}},
-			{ID: 2, MapID: 1, Name: "Ward", X1: 100, Y1: 0, X2: 200, Y2: 100, Adjacent: []uint64{1}}},
-		Gateways: []rtls.Gateway{{MAC: ga, MapID: 1, X: 50, Y: 50, Placed: true}, {MAC: gb, MapID: 1, X: 150, Y: 50, Placed: true}},
-	})
+	e.SetSite(rigSite())
 	if err := e.Start(rtls.AlgStrongest); err != nil {
 		b.Fatal(err)
 	}
