@@ -77,10 +77,7 @@ func errMust(what string) error { return mustErr(what) }
 // FileValues is c as the file holds it: the keys the environment
 // overrides (LoadResult.Pinned) set back to the file's values. Whatever
 // writes the file writes this, or the overrides became the file's.
-func FileValues(c *Config, pinned map[string]any) *Config { return withFileValues(c, pinned) }
-
-// withFileValues returns c with pinned keys set back to the file's values.
-func withFileValues(c *Config, pinned map[string]any) *Config {
+func FileValues(c *Config, pinned map[string]any) *Config {
 	if len(pinned) == 0 {
 		return c
 	}

@@ -100,7 +100,7 @@ func (l *Live) Patch(changes map[string]json.RawMessage) ([]string, error) {
 		return nil, nil
 	}
 	if l.path != "" {
-		if err := WriteFile(l.path, withFileValues(next, l.pinned), l.extra); err != nil {
+		if err := WriteFile(l.path, FileValues(next, l.pinned), l.extra); err != nil {
 			l.mu.Unlock()
 			return nil, err
 		}
