@@ -41,9 +41,8 @@ type rtlsControl struct {
 }
 
 // gatewayRecheck is how often the registry's gateways are compared with
-// the site's: a gateway created, deleted or given a new device changes
-// the MACs the engine knows, and those edits go through the registry, not
-// through the map endpoints that reload the site themselves.
+// the site's besides after every registry write (gatewayWatch): it
+// catches a reload that failed there.
 const gatewayRecheck = 15 * time.Second
 
 // betweenRunAndRecord, nil outside tests, runs in Start and Stop between
@@ -101,27 +100,58 @@ func (c *rtlsControl) Reload() error {
 	return nil
 }
 
-// watchGateways reloads the site when the registry's gateways changed
-// since the last reload, then schedules itself again.
+// reloadIfGatewaysChanged reloads the site when the registry's gateways
+// (id and MAC) are no longer those it was built from.
+func (c *rtlsControl) reloadIfGatewaysChanged() error {
+	gws, err := c.app.assets.Gateways()
+	if err != nil {
+		return err
+	}
+	c.mu.Lock()
+	stale := gatewaySignature(gws) != c.gateways
+	c.mu.Unlock()
+	if !stale {
+		return nil
+	}
+	return c.Reload()
+}
+
+// watchGateways rechecks the registry's gateways every gatewayRecheck,
+// then schedules itself again.
 func (c *rtlsControl) watchGateways() {
 	c.app.clock.AfterFunc(gatewayRecheck, func() {
 		if c.app.stopping.Load() {
 			return
 		}
-		gws, err := c.app.assets.Gateways()
-		if err == nil {
-			c.mu.Lock()
-			stale := gatewaySignature(gws) != c.gateways
-			c.mu.Unlock()
-			if stale {
-				err = c.Reload()
-			}
-		}
-		if err != nil {
+		if err := c.reloadIfGatewaysChanged(); err != nil {
 			c.app.log.Error("rtls: gateway recheck failed", "err", err)
 		}
 		c.watchGateways()
 	})
+}
+
+// gatewayWatch reloads the site after every registry write that changed
+// the gateways (assets.ReloadFollower). A gateway created, deleted or
+// given a new device changes the MACs the engine knows, and those edits
+// go through the registry, not through the map endpoints that reload the
+// site themselves: only the periodic recheck saw them, and for up to 15 s
+// after a device replace the engine skipped the new MAC's reports and
+// placed its beacons by the other gateways (a review: 12-13 s in the
+// wrong zone).
+type gatewayWatch struct{ c *rtlsControl }
+
+// Rename (assets.Renamer): gateways' uids are not in the site.
+func (gatewayWatch) Rename(string, string) {}
+
+// RegistryReloaded runs after the write committed, so a failure is
+// logged; the periodic recheck retries it.
+func (w gatewayWatch) RegistryReloaded() {
+	if w.c.app.stopping.Load() {
+		return
+	}
+	if err := w.c.reloadIfGatewaysChanged(); err != nil {
+		w.c.app.log.Error("rtls: site reload after a gateway change failed", "err", err)
+	}
 }
 
 func gatewaySignature(gws []assets.GatewayView) string {
@@ -250,6 +280,7 @@ func (a *App) buildRTLS() error {
 		return nil
 	})
 	a.renameAlso(eng)
+	a.renameAlso(gatewayWatch{c})
 	c.watchGateways()
 	a.rtls = c
 	return nil

@@ -38,26 +38,47 @@ func rtlsAppliance(t *testing.T) (*App, *clock.Fake) {
 	return a, clk
 }
 
-// A gateway added through the registry (not through the map endpoints)
-// reaches the engine's site at the next recheck.
+// A gateway created, given a new device or deleted through the registry
+// (not through the map endpoints) is in the engine's site when the write
+// returns: a replaced gateway's reports were skipped until the next
+// recheck, 15 s later (a review). The periodic recheck still catches a
+// site left stale, as a failed reload leaves it.
 func TestRTLSSiteFollowsGatewayRegistry(t *testing.T) {
 	a, clk := rtlsAppliance(t)
 	if a.rtls == nil {
 		t.Fatal("feature rtls built no engine")
 	}
+	sig := func() string { a.rtls.mu.Lock(); defer a.rtls.mu.Unlock(); return a.rtls.gateways }
 	mac, name := "AC233FA0B1C9", "Stairs"
-	if _, err := a.assets.CreateGateway(assets.GatewayInput{MAC: &mac, Name: &name}); err != nil {
+	g, err := a.assets.CreateGateway(assets.GatewayInput{MAC: &mac, Name: &name})
+	if err != nil {
 		t.Fatal(err)
 	}
-	sig := func() string { a.rtls.mu.Lock(); defer a.rtls.mu.Unlock(); return a.rtls.gateways }
-	if strings.Contains(sig(), mac) {
-		t.Fatal("site reloaded before the recheck")
+	if !strings.Contains(sig(), mac) {
+		t.Fatalf("created gateway not in the site: %q", sig())
 	}
+	if _, err := a.assets.Replace(store.KindGateway, g.AssetUID, assets.ReplaceInput{MAC: "AC233FA0B1CA"}); err != nil {
+		t.Fatal(err)
+	}
+	if s := sig(); !strings.Contains(s, "AC233FA0B1CA") || strings.Contains(s, mac) {
+		t.Fatalf("site after a device replace: %q", s)
+	}
+	if _, err := a.assets.DeleteGateway(g.AssetUID); err != nil {
+		t.Fatal(err)
+	}
+	if s := sig(); strings.Contains(s, "AC233FA0B1CA") {
+		t.Fatalf("deleted gateway still in the site: %q", s)
+	}
+
+	// A reload that failed leaves the site stale; the recheck repairs it.
+	a.rtls.mu.Lock()
+	a.rtls.gateways = "stale"
+	a.rtls.mu.Unlock()
 	clk.Advance(gatewayRecheck)
 	deadline := time.Now().Add(5 * time.Second)
-	for !strings.Contains(sig(), mac) {
+	for sig() == "stale" {
 		if time.Now().After(deadline) {
-			t.Fatalf("site never picked up the new gateway: %q", sig())
+			t.Fatal("the recheck never reloaded a stale site")
 		}
 		time.Sleep(5 * time.Millisecond) // polling a condition, bounded by the deadline
 	}
