@@ -243,6 +243,9 @@ func jpegWhole(data []byte) bool {
 // drawn as a broken floor plan. encoding/xml expands no external
 // entities, a DOCTYPE (which could define some) is refused, and so is a
 // document whose root is not <svg>.
+// svgNamespace is the namespace an SVG document's root must be in.
+const svgNamespace = "http://www.w3.org/2000/svg"
+
 func svgSize(data []byte) (float64, float64, error) {
 	dec := xml.NewDecoder(bytes.NewReader(bytes.TrimPrefix(data, []byte("\ufeff"))))
 	dec.Strict = true
@@ -278,6 +281,12 @@ func svgSize(data []byte) (float64, float64, error) {
 			}
 			if t.Name.Local != "svg" {
 				return 0, 0, apperr.Invalid("the SVG image's root element must be <svg>")
+			}
+			// A browser draws no SVG outside its namespace: without
+			// xmlns the plan is stored and shown blank, and an <svg>
+			// in another namespace (XHTML) is no image at all (a review).
+			if t.Name.Space != svgNamespace {
+				return 0, 0, apperr.Invalid("the SVG image's root element must be in the SVG namespace (xmlns=\"%s\")", svgNamespace)
 			}
 			root = true
 			w, h = svgRootSize(t.Attr)

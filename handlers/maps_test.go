@@ -100,8 +100,11 @@ func TestMapUploadSniffsContent(t *testing.T) {
 		"truncated":          `<svg xmlns="http://www.w3.org/2000/svg" width="100" height="50"><rect x="1"`,
 		"text before root":   `hello <svg width="10" height="10"/>`,
 		"html root":          `<!-- <svg> --><html><svg width="10" height="10"/></html>`,
-		"second root":        `<svg width="10" height="10"/><svg width="10" height="10"/>`,
-		"doctype after root": `<svg width="10" height="10"></svg><!DOCTYPE x>`,
+		"second root":        `<svg xmlns="http://www.w3.org/2000/svg" width="10" height="10"/><svg xmlns="http://www.w3.org/2000/svg" width="10" height="10"/>`,
+		"doctype after root": `<svg xmlns="http://www.w3.org/2000/svg" width="10" height="10"></svg><!DOCTYPE x>`,
+		// Browsers draw neither: stored, the plan would show blank.
+		"no namespace":    `<svg width="10" height="10"></svg>`,
+		"xhtml namespace": `<h:svg xmlns:h="http://www.w3.org/1999/xhtml" width="10" height="10"><h:script>alert(1)</h:script></h:svg>`,
 	} {
 		if r := h.upload("plan.svg", []byte(bad)); r.Code != http.StatusBadRequest {
 			t.Errorf("%s SVG: %d %s, want 400", name, r.Code, r.Body)
