@@ -10,9 +10,7 @@ import (
 	"mime"
 	"net/http"
 	"strconv"
-	"strings"
 	"time"
-	"unicode/utf8"
 
 	"beaconhub/appliance/apperr"
 	"beaconhub/appliance/applog"
@@ -177,10 +175,12 @@ func (s *Server) saveMap(w http.ResponseWriter, r *http.Request, p httprouter.Pa
 	if err := decode(w, r, &in); err != nil {
 		return err
 	}
-	in.Name = strings.TrimSpace(in.Name)
+	name, err := apperr.CleanName("name", in.Name, maxMapName)
+	if err != nil {
+		return err
+	}
+	in.Name = name
 	switch {
-	case in.Name == "" || utf8.RuneCountInString(in.Name) > maxMapName:
-		return apperr.InvalidField("name", "name must be 1 to %d characters", maxMapName)
 	case in.PixelsPerMeter < 0 || in.PixelsPerMeter > 10000 || math.IsNaN(in.PixelsPerMeter):
 		return apperr.InvalidField("pixels_per_meter", "pixels_per_meter must be between 0 (unknown) and 10000")
 	case in.ImageID == 0:

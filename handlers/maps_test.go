@@ -155,6 +155,7 @@ func TestMapsCRUD(t *testing.T) {
 		"bad location": {"name": "x", "image_id": m.ImageID, "location_id": 999},
 		"unknown key":  {"name": "x", "image_id": m.ImageID, "colour": "red"},
 		"long name":    {"name": strings.Repeat("ž", 101), "image_id": m.ImageID},
+		"control name": {"name": "Ground\nfloor", "image_id": m.ImageID},
 	} {
 		if r := h.send("POST", "/api/v1/maps", h.admin, body); r.Code != http.StatusBadRequest {
 			t.Errorf("%s: %d %s", name, r.Code, r.Body)
@@ -213,6 +214,7 @@ func TestZoneValidation(t *testing.T) {
 		"extra field":      {map[string]any{"name": "z", "x1": 0, "y1": 0, "x2": 1, "y2": 1, "z": 3}, "unknown field", ""},
 		"not a rectangle":  {map[string]any{"name": "z", "x1": "0", "y1": 0, "x2": 1, "y2": 1}, "", ""},
 		"empty after trim": {map[string]any{"name": "  ", "x1": 0, "y1": 0, "x2": 1, "y2": 1}, "name", "name"},
+		"control only":     {map[string]any{"name": "\u0000\u0007", "x1": 0, "y1": 0, "x2": 1, "y2": 1}, "control characters", "name"},
 	}
 	for name, c := range cases {
 		r := h.send("POST", path, h.admin, c.body)

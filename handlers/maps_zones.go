@@ -6,8 +6,6 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
-	"strings"
-	"unicode/utf8"
 
 	"beaconhub/appliance/apperr"
 	"beaconhub/appliance/applog"
@@ -41,10 +39,11 @@ type adjacencyInput struct {
 
 // validZone checks a zone body and fills z from it.
 func validZone(in *zoneInput, z *store.Zone) error {
-	in.Name = strings.TrimSpace(in.Name)
-	if in.Name == "" || utf8.RuneCountInString(in.Name) > maxMapName {
-		return apperr.InvalidField("name", "name must be 1 to %d characters", maxMapName)
+	name, err := apperr.CleanName("name", in.Name, maxMapName)
+	if err != nil {
+		return err
 	}
+	in.Name = name
 	for _, c := range []struct {
 		v    *float64
 		name string

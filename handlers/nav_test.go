@@ -3,6 +3,7 @@ package handlers
 import (
 	"net/http"
 	"strconv"
+	"strings"
 	"testing"
 
 	"beaconhub/appliance/nav"
@@ -24,6 +25,10 @@ func newNavHarness(t *testing.T, opts ...harnessOption) (*harness, string) {
 func TestNavigationGraphAndPathfind(t *testing.T) {
 	h, admin := newNavHarness(t)
 	var f store.Floor
+	// A floor's name is held to a map's rules (it had no length limit).
+	for _, bad := range []string{strings.Repeat("ř", 101), "Ground\r\nfloor", "  "} {
+		h.send("POST", "/api/v1/floors", admin, map[string]any{"name": bad}).expect(t, http.StatusBadRequest)
+	}
 	h.send("POST", "/api/v1/floors", admin, map[string]any{"name": "Ground"}).expect(t, http.StatusCreated).decodePayload(t, &f)
 	base := "/api/v1/floor/" + strconv.FormatUint(f.ID, 10)
 

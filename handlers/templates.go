@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
-	"strings"
 	"time"
 
 	"beaconhub/appliance/apperr"
@@ -32,14 +31,7 @@ func (s *Server) nowTime() time.Time {
 }
 
 func templateName(name string) (string, error) {
-	name = strings.TrimSpace(name)
-	if name == "" {
-		return "", apperr.InvalidField("name", "name is required")
-	}
-	if len([]rune(name)) > maxTemplateName {
-		return "", apperr.InvalidField("name", "name must be at most %d characters", maxTemplateName)
-	}
-	return name, nil
+	return apperr.CleanName("name", name, maxTemplateName)
 }
 
 // canonical validates raw for role and returns its canonical JSON.

@@ -7,7 +7,10 @@ package apperr
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 )
 
 // Kind classifies an error for the client.
@@ -57,6 +60,23 @@ func InvalidField(field, format string, args ...any) *Error {
 	e := mk(KindInvalid, format, args...)
 	e.Field = field
 	return e
+}
+
+// CleanName trims a display name (of a map, zone, location, floor,
+// asset or template) and checks it: 1 to max characters, not bytes, and
+// no control character. Names are drawn on e-ink displays and app
+// screens and written to CSV exports and logs, where a newline or an
+// escape sequence breaks the line it is in (a review stored a zone named
+// "\u0000\u0007").
+func CleanName(field, raw string, max int) (string, error) {
+	n := strings.TrimSpace(raw)
+	if n == "" || utf8.RuneCountInString(n) > max {
+		return "", InvalidField(field, "%s must be 1 to %d characters", field, max)
+	}
+	if strings.IndexFunc(n, unicode.IsControl) >= 0 {
+		return "", InvalidField(field, "%s may not contain control characters (newlines, tabs, escapes)", field)
+	}
+	return n, nil
 }
 
 // Unauthorized is a 401.

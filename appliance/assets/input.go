@@ -4,8 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"math"
-	"strings"
-	"unicode/utf8"
 
 	"beaconhub/appliance/apperr"
 	"beaconhub/store"
@@ -58,11 +56,7 @@ type GatewayInput struct {
 }
 
 func cleanName(p *string) (string, error) {
-	n := strings.TrimSpace(*p)
-	if n == "" || utf8.RuneCountInString(n) > maxNameLen {
-		return "", apperr.InvalidField("name", "name must be 1 to %d characters", maxNameLen)
-	}
-	return n, nil
+	return apperr.CleanName("name", *p, maxNameLen)
 }
 
 // checkRange validates an alert range within physical bounds.

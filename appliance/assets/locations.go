@@ -3,7 +3,6 @@ package assets
 import (
 	"errors"
 	"strings"
-	"unicode/utf8"
 
 	"beaconhub/appliance/apperr"
 	"beaconhub/store"
@@ -87,9 +86,9 @@ func (s *Service) SaveLocation(in LocationInput) (v LocationView, created bool, 
 
 func applyLocation(t *store.AssetTx, l *store.Location, in LocationInput) error {
 	if in.Name != nil {
-		n := strings.TrimSpace(*in.Name)
-		if n == "" || utf8.RuneCountInString(n) > maxNameLen {
-			return apperr.InvalidField("name", "name must be 1 to %d characters", maxNameLen)
+		n, err := apperr.CleanName("name", *in.Name, maxNameLen)
+		if err != nil {
+			return err
 		}
 		l.Name = n
 	}

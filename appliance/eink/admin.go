@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 
 	"beaconhub/appliance/apperr"
@@ -82,6 +83,9 @@ func validRange(field string, p *int, lo, hi int) error {
 func (in *Input) validate() error {
 	if in.Name != nil && (utf8.RuneCountInString(*in.Name) > 100 || strings.TrimSpace(*in.Name) != *in.Name) {
 		return apperr.InvalidField("name", "name must be at most 100 characters without surrounding spaces")
+	}
+	if in.Name != nil && strings.IndexFunc(*in.Name, unicode.IsControl) >= 0 {
+		return apperr.InvalidField("name", "name may not contain control characters (newlines, tabs, escapes)")
 	}
 	return errors.Join(validRange("width", in.Width, 1, 4096), validRange("height", in.Height, 1, 4096),
 		validRange("rotation", in.Rotation, 0, 3), validRange("validity", in.Validity, 10, 86400))

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"sort"
 	"strings"
-	"unicode/utf8"
 
 	"beaconhub/appliance/apperr"
 	"beaconhub/store"
@@ -60,9 +59,9 @@ func (s *Service) SaveTemplate(id uint64, in TemplateInput) (store.EInkTemplate,
 			return apperr.Invalid("a new layout template needs name and layout")
 		}
 		if in.Name != nil {
-			n := strings.TrimSpace(*in.Name)
-			if n == "" || utf8.RuneCountInString(n) > 100 {
-				return apperr.InvalidField("name", "name must be 1 to 100 characters")
+			n, err := apperr.CleanName("name", *in.Name, 100)
+			if err != nil {
+				return err
 			}
 			tp.Name = n
 		}

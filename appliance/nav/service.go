@@ -2,7 +2,6 @@ package nav
 
 import (
 	"math"
-	"strings"
 	"sync/atomic"
 
 	"beaconhub/appliance/apperr"
@@ -52,12 +51,16 @@ func (s *Service) Floor(id uint64) (store.Floor, error) {
 	return f, store.ClientErr(err, "floor")
 }
 
+// maxFloorName is a floor name's length limit, as for maps and zones.
+const maxFloorName = 100
+
 // SaveFloor creates (ID 0) or updates a floor.
 func (s *Service) SaveFloor(f store.Floor) (store.Floor, error) {
-	f.Name = strings.TrimSpace(f.Name)
-	if f.Name == "" {
-		return f, apperr.InvalidField("name", "name is required")
+	name, err := apperr.CleanName("name", f.Name, maxFloorName)
+	if err != nil {
+		return f, err
 	}
+	f.Name = name
 	now := s.clock.Now().UTC()
 	if f.ID == 0 {
 		f.CreatedAt = now
