@@ -87,9 +87,15 @@ func writeError(w http.ResponseWriter, r *http.Request, log *slog.Logger, err er
 			}
 		}
 	}
-	if status >= 500 {
+	switch {
+	case status == http.StatusServiceUnavailable:
+		// A feature not configured, a connection limit, shutdown: states
+		// the server chose, not faults, and a client polling a disabled
+		// feature filled the log with errors (a review).
+		log.Warn("request refused: unavailable", "route", routeOf(r), "method", r.Method, "err", err)
+	case status >= 500:
 		log.Error("request failed", "route", routeOf(r), "method", r.Method, "err", err)
-	} else {
+	default:
 		log.Debug("request refused", "route", routeOf(r), "method", r.Method, "status", status, "err", err)
 	}
 	data, _ := json.Marshal(envelope{Type: "error", Message: msg, Payload: payload})
@@ -135,6 +141,11 @@ func decode(w http.ResponseWriter, r *http.Request, dst any) error {
 func jsonErrText(err error) string {
 	var ute *json.UnmarshalTypeError
 	if errors.As(err, &ute) {
+		if ute.Field == "" {
+			// The body itself, an array or a string where an object
+			// belongs: "field  has the wrong type" named nothing.
+			return "the body must be a JSON object, not " + ute.Value
+		}
 		if strings.HasPrefix(ute.Value, "number") && ute.Type != nil {
 			switch ute.Type.Kind() {
 			case reflect.Float32, reflect.Float64, reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,

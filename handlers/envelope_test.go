@@ -115,6 +115,15 @@ func TestStrictBodyDecoding(t *testing.T) {
 			t.Errorf("%s: message leaks Go types: %q", tc.name, r.Message)
 		}
 	}
+	// A body that is no object says so; a field of the wrong type is named.
+	for body, want := range map[string]string{
+		`[1,2]`: "the body must be a JSON object, not array", `"x"`: "the body must be a JSON object, not string",
+		`{"email":["a"],"password":"x"}`: "field email has the wrong type",
+	} {
+		if r := h.do(req{method: "POST", path: "/api/v1/login", body: body}); !strings.Contains(r.Message, want) {
+			t.Errorf("%s: message %q, want %q", body, r.Message, want)
+		}
+	}
 	// Trailing whitespace is fine.
 	r := h.do(req{method: "POST", path: "/api/v1/login", body: `{"email":"admin@example.com","password":"` + userPassword + `"}` + "\n\t "})
 	r.expect(t, http.StatusOK)
@@ -155,6 +164,30 @@ func TestInternalErrorsDoNotLeak(t *testing.T) {
 	checkErrorEnvelope(t, "login with a closed store", r, http.StatusInternalServerError)
 	if r.Message != "internal error" || strings.Contains(r.Body, "database") {
 		t.Errorf("closed store: %s", r.Body)
+	}
+}
+
+// A 503 (a feature not configured, a connection limit) is a state the
+// server chose: logged as a warning, while a 500 is an error.
+func TestUnavailableIsLoggedAsAWarning(t *testing.T) {
+	h := newHarness(t)
+	h.srv.router.Handle("GET", "/test/off", h.srv.guard(Route{Method: "GET", Path: "/test/off", Guard: None},
+		func(http.ResponseWriter, *http.Request, httprouter.Params) error {
+			return apperr.Unavailable("feature frobnicate is not enabled")
+		}))
+	h.get("/test/off", "").expect(t, http.StatusServiceUnavailable)
+	var found bool
+	for _, line := range strings.Split(h.logBuf.String(), "\n") {
+		if !strings.Contains(line, "frobnicate") {
+			continue
+		}
+		found = true
+		if !strings.Contains(line, `"level":"WARN"`) {
+			t.Errorf("503 logged as %s", line)
+		}
+	}
+	if !found {
+		t.Error("503 not logged")
 	}
 }
 
