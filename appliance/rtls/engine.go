@@ -70,6 +70,9 @@ type run struct {
 	since int64
 }
 
+// unready reports whether m lacks the input r's algorithm needs.
+func (r *run) unready(m *model) bool { return m.unready != nil && m.unready[r.name] }
+
 // Engine is the tracking engine; it is an ingest.Subscriber.
 type Engine struct {
 	opts  Options
@@ -279,12 +282,23 @@ func (e *Engine) tracked(uid string) bool {
 // leaveVanishedZones makes every beacon whose zone the new model m no
 // longer has unknown now (leave), instead of waiting for its next
 // sighting or, for a beacon gone quiet, for the timeout, while the
-// location endpoints already call it unknown.
+// location endpoints already call it unknown. On a model the running
+// algorithm lacks the input of (knn's samples deleted to re-survey),
+// every beacon: an algorithm without its input keeps a beacon's zone,
+// and each stayed in its last one, with a fresh time and its stay
+// recorded on, for as long as it was heard (a review). docs/api.md
+// says such an algorithm locates nothing.
 func (e *Engine) leaveVanishedZones(m *model) {
-	if e.run.Load() == nil {
+	r := e.run.Load()
+	if r == nil {
 		return
 	}
+	// A model the algorithm cannot run on makes every beacon unknown.
+	all := r.unready(m)
 	e.leave(m, func(b *beacon) bool {
+		if all {
+			return b.zone >= 0 || b.open
+		}
 		_, in := b.zoneIn(m)
 		return b.zoneID != 0 && !in
 	})

@@ -15,8 +15,11 @@ import (
 // beacon state built against an older model is reset when it notices the
 // generation changed.
 type model struct {
-	gen     uint64
-	p       Params
+	gen uint64
+	p   Params
+	// unready names the algorithms this model lacks the input of
+	// (AlgorithmInfo.Ready false): one running on it locates nothing.
+	unready map[string]bool
 	zones   []Zone
 	zoneIdx map[uint64]int
 	adj     [][]int // neighbours, without self
@@ -194,6 +197,14 @@ func buildModel(gen uint64, p Params, site Site, samples []Sample) *model {
 	m.buildEmissions()
 	m.buildLiveness()
 	m.buildGrid()
+	for _, n := range algorithmNames {
+		if !newAlgorithm(n).info(m).Ready {
+			if m.unready == nil {
+				m.unready = map[string]bool{}
+			}
+			m.unready[n] = true
+		}
+	}
 	return m
 }
 

@@ -2,6 +2,7 @@ package rtls
 
 import (
 	"math"
+	"math/rand/v2"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -506,5 +507,57 @@ func TestReportInFlightSeesTheSiteEdit(t *testing.T) {
 		if z := h.zone("WCH-2"); (edit == "delete") == (z == 2) {
 			t.Errorf("%s: WCH-2 in zone %d", edit, z)
 		}
+	}
+}
+
+// An edit that takes away what the running algorithm needs (knn's
+// samples deleted to re-survey, as the 409 at the sample bound advises;
+// every gateway unplaced under strongest) makes every beacon unknown at
+// the edit, and reports then locate nothing, as docs/api.md says of an
+// algorithm not ready. Each beacon stayed in its last zone with a fresh
+// `updated`, its stay recorded on for as long as it was heard (a
+// review). With the input back, reports locate it again.
+func TestUnreadyModelLocatesNothing(t *testing.T) {
+	for _, alg := range []string{AlgKNN, AlgStrongest, AlgCentroid, AlgFilter, AlgBayes, AlgGrid, AlgFusion} {
+		t.Run(alg, func(t *testing.T) {
+			w := &opsWriter{}
+			h := newHarness(t, Options{Writer: w})
+			s := gridSite(3, 1, true)
+			samples := surveySamples(s, 5, 1, rand.New(rand.NewPCG(3, 4)))
+			h.e.Configure(s, samples)
+			if err := h.e.Start(alg); err != nil {
+				t.Fatal(err)
+			}
+			stand := func() {
+				for i := 0; i < 5; i++ {
+					h.sight("WCH-1", gwMAC(1), -45)
+					h.sight("WCH-1", gwMAC(2), -75)
+					h.sight("WCH-1", gwMAC(3), -85)
+					h.clk.Advance(time.Second)
+				}
+			}
+			stand()
+			if h.zone("WCH-1") != 1 {
+				t.Fatalf("setup: zone %d", h.zone("WCH-1"))
+			}
+			// Neither samples nor placed gateways: no algorithm is ready.
+			bare := gridSite(3, 1, false)
+			h.e.Configure(bare, nil)
+			if info := h.e.model.Load(); !info.unready[alg] {
+				t.Fatalf("%s ready without samples or placements", alg)
+			}
+			if b := h.state("WCH-1"); b.zone != -1 || b.open {
+				t.Fatalf("at the edit: zone %d, open %v", b.zone, b.open)
+			}
+			stand()
+			if l, _ := h.e.Location("WCH-1"); l.Zone != 0 {
+				t.Fatalf("located by an algorithm that is not ready: %+v", l)
+			}
+			h.e.Configure(s, samples)
+			stand()
+			if h.zone("WCH-1") != 1 {
+				t.Fatalf("input back: zone %d", h.zone("WCH-1"))
+			}
+		})
 	}
 }
