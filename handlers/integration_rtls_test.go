@@ -200,6 +200,24 @@ func TestUserRTLSScopeAndIntervals(t *testing.T) {
 	h.get("/api/v1/tracking/"+f.sensor, h.admin).expect(t, http.StatusOK)
 	h.get("/api/v1/tracking/"+f.sensor, h.token("maintenance")).expect(t, http.StatusNotFound)
 	h.get("/api/v1/tracking/NOPE-1", h.admin).expect(t, http.StatusNotFound)
+	// An e-ink display is an asset too: it answered 404 "not found".
+	if err := h.db.UpdateAssets(time.Now(), func(tx *store.AssetTx) error {
+		d := &store.EInkDisplay{MAC: "EE0000000001", AssetUID: "LEGACY-EE0000000001", State: store.EInkPending}
+		if err := tx.PutEInk(d, ""); err != nil {
+			return err
+		}
+		return tx.ClaimUID(d.AssetUID, store.AssetRef{Kind: store.KindEInk, ID: d.ID})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	var display struct {
+		AssetUID string `json:"asset_uid"`
+		Located  bool   `json:"located"`
+	}
+	h.get("/api/v1/tracking/LEGACY-EE0000000001", h.admin).expect(t, http.StatusOK).decodePayload(t, &display)
+	if display.AssetUID != "LEGACY-EE0000000001" || display.Located {
+		t.Fatalf("e-ink display: %+v", display)
+	}
 
 	// Pagination: 45 intervals, pages of 20, with 7 new ones arriving
 	// between the pages: the walk sees each of the first 45 exactly once.

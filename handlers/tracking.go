@@ -7,7 +7,6 @@ import (
 
 	"beaconhub/appliance/apperr"
 	"beaconhub/appliance/applog"
-	"beaconhub/appliance/assets"
 	"beaconhub/appliance/auth"
 	"beaconhub/appliance/rtls"
 	"beaconhub/store"
@@ -181,19 +180,16 @@ func (s *Server) trackingAsset(w http.ResponseWriter, r *http.Request, p httprou
 		if err != nil {
 			return err
 		}
-		_, v, err := reg.AssetByUID(uid)
+		// Any kind: an e-ink display's uid answered 404 "not found"
+		// (a review), where the spec says admins may ask any asset_uid.
+		cur, err := reg.CurrentUID(uid)
 		if err != nil {
 			if apperr.KindOf(err) == apperr.KindNotFound {
 				return apperr.NotFound("asset %s not found", uid)
 			}
 			return err
 		}
-		switch v := v.(type) {
-		case assets.BeaconView:
-			uid = v.AssetUID
-		case assets.GatewayView:
-			uid = v.AssetUID
-		}
+		uid = cur
 	}
 	loc, seen := t.Location(uid)
 	located := seen && loc.Zone != 0

@@ -37,6 +37,21 @@ func (s *Service) AssetByUID(uid string) (string, any, error) {
 	return kind, v, err
 }
 
+// CurrentUID resolves uid, current or former (remint, merge), of an
+// asset of any kind, e-ink displays included, to its current uid.
+func (s *Service) CurrentUID(uid string) (string, error) {
+	var cur string
+	err := s.view(func(t *store.AssetTx) error {
+		ref, err := refOfKind(t, "", uid)
+		if err != nil {
+			return err
+		}
+		cur, err = t.UIDOf(ref)
+		return err
+	})
+	return cur, err
+}
+
 func assetView(t *store.AssetTx, ref store.AssetRef, now int64) (string, any, error) {
 	switch ref.Kind {
 	case store.KindBeacon:
