@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -24,16 +25,40 @@ import (
 func cmdFingerprintEval(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("fingerprint-eval", flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, fingerprintEvalUsage)
+		fs.PrintDefaults()
+	}
 	k := fs.Int("k", nav.DefaultK, "neighbours averaged")
 	windows := fs.String("windows", "0s,10s,30s", "scan windows to try, comma separated (0s: one timestamp)")
-	if err := fs.Parse(args); err != nil {
+	pos, code := parseInterspersed(fs, args)
+	if code >= 0 {
+		return code
+	}
+	usage := func(why string) int {
+		if why != "" {
+			fmt.Fprintln(stderr, "fingerprint-eval:", why)
+		}
+		fmt.Fprintln(stderr, fingerprintEvalUsage)
 		return 2
 	}
-	if fs.NArg() != 1 || *k < 1 {
-		fmt.Fprintln(stderr, "usage: beaconhub fingerprint-eval [--k N] [--windows 0s,10s] DATASET_DIR")
-		return 2
+	if len(pos) != 1 {
+		return usage("")
 	}
-	dir := fs.Arg(0)
+	if *k < 1 {
+		return usage(fmt.Sprintf("--k %d: at least one neighbour", *k))
+	}
+	// Every window is read before any output, so a bad one prints no
+	// half a table.
+	var ws []time.Duration
+	for _, s := range strings.Split(*windows, ",") {
+		w, err := time.ParseDuration(strings.TrimSpace(s))
+		if err != nil || w < 0 {
+			return usage(fmt.Sprintf("--windows: %q is not a duration such as 0s or 10s", s))
+		}
+		ws = append(ws, w)
+	}
+	dir := pos[0]
 	train, err := fpReadReplay(filepath.Join(dir, "train.csv"))
 	if err != nil {
 		fmt.Fprintln(stderr, "fingerprint-eval:", err)
@@ -44,16 +69,21 @@ func cmdFingerprintEval(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "fingerprint-eval:", err)
 		return 1
 	}
+	// A table of zero errors read as a perfect model (a review).
+	for _, f := range []struct {
+		name string
+		rows []fpReplayRow
+	}{{"train.csv", train}, {"test.csv", test}} {
+		if len(f.rows) == 0 {
+			fmt.Fprintf(stderr, "fingerprint-eval: %s: no row with a position (x, y) and a reading: nothing to measure\n", filepath.Join(dir, f.name))
+			return 1
+		}
+	}
 	fmt.Fprintf(stdout, "dataset %s: %d train rows, %d test rows, k=%d, missing_rssi=%d (errors in map units)\n",
 		dir, len(train), len(test), *k, nav.DefaultMissingRSSI)
 	fmt.Fprintf(stdout, "%-7s %6s %6s %9s %8s %8s %6s %9s %8s %8s %9s %7s\n",
 		"window", "scans", "points", "loo_mean", "loo_p50", "loo_p90", "tests", "test_mean", "test_p50", "test_p90", "centroid", "ratio")
-	for _, ws := range strings.Split(*windows, ",") {
-		w, err := time.ParseDuration(strings.TrimSpace(ws))
-		if err != nil || w < 0 {
-			fmt.Fprintf(stderr, "bad window %q\n", ws)
-			return 2
-		}
+	for _, w := range ws {
 		trainScans, testScans := fpWindowScans(train, w), fpWindowScans(test, w)
 		m := nav.BuildModel(0, trainScans, *k, nav.DefaultMissingRSSI, time.Time{})
 		loo := nav.EvaluateLOO(m)
@@ -70,6 +100,12 @@ func cmdFingerprintEval(args []string, stdout, stderr io.Writer) int {
 	fmt.Fprintln(stdout, "centroid: error of always answering the mean surveyed point; ratio = test_mean / centroid")
 	return 0
 }
+
+const fingerprintEvalUsage = "usage: beaconhub fingerprint-eval [--k N] [--windows 0s,10s] DATASET_DIR"
+
+// maxPosition bounds a position's coordinates (map units): beyond it a
+// value is a broken row, and squared distances would overflow to +Inf.
+const maxPosition = 1e9
 
 // fpReplayRow is one sighting of the replay format with a known position.
 type fpReplayRow struct {
@@ -91,6 +127,9 @@ func fpReadReplay(path string) ([]fpReplayRow, error) {
 	defer f.Close()
 	r := csv.NewReader(f)
 	head, err := r.Read()
+	if errors.Is(err, io.EOF) {
+		return nil, fmt.Errorf("%s: empty file; the first line names the columns (t_ms,gateway,beacon,rssi,x,y)", path)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
@@ -121,6 +160,16 @@ func fpReadReplay(path string) ([]fpReplayRow, error) {
 		y, e4 := strconv.ParseFloat(rec[col["y"]], 64)
 		if err := errors.Join(e1, e2, e3, e4); err != nil {
 			return nil, fmt.Errorf("%s line %d: %w", path, line, err)
+		}
+		// ParseFloat takes NaN and Inf: a table of +Inf and NaN errors
+		// followed, with exit 0 (a review).
+		for _, c := range []struct {
+			name string
+			v    float64
+		}{{"x", x}, {"y", y}, {"rssi", rssi}} {
+			if math.IsNaN(c.v) || math.IsInf(c.v, 0) || math.Abs(c.v) > maxPosition {
+				return nil, fmt.Errorf("%s line %d: %s %q is not a finite number within ±%g", path, line, c.name, rec[col[c.name]], float64(maxPosition))
+			}
 		}
 		if rssi < -127 || rssi > 20 {
 			continue

@@ -73,4 +73,36 @@ func TestFingerprintEvalCommand(t *testing.T) {
 	if code := run([]string{"fingerprint-eval", filepath.Join(dir, "missing")}, &out, &errb); code != 1 {
 		t.Fatalf("missing dataset: exit %d", code)
 	}
+	// A flag may follow the directory, as for rtls-eval; -h is no error.
+	out.Reset()
+	if code := run([]string{"fingerprint-eval", dir, "--windows", "0s"}, &out, &errb); code != 0 || !strings.Contains(out.String(), "window") {
+		t.Fatalf("flag after the directory: exit %d: %s", code, errb.String())
+	}
+	if code := run([]string{"fingerprint-eval", "-h"}, &out, &errb); code != 0 {
+		t.Fatalf("-h: exit %d", code)
+	}
+	// Bad input says what is wrong and prints no table (a review: a
+	// table of 0.0 errors, or of +Inf and NaN, with exit 0).
+	bad := func(name, train string, args []string, code int, want string) {
+		t.Helper()
+		d := t.TempDir()
+		test := "t_ms,gateway,beacon,rssi,zone,x,y\n1,G1,P,-60,Z1,5,5\n"
+		for f, body := range map[string]string{"train.csv": train, "test.csv": test} {
+			if err := os.WriteFile(filepath.Join(d, f), []byte(body), 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}
+		out.Reset()
+		errb.Reset()
+		if got := run(append([]string{"fingerprint-eval"}, append(args, d)...), &out, &errb); got != code || !strings.Contains(errb.String(), want) || strings.Contains(out.String(), "loo_mean") {
+			t.Errorf("%s: exit %d, stderr %q, stdout %q; want exit %d and %q", name, got, errb.String(), out.String(), code, want)
+		}
+	}
+	good := "t_ms,gateway,beacon,rssi,zone,x,y\n1,G1,P,-60,Z1,5,5\n"
+	bad("header only", "t_ms,gateway,beacon,rssi,zone,x,y\n", nil, 1, "no row with a position")
+	bad("empty file", "", nil, 1, "empty file")
+	bad("NaN position", "t_ms,gateway,beacon,rssi,zone,x,y\n1,G1,P,-60,Z1,NaN,5\n", nil, 1, `x "NaN" is not a finite number`)
+	bad("huge position", "t_ms,gateway,beacon,rssi,zone,x,y\n1,G1,P,-60,Z1,5,1e308\n", nil, 1, `y "1e308"`)
+	bad("k 0", good, []string{"--k", "0"}, 2, "at least one neighbour")
+	bad("bad window", good, []string{"--windows", "abc"}, 2, `"abc" is not a duration`)
 }

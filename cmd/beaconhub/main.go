@@ -15,7 +15,8 @@ import (
 const usage = `usage: beaconhub <command> [flags]
 
 commands:
-  serve [--home DIR] [--debug]     run the appliance
+  serve [--home DIR] [--debug] [--http-listen ADDR]
+                                   run the appliance (--http-listen: the web UI and API on one address only)
   version                          print version and brand
   config check [--home DIR]        validate and print the effective configuration (secrets masked)
   mobile-key regenerate [--home DIR]  replace server_mobile_api_key (restart to apply)
@@ -25,7 +26,8 @@ commands:
                                    ingest benchmark on loopback (full appliance vs bare broker)
   rtls-eval [--alg a,b] [--timeout D] [--set name=value]... [--without g1,g2] DATASET_DIR
                                    score the tracking algorithms on a labelled RSSI recording
-  fingerprint-eval [--k N] DATASET_DIR  fingerprint k-NN error on a replay dataset
+  fingerprint-eval [--k N] [--windows 0s,10s] DATASET_DIR
+                                   fingerprint k-NN error on a replay dataset
 
 --home defaults to $BEACONHUB_HOME, else the current directory.
 `

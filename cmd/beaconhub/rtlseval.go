@@ -44,20 +44,9 @@ func cmdRTLSEval(args []string, stdout, stderr io.Writer) int {
 		params, set = p, append(set, entry)
 		return nil
 	})
-	// Flags may follow the directory too (rtls-eval DIR --alg knn): the
-	// flag package stops at the first argument that is not one.
-	var pos []string
-	for rest := args; ; {
-		if err := fs.Parse(rest); err != nil {
-			if errors.Is(err, flag.ErrHelp) {
-				return 0 // asked for: not a usage error
-			}
-			return 2
-		}
-		if fs.NArg() == 0 {
-			break
-		}
-		pos, rest = append(pos, fs.Arg(0)), fs.Args()[1:]
+	pos, code := parseInterspersed(fs, args)
+	if code >= 0 {
+		return code
 	}
 	if len(pos) != 1 {
 		fmt.Fprintln(stderr, rtlsEvalUsage)
@@ -210,6 +199,26 @@ func cmdRTLSEval(args []string, stdout, stderr io.Writer) int {
 }
 
 const rtlsEvalUsage = "usage: beaconhub rtls-eval [--alg a,b] [--timeout D] [--set name=value]... [--without g1,g2] DATASET_DIR"
+
+// parseInterspersed parses args with fs, flags before or after the
+// positional arguments (rtls-eval DIR --alg knn: the flag package stops
+// at the first argument that is not a flag), and returns the positional
+// ones. code is the exit code when the command must end now (0 for
+// -h, 2 for a bad flag), else -1.
+func parseInterspersed(fs *flag.FlagSet, args []string) (pos []string, code int) {
+	for rest := args; ; {
+		if err := fs.Parse(rest); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return nil, 0 // asked for: not a usage error
+			}
+			return nil, 2
+		}
+		if fs.NArg() == 0 {
+			return pos, -1
+		}
+		pos, rest = append(pos, fs.Arg(0)), fs.Args()[1:]
+	}
+}
 
 // dedupe keeps the first of each item: "--alg knn,knn" runs knn once.
 func dedupe(items []string) []string {

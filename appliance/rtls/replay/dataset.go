@@ -79,8 +79,13 @@ type siteFile struct {
 		PixelsPerMeter float64 `json:"pixels_per_meter"`
 	} `json:"map"`
 	Zones []struct {
-		Name           name `json:"name"`
-		X1, Y1, X2, Y2 float64
+		Name name `json:"name"`
+		// Tagged so a type error names the file's key ("zones.x1"),
+		// not the Go field (a review); matched case-insensitively.
+		X1 float64 `json:"x1"`
+		Y1 float64 `json:"y1"`
+		X2 float64 `json:"x2"`
+		Y2 float64 `json:"y2"`
 	} `json:"zones"`
 	Adjacency [][]name `json:"adjacency"`
 	Gateways  []struct {

@@ -515,6 +515,7 @@ func TestLoadRejectsBadInput(t *testing.T) {
 		{site, "\xff\xfet\x00_\x00m\x00s\x00", "test.csv: UTF-16 text"},
 		{site, "\xd6n\x1b\xa7\x8e\x15" + strings.Repeat("\x8e\xf8", 200) + "\n", `...`},
 		{`{"map":{"width":"wide"},"zones":[]}`, "t_ms,gateway,beacon,rssi,zone\n", `site.json: field "map.width" is a JSON string`},
+		{`{"map":{"width":10,"height":10},"zones":[{"name":"a","x1":"abc"}]}`, "t_ms,gateway,beacon,rssi,zone\n", `site.json: field "zones.x1" is a JSON string`},
 		{`[1]`, "t_ms,gateway,beacon,rssi,zone\n", "site.json: the document is a JSON array"},
 		// As the CSVs say it (a review: "invalid character 'ÿ'").
 		{"\xff\xfe{\x00}\x00", "t_ms,gateway,beacon,rssi,zone\n", "site.json: UTF-16 text; save it as UTF-8"},
