@@ -18,6 +18,13 @@ type RefreshToken struct {
 	Used      bool      `json:"used"`
 }
 
+// bRefreshRevoked holds the families a refresh token's reuse revoked,
+// family -> Unix ms until which the record is kept: the access tokens
+// issued from the family carry it (auth's "fam" claim) and are refused
+// while it is here. Made at the first revocation, so it needs no
+// migration.
+var bRefreshRevoked = []byte("refresh_revoked_families")
+
 // ErrTokenReused is returned when a rotated refresh token is presented
 // again; the family has been revoked by then.
 var ErrTokenReused = errors.New("refresh token reused")
@@ -28,8 +35,47 @@ func (db *DB) PutRefreshToken(hash []byte, t RefreshToken, now time.Time) error 
 		if err := deleteRefreshWhere(tx, func(x *RefreshToken) bool { return now.After(x.ExpiresAt) }); err != nil {
 			return err
 		}
+		if err := pruneRevokedFamilies(tx, now); err != nil {
+			return err
+		}
 		return putJSON(tx.Bucket(bRefresh), hash, &t)
 	})
+}
+
+// RefreshFamilyRevoked reports whether a refresh token's reuse revoked
+// family.
+func (db *DB) RefreshFamilyRevoked(family string) (bool, error) {
+	revoked := false
+	err := db.bolt.View(func(tx *bolt.Tx) error {
+		if b := tx.Bucket(bRefreshRevoked); b != nil {
+			revoked = b.Get([]byte(family)) != nil
+		}
+		return nil
+	})
+	return revoked, err
+}
+
+// pruneRevokedFamilies forgets revocations kept long enough.
+func pruneRevokedFamilies(tx *bolt.Tx, now time.Time) error {
+	b := tx.Bucket(bRefreshRevoked)
+	if b == nil {
+		return nil
+	}
+	var dead [][]byte
+	if err := b.ForEach(func(k, v []byte) error {
+		if int64(btoi(v)) < now.UnixMilli() {
+			dead = append(dead, clone(k))
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	for _, k := range dead {
+		if err := b.Delete(k); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // RotateRefreshToken marks the token with oldHash used and stores next in
@@ -53,6 +99,15 @@ func (db *DB) RotateRefreshToken(oldHash, newHash []byte, ttl time.Duration, now
 			// roll the deletion back and leave the family alive).
 			fam := t.Family
 			reused = true
+			// Kept for ttl, a refresh token's life, which outlives the
+			// family's access tokens at any sane token lifetime.
+			rb, err := tx.CreateBucketIfNotExists(bRefreshRevoked)
+			if err != nil {
+				return err
+			}
+			if err := rb.Put([]byte(fam), itob(uint64(now.Add(ttl).UnixMilli()))); err != nil {
+				return err
+			}
 			return deleteRefreshWhere(tx, func(x *RefreshToken) bool { return x.Family == fam })
 		}
 		t.Used = true

@@ -43,6 +43,28 @@ func TestRotateRefreshToken(t *testing.T) {
 	if _, err := db.RotateRefreshToken([]byte("x"), []byte("y"), time.Hour, t0.Add(4*time.Minute)); !errors.Is(err, ErrNotFound) {
 		t.Errorf("token minted on reuse exists: %v", err)
 	}
+	// The revocation is recorded for the family's access tokens, for the
+	// ttl the reuse was told (an hour), then forgotten.
+	revoked := func(at time.Time) bool {
+		t.Helper()
+		if err := db.PutRefreshToken([]byte("other"), RefreshToken{UserID: 2, Family: "other", ExpiresAt: at.Add(time.Hour)}, at); err != nil {
+			t.Fatal(err)
+		}
+		r, err := db.RefreshFamilyRevoked("fam")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	if !revoked(t0.Add(time.Hour)) {
+		t.Error("revoked family not recorded")
+	}
+	if other, _ := db.RefreshFamilyRevoked("other"); other {
+		t.Error("a family never reused is revoked")
+	}
+	if revoked(t0.Add(3*time.Minute + time.Hour + time.Second)) {
+		t.Error("revocation kept past its ttl")
+	}
 }
 
 func TestReuseRevokesOnlyItsFamily(t *testing.T) {

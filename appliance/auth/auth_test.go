@@ -67,12 +67,22 @@ func TestRefreshRotationAndReuse(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the rotated-in token does not work: %v", err)
 	}
+	bystander := f.login(t, "u@example.com", testPassword) // another login, before the reuse
 	// The rotated-out token is refused, and presenting it revokes the
 	// whole family: the newest token dies too.
 	_, err = f.s.Refresh(first.RefreshToken)
 	wantKind(t, "reused refresh token", err, apperr.KindUnauthorized)
 	_, err = f.s.Refresh(third.RefreshToken)
 	wantKind(t, "newest token after reuse", err, apperr.KindUnauthorized)
+	// So do the family's access tokens (they went on until they expired,
+	// and with them the live feeds they opened); the other login's stay.
+	for name, tok := range map[string]string{"login": first.Token, "refreshed": second.Token, "newest": third.Token} {
+		_, err := f.s.Verify(tok)
+		wantKind(t, name+" access token after reuse", err, apperr.KindForbidden)
+	}
+	if _, err := f.s.Verify(bystander.Token); err != nil {
+		t.Errorf("another login's access token revoked: %v", err)
+	}
 
 	// Another session (another family) of the same user is unaffected.
 	other := f.login(t, "u@example.com", testPassword)

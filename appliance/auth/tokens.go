@@ -26,6 +26,10 @@ type Claims struct {
 	MustChangePassword bool `json:"-"`
 	// Gen is the user's SessionGen at issue time.
 	Gen uint64 `json:"gen,omitempty"`
+	// Family is the login (refresh-token family) the token was issued
+	// for: a reuse of one of its refresh tokens revokes the family's
+	// access tokens too, and the live feeds they opened.
+	Family string `json:"fam,omitempty"`
 	jwt.RegisteredClaims
 }
 
@@ -103,7 +107,7 @@ func (s *Service) Refresh(refresh string) (*LoginResult, error) {
 	if err != nil {
 		return nil, apperr.Unauthorized("refresh token is no longer valid")
 	}
-	res, err := s.accessToken(u)
+	res, err := s.accessToken(u, t.Family)
 	if err != nil {
 		return nil, err
 	}
@@ -113,12 +117,12 @@ func (s *Service) Refresh(refresh string) (*LoginResult, error) {
 
 // issue makes an access token and a new refresh-token family.
 func (s *Service) issue(u *store.User, family string) (*LoginResult, error) {
-	res, err := s.accessToken(u)
-	if err != nil {
-		return nil, err
-	}
 	if family == "" {
 		family = newOpaqueToken()
+	}
+	res, err := s.accessToken(u, family)
+	if err != nil {
+		return nil, err
 	}
 	refresh := newOpaqueToken()
 	now := s.clock.Now()
@@ -131,12 +135,12 @@ func (s *Service) issue(u *store.User, family string) (*LoginResult, error) {
 	return res, nil
 }
 
-func (s *Service) accessToken(u *store.User) (*LoginResult, error) {
+func (s *Service) accessToken(u *store.User, family string) (*LoginResult, error) {
 	c := s.live.Get()
 	now := s.clock.Now()
 	exp := now.Add(c.JWTExpiryDuration())
 	claims := Claims{
-		UserID: u.ID, Email: u.Email, Role: u.Role, Admin: u.Role == RoleAdmin, Gen: u.SessionGen,
+		UserID: u.ID, Email: u.Email, Role: u.Role, Admin: u.Role == RoleAdmin, Gen: u.SessionGen, Family: family,
 		RegisteredClaims: jwt.RegisteredClaims{
 			Subject:   strconv.FormatUint(u.ID, 10),
 			Issuer:    c.JWTIssuer,
@@ -189,6 +193,18 @@ func (s *Service) Verify(raw string) (*Claims, error) {
 	if claims.Gen != u.SessionGen ||
 		(claims.IssuedAt != nil && claims.IssuedAt.Time.Before(u.PasswordChangedAt.Truncate(time.Second))) {
 		return nil, apperr.Forbidden("invalid or expired token")
+	}
+	// A reused refresh token revoked its login: only the refresh tokens
+	// died, and the access tokens of that login, and the live feeds
+	// they opened, went on until they expired (a review).
+	if claims.Family != "" {
+		revoked, err := s.db.RefreshFamilyRevoked(claims.Family)
+		if err != nil {
+			return nil, fmt.Errorf("auth: reading revoked logins: %w", err)
+		}
+		if revoked {
+			return nil, apperr.Forbidden("invalid or expired token")
+		}
 	}
 	// Role comes from the store, not the token, so a demotion applies at once.
 	claims.Role = u.Role
