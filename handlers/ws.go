@@ -119,11 +119,22 @@ func (s *Server) ws(w http.ResponseWriter, r *http.Request, _ httprouter.Params)
 		s.hub.placed()
 	}
 	tok, offered := bearer(r), false
+	// Credentials present but unusable (another scheme, an empty
+	// bearer) are invalid credentials, refused as such: they were taken
+	// for none, and the connection waited for a first-message auth (a
+	// review).
+	presented := r.Header.Get("Authorization") != ""
 	for _, p := range websocket.Subprotocols(r) {
-		if strings.HasPrefix(p, bearerProtocolPrefix) && tok == "" {
-			tok = strings.TrimPrefix(p, bearerProtocolPrefix)
+		if strings.HasPrefix(p, bearerProtocolPrefix) {
+			presented = true
+			if tok == "" {
+				tok = strings.TrimPrefix(p, bearerProtocolPrefix)
+			}
 		}
 		offered = offered || p == Subprotocol
+	}
+	if presented && tok == "" {
+		return apperr.Forbidden("authentication required: the upgrade's credentials are not a bearer token")
 	}
 	var sess *wsSession
 	if tok != "" {

@@ -40,9 +40,12 @@ type wsClient struct {
 	// closeCode and closeText are the close frame the writer sends.
 	closeCode atomic.Int32
 	closeText atomic.Value
-	// drainBy (Unix ns) is when a shutdown's flush stops starting socket
-	// writes and sends the close (shut sets it for 1001).
-	drainBy atomic.Int64
+	// draining is set by a shutdown (shutDraining), whose close first
+	// sends what is queued; drainBy (Unix ns) is when that flush stops
+	// starting socket writes and sends the close. Not every 1001 drains:
+	// a pong timeout closes with it too.
+	draining atomic.Bool
+	drainBy  atomic.Int64
 
 	subs   map[string]bool
 	authMu sync.Mutex
@@ -106,17 +109,24 @@ func (c *wsClient) offerTrack(ch string, f outFrame, seq uint64) {
 func (c *wsClient) drainOver() bool {
 	select {
 	case <-c.done:
-		return c.closeCode.Load() != websocket.CloseGoingAway || time.Now().UnixNano() >= c.drainBy.Load()
+		return !c.draining.Load() || time.Now().UnixNano() >= c.drainBy.Load()
 	default:
 		return false
 	}
 }
 
 // shut ends the connection once, with the given close frame.
-func (c *wsClient) shut(code int, text string) {
+func (c *wsClient) shut(code int, text string) { c.end(code, text, false) }
+
+// shutDraining ends the connection for the server's shutdown: 1001,
+// after what is queued, for up to DrainWait.
+func (c *wsClient) shutDraining(text string) { c.end(websocket.CloseGoingAway, text, true) }
+
+func (c *wsClient) end(code int, text string, drain bool) {
 	c.once.Do(func() {
-		if code == websocket.CloseGoingAway {
+		if drain {
 			c.drainBy.Store(time.Now().Add(c.hub.opts.DrainWait).UnixNano())
+			c.draining.Store(true)
 		}
 		c.closeCode.Store(int32(code))
 		c.closeText.Store(text)
@@ -206,7 +216,7 @@ func (c *wsClient) writer() {
 		case <-c.done:
 			// The server stopping: its last frames (each beacon's zone
 			// 0 as tracking stops) go before the close frame.
-			if c.closeCode.Load() == websocket.CloseGoingAway && !c.flush(&batch, nil) {
+			if c.draining.Load() && !c.flush(&batch, nil) {
 				return
 			}
 			if c.closeCode.Load() != websocket.CloseAbnormalClosure {
@@ -273,7 +283,7 @@ func (c *wsClient) writeFrames(batch []queuedFrame, extra []outFrame) error {
 	// queue and wrote 64 KiB of it, past a gap, before it looked again
 	// (a flaky test). Other closes still send what a batch holds up to
 	// the next 64 KiB: the replies before a 1009, say.
-	if c.drainOver() && c.closeCode.Load() == websocket.CloseGoingAway {
+	if c.drainOver() && c.draining.Load() {
 		return errClosing
 	}
 	wait := c.hub.opts.WriteWait
@@ -367,9 +377,17 @@ func (c *wsClient) reader() {
 			chose = true
 			return
 		}
-		if err != nil {
-			if c.sess.Load() == nil {
+		if errors.Is(err, errBinary) {
+			data = nil // judged below, with malformed JSON
+		} else if err != nil {
+			var ne net.Error
+			switch {
+			case c.sess.Load() == nil:
 				c.shut(websocket.ClosePolicyViolation, "authentication required")
+			case errors.As(err, &ne) && ne.Timeout():
+				// Said, not 1000 with no reason: a client could not
+				// tell a liveness cut from a clean close (a review).
+				c.shut(websocket.CloseGoingAway, fmt.Sprintf("no pong within %s", o.PongWait))
 			}
 			return
 		}
@@ -386,6 +404,9 @@ func (c *wsClient) reader() {
 			// client is not saying what it thinks it says.
 			err = errTrailing
 		}
+		if err == nil && m.Type == "" {
+			err = errNoType // null, {}: no message at all
+		}
 		if err != nil {
 			if !authed {
 				// docs/websocket.md: anything but an auth message first
@@ -394,7 +415,7 @@ func (c *wsClient) reader() {
 				chose = true
 				return
 			}
-			c.reply(serverMsg{Type: "error", Message: "malformed message: expected a JSON object with type"})
+			c.reply(serverMsg{Type: "error", Message: "malformed message: expected a JSON text frame holding an object with type"})
 			continue
 		}
 		if !c.handle(m) {
@@ -407,6 +428,8 @@ func (c *wsClient) reader() {
 var (
 	errTrailing = errors.New("data after the JSON object")
 	errTooBig   = errors.New("message too big")
+	errBinary   = errors.New("a binary frame")
+	errNoType   = errors.New("no message type")
 )
 
 // readMessage reads one client message of at most maxWSMessage bytes.
@@ -415,7 +438,7 @@ var (
 // already queued (ready, pongs) were lost (a review). Here the writer
 // sends the close after them, as for every close the server chooses.
 func (c *wsClient) readMessage() ([]byte, error) {
-	_, r, err := c.conn.NextReader()
+	kind, r, err := c.conn.NextReader()
 	if err != nil {
 		return nil, err
 	}
@@ -425,6 +448,11 @@ func (c *wsClient) readMessage() ([]byte, error) {
 	}
 	if len(data) > maxWSMessage {
 		return nil, errTooBig
+	}
+	if kind != websocket.TextMessage {
+		// Read whole, then refused as malformed: every frame is JSON
+		// text (docs/websocket.md), and a binary one was acted on.
+		return nil, errBinary
 	}
 	return data, nil
 }
@@ -477,6 +505,10 @@ func (c *wsClient) handle(m clientMsg) bool {
 	case "subscribe":
 		c.subscribe(m.Channel)
 	case "unsubscribe":
+		if m.Channel == "" {
+			c.reply(serverMsg{Type: "error", Message: "unsubscribe needs a channel"})
+			return true
+		}
 		c.hub.removeSub(c, m.Channel)
 		c.reply(serverMsg{Type: "unsubscribed", Channel: m.Channel})
 	case "ping":
@@ -633,6 +665,16 @@ func (c *wsClient) allowed(s *wsSession, ch string) (uid string, debug bool, ref
 	b, err := reg.Beacon(uid)
 	if err != nil && apperr.KindOf(err) != apperr.KindNotFound {
 		return uid, debug, "", "", err
+	}
+	if err == nil && b.MergedInto != 0 {
+		// A merged-away beacon keeps its record under its uid: judged
+		// as itself (inactive) it was "not visible" to a user and "not
+		// tracked" to an admin, whose open subscription then stayed
+		// silent for good (a review). Its frames go out on the
+		// survivor's channel, said below as for a remint.
+		if b, err = reg.MergedSurvivor(b); err != nil {
+			return uid, debug, "", "", err
+		}
 	}
 	if err != nil || (!admin && (!isTrackable(&b) || !s.scope.allows(b.LocationID))) {
 		return uid, debug, "no trackable beacon " + uid + " visible to you", "", nil

@@ -342,7 +342,7 @@ func (h *wsHub) close() {
 	}
 	h.mu.Lock()
 	for c := range h.clients {
-		c.shut(websocket.CloseGoingAway, "server shutting down")
+		c.shutDraining("server shutting down")
 	}
 	h.mu.Unlock()
 	done := make(chan struct{})

@@ -165,6 +165,20 @@ func TestWSTrailingDataIsAnError(t *testing.T) {
 	}
 	send(t, c, map[string]any{"type": "ping"}) // a whole one still works
 	next(t, c, "pong")
+	// Nor is a binary frame, a message without a type or an unsubscribe
+	// without a channel acted on (a review: each was).
+	for _, f := range []struct {
+		kind int
+		msg  string
+	}{{websocket.BinaryMessage, `{"type":"ping"}`}, {websocket.TextMessage, `null`}, {websocket.TextMessage, `{}`},
+		{websocket.TextMessage, `{"type":"unsubscribe"}`}} {
+		if err := c.WriteMessage(f.kind, []byte(f.msg)); err != nil {
+			t.Fatal(err)
+		}
+		if m := readFrame(t, c); m["type"] != "error" {
+			t.Fatalf("%s (frame type %d) answered %v, want an error frame", f.msg, f.kind, m)
+		}
+	}
 }
 
 // TestWSRefusedAuthClosesWithHandshake: when the server refuses a client

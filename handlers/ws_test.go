@@ -155,6 +155,16 @@ func TestWSAuthentication(t *testing.T) {
 		"bad header":      func() (*websocket.Conn, *http.Response, error) { return r.dial(bearerHeader("nope")) },
 		"bad subprotocol": func() (*websocket.Conn, *http.Response, error) { return r.dial(nil, Subprotocol, "bearer.nope") },
 		"api account":     func() (*websocket.Conn, *http.Response, error) { return r.dial(bearerHeader(r.token("api"))) },
+		// Credentials present but no bearer token: invalid, not absent
+		// (they were taken for none, and the upgrade waited for a first
+		// message).
+		"basic scheme": func() (*websocket.Conn, *http.Response, error) {
+			return r.dial(http.Header{"Authorization": {"Basic dXNlcjpwdw=="}})
+		},
+		"empty bearer": func() (*websocket.Conn, *http.Response, error) {
+			return r.dial(http.Header{"Authorization": {"Bearer "}})
+		},
+		"empty subprotocol": func() (*websocket.Conn, *http.Response, error) { return r.dial(nil, Subprotocol, "bearer.") },
 	} {
 		if c, resp, err := dial(); err == nil || resp == nil || resp.StatusCode != http.StatusForbidden {
 			if c != nil {
@@ -282,6 +292,19 @@ func TestWSSlowClientIsDropped(t *testing.T) {
 	waitFor(t, "silent client dropped", func() bool { return r.srv.hub.clientCount() == 0 })
 	if el := time.Since(start); el > pongWait+time.Second {
 		t.Fatalf("dropped after %v, deadline %v", el, pongWait)
+	}
+	// The close says why (it was 1000 with no reason, like a clean
+	// close): read now, the frame is in the client's socket.
+	_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	c.SetPingHandler(func(string) error { return nil }) // still silent: the socket is cut
+	var ce *websocket.CloseError
+	for {
+		if _, _, err := c.ReadMessage(); err != nil {
+			if !errors.As(err, &ce) || ce.Code != websocket.CloseGoingAway || !strings.Contains(ce.Text, "no pong within") {
+				t.Fatalf("pong timeout closed with %v, want 1001 naming the pong", err)
+			}
+			break
+		}
 	}
 
 	// A client that answers pings but stops reading frames while they
@@ -773,6 +796,34 @@ func TestWSFormerUIDIsNamedNotSilent(t *testing.T) {
 	}
 	send(t, c, map[string]any{"type": "subscribe", "channel": "track-" + re.AssetUID})
 	next(t, c, "subscribed")
+}
+
+// TestWSMergedUIDIsNamedNotSilent: a beacon merged into another keeps
+// its record under its uid, so it was judged as itself (inactive): a
+// user's subscription was dropped as "not visible", a new admin
+// subscription was accepted with a "not tracked" note, and an admin's
+// open one stayed silent for good (a review). Both now name the
+// survivor's channel, as for a remint.
+func TestWSMergedUIDIsNamedNotSilent(t *testing.T) {
+	r := newWSRig(t, WSOptions{PingInterval: 20 * time.Millisecond})
+	surv := r.beacon(map[string]any{"mac": "C30000000B0A", "name": "Old tag", "type": "watch", "location_id": r.f.root})
+	src := r.beacon(map[string]any{"mac": "C30000000B0B", "name": "New tag", "type": "watch", "location_id": r.f.root})
+	user, admin := r.connect(t, r.token("user")), r.connect(t, r.admin)
+	for _, c := range []*websocket.Conn{user, admin} {
+		send(t, c, map[string]any{"type": "subscribe", "channel": "track-" + src.AssetUID})
+		next(t, c, "subscribed")
+	}
+	r.send("POST", "/api/v1/beacon/"+surv.AssetUID+"/merge", r.admin, map[string]any{"source_ids": []uint64{src.ID}}).expect(t, http.StatusOK)
+	want := "subscribe to track-" + surv.AssetUID
+	for name, c := range map[string]*websocket.Conn{"user": user, "admin": admin} {
+		if m := next(t, c, "unsubscribed"); m["channel"] != "track-"+src.AssetUID || !strings.Contains(m["message"].(string), want) {
+			t.Fatalf("%s's open subscription after the merge: %v", name, m)
+		}
+		send(t, c, map[string]any{"type": "subscribe", "channel": "track-" + src.AssetUID})
+		if m := next(t, c, "error"); !strings.Contains(m["message"].(string), want) {
+			t.Fatalf("%s subscribing by the merged uid: %v", name, m)
+		}
+	}
 }
 
 // TestWSOversizedMessageClosesAfterTheReplies: a client message over

@@ -95,6 +95,26 @@ func (s *Service) Beacon(uid string) (BeaconView, error) {
 	return v, err
 }
 
+// MergedSurvivor follows a beacon merged away to the beacon it was
+// merged into, through later merges of that one too; a beacon not merged
+// is returned as it is. A merged beacon keeps its record and its uid, so
+// Beacon(uid) finds the source, not the survivor.
+func (s *Service) MergedSurvivor(b BeaconView) (BeaconView, error) {
+	err := s.view(func(t *store.AssetTx) error {
+		// Bounded: a merge into a beacon that merges on is a chain, and
+		// no chain outlives a cycle in a damaged store.
+		for hop := 0; b.MergedInto != 0 && hop < 64; hop++ {
+			next, err := t.Beacon(b.MergedInto)
+			if err != nil {
+				return err
+			}
+			b = beaconView(t, next, s.now())
+		}
+		return nil
+	})
+	return b, err
+}
+
 // CreateBeacon registers a beacon and attaches its device. Its uid is
 // minted when it has a type and a home location, LEGACY-<MAC> otherwise.
 func (s *Service) CreateBeacon(in BeaconInput) (BeaconView, error) {
