@@ -48,6 +48,11 @@ type WSOptions struct {
 	SubscribeRecheck time.Duration
 	SendBuffer       int // frames a client queues one by one before track frames merge per channel (default 256)
 	MaxSubs          int // channels per client (default 1000)
+	// MaxDebug bounds the beacons whose raw RSSI is followed at once,
+	// over every connection (default 50): each costs the ingest path an
+	// event per report, and a review following 300 in a burst of
+	// reports made ingest two to four times slower.
+	MaxDebug int
 	MaxConns         int // connections at once, authenticated or not (default 4096)
 	MaxPending       int // of which not yet authenticated (default MaxConns/8)
 }
@@ -73,6 +78,9 @@ func (o WSOptions) withDefaults() WSOptions {
 	}
 	if o.MaxSubs <= 0 {
 		o.MaxSubs = 1000
+	}
+	if o.MaxDebug <= 0 {
+		o.MaxDebug = 50
 	}
 	if o.MaxConns <= 0 {
 		o.MaxConns = 4096

@@ -569,9 +569,9 @@ func (c *wsClient) subscribe(ch string) {
 		c.q.expectSnapshot(ch)
 	}
 	subscribed := outFrame{raw: marshalMsg(serverMsg{Type: "subscribed", Channel: ch, Message: note})}
-	if !c.hub.add(c, ch, uid, debug, func() { c.hub.frames.Add(1); c.q.reply(ch, subscribed) }) {
+	if refusal := c.hub.add(c, ch, uid, debug, func() { c.hub.frames.Add(1); c.q.reply(ch, subscribed) }); refusal != "" {
 		c.q.forget(ch)
-		c.replyNow(serverMsg{Type: "error", Channel: ch, Message: "too many subscriptions on this connection"})
+		c.replyNow(serverMsg{Type: "error", Channel: ch, Message: refusal})
 		return
 	}
 	if f := afterSubscribe.Load(); f != nil {

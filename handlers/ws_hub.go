@@ -2,6 +2,7 @@ package handlers
 
 import (
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"math"
 	"strings"
@@ -217,17 +218,20 @@ func (h *wsHub) serve(conn *websocket.Conn, sess *wsSession) *wsClient {
 }
 
 // add subscribes c to ch and calls then, still under the lock (so before
-// any frame of ch can be routed to c); it reports false when c already
-// has the limit.
-func (h *wsHub) add(c *wsClient, ch, uid string, debug bool, then func()) bool {
+// any frame of ch can be routed to c); it returns the refusal when a
+// limit stops it ("" when subscribed).
+func (h *wsHub) add(c *wsClient, ch, uid string, debug bool, then func()) string {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if c.subs[ch] {
 		then()
-		return true
+		return ""
 	}
 	if len(c.subs) >= h.opts.MaxSubs {
-		return false
+		return "too many subscriptions on this connection"
+	}
+	if debug && h.debug[uid] == 0 && len(h.debug) >= h.opts.MaxDebug {
+		return fmt.Sprintf("at most %d beacons' debug channels are followed at once, over all connections (each costs the ingest path an event per report); unsubscribe one first", h.opts.MaxDebug)
 	}
 	c.subs[ch] = true
 	m := h.chans[ch]
@@ -241,7 +245,7 @@ func (h *wsHub) add(c *wsClient, ch, uid string, debug bool, then func()) bool {
 		h.debugN.Add(1)
 	}
 	then()
-	return true
+	return ""
 }
 
 // removeSub ends c's subscription to ch and reports whether it held one.

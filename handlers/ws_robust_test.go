@@ -273,3 +273,29 @@ func TestWSSnapshotNeverFollowedByOlder(t *testing.T) {
 		t.Fatalf("frames of %s: %v; the engine is at NEW", ch, zones)
 	}
 }
+
+// TestWSDebugBeaconsAreBounded: the beacons whose raw RSSI is followed
+// are bounded over all connections, since each costs the ingest path an
+// event per report (a review followed 300 and slowed ingest two to four
+// times). Another subscriber of a beacon already followed costs nothing
+// more and is taken; an unsubscribe frees a place.
+func TestWSDebugBeaconsAreBounded(t *testing.T) {
+	r := newWSRig(t, WSOptions{MaxDebug: 2})
+	a, b := r.connect(t, r.admin), r.connect(t, r.admin)
+	for _, uid := range []string{r.f.watch, r.f.panicB} {
+		send(t, a, map[string]any{"type": "subscribe", "channel": chanDebug + uid})
+		next(t, a, "subscribed")
+	}
+	send(t, b, map[string]any{"type": "subscribe", "channel": chanDebug + r.f.annex})
+	if m := next(t, b, "error"); !strings.Contains(m["message"].(string), "at most 2 beacons' debug channels") {
+		t.Fatalf("a third beacon's debug channel: %v", m)
+	}
+	send(t, b, map[string]any{"type": "subscribe", "channel": chanDebug + r.f.watch})
+	next(t, b, "subscribed")
+	send(t, b, map[string]any{"type": "subscribe", "channel": chanTrack + r.f.annex}) // track channels are not bounded so
+	next(t, b, "subscribed")
+	send(t, a, map[string]any{"type": "unsubscribe", "channel": chanDebug + r.f.panicB})
+	next(t, a, "unsubscribed")
+	send(t, b, map[string]any{"type": "subscribe", "channel": chanDebug + r.f.annex})
+	next(t, b, "subscribed")
+}
