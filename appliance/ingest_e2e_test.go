@@ -137,6 +137,9 @@ type mqttStatus struct {
 			Drops    map[string]int64 `json:"drops"`
 		} `json:"gateways"`
 	} `json:"pipeline"`
+	// Named as the rest of the API (they went out as Go field names).
+	Broker map[string]any `json:"broker"`
+	Writer map[string]any `json:"writer"`
 }
 
 func getStatus(t *testing.T, app *appliance.App, token string) mqttStatus {
@@ -176,6 +179,10 @@ func TestMosquittoPubReachesHistoryAndStatusEmbedded(t *testing.T) {
 	}
 	if len(st.Pipeline.Gateways) != 1 || st.Pipeline.Gateways[0].MAC != "AC233FA0B1C2" || st.Pipeline.Gateways[0].Drops["bad_mac"] != 1 {
 		t.Fatalf("gateways = %+v", st.Pipeline.Gateways)
+	}
+	if st.Broker["connects_total"] != float64(1) || st.Broker["messages_received"] != float64(1) || st.Broker["listen"] == nil ||
+		st.Broker["last_error_at"] != nil || st.Writer["commits"] == nil || st.Writer["max_commit_ms"] == nil {
+		t.Fatalf("broker %v, writer %v", st.Broker, st.Writer)
 	}
 	// Wrong password is refused at CONNECT.
 	brokertest.Need(t, "mosquitto_pub")

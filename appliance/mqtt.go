@@ -157,6 +157,41 @@ func (a *App) Recorder() *sensors.Recorder { return a.recorder }
 // Writer returns the group-commit writer.
 func (a *App) Writer() *store.Writer { return a.writer }
 
+// brokerJSON is the broker's counters as the API names things (snake
+// case, Unix ms): the struct went out with its Go field names and a
+// zero time as "0001-01-01T00:00:00Z" (a review).
+func brokerJSON(s broker.Stats) map[string]any {
+	out := map[string]any{
+		"clients": s.Clients, "connects_total": s.ConnectsTotal, "auth_failures": s.AuthFailures,
+		"acl_denials": s.ACLDenials, "messages_received": s.MessagesReceived, "sink_errors": s.SinkErrors,
+		"last_error": nil, "last_error_at": nil,
+	}
+	if s.LastError != "" {
+		out["last_error"] = s.LastError
+	}
+	if !s.LastErrorAt.IsZero() {
+		out["last_error_at"] = s.LastErrorAt.UnixMilli()
+	}
+	if s.Mode == "embedded" {
+		out["listen"] = s.Listen
+	} else {
+		out["url"] = s.URL
+	}
+	return out
+}
+
+// writerJSON is the group-commit writer's counters as the API names
+// things (durations in ms).
+func writerJSON(s store.WriterStats) map[string]any {
+	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+	return map[string]any{
+		"commits": s.Commits, "failed_commits": s.FailedCommits, "readings": s.Readings, "ops": s.Ops, "errors": s.Errors,
+		"last_batch_readings": s.LastBatchReadings, "last_batch_ops": s.LastBatchOps, "avg_batch_readings": s.AvgBatchReadings,
+		"last_commit_ms": ms(s.LastCommit), "max_commit_ms": ms(s.MaxCommit), "lazy_waits": s.LazyWaits,
+		"last_commit_bytes": s.LastCommitBytes, "written_bytes": s.WrittenBytes, "pending_readings": s.PendingReadings,
+	}
+}
+
 // MQTTStatus is the cached snapshot behind GET /api/v1/status/mqtt: no
 // probe runs on request, it only copies counters.
 func (a *App) MQTTStatus() any {
@@ -164,9 +199,9 @@ func (a *App) MQTTStatus() any {
 	p50, p99, n := a.pipeline.CommitLatency()
 	out := map[string]any{
 		"mode":       bs.Mode,
-		"broker":     bs,
+		"broker":     brokerJSON(bs),
 		"pipeline":   a.pipeline.Stats.Snapshot(),
-		"writer":     a.writer.Stats(),
+		"writer":     writerJSON(a.writer.Stats()),
 		"commit_ms":  map[string]any{"p50": p50, "p99": p99, "samples": n},
 		"discovered": len(a.pipeline.Discovery().List()),
 	}
