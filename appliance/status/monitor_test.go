@@ -240,6 +240,23 @@ func TestPushProbes(t *testing.T) {
 	if d.Push.Delivery.ErrorCode != "disabled" || len(f.push.Messages()) != 1 || !d.Push.OK {
 		t.Errorf("disabled: %+v", d.Push)
 	}
+	// Disabled, an unreachable server is shown but is no issue: nothing
+	// is delivered (a box with the placeholder server and push off kept
+	// push_down for good); enabled again, it is one.
+	f.push.Set(func(s *pushtest.Server) { s.HealthStatus = 503 })
+	f.clk.Advance(120 * time.Second)
+	d = f.mon.Dashboard()
+	if f.conds.IsActive(KeyPushDown) || !d.Push.OK || d.Push.Reachability.OK || !strings.Contains(d.Push.Message, "disabled") {
+		t.Errorf("disabled, server down: push_down %v, %+v", f.conds.IsActive(KeyPushDown), d.Push)
+	}
+	raw, _ = json.Marshal(true)
+	if _, err := f.live.Patch(map[string]json.RawMessage{"server_push_enabled": raw}); err != nil {
+		t.Fatal(err)
+	}
+	f.clk.Advance(120 * time.Second)
+	if !f.conds.IsActive(KeyPushDown) {
+		t.Error("enabled again, push_down not raised")
+	}
 }
 
 func TestFleetConditions(t *testing.T) {

@@ -112,7 +112,12 @@ func (p *Push) CheckReachability(ctx context.Context) Probe {
 	}
 	p.set(&p.reach, pr)
 	if pr.ErrorCode != "rate_limited" {
-		p.conds.Set(KeyPushDown, !pr.OK, "push server unreachable: "+pr.Message)
+		// Still probed while notifications are off, so an admin sees the
+		// server before turning them on, but nothing is delivered then,
+		// so nothing is down: a box with push turned off (its server the
+		// placeholder default) showed push_down for good (a review).
+		down := !pr.OK && p.live.Get().PushEnabled
+		p.conds.Set(KeyPushDown, down, "push server unreachable: "+pr.Message)
 	}
 	return pr
 }
@@ -178,6 +183,8 @@ func (p *Push) Status() PushStatus {
 	p.mu.Unlock()
 	s := PushStatus{Reachability: r, Delivery: d}
 	switch {
+	case !p.live.Get().PushEnabled && r.CheckedAt != nil && !r.OK:
+		s.OK, s.Message = true, "notifications are disabled; push server unreachable: "+r.Message
 	case r.ErrorCode == "not_configured":
 		s.Message = "push server not configured"
 	case r.CheckedAt == nil:
