@@ -336,10 +336,33 @@ func (a *App) Start() error {
 		}
 	}
 	if a.bridge != nil {
+		if err := a.bridgeFollowsListener(cfg, ln.Addr()); err != nil {
+			return err
+		}
 		a.bridge.Start()
 	}
 	a.log.Info("beaconhub started", "http", ln.Addr().String(), "features", cfg.EnabledFeatures(), "home", a.paths.Home)
 	return nil
+}
+
+// bridgeFollowsListener points the bridge of a full server whose
+// server_bridge_server_url is the default (http://localhost:8088/) at
+// the address this process serves on: with another server_http_port or
+// --http-listen the default reached another program, or nothing, and
+// the bridge reported the main server unreachable (a review). A bridge-
+// only box (no database, no API here) keeps the URL it was given.
+func (a *App) bridgeFollowsListener(cfg *config.Config, bound net.Addr) error {
+	if a.db == nil || cfg.BridgeServerURL != config.Defaults(config.ActiveBrand()).BridgeServerURL {
+		return nil
+	}
+	host, port, err := net.SplitHostPort(bound.String())
+	if err != nil {
+		return err
+	}
+	if ip := net.ParseIP(host); host == "" || ip != nil && ip.IsUnspecified() {
+		host = "127.0.0.1" // every interface: loopback is one of them
+	}
+	return a.bridge.UseServer("http://" + net.JoinHostPort(host, port) + "/")
 }
 
 // HTTPAddr is the bound HTTP address.

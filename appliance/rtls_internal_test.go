@@ -151,3 +151,38 @@ func TestTrackingStartStopRecordsWhatRuns(t *testing.T) {
 		t.Fatalf("after a stop: recorded %q, running %v", rec, a.rtls.Status().Running)
 	}
 }
+
+// A full server whose bridge URL is the default follows the address it
+// serves on: with another port the default reached another program, or
+// nothing (a review). A URL set otherwise is kept.
+func TestBridgeFollowsTheListener(t *testing.T) {
+	for _, explicit := range []bool{false, true} {
+		home := t.TempDir()
+		if err := os.MkdirAll(filepath.Join(home, "config"), 0o750); err != nil {
+			t.Fatal(err)
+		}
+		cfg := `{"server_features":["bridge","sensors"],"server_bridge_monitor_host":"127.0.0.1"`
+		if explicit {
+			cfg += `,"server_bridge_server_url":"http://127.0.0.1:1/"`
+		}
+		if err := os.WriteFile(filepath.Join(home, "config", "main.config.json"), []byte(cfg+"}"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		a, err := New(Options{Home: home, HTTPListen: "127.0.0.1:0", MQTTListen: "127.0.0.1:0", BcryptCost: 4,
+			Clock: clock.NewFake(time.Now()), Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := a.Start(); err != nil {
+			t.Fatal(err)
+		}
+		got, want := a.bridge.Status().Main.URL, "http://"+a.HTTPAddr()+"/"
+		if explicit {
+			want = "http://127.0.0.1:1/"
+		}
+		_ = a.Shutdown(context.Background())
+		if got != want {
+			t.Errorf("explicit URL %v: the bridge fetches from %s, want %s", explicit, got, want)
+		}
+	}
+}

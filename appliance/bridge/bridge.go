@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"beaconhub/appliance/clock"
@@ -36,9 +37,11 @@ type Options struct {
 // Bridge runs the fetch, discovery and value rounds on one goroutine, so
 // a slow peer delays the next round instead of piling up concurrent ones.
 type Bridge struct {
-	o      Options
-	log    *slog.Logger
-	src    *Source
+	o   Options
+	log *slog.Logger
+	// src is swapped by UseServer while the status dashboard may read
+	// it; the loop only reads it.
+	src    atomic.Pointer[Source]
 	sender *Sender
 	tr     *http.Transport
 
@@ -102,9 +105,10 @@ func New(o Options) (*Bridge, error) {
 	if err != nil {
 		return nil, err
 	}
-	b := &Bridge{o: o, log: o.Logger, src: src, tr: tr,
+	b := &Bridge{o: o, log: o.Logger, tr: tr,
 		sender: &Sender{Addr: o.MonitorAddr, Timeout: o.Timeout, Now: o.Clock.Now},
 		done:   make(chan struct{})}
+	b.src.Store(src)
 	for i := range b.wake {
 		b.wake[i] = make(chan struct{}, 1)
 	}
@@ -112,10 +116,21 @@ func New(o Options) (*Bridge, error) {
 	return b, nil
 }
 
+// UseServer points the bridge at another main server URL; call it before
+// Start.
+func (b *Bridge) UseServer(base string) error {
+	src, err := NewSource(base, b.src.Load().Client)
+	if err != nil {
+		return err
+	}
+	b.src.Store(src)
+	return nil
+}
+
 // Start fetches at once and sends the first values one interval later,
 // which leaves the monitoring server time to create the discovered items.
 func (b *Bridge) Start() {
-	b.log.Info("bridge started", "main_server", b.src.Base.Redacted(), "monitor", b.o.MonitorAddr,
+	b.log.Info("bridge started", "main_server", b.src.Load().Base.Redacted(), "monitor", b.o.MonitorAddr,
 		"host", b.o.Host, "beacon_every", b.o.BeaconEvery.String(), "gateway_every", b.o.GatewayEvery.String())
 	b.mu.Lock()
 	b.started = true
@@ -202,11 +217,11 @@ func (b *Bridge) backoff(n int, every time.Duration) time.Duration {
 // backoff.
 func (b *Bridge) refresh() {
 	ctx := b.ctx
-	beacons, skippedB, err := b.src.Fetch(ctx, b.o.BeaconEndpoint)
+	beacons, skippedB, err := b.src.Load().Fetch(ctx, b.o.BeaconEndpoint)
 	var gateways []Asset
 	skippedG := 0
 	if err == nil {
-		gateways, skippedG, err = b.src.Fetch(ctx, b.o.GatewayEndpoint)
+		gateways, skippedG, err = b.src.Load().Fetch(ctx, b.o.GatewayEndpoint)
 	}
 	if ctx.Err() != nil {
 		return
@@ -252,7 +267,7 @@ func (b *Bridge) sendRound(task int) {
 		if task == taskGateways {
 			endpoint = b.o.GatewayEndpoint
 		}
-		fresh, _, err := b.src.Fetch(b.ctx, endpoint)
+		fresh, _, err := b.src.Load().Fetch(b.ctx, endpoint)
 		if b.ctx.Err() != nil {
 			return
 		}

@@ -71,7 +71,7 @@ func (b *Bridge) Status() Status {
 	s := b.st
 	b.mu.Unlock()
 	st := Status{
-		Main: MainStatus{URL: b.src.Base.Redacted(), OK: s.mainUp, Beacons: len(s.beacons), Gateways: len(s.gateways),
+		Main: MainStatus{URL: b.src.Load().Base.Redacted(), OK: s.mainUp, Beacons: len(s.beacons), Gateways: len(s.gateways),
 			FetchedAt: msPtr(s.cacheAt), Failures: s.mainFailures, LastError: s.mainErr, LastErrorAt: msPtr(s.mainErrAt)},
 		Monitor: MonitorStatus{Address: b.o.MonitorAddr, Host: b.o.Host, OK: s.monitorUp, DeliveredAt: msPtr(s.monitorOKAt),
 			Failures: s.monitorFailures, Processed: s.processed, Refused: s.refused,
@@ -118,7 +118,7 @@ func (b *Bridge) mainFailed(err error, now time.Time) int {
 	b.mu.Unlock()
 	if n == 1 || n%10 == 0 {
 		b.log.Warn("bridge cannot fetch from the main server; keeping the cached lists",
-			"main_server", b.src.Base.Redacted(), "failures", n, "err", err)
+			"main_server", b.src.Load().Base.Redacted(), "failures", n, "err", err)
 	}
 	return n
 }
