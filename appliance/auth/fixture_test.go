@@ -25,7 +25,7 @@ var (
 	keyB     *rsa.PrivateKey
 )
 
-func testKeys(t *testing.T) (*rsa.PrivateKey, *rsa.PrivateKey) {
+func testKeys(t testing.TB) (*rsa.PrivateKey, *rsa.PrivateKey) {
 	t.Helper()
 	keysOnce.Do(func() {
 		var err error
@@ -39,7 +39,7 @@ func testKeys(t *testing.T) (*rsa.PrivateKey, *rsa.PrivateKey) {
 	return keyA, keyB
 }
 
-func pemOf(t *testing.T, k *rsa.PrivateKey) []byte {
+func pemOf(t testing.TB, k *rsa.PrivateKey) []byte {
 	t.Helper()
 	der, err := x509.MarshalPKCS8PrivateKey(k)
 	if err != nil {
@@ -61,7 +61,7 @@ const testPassword = "correct horse battery"
 
 // newFixture builds a Service over a fresh store with the shared signing
 // key preloaded, a fake clock and bcrypt cost 4.
-func newFixture(t *testing.T) *fixture {
+func newFixture(t testing.TB) *fixture {
 	t.Helper()
 	db, err := store.Open(filepath.Join(t.TempDir(), "service.db"), store.OpenOptions{LockTimeout: 200 * time.Millisecond})
 	if err != nil {
@@ -83,7 +83,7 @@ func newFixture(t *testing.T) *fixture {
 	return &fixture{s: s, db: db, live: live, clk: clk}
 }
 
-func (f *fixture) user(t *testing.T, email, role string) *store.User {
+func (f *fixture) user(t testing.TB, email, role string) *store.User {
 	t.Helper()
 	u, err := f.s.CreateUser(email, testPassword, role, false)
 	if err != nil {
@@ -92,7 +92,7 @@ func (f *fixture) user(t *testing.T, email, role string) *store.User {
 	return u
 }
 
-func (f *fixture) login(t *testing.T, email, pw string) *LoginResult {
+func (f *fixture) login(t testing.TB, email, pw string) *LoginResult {
 	t.Helper()
 	res, err := f.s.Login(email, pw, "127.0.0.1")
 	if err != nil {
@@ -101,7 +101,7 @@ func (f *fixture) login(t *testing.T, email, pw string) *LoginResult {
 	return res
 }
 
-func wantKind(t *testing.T, what string, err error, k apperr.Kind) {
+func wantKind(t testing.TB, what string, err error, k apperr.Kind) {
 	t.Helper()
 	if err == nil {
 		t.Errorf("%s: no error, want kind %d", what, k)
