@@ -52,9 +52,9 @@ type WSOptions struct {
 	// over every connection (default 50): each costs the ingest path an
 	// event per report, and a review following 300 in a burst of
 	// reports made ingest two to four times slower.
-	MaxDebug int
-	MaxConns         int // connections at once, authenticated or not (default 4096)
-	MaxPending       int // of which not yet authenticated (default MaxConns/8)
+	MaxDebug   int
+	MaxConns   int // connections at once, authenticated or not (default 4096)
+	MaxPending int // of which not yet authenticated (default MaxConns/8)
 }
 
 func (o WSOptions) withDefaults() WSOptions {
