@@ -561,3 +561,47 @@ func TestUnreadyModelLocatesNothing(t *testing.T) {
 		})
 	}
 }
+
+// A beacon heard only by a gateway in no zone (registered, never placed,
+// not in the survey) for longer than Stale is unknown under strongest
+// and centroid: nothing says where it is. Each kept its last zone, with
+// a fresh time, for as long as it was heard so.
+func TestHeardOnlyOutsideTheZonesIsUnknown(t *testing.T) {
+	for _, alg := range []string{AlgStrongest, AlgCentroid} {
+		t.Run(alg, func(t *testing.T) {
+			h := newHarness(t, Options{})
+			s := gridSite(3, 1, true)
+			s.Gateways = append(s.Gateways, Gateway{MAC: gwMAC(9)}) // registered, not placed
+			h.e.SetSite(s)
+			if err := h.e.Start(alg); err != nil {
+				t.Fatal(err)
+			}
+			for range 3 {
+				h.sight("WCH-1", gwMAC(1), -45)
+				h.sight("WCH-1", gwMAC(9), -70)
+				h.clk.Advance(time.Second)
+			}
+			if h.zone("WCH-1") != 1 {
+				t.Fatalf("setup: zone %d", h.zone("WCH-1"))
+			}
+			for range 3 { // within Stale: gateway 1's reading still counts
+				h.sight("WCH-1", gwMAC(9), -60)
+				h.clk.Advance(time.Second)
+			}
+			if h.zone("WCH-1") != 1 {
+				t.Fatalf("unknown within Stale: zone %d", h.zone("WCH-1"))
+			}
+			for range 8 {
+				h.sight("WCH-1", gwMAC(9), -60)
+				h.clk.Advance(time.Second)
+			}
+			if l, _ := h.e.Location("WCH-1"); l.Zone != 0 {
+				t.Fatalf("heard only by an unplaced gateway past Stale: %+v", l)
+			}
+			h.sight("WCH-1", gwMAC(3), -45)
+			if h.zone("WCH-1") != 3 {
+				t.Fatalf("heard by a placed gateway again: zone %d", h.zone("WCH-1"))
+			}
+		})
+	}
+}
