@@ -309,6 +309,73 @@ func TestRTLSFollowsRemint(t *testing.T) {
 	}
 }
 
+// TestRTLSMergeOfTwoTrackedTags: merging a beacon into another while both
+// tags are heard ends both live stays (the asset is found afresh from
+// the device the merge kept), and the merged history keeps exclusive
+// windows: the survivor's stays, then the source's that began after.
+// The live zone followed the detached tag for seconds, and the history
+// put the asset in two zones at once (a review).
+func TestRTLSMergeOfTwoTrackedTags(t *testing.T) {
+	clk := clock.NewFake(time.Now().Truncate(time.Second))
+	app := rtlsApp(t, t.TempDir(), clk)
+	t.Cleanup(func() { _ = app.Shutdown(context.Background()) })
+	c := &client{t: t, base: "http://" + app.HTTPAddr(), token: adminToken(t, app)}
+	hall := hallSite(c)
+	var annex, src struct {
+		ID       uint64 `json:"id"`
+		AssetUID string `json:"asset_uid"`
+	}
+	c.must("POST", "/api/v1/maps/1/zones", map[string]any{"name": "Annex", "x1": 80, "y1": 40, "x2": 100, "y2": 50}, &annex)
+	c.must("POST", "/api/v1/gateways", map[string]any{"mac": "AC233FA0B1C3", "name": "Annex"}, &src)
+	c.must("POST", "/api/v1/maps/1/gateways", map[string]any{"gateway": src.AssetUID, "x": 90, "y": 45}, nil)
+	c.must("POST", "/api/v1/beacons", map[string]any{"mac": "C30000000B02", "name": "Spare", "type": "watch"}, &src)
+	cfg := app.Live().Get()
+	hear := func(gw, beacon string) {
+		brokertest.Pub(t, app.MQTTAddr(), cfg.MQTTUser, cfg.MQTTPass, "-q", "1", "-i", gw, "-t", "gw/"+gw+"/adv4",
+			"-m", `{"reports":[{"mac":"`+beacon+`","rssi":-60,"beacon_is_pushed":false}]}`)
+	}
+	zone := func(uid string) uint64 { l, _ := app.RTLS().Location(uid); return l.Zone }
+	for i := 0; zone("WCH-A1-1") != hall || zone(src.AssetUID) != annex.ID; i++ {
+		if i == 10 {
+			t.Fatalf("setup: zones %d and %d", zone("WCH-A1-1"), zone(src.AssetUID))
+		}
+		hear("AC233FA0B1C2", "C30000000B01")
+		hear("AC233FA0B1C3", "C30000000B02")
+		clk.Advance(time.Second)
+	}
+	for range 3 { // both stays last a while, side by side
+		hear("AC233FA0B1C2", "C30000000B01")
+		hear("AC233FA0B1C3", "C30000000B02")
+		clk.Advance(time.Second)
+	}
+	c.must("POST", "/api/v1/beacon/WCH-A1-1/merge", map[string]any{"source_ids": []uint64{src.ID}}, nil)
+	if l, ok := app.RTLS().Location("WCH-A1-1"); ok && l.Zone != 0 {
+		t.Fatalf("after the merge the asset is still placed by a tag: %+v", l)
+	}
+	// The detached tag is no longer the asset's; the kept one places it.
+	clk.Advance(time.Second)
+	hear("AC233FA0B1C2", "C30000000B01")
+	hear("AC233FA0B1C3", "C30000000B02")
+	if z := zone("WCH-A1-1"); z != annex.ID {
+		t.Fatalf("after the kept device's report: zone %d, want the annex %d", z, annex.ID)
+	}
+	if err := app.Writer().Flush(); err != nil {
+		t.Fatal(err)
+	}
+	ivs, _, err := app.DB().ZoneIntervals("WCH-A1-1", store.ZoneCursor{}, 20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 1; i < len(ivs); i++ { // newest first
+		if ivs[i].Leave == 0 || ivs[i].Leave > ivs[i-1].Enter {
+			t.Fatalf("the merged history puts the asset in two zones at once: %+v", ivs)
+		}
+	}
+	if len(ivs) == 0 || ivs[0].ZoneID != annex.ID || ivs[0].Leave != 0 {
+		t.Fatalf("the current stay: %+v", ivs)
+	}
+}
+
 func login(t *testing.T, app *appliance.App, email, password string) string {
 	t.Helper()
 	body, _ := json.Marshal(map[string]string{"email": email, "password": password})

@@ -17,7 +17,9 @@ func TestBeaconIntervalsPageThroughStoredIntervals(t *testing.T) {
 	add := func(from, n int) {
 		if err := h.db.Update(func(tx *bolt.Tx) error {
 			for i := from; i < from+n; i++ {
-				if err := store.AppendZoneInterval(tx, b.AssetUID, &store.ZoneInterval{ZoneID: 1, Zone: "Z1", Enter: int64(i)}); err != nil {
+				// Closed stays, one after the other (a merge keeps the
+				// source's that began after the survivor's last ended).
+				if err := store.AppendZoneInterval(tx, b.AssetUID, &store.ZoneInterval{ZoneID: 1, Zone: "Z1", Enter: int64(i), Leave: int64(i) + 1}); err != nil {
 					return err
 				}
 			}
@@ -53,7 +55,7 @@ func TestBeaconIntervalsPageThroughStoredIntervals(t *testing.T) {
 	other := h.beacon(map[string]any{"mac": "C30000000B02", "name": "Spare", "type": "watch", "location_id": loc})
 	if err := h.db.Update(func(tx *bolt.Tx) error {
 		for i := range 40 {
-			if err := store.AppendZoneInterval(tx, other.AssetUID, &store.ZoneInterval{ZoneID: 1, Zone: "Z1", Enter: int64(i)}); err != nil {
+			if err := store.AppendZoneInterval(tx, other.AssetUID, &store.ZoneInterval{ZoneID: 1, Zone: "Z1", Enter: int64(100 + i), Leave: int64(101 + i)}); err != nil {
 				return err
 			}
 		}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"sort"
 	"strconv"
 	"strings"
@@ -284,6 +285,57 @@ func (db *DB) ZoneIntervals(uid string, cur ZoneCursor, limit int) ([]ZoneInterv
 		return nil
 	})
 	return out, next, err
+}
+
+// DropZoneIntervalsBefore deletes source's zone intervals that began
+// before survivor's last one ended (all of them while it is open): a
+// merge's exclusive windows, as for sensor history, applied before the
+// rename folds the lists together. Two tags heard at once put the
+// merged asset in two zones at once (a review). A stay that began
+// earlier is dropped, not clipped: the engine closes an open one by its
+// entry time, which then finds nothing. A remint does not call it: the
+// reports that reach the new uid before the store's rename open stays
+// there that must not cost the beacon its earlier ones.
+func (t *AssetTx) DropZoneIntervalsBefore(source, survivor string) (int, error) {
+	b := t.tx.Bucket(bZoneIntervals)
+	if b == nil {
+		return 0, nil
+	}
+	mark := int64(math.MinInt64)
+	p := uidPrefix(survivor)
+	c := b.Cursor()
+	for k, v := c.Seek(p); k != nil && bytes.HasPrefix(k, p); k, v = c.Next() {
+		var iv ZoneInterval
+		if err := json.Unmarshal(v, &iv); err != nil {
+			return 0, err
+		}
+		end := iv.Leave
+		if end == 0 {
+			end = math.MaxInt64
+		}
+		mark = max(mark, end)
+	}
+	if mark == math.MinInt64 {
+		return 0, nil // the survivor has none: the source's are all after
+	}
+	var dead [][]byte
+	p = uidPrefix(source)
+	c = b.Cursor()
+	for k, v := c.Seek(p); k != nil && bytes.HasPrefix(k, p); k, v = c.Next() {
+		var iv ZoneInterval
+		if err := json.Unmarshal(v, &iv); err != nil {
+			return 0, err
+		}
+		if iv.Enter < mark {
+			dead = append(dead, clone(k))
+		}
+	}
+	for _, k := range dead {
+		if err := b.Delete(k); err != nil {
+			return 0, err
+		}
+	}
+	return len(dead), nil
 }
 
 // renameZoneIntervals moves a beacon's intervals to its new uid. A plain

@@ -4,7 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"testing"
+	"time"
 
 	bolt "go.etcd.io/bbolt"
 )
@@ -158,6 +160,64 @@ func TestZoneIntervalsFollowARename(t *testing.T) {
 	}
 	if _, _, err := db.ZoneIntervals("WCH-A1-1", ZoneCursor{Offset: 0, Anchor: 10}, 1); !errors.Is(err, ErrBadCursor) {
 		t.Fatalf("a cursor past the newest ordinal: %v, want ErrBadCursor", err)
+	}
+}
+
+// TestMergedIntervalsKeepExclusiveWindows: a merge keeps the survivor's
+// stays and the source's only from the end of the survivor's last one,
+// as for sensor history, so the merged asset is never in two zones at
+// once (a review merged two tags heard at the same time); an open stay
+// of the survivor keeps none of the source's.
+func TestMergedIntervalsKeepExclusiveWindows(t *testing.T) {
+	db, err := Open(filepath.Join(t.TempDir(), "z.db"), OpenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	merge := func(from, to string) int {
+		t.Helper()
+		var n int
+		if err := db.UpdateAssets(time.Now(), func(tx *AssetTx) error {
+			if _, err := tx.DropZoneIntervalsBefore(from, to); err != nil {
+				return err
+			}
+			var err error
+			n, err = renameZoneIntervals(tx.tx, from, to)
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	appendIntervals(t, db, "WCH-S", 10, 3) // 10.0-10.5 ... 12.0-12.5 s
+	appendIntervals(t, db, "WCH-O", 5, 2)  // before the survivor's: dropped
+	appendIntervals(t, db, "WCH-O", 12, 3) // 12.0 overlaps; 13 and 14 follow
+	if n := merge("WCH-O", "WCH-S"); n != 2 {
+		t.Fatalf("%d of the source's stays moved, want the 2 after the survivor's", n)
+	}
+	items, _, _ := db.ZoneIntervals("WCH-S", ZoneCursor{}, 10)
+	var enters []int64
+	for i, iv := range items {
+		enters = append(enters, iv.Enter)
+		if i > 0 && iv.Leave > items[i-1].Enter {
+			t.Fatalf("overlapping stays after the merge: %+v", items)
+		}
+	}
+	if !slices.Equal(enters, []int64{14000, 13000, 12000, 11000, 10000}) {
+		t.Fatalf("stays after the merge enter at %v", enters)
+	}
+
+	if err := db.Update(func(tx *bolt.Tx) error {
+		return AppendZoneInterval(tx, "WCH-P", &ZoneInterval{ZoneID: 1, Zone: "Z", Enter: 20000}) // open
+	}); err != nil {
+		t.Fatal(err)
+	}
+	appendIntervals(t, db, "WCH-Q", 21, 2)
+	if n := merge("WCH-Q", "WCH-P"); n != 0 {
+		t.Fatalf("%d stays moved into a survivor still in its zone", n)
+	}
+	if items, _, _ := db.ZoneIntervals("WCH-P", ZoneCursor{}, 10); len(items) != 1 || items[0].Leave != 0 {
+		t.Fatalf("the survivor's list: %+v", items)
 	}
 }
 

@@ -157,6 +157,9 @@ func (p *mergePlan) apply(t *store.AssetTx, fx *effects) error {
 				return fmt.Errorf("merge %s: planned to drop %d readings of %s, dropped %d", surv.AssetUID, ms.Dropped, b.AssetUID, n)
 			}
 		}
+		if _, err := t.DropZoneIntervalsBefore(b.AssetUID, surv.AssetUID); err != nil {
+			return err
+		}
 		moved, err := t.RenameUID(b.AssetUID, surv.AssetUID)
 		if err != nil {
 			return err

@@ -231,6 +231,15 @@ type PreRenamer interface {
 	PrepareRename(oldUID, newUID string)
 }
 
+// MergeRenamer is a follower for which a merge is not a rename: told
+// MergeRename instead of Rename when old was merged into new, an asset
+// that has state of its own. The tracking engine ends both live stays
+// there, since which tag the asset now is depends on the device the
+// merge kept, which it does not know.
+type MergeRenamer interface {
+	MergeRename(oldUID, newUID string)
+}
+
 // BatchRenamer is a follower that keeps a snapshot derived from the
 // registry: it is told once after a batch of renames, instead of rebuilding
 // per rename (a remint apply of thousands of legacy assets).
@@ -255,6 +264,10 @@ func (s *Service) moveLive(rs []rename) {
 			}
 		}
 		for _, f := range s.hooks.Followers {
+			if mr, ok := f.(MergeRenamer); ok && r.merge {
+				mr.MergeRename(r.old, r.new)
+				continue
+			}
 			f.Rename(r.old, r.new)
 		}
 	}

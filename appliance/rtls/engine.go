@@ -605,6 +605,43 @@ func (e *Engine) Rename(oldUID, newUID string) {
 	e.queue(ops)
 }
 
+var _ assets.MergeRenamer = (*Engine)(nil)
+
+// MergeRename (assets.MergeRenamer) follows a merge of oldUID into
+// newUID: any survey recording moves, as for a rename, but both live
+// stays end, each at its own last sighting, and the asset is found
+// afresh from its next report. Which state to keep depends on the
+// device the merge kept attached, which the engine does not know: the
+// more recently heard one, as Rename keeps, is a coin toss between two
+// tags heard every second, and the live zone followed the detached tag
+// for seconds (a review). The store keeps the merged history's
+// exclusive windows (store's renameZoneIntervals): a stay of the source
+// it dropped is closed by entry time, which finds nothing.
+func (e *Engine) MergeRename(oldUID, newUID string) {
+	if oldUID == newUID {
+		return
+	}
+	e.rec.rename(oldUID, newUID)
+	so, sn, unlock := e.shards.LockPair(oldUID, newUID)
+	m := e.model.Load()
+	var ops []func(*bolt.Tx) error
+	if b, ok := so.V.Delete(assets.UIDHash(oldUID), oldUID); ok {
+		if b.open {
+			// Its intervals are the new uid's now.
+			ops = append(ops, closeOp(newUID, b.since, b.heard))
+			b.open = false
+		}
+		e.commit(m, b, -1, position{}, b.heard, &ops) // its channel says unknown
+	}
+	nh := assets.UIDHash(newUID)
+	if cur := sn.V.Get(nh, newUID); cur != nil {
+		e.commit(m, *cur, -1, position{}, (*cur).heard, &ops)
+		sn.V.Delete(nh, newUID)
+	}
+	unlock()
+	e.queue(ops)
+}
+
 // Close stops the engine and its timeout sweep.
 func (e *Engine) Close() {
 	e.Stop()
