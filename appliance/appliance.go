@@ -337,7 +337,9 @@ func (a *App) Start() error {
 	}
 	if a.bridge != nil {
 		if err := a.bridgeFollowsListener(cfg, ln.Addr()); err != nil {
-			return err
+			// An address no URL can name (an IPv6 zone): the bridge
+			// keeps the configured URL rather than stop the start.
+			a.log.Warn("bridge: reading the main server at server_bridge_server_url, not at this process's address", "err", err)
 		}
 		a.bridge.Start()
 	}
@@ -359,8 +361,10 @@ func (a *App) bridgeFollowsListener(cfg *config.Config, bound net.Addr) error {
 	if err != nil {
 		return err
 	}
+	// Every interface: loopback is one of them. Go listens on [::] dual
+	// stack (IPV6_V6ONLY off), so 127.0.0.1 reaches it as 0.0.0.0 does.
 	if ip := net.ParseIP(host); host == "" || ip != nil && ip.IsUnspecified() {
-		host = "127.0.0.1" // every interface: loopback is one of them
+		host = "127.0.0.1"
 	}
 	return a.bridge.UseServer("http://" + net.JoinHostPort(host, port) + "/")
 }

@@ -127,11 +127,14 @@ func (s *Server) ws(w http.ResponseWriter, r *http.Request, _ httprouter.Params)
 		s.hub.placed()
 	}
 	tok, offered := bearer(r), false
-	// Credentials present but unusable (another scheme, an empty
-	// bearer) are invalid credentials, refused as such: they were taken
-	// for none, and the connection waited for a first-message auth (a
-	// review).
-	presented := r.Header.Get("Authorization") != ""
+	// A bearer credential present but empty (the header, or the
+	// subprotocol) is invalid, refused as such: it was taken for none,
+	// and the connection waited for a first-message auth (a review).
+	// Another scheme is not ours and is ignored: a browser behind a
+	// reverse proxy with Basic auth sends its Basic credentials on the
+	// upgrade too, and first-message auth must still work there.
+	h := r.Header.Get("Authorization")
+	presented := len(h) >= 6 && strings.EqualFold(h[:6], "bearer")
 	for _, p := range websocket.Subprotocols(r) {
 		if strings.HasPrefix(p, bearerProtocolPrefix) {
 			presented = true

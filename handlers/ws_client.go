@@ -672,7 +672,7 @@ func (c *wsClient) allowed(s *wsSession, ch string) (uid string, debug bool, ref
 		// tracked" to an admin, whose open subscription then stayed
 		// silent for good (a review). Its frames go out on the
 		// survivor's channel, said below as for a remint.
-		if b, err = reg.MergedSurvivor(b); err != nil {
+		if b, err = reg.MergedSurvivor(b); err != nil && apperr.KindOf(err) != apperr.KindNotFound {
 			return uid, debug, "", "", err
 		}
 	}

@@ -141,28 +141,31 @@ func TestWSAuthentication(t *testing.T) {
 	next(t, c, "ready")
 	c.Close()
 
-	// 3. First message.
-	c, _, err = r.dial(nil)
-	if err != nil {
-		t.Fatal(err)
+	// 3. First message, also under a reverse proxy's Basic credentials,
+	// which a browser sends on the upgrade too: another scheme is not
+	// ours.
+	for _, hdr := range []http.Header{nil, {"Authorization": {"Basic dXNlcjpwdw=="}}} {
+		c, _, err = r.dial(hdr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		send(t, c, map[string]any{"type": "auth", "token": user})
+		next(t, c, "ready")
+		c.Close()
 	}
-	send(t, c, map[string]any{"type": "auth", "token": user})
-	next(t, c, "ready")
-	c.Close()
 
 	// Refusals: a bad header or subprotocol token refuses the upgrade.
 	for name, dial := range map[string]func() (*websocket.Conn, *http.Response, error){
 		"bad header":      func() (*websocket.Conn, *http.Response, error) { return r.dial(bearerHeader("nope")) },
 		"bad subprotocol": func() (*websocket.Conn, *http.Response, error) { return r.dial(nil, Subprotocol, "bearer.nope") },
 		"api account":     func() (*websocket.Conn, *http.Response, error) { return r.dial(bearerHeader(r.token("api"))) },
-		// Credentials present but no bearer token: invalid, not absent
-		// (they were taken for none, and the upgrade waited for a first
-		// message).
-		"basic scheme": func() (*websocket.Conn, *http.Response, error) {
-			return r.dial(http.Header{"Authorization": {"Basic dXNlcjpwdw=="}})
-		},
+		// A bearer credential present but empty: invalid, not absent (it
+		// was taken for none, and the upgrade waited for a first message).
 		"empty bearer": func() (*websocket.Conn, *http.Response, error) {
 			return r.dial(http.Header{"Authorization": {"Bearer "}})
+		},
+		"bare bearer": func() (*websocket.Conn, *http.Response, error) {
+			return r.dial(http.Header{"Authorization": {"Bearer"}})
 		},
 		"empty subprotocol": func() (*websocket.Conn, *http.Response, error) { return r.dial(nil, Subprotocol, "bearer.") },
 	} {
@@ -822,6 +825,16 @@ func TestWSMergedUIDIsNamedNotSilent(t *testing.T) {
 		send(t, c, map[string]any{"type": "subscribe", "channel": "track-" + src.AssetUID})
 		if m := next(t, c, "error"); !strings.Contains(m["message"].(string), want) {
 			t.Fatalf("%s subscribing by the merged uid: %v", name, m)
+		}
+	}
+	// The survivor deleted: refused as any beacon gone, not "could not be
+	// checked now" for good (the store's not-found was taken for a
+	// failure, a review).
+	r.send("DELETE", "/api/v1/beacon/"+surv.AssetUID, r.admin, nil).expect(t, http.StatusOK)
+	for name, c := range map[string]*websocket.Conn{"user": user, "admin": admin} {
+		send(t, c, map[string]any{"type": "subscribe", "channel": "track-" + src.AssetUID})
+		if m := next(t, c, "error"); !strings.Contains(m["message"].(string), "no trackable beacon") {
+			t.Fatalf("%s subscribing by a uid merged into a deleted beacon: %v", name, m)
 		}
 	}
 }

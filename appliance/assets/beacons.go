@@ -98,17 +98,26 @@ func (s *Service) Beacon(uid string) (BeaconView, error) {
 // MergedSurvivor follows a beacon merged away to the beacon it was
 // merged into, through later merges of that one too; a beacon not merged
 // is returned as it is. A merged beacon keeps its record and its uid, so
-// Beacon(uid) finds the source, not the survivor.
+// Beacon(uid) finds the source, not the survivor. A survivor since
+// deleted, or a chain that does not end, is a NotFound (a review: the
+// store's own not-found was taken for a failure).
 func (s *Service) MergedSurvivor(b BeaconView) (BeaconView, error) {
+	uid := b.AssetUID
 	err := s.view(func(t *store.AssetTx) error {
 		// Bounded: a merge into a beacon that merges on is a chain, and
 		// no chain outlives a cycle in a damaged store.
 		for hop := 0; b.MergedInto != 0 && hop < 64; hop++ {
 			next, err := t.Beacon(b.MergedInto)
+			if errors.Is(err, store.ErrNotFound) {
+				return apperr.NotFound("beacon %s was merged into a beacon since deleted", uid)
+			}
 			if err != nil {
 				return err
 			}
 			b = beaconView(t, next, s.now())
+		}
+		if b.MergedInto != 0 {
+			return apperr.NotFound("beacon %s: its merges do not end", uid)
 		}
 		return nil
 	})
