@@ -34,6 +34,9 @@ type rtlsControl struct {
 	// gateways is the registry's gateways (id=MAC) the site was built
 	// from; watchGateways reloads when it changes.
 	gateways string
+	// gatewaysChanged wakes followGateways (gatewayWatch, after a
+	// registry write); one pending wake covers any number of writes.
+	gatewaysChanged chan struct{}
 	// closeFeeds close the WebSocket hubs (Handler adds one per call):
 	// after the engine, whose close emits each beacon's zone 0 for them
 	// to send.
@@ -130,27 +133,44 @@ func (c *rtlsControl) watchGateways() {
 	})
 }
 
-// gatewayWatch reloads the site after every registry write that changed
-// the gateways (assets.ReloadFollower). A gateway created, deleted or
-// given a new device changes the MACs the engine knows, and those edits
-// go through the registry, not through the map endpoints that reload the
-// site themselves: only the periodic recheck saw them, and for up to 15 s
-// after a device replace the engine skipped the new MAC's reports and
-// placed its beacons by the other gateways (a review: 12-13 s in the
-// wrong zone).
+// gatewayWatch has the site reloaded after every registry write that
+// changed the gateways (assets.ReloadFollower). A gateway created,
+// deleted or given a new device changes the MACs the engine knows, and
+// those edits go through the registry, not through the map endpoints
+// that reload the site themselves: only the periodic recheck saw them,
+// and for up to 15 s after a device replace the engine skipped the new
+// MAC's reports and placed its beacons by the other gateways (a review:
+// 12-13 s in the wrong zone).
 type gatewayWatch struct{ c *rtlsControl }
 
 // Rename (assets.Renamer): gateways' uids are not in the site.
 func (gatewayWatch) Rename(string, string) {}
 
-// RegistryReloaded runs after the write committed, so a failure is
-// logged; the periodic recheck retries it.
+// RegistryReloaded wakes followGateways and returns: it runs under the
+// registry's write lock, and a site build (with grid running, seconds on
+// a large unplaced site) there held every other registry write (a
+// review of the first version, which reloaded inline).
 func (w gatewayWatch) RegistryReloaded() {
-	if w.c.app.stopping.Load() {
-		return
+	select {
+	case w.c.gatewaysChanged <- struct{}{}:
+	default: // a wake is pending: it sees this write too
 	}
-	if err := w.c.reloadIfGatewaysChanged(); err != nil {
-		w.c.app.log.Error("rtls: site reload after a gateway change failed", "err", err)
+}
+
+// followGateways reloads the site when woken and the gateways changed,
+// until stop is closed. A failure is logged; the periodic recheck
+// retries it.
+func (c *rtlsControl) followGateways(stop <-chan struct{}, done chan<- struct{}) {
+	defer close(done)
+	for {
+		select {
+		case <-stop:
+			return
+		case <-c.gatewaysChanged:
+			if err := c.reloadIfGatewaysChanged(); err != nil {
+				c.app.log.Error("rtls: site reload after a gateway change failed", "err", err)
+			}
+		}
 	}
 }
 
@@ -255,7 +275,7 @@ func (a *App) buildRTLS() error {
 	}
 	eng := rtls.New(rtls.Options{Clock: a.clock, Logger: a.log, Writer: a.writer, Params: params, GatewaySeen: a.gatewaySeen,
 		Beacon: a.registry.BeaconByUID, Heard: a.pipeline.LastSeen().RaiseAsset})
-	c := &rtlsControl{Engine: eng, app: a}
+	c := &rtlsControl{Engine: eng, app: a, gatewaysChanged: make(chan struct{}, 1)}
 	if err := c.Reload(); err != nil {
 		return err
 	}
@@ -281,6 +301,9 @@ func (a *App) buildRTLS() error {
 	})
 	a.renameAlso(eng)
 	a.renameAlso(gatewayWatch{c})
+	stop, done := make(chan struct{}), make(chan struct{})
+	go c.followGateways(stop, done)
+	a.onStop(func(context.Context) error { close(stop); <-done; return nil })
 	c.watchGateways()
 	a.rtls = c
 	return nil

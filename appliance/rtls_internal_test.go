@@ -39,9 +39,10 @@ func rtlsAppliance(t *testing.T) (*App, *clock.Fake) {
 }
 
 // A gateway created, given a new device or deleted through the registry
-// (not through the map endpoints) is in the engine's site when the write
-// returns: a replaced gateway's reports were skipped until the next
-// recheck, 15 s later (a review). The periodic recheck still catches a
+// (not through the map endpoints) is in the engine's site at once, with
+// no clock advanced: a replaced gateway's reports were skipped until the
+// next recheck, 15 s later (a review). The reload runs beside the write,
+// not under the registry's lock. The periodic recheck still catches a
 // site left stale, as a failed reload leaves it.
 func TestRTLSSiteFollowsGatewayRegistry(t *testing.T) {
 	a, clk := rtlsAppliance(t)
@@ -49,26 +50,30 @@ func TestRTLSSiteFollowsGatewayRegistry(t *testing.T) {
 		t.Fatal("feature rtls built no engine")
 	}
 	sig := func() string { a.rtls.mu.Lock(); defer a.rtls.mu.Unlock(); return a.rtls.gateways }
+	until := func(what string, ok func(string) bool) {
+		t.Helper()
+		deadline := time.Now().Add(5 * time.Second)
+		for !ok(sig()) {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: site %q", what, sig())
+			}
+			time.Sleep(time.Millisecond) // polling a condition, bounded by the deadline
+		}
+	}
 	mac, name := "AC233FA0B1C9", "Stairs"
 	g, err := a.assets.CreateGateway(assets.GatewayInput{MAC: &mac, Name: &name})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(sig(), mac) {
-		t.Fatalf("created gateway not in the site: %q", sig())
-	}
+	until("created gateway not in the site", func(s string) bool { return strings.Contains(s, mac) })
 	if _, err := a.assets.Replace(store.KindGateway, g.AssetUID, assets.ReplaceInput{MAC: "AC233FA0B1CA"}); err != nil {
 		t.Fatal(err)
 	}
-	if s := sig(); !strings.Contains(s, "AC233FA0B1CA") || strings.Contains(s, mac) {
-		t.Fatalf("site after a device replace: %q", s)
-	}
+	until("site after a device replace", func(s string) bool { return strings.Contains(s, "AC233FA0B1CA") && !strings.Contains(s, mac) })
 	if _, err := a.assets.DeleteGateway(g.AssetUID); err != nil {
 		t.Fatal(err)
 	}
-	if s := sig(); strings.Contains(s, "AC233FA0B1CA") {
-		t.Fatalf("deleted gateway still in the site: %q", s)
-	}
+	until("deleted gateway still in the site", func(s string) bool { return !strings.Contains(s, "AC233FA0B1CA") })
 
 	// A reload that failed leaves the site stale; the recheck repairs it.
 	a.rtls.mu.Lock()
