@@ -238,14 +238,14 @@ func jpegWhole(data []byte) bool {
 	return false
 }
 
+// svgNamespace is the namespace an SVG document's root must be in.
+const svgNamespace = "http://www.w3.org/2000/svg"
+
 // svgSize reads the size from the root element and checks the whole
 // document: a truncated file or mismatched tags would be stored and then
 // drawn as a broken floor plan. encoding/xml expands no external
 // entities, a DOCTYPE (which could define some) is refused, and so is a
-// document whose root is not <svg>.
-// svgNamespace is the namespace an SVG document's root must be in.
-const svgNamespace = "http://www.w3.org/2000/svg"
-
+// document whose root is not an <svg> in the SVG namespace.
 func svgSize(data []byte) (float64, float64, error) {
 	dec := xml.NewDecoder(bytes.NewReader(bytes.TrimPrefix(data, []byte("\ufeff"))))
 	dec.Strict = true

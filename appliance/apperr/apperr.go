@@ -73,8 +73,10 @@ func CleanName(field, raw string, max int) (string, error) {
 	if n == "" || utf8.RuneCountInString(n) > max {
 		return "", InvalidField(field, "%s must be 1 to %d characters", field, max)
 	}
-	if strings.IndexFunc(n, unicode.IsControl) >= 0 {
-		return "", InvalidField(field, "%s may not contain control characters (newlines, tabs, escapes)", field)
+	// Line and paragraph separators (U+2028, U+2029) break a line as a
+	// newline does, and are not control characters to unicode.
+	if strings.IndexFunc(n, func(r rune) bool { return unicode.IsControl(r) || unicode.In(r, unicode.Zl, unicode.Zp) }) >= 0 {
+		return "", InvalidField(field, "%s may not contain control characters or line breaks (newlines, tabs, escapes)", field)
 	}
 	return n, nil
 }

@@ -20,7 +20,7 @@ func TestCleanName(t *testing.T) {
 			t.Errorf("CleanName(%q) = %q, %v; want %q", c.in, got, err, c.want)
 		}
 	}
-	for _, bad := range []string{"", "   ", strings.Repeat("ž", 11), "\u0000\u0007", "Ward\n3", "Ward\t3", "a\x7fb", "a\u0085b", "\x1b[31mred"} {
+	for _, bad := range []string{"", "   ", strings.Repeat("ž", 11), "\u0000\u0007", "Ward\n3", "Ward\t3", "a\x7fb", "a\u0085b", "\x1b[31mred", "a\u2028b", "a\u2029b"} {
 		_, err := CleanName("label", bad, 10)
 		var e *Error
 		if !errors.As(err, &e) || e.Kind != KindInvalid || e.Field != "label" || !strings.Contains(e.Msg, "label") {
