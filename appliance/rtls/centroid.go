@@ -36,10 +36,7 @@ func (centroid) update(m *model, p *Params, b *beacon, _ *reading, now int64) (i
 		}
 	}
 	if loud < 0 {
-		// Heard only by gateways without a position for longer than
-		// Stale: unknown, as strongest says it (its last zone was kept
-		// for as long as it was heard so).
-		return -1, position{}
+		return b.zone, b.pos
 	}
 	mapID := m.gwPos[b.rds[loud].g].mapID
 	ppm := m.pixelsPerMeter(mapID)

@@ -34,11 +34,7 @@ func (strongest) update(m *model, p *Params, b *beacon, _ *reading, now int64) (
 		}
 	}
 	if best < 0 {
-		// Heard, but only by gateways in no zone (unplaced, and not
-		// learned from a survey), for longer than Stale: nothing says
-		// where it is. Its last zone was kept for as long as it was
-		// heard so, with a fresh time.
-		return -1, position{}
+		return b.zone, b.pos
 	}
 	switch {
 	case !usable(b.gw) || b.firstScan(now):
