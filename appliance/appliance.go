@@ -366,7 +366,8 @@ func (a *App) bridgeFollowsListener(cfg *config.Config, bound net.Addr) error {
 	if ip := net.ParseIP(host); host == "" || ip != nil && ip.IsUnspecified() {
 		host = "127.0.0.1"
 	}
-	return a.bridge.UseServer("http://" + net.JoinHostPort(host, port) + "/")
+	// An IPv6 zone (fe80::1%eth0) is written %25 in a URL.
+	return a.bridge.UseServer("http://" + net.JoinHostPort(strings.Replace(host, "%", "%25", 1), port) + "/")
 }
 
 // HTTPAddr is the bound HTTP address.

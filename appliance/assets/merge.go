@@ -207,6 +207,15 @@ func (s *Service) PlanMerge(uid string, in MergeInput) (MergePlan, error) {
 // Merge merges the sources into the beacon uid, irreversibly, in one
 // transaction.
 func (s *Service) Merge(uid string, in MergeInput) (MergePlan, error) {
+	// What ingest queued under the sources' uids lands first, so the
+	// merge's exclusive windows judge it (a stay's close queued behind
+	// the merge landed under the old uid and did nothing: the stay
+	// stayed open in the survivor's history, a review).
+	if w := s.hooks.Writer; w != nil {
+		if err := w.Flush(); err != nil {
+			s.log.Warn("writer flush before merge failed", "err", err)
+		}
+	}
 	var out MergePlan
 	err := s.write(func(t *store.AssetTx, fx *effects) error {
 		p, err := planMerge(t, uid, in)

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"beaconhub/store"
+
+	bolt "go.etcd.io/bbolt"
 )
 
 func TestMergeExclusiveWindowsPlanEqualsApply(t *testing.T) {
@@ -123,4 +125,112 @@ func TestMergeValidation(t *testing.T) {
 		t.Errorf("merge = %+v %v", p, err)
 	}
 	e.resolves("C3000000000A", "")
+}
+
+// lateWriter stands in for the group-commit writer: each Flush commits
+// the ops queued before it; queue adds ops the next Flush commits.
+type lateWriter struct {
+	db      *store.DB
+	pending []func(*bolt.Tx) error
+	flushes int
+	// before, when set, queues its ops only after the first Flush: a
+	// report resolved against the registry before the merge's reload
+	// whose write reaches the writer after the merge's own flush.
+	before []func(*bolt.Tx) error
+}
+
+func (w *lateWriter) Flush() error {
+	w.flushes++
+	for _, op := range w.pending {
+		if err := w.db.Update(op); err != nil {
+			return err
+		}
+	}
+	w.pending, w.before = w.before, nil
+	return nil
+}
+
+// TestMergeWindowsHoldForWritesInFlight: a source's zone writes queued
+// around a merge keep the merge's exclusive windows. Queued before it,
+// the merge's flush commits them first (a close queued behind the merge
+// landed under the old uid and left the stay open for good); queued
+// after its flush, the uid sweep moves them with the same windows (it
+// moved them plainly, and the survivor was in two zones at once). A
+// review found both.
+func TestMergeWindowsHoldForWritesInFlight(t *testing.T) {
+	for _, late := range []bool{false, true} {
+		e := newEnv(t)
+		h := e.loc("Hospital", "H1", 0)
+		surv := e.beacon(BeaconInput{MAC: sp("C3000000000A"), Name: sp("watch"), Type: sp("watch"), LocationID: up(h)})
+		src := e.beacon(BeaconInput{MAC: sp("C3000000000B"), Name: sp("spare"), Type: sp("watch"), LocationID: up(h)})
+		if err := e.db.Update(func(tx *bolt.Tx) error {
+			if err := store.AppendZoneInterval(tx, surv.AssetUID, &store.ZoneInterval{ZoneID: 1, Zone: "Room A", Enter: 1000}); err != nil {
+				return err
+			}
+			return store.AppendZoneInterval(tx, src.AssetUID, &store.ZoneInterval{ZoneID: 2, Zone: "Room B", Enter: 1000})
+		}); err != nil {
+			t.Fatal(err)
+		}
+		old := src.AssetUID
+		ops := []func(*bolt.Tx) error{ // the source leaves Room B for Room C at 5000
+			func(tx *bolt.Tx) error { return store.CloseZoneIntervalEntered(tx, old, 1000, 5000) },
+			func(tx *bolt.Tx) error {
+				return store.AppendZoneInterval(tx, old, &store.ZoneInterval{ZoneID: 3, Zone: "Room C", Enter: 5000})
+			},
+		}
+		w := &lateWriter{db: e.db}
+		if late {
+			w.before = ops
+		} else {
+			w.pending = ops
+		}
+		e.svc.Connect(IngestHooks{LastSeen: e.mem, Recorder: e.mem, Discovery: e.disc, Writer: w})
+		if _, err := e.svc.Merge(surv.AssetUID, MergeInput{SourceIDs: []uint64{src.ID}}); err != nil {
+			t.Fatal(err)
+		}
+		if w.flushes < 2 {
+			t.Fatalf("late %v: %d flushes, want the merge's and the sweep's", late, w.flushes)
+		}
+		ivs, _, err := e.db.ZoneIntervals(surv.AssetUID, store.ZoneCursor{}, 20)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The survivor is still in Room A (open): none of the source's
+		// stays, which all began while it was, may be in its history.
+		if len(ivs) != 1 || ivs[0].Zone != "Room A" {
+			t.Errorf("late %v: the survivor's history after the merge: %+v", late, ivs)
+		}
+	}
+}
+
+// TestMergeCommitsQueuedClosesFirst: a source stay the merge keeps (it
+// began after the survivor's last ended) whose close was queued just
+// before the merge is closed: committed after the merge, the close
+// landed under the old uid, found nothing, and the stay stayed open in
+// the survivor's history for good (a review).
+func TestMergeCommitsQueuedClosesFirst(t *testing.T) {
+	e := newEnv(t)
+	h := e.loc("Hospital", "H1", 0)
+	surv := e.beacon(BeaconInput{MAC: sp("C3000000000A"), Name: sp("watch"), Type: sp("watch"), LocationID: up(h)})
+	src := e.beacon(BeaconInput{MAC: sp("C3000000000B"), Name: sp("spare"), Type: sp("watch"), LocationID: up(h)})
+	if err := e.db.Update(func(tx *bolt.Tx) error {
+		if err := store.AppendZoneInterval(tx, surv.AssetUID, &store.ZoneInterval{ZoneID: 1, Zone: "Room A", Enter: 100, Leave: 500}); err != nil {
+			return err
+		}
+		return store.AppendZoneInterval(tx, src.AssetUID, &store.ZoneInterval{ZoneID: 2, Zone: "Room B", Enter: 1000})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	old := src.AssetUID
+	w := &lateWriter{db: e.db, pending: []func(*bolt.Tx) error{
+		func(tx *bolt.Tx) error { return store.CloseZoneIntervalEntered(tx, old, 1000, 5000) },
+	}}
+	e.svc.Connect(IngestHooks{LastSeen: e.mem, Recorder: e.mem, Discovery: e.disc, Writer: w})
+	if _, err := e.svc.Merge(surv.AssetUID, MergeInput{SourceIDs: []uint64{src.ID}}); err != nil {
+		t.Fatal(err)
+	}
+	ivs, _, _ := e.db.ZoneIntervals(surv.AssetUID, store.ZoneCursor{}, 20)
+	if len(ivs) != 2 || ivs[0].Zone != "Room B" || ivs[0].Leave != 5000 || ivs[1].Leave != 500 {
+		t.Fatalf("the survivor's history after the merge: %+v", ivs)
+	}
 }

@@ -271,6 +271,15 @@ func (s *Service) finishRemint(fx *effects, res *RemintResult) {
 			return err
 		}
 		for _, p := range all {
+			// A merged beacon's alias keeps the merge's exclusive windows
+			// (Service.sweep).
+			if ref, ok := t.UIDOwner(p.old); ok && ref.Kind == store.KindBeacon {
+				if b, err := t.Beacon(ref.ID); err == nil && b.MergedInto != 0 {
+					if _, err := t.DropZoneIntervalsBefore(p.old, p.new); err != nil {
+						return err
+					}
+				}
+			}
 			moved, err := t.RenameUID(p.old, p.new)
 			if err != nil {
 				return err

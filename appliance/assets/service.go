@@ -194,6 +194,14 @@ func (s *Service) sweep(rs []rename) {
 	}
 	err := s.db.UpdateAssets(s.clock.Now(), func(t *store.AssetTx) error {
 		for _, r := range rs {
+			// A merge's exclusive windows hold for what the sweep moves
+			// too: a source's stay written after the merge would
+			// overlap the survivor's (a review).
+			if r.merge {
+				if _, err := t.DropZoneIntervalsBefore(r.old, r.new); err != nil {
+					return err
+				}
+			}
 			if _, err := t.RenameUID(r.old, r.new); err != nil {
 				return err
 			}

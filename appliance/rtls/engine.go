@@ -625,14 +625,20 @@ func (e *Engine) MergeRename(oldUID, newUID string) {
 	so, sn, unlock := e.shards.LockPair(oldUID, newUID)
 	m := e.model.Load()
 	var ops []func(*bolt.Tx) error
-	if b, ok := so.V.Delete(assets.UIDHash(oldUID), oldUID); ok {
-		if b.open {
-			// Its intervals are the new uid's now.
-			ops = append(ops, closeOp(newUID, b.since, b.heard))
-			b.open = false
-		}
-		e.commit(m, b, -1, position{}, b.heard, &ops) // its channel says unknown
+	b, ok := so.V.Delete(assets.UIDHash(oldUID), oldUID)
+	if !ok {
+		// The source was not being tracked (a legacy row, a spare tag
+		// never heard): nothing to choose between, and the survivor's
+		// stay goes on (a review: it went unknown at every merge).
+		unlock()
+		return
 	}
+	if b.open {
+		// Its intervals are the new uid's now.
+		ops = append(ops, closeOp(newUID, b.since, b.heard))
+		b.open = false
+	}
+	e.commit(m, b, -1, position{}, b.heard, &ops) // its channel says unknown
 	nh := assets.UIDHash(newUID)
 	if cur := sn.V.Get(nh, newUID); cur != nil {
 		e.commit(m, *cur, -1, position{}, (*cur).heard, &ops)

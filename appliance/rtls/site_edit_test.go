@@ -561,3 +561,27 @@ func TestUnreadyModelLocatesNothing(t *testing.T) {
 		})
 	}
 }
+
+// A merge of a source the engine never tracked (a legacy row, a spare
+// tag never heard) leaves the survivor's stay alone: there is nothing to
+// choose between. It went unknown at every merge, its history split in
+// two (a review). With both tracked, both stays end.
+func TestMergeRenameOfAnUntrackedSource(t *testing.T) {
+	h, w, _ := inZoneOne(t)
+	var events []Event
+	cancel := h.e.Listen(func(ev Event) { events = append(events, ev) }, nil)
+	defer cancel()
+	h.e.MergeRename("LEGACY-C30000000007", "WCH-1")
+	if h.zone("WCH-1") != 1 || len(events) != 0 || len(w.ops) != 0 {
+		t.Fatalf("after merging an untracked source: zone %d, events %+v, %d writer ops", h.zone("WCH-1"), events, len(w.ops))
+	}
+	h.sight("WCH-2", gwMAC(3), -50)
+	events = nil
+	h.e.MergeRename("WCH-2", "WCH-1")
+	if l, _ := h.e.Location("WCH-1"); l.Zone != 0 {
+		t.Fatalf("after merging a tracked source: %+v", l)
+	}
+	if len(events) != 2 || len(w.ops) != 2 {
+		t.Fatalf("both stays end, each channel told: events %+v, %d writer ops", events, len(w.ops))
+	}
+}
