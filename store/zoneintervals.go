@@ -287,6 +287,30 @@ func (db *DB) ZoneIntervals(uid string, cur ZoneCursor, limit int) ([]ZoneInterv
 	return out, next, err
 }
 
+// ZoneIntervalSpans lists uid's zone intervals as (enter, end) pairs,
+// end math.MaxInt64 for one still open: what a merge's plan counts.
+func (t *AssetTx) ZoneIntervalSpans(uid string) ([][2]int64, error) {
+	b := t.tx.Bucket(bZoneIntervals)
+	if b == nil {
+		return nil, nil
+	}
+	var out [][2]int64
+	p := uidPrefix(uid)
+	c := b.Cursor()
+	for k, v := c.Seek(p); k != nil && bytes.HasPrefix(k, p); k, v = c.Next() {
+		var iv ZoneInterval
+		if err := json.Unmarshal(v, &iv); err != nil {
+			return nil, err
+		}
+		end := iv.Leave
+		if end == 0 {
+			end = math.MaxInt64
+		}
+		out = append(out, [2]int64{iv.Enter, end})
+	}
+	return out, nil
+}
+
 // DropZoneIntervalsBefore deletes source's zone intervals that began
 // before survivor's last one ended (all of them while it is open): a
 // merge's exclusive windows, as for sensor history, applied before the

@@ -34,6 +34,9 @@ type MergeSource struct {
 	Until    *int64 `json:"until"`
 	Kept     int    `json:"kept"`
 	Dropped  int    `json:"dropped"`
+	// StaysDropped counts the source's zone stays the windows leave out:
+	// those that began before the last stay kept so far ended.
+	StaysDropped int `json:"stays_dropped"`
 }
 
 // MergePlan previews a merge; apply returns the same numbers.
@@ -44,6 +47,7 @@ type MergePlan struct {
 	Sources          []MergeSource `json:"sources"`
 	Kept             int           `json:"kept"`
 	Dropped          int           `json:"dropped"`
+	StaysDropped     int           `json:"stays_dropped"`
 	DeviceAfter      string        `json:"device_after"`
 }
 
@@ -94,8 +98,32 @@ func planMerge(t *store.AssetTx, uid string, in MergeInput) (*mergePlan, error) 
 	if has {
 		p.SurvivorUntil = ptr(mark)
 	}
+	// The zone stays' windows, as DropZoneIntervalsBefore applies them
+	// source by source: the mark is where the last stay kept ends.
+	spans, err := t.ZoneIntervalSpans(surv.AssetUID)
+	if err != nil {
+		return nil, err
+	}
+	stayMark, stays := int64(math.MinInt64), len(spans) > 0
+	for _, s := range spans {
+		stayMark = max(stayMark, s[1])
+	}
 	for _, b := range p.sources {
 		ms := MergeSource{ID: b.ID, AssetUID: b.AssetUID, MAC: b.MAC}
+		spans, err := t.ZoneIntervalSpans(b.AssetUID)
+		if err != nil {
+			return nil, err
+		}
+		next := stayMark
+		for _, s := range spans {
+			if stays && s[0] < stayMark {
+				ms.StaysDropped++
+				continue
+			}
+			next = max(next, s[1])
+		}
+		stayMark, stays = next, stays || len(spans) > ms.StaysDropped
+		p.StaysDropped += ms.StaysDropped
 		from := int64(0)
 		if has {
 			ms.After, from = ptr(mark), mark+1
@@ -157,8 +185,10 @@ func (p *mergePlan) apply(t *store.AssetTx, fx *effects) error {
 				return fmt.Errorf("merge %s: planned to drop %d readings of %s, dropped %d", surv.AssetUID, ms.Dropped, b.AssetUID, n)
 			}
 		}
-		if _, err := t.DropZoneIntervalsBefore(b.AssetUID, surv.AssetUID); err != nil {
+		if n, err := t.DropZoneIntervalsBefore(b.AssetUID, surv.AssetUID); err != nil {
 			return err
+		} else if n != ms.StaysDropped {
+			return fmt.Errorf("merge %s: planned to drop %d zone stays of %s, dropped %d", surv.AssetUID, ms.StaysDropped, b.AssetUID, n)
 		}
 		moved, err := t.RenameUID(b.AssetUID, surv.AssetUID)
 		if err != nil {

@@ -234,3 +234,51 @@ func TestMergeCommitsQueuedClosesFirst(t *testing.T) {
 		t.Fatalf("the survivor's history after the merge: %+v", ivs)
 	}
 }
+
+// TestMergePlanCountsDroppedStays: the plan says how many zone stays
+// each source loses to the windows (the merge cannot be undone), as
+// apply then drops them; a second source is judged against the first's
+// stays kept.
+func TestMergePlanCountsDroppedStays(t *testing.T) {
+	e := newEnv(t)
+	h := e.loc("Hospital", "H1", 0)
+	surv := e.beacon(BeaconInput{MAC: sp("C3000000000A"), Name: sp("watch"), Type: sp("watch"), LocationID: up(h)})
+	s1 := e.beacon(BeaconInput{MAC: sp("C3000000000B"), Name: sp("one"), Type: sp("watch"), LocationID: up(h)})
+	s2 := e.beacon(BeaconInput{MAC: sp("C3000000000C"), Name: sp("two"), Type: sp("watch"), LocationID: up(h)})
+	stays := map[string][][2]int64{
+		surv.AssetUID: {{100, 200}},
+		s1.AssetUID:   {{50, 90}, {150, 300}, {400, 500}}, // two begin before 200: dropped
+		s2.AssetUID:   {{450, 460}, {600, 0}},            // 450 < 500 (s1's kept): dropped
+	}
+	if err := e.db.Update(func(tx *bolt.Tx) error {
+		for uid, ss := range stays {
+			for _, s := range ss {
+				if err := store.AppendZoneInterval(tx, uid, &store.ZoneInterval{ZoneID: 1, Zone: "Z", Enter: s[0], Leave: s[1]}); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	in := MergeInput{SourceIDs: []uint64{s1.ID, s2.ID}}
+	plan, err := e.svc.PlanMerge(surv.AssetUID, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if plan.StaysDropped != 3 || plan.Sources[0].StaysDropped != 2 || plan.Sources[1].StaysDropped != 1 {
+		t.Fatalf("plan: %d stays dropped, by source %d and %d", plan.StaysDropped, plan.Sources[0].StaysDropped, plan.Sources[1].StaysDropped)
+	}
+	if _, err := e.svc.Merge(surv.AssetUID, in); err != nil {
+		t.Fatal(err)
+	}
+	ivs, _, _ := e.db.ZoneIntervals(surv.AssetUID, store.ZoneCursor{}, 20)
+	var enters []int64
+	for _, iv := range ivs {
+		enters = append(enters, iv.Enter)
+	}
+	if !reflect.DeepEqual(enters, []int64{600, 400, 100}) {
+		t.Fatalf("stays after the merge enter at %v", enters)
+	}
+}
