@@ -248,7 +248,7 @@ func TestMergePlanCountsDroppedStays(t *testing.T) {
 	stays := map[string][][2]int64{
 		surv.AssetUID: {{100, 200}},
 		s1.AssetUID:   {{50, 90}, {150, 300}, {400, 500}}, // two begin before 200: dropped
-		s2.AssetUID:   {{450, 460}, {600, 0}},            // 450 < 500 (s1's kept): dropped
+		s2.AssetUID:   {{450, 460}, {600, 0}},             // 450 < 500 (s1's kept): dropped
 	}
 	if err := e.db.Update(func(tx *bolt.Tx) error {
 		for uid, ss := range stays {
