@@ -311,40 +311,37 @@ func (t *AssetTx) ZoneIntervalSpans(uid string) ([][2]int64, error) {
 	return out, nil
 }
 
+// ZoneIntervalsEnd is where uid's last zone interval ends
+// (math.MaxInt64 while one is open); has is false when it has none.
+func (t *AssetTx) ZoneIntervalsEnd(uid string) (end int64, has bool, err error) {
+	spans, err := t.ZoneIntervalSpans(uid)
+	if err != nil || len(spans) == 0 {
+		return 0, false, err
+	}
+	end = math.MinInt64
+	for _, s := range spans {
+		end = max(end, s[1])
+	}
+	return end, true, nil
+}
+
 // DropZoneIntervalsBefore deletes source's zone intervals that began
-// before survivor's last one ended (all of them while it is open): a
-// merge's exclusive windows, as for sensor history, applied before the
-// rename folds the lists together. Two tags heard at once put the
-// merged asset in two zones at once (a review). A stay that began
-// earlier is dropped, not clipped: the engine closes an open one by its
-// entry time, which then finds nothing. A remint does not call it: the
-// reports that reach the new uid before the store's rename open stays
-// there that must not cost the beacon its earlier ones.
-func (t *AssetTx) DropZoneIntervalsBefore(source, survivor string) (int, error) {
+// before mark: a merge's exclusive windows, as for sensor history, with
+// mark where the last stay kept so far ends (the survivor's, then each
+// earlier source's; math.MaxInt64 while one is open). Two tags heard at
+// once put the merged asset in two zones at once (a review). A stay that
+// began earlier is dropped, not clipped: the engine closes an open one
+// by its entry time, which then finds nothing. A remint does not call
+// it: the reports that reach the new uid before the store's rename open
+// stays there that must not cost the beacon its earlier ones.
+func (t *AssetTx) DropZoneIntervalsBefore(source string, mark int64) (int, error) {
 	b := t.tx.Bucket(bZoneIntervals)
 	if b == nil {
 		return 0, nil
 	}
-	mark := int64(math.MinInt64)
-	p := uidPrefix(survivor)
-	c := b.Cursor()
-	for k, v := c.Seek(p); k != nil && bytes.HasPrefix(k, p); k, v = c.Next() {
-		var iv ZoneInterval
-		if err := json.Unmarshal(v, &iv); err != nil {
-			return 0, err
-		}
-		end := iv.Leave
-		if end == 0 {
-			end = math.MaxInt64
-		}
-		mark = max(mark, end)
-	}
-	if mark == math.MinInt64 {
-		return 0, nil // the survivor has none: the source's are all after
-	}
 	var dead [][]byte
-	p = uidPrefix(source)
-	c = b.Cursor()
+	p := uidPrefix(source)
+	c := b.Cursor()
 	for k, v := c.Seek(p); k != nil && bytes.HasPrefix(k, p); k, v = c.Next() {
 		var iv ZoneInterval
 		if err := json.Unmarshal(v, &iv); err != nil {
@@ -360,6 +357,17 @@ func (t *AssetTx) DropZoneIntervalsBefore(source, survivor string) (int, error) 
 		}
 	}
 	return len(dead), nil
+}
+
+// DropZoneIntervalsBeforeUID is DropZoneIntervalsBefore with the mark
+// where survivor's last stay ends (nothing dropped while it has none):
+// the uid sweeps after a merge, which fold the sources in one by one.
+func (t *AssetTx) DropZoneIntervalsBeforeUID(source, survivor string) (int, error) {
+	end, has, err := t.ZoneIntervalsEnd(survivor)
+	if err != nil || !has {
+		return 0, err
+	}
+	return t.DropZoneIntervalsBefore(source, end)
 }
 
 // renameZoneIntervals moves a beacon's intervals to its new uid. A plain

@@ -178,7 +178,7 @@ func TestMergedIntervalsKeepExclusiveWindows(t *testing.T) {
 		t.Helper()
 		var n int
 		if err := db.UpdateAssets(time.Now(), func(tx *AssetTx) error {
-			if _, err := tx.DropZoneIntervalsBefore(from, to); err != nil {
+			if _, err := tx.DropZoneIntervalsBeforeUID(from, to); err != nil {
 				return err
 			}
 			var err error

@@ -55,6 +55,9 @@ type mergePlan struct {
 	MergePlan
 	survivor *store.Beacon
 	sources  []*store.Beacon
+	// stayMarks[i] is where the last zone stay kept before source i
+	// ends (math.MinInt64: none kept, nothing dropped).
+	stayMarks []int64
 }
 
 func planMerge(t *store.AssetTx, uid string, in MergeInput) (*mergePlan, error) {
@@ -115,6 +118,11 @@ func planMerge(t *store.AssetTx, uid string, in MergeInput) (*mergePlan, error) 
 			return nil, err
 		}
 		next := stayMark
+		if !stays {
+			p.stayMarks = append(p.stayMarks, math.MinInt64)
+		} else {
+			p.stayMarks = append(p.stayMarks, stayMark)
+		}
 		for _, s := range spans {
 			if stays && s[0] < stayMark {
 				ms.StaysDropped++
@@ -185,12 +193,18 @@ func (p *mergePlan) apply(t *store.AssetTx, fx *effects) error {
 				return fmt.Errorf("merge %s: planned to drop %d readings of %s, dropped %d", surv.AssetUID, ms.Dropped, b.AssetUID, n)
 			}
 		}
-		if n, err := t.DropZoneIntervalsBefore(b.AssetUID, surv.AssetUID); err != nil {
+		if n, err := t.DropZoneIntervalsBefore(b.AssetUID, p.stayMarks[i]); err != nil {
 			return err
 		} else if n != ms.StaysDropped {
 			return fmt.Errorf("merge %s: planned to drop %d zone stays of %s, dropped %d", surv.AssetUID, ms.StaysDropped, b.AssetUID, n)
 		}
-		moved, err := t.RenameUID(b.AssetUID, surv.AssetUID)
+		// The stays kept (and their saved sightings) stay under the
+		// source's uid until the uid sweep, which first commits what
+		// ingest queued: a close the engine queued under the old uid
+		// just before the registry's reload then still finds its stay.
+		// Moved here, it landed after the move, found nothing, and the
+		// stay stayed open in the survivor's history (a review).
+		moved, err := t.RenameUID(b.AssetUID, surv.AssetUID, store.RewriterZoneIntervals, store.RewriterZoneHeard)
 		if err != nil {
 			return err
 		}
@@ -216,7 +230,7 @@ func (p *mergePlan) apply(t *store.AssetTx, fx *effects) error {
 		if ms.After != nil {
 			after = *ms.After
 		}
-		fx.renames = append(fx.renames, rename{old: b.AssetUID, new: surv.AssetUID, merge: true, after: after})
+		fx.renames = append(fx.renames, rename{old: b.AssetUID, new: surv.AssetUID, merge: true, after: after, stayMark: p.stayMarks[i]})
 	}
 	return t.PutBeacon(surv)
 }

@@ -275,7 +275,7 @@ func (s *Service) finishRemint(fx *effects, res *RemintResult) {
 			// (Service.sweep).
 			if ref, ok := t.UIDOwner(p.old); ok && ref.Kind == store.KindBeacon {
 				if b, err := t.Beacon(ref.ID); err == nil && b.MergedInto != 0 {
-					if _, err := t.DropZoneIntervalsBefore(p.old, p.new); err != nil {
+					if _, err := t.DropZoneIntervalsBeforeUID(p.old, p.new); err != nil {
 						return err
 					}
 				}

@@ -615,8 +615,9 @@ var _ assets.MergeRenamer = (*Engine)(nil)
 // more recently heard one, as Rename keeps, is a coin toss between two
 // tags heard every second, and the live zone followed the detached tag
 // for seconds (a review). The store keeps the merged history's
-// exclusive windows (store's renameZoneIntervals): a stay of the source
-// it dropped is closed by entry time, which finds nothing.
+// exclusive windows (store.DropZoneIntervalsBefore): a stay of the
+// source it dropped is closed by entry time, which finds nothing once
+// the survivor's own stay is closed.
 func (e *Engine) MergeRename(oldUID, newUID string) {
 	if oldUID == newUID {
 		return
@@ -633,17 +634,21 @@ func (e *Engine) MergeRename(oldUID, newUID string) {
 		unlock()
 		return
 	}
+	// The survivor's close first: a close finds a stay by its entry
+	// time, and when both began in the same millisecond the source's,
+	// which the merge's windows dropped, closed the survivor's at the
+	// source's last sighting (a review).
+	nh := assets.UIDHash(newUID)
+	if cur := sn.V.Get(nh, newUID); cur != nil {
+		e.commit(m, *cur, -1, position{}, (*cur).heard, &ops)
+		sn.V.Delete(nh, newUID)
+	}
 	if b.open {
 		// Its intervals are the new uid's now.
 		ops = append(ops, closeOp(newUID, b.since, b.heard))
 		b.open = false
 	}
 	e.commit(m, b, -1, position{}, b.heard, &ops) // its channel says unknown
-	nh := assets.UIDHash(newUID)
-	if cur := sn.V.Get(nh, newUID); cur != nil {
-		e.commit(m, *cur, -1, position{}, (*cur).heard, &ops)
-		sn.V.Delete(nh, newUID)
-	}
 	unlock()
 	e.queue(ops)
 }

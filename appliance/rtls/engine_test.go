@@ -710,3 +710,42 @@ func TestRefinedFirstFixLeavesNoPhantomStay(t *testing.T) {
 		}
 	}
 }
+
+// TestMergeRenameClosesEachStayAtItsOwnSighting: two tags' stays that
+// began in the same millisecond, merged: the store's windows drop the
+// source's, and MergeRename closes the survivor's at the survivor's own
+// last sighting. The source's close, by entry time, went first and took
+// the survivor's stay, closing it when the other tag was last heard (a
+// review).
+func TestMergeRenameClosesEachStayAtItsOwnSighting(t *testing.T) {
+	r := newRig(t)
+	if err := r.e.Start(rtls.AlgStrongest); err != nil {
+		t.Fatal(err)
+	}
+	r.hear(gwA, "C30000000001", -50) // both located in the same millisecond
+	r.hear(gwB, "C30000000002", -50)
+	r.clk.Advance(time.Second)
+	r.hear(gwA, "C30000000001", -50)
+	survHeard := r.clk.Now().UnixMilli()
+	for range 5 { // the source is heard on, the survivor not
+		r.clk.Advance(time.Second)
+		r.hear(gwB, "C30000000002", -50)
+	}
+	if err := r.w.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.db.UpdateAssets(r.clk.Now(), func(tx *store.AssetTx) error {
+		if _, err := tx.DropZoneIntervalsBeforeUID("WAT-2", "WAT-1"); err != nil {
+			return err
+		}
+		_, err := tx.RenameUID("WAT-2", "WAT-1")
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	r.e.MergeRename("WAT-2", "WAT-1")
+	ivs := r.intervals("WAT-1")
+	if len(ivs) != 1 || ivs[0].Zone != "Hall" || ivs[0].Leave != survHeard {
+		t.Fatalf("after the merge: %+v; want the survivor's Hall stay closed at its own last sighting %d", ivs, survHeard)
+	}
+}
