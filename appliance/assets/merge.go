@@ -198,13 +198,11 @@ func (p *mergePlan) apply(t *store.AssetTx, fx *effects) error {
 		} else if n != ms.StaysDropped {
 			return fmt.Errorf("merge %s: planned to drop %d zone stays of %s, dropped %d", surv.AssetUID, ms.StaysDropped, b.AssetUID, n)
 		}
-		// The stays kept (and their saved sightings) stay under the
-		// source's uid until the uid sweep, which first commits what
-		// ingest queued: a close the engine queued under the old uid
-		// just before the registry's reload then still finds its stay.
-		// Moved here, it landed after the move, found nothing, and the
-		// stay stayed open in the survivor's history (a review).
-		moved, err := t.RenameUID(b.AssetUID, surv.AssetUID, store.RewriterZoneIntervals, store.RewriterZoneHeard)
+		// The stays kept move here, in the merge's transaction: deferred
+		// to the uid sweep, a crash or a failed sweep left them under the
+		// merged source, and the only retry (remint apply) judged them
+		// against the survivor's later stays and dropped them (a review).
+		moved, err := t.RenameUID(b.AssetUID, surv.AssetUID)
 		if err != nil {
 			return err
 		}
@@ -230,7 +228,7 @@ func (p *mergePlan) apply(t *store.AssetTx, fx *effects) error {
 		if ms.After != nil {
 			after = *ms.After
 		}
-		fx.renames = append(fx.renames, rename{old: b.AssetUID, new: surv.AssetUID, merge: true, after: after, stayMark: p.stayMarks[i]})
+		fx.renames = append(fx.renames, rename{old: b.AssetUID, new: surv.AssetUID, merge: true, after: after})
 	}
 	return t.PutBeacon(surv)
 }

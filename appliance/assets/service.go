@@ -117,11 +117,6 @@ type rename struct {
 	// latest readings newer than after (math.MinInt64: no bound).
 	merge bool
 	after int64
-	// stayMark is a merge's zone-stay window for this source (store.
-	// DropZoneIntervalsBefore): the sweep drops late stays by the same
-	// mark, not by the survivor's list then, which stays opened since
-	// the registry's reload would have moved past the stays kept.
-	stayMark int64
 }
 
 // effects collects what a committed write must still do in memory.
@@ -203,7 +198,7 @@ func (s *Service) sweep(rs []rename) {
 			// too: a source's stay written after the merge would
 			// overlap the survivor's (a review).
 			if r.merge {
-				if _, err := t.DropZoneIntervalsBefore(r.old, r.stayMark); err != nil {
+				if _, err := t.DropZoneIntervalsBeforeUID(r.old, r.new); err != nil {
 					return err
 				}
 			}
