@@ -296,3 +296,38 @@ func TestMergePlanCountsDroppedStays(t *testing.T) {
 		t.Fatalf("stays after the merge enter at %v", enters)
 	}
 }
+
+// TestRemintSweepKeepsMergeWindows: remint apply's sweep of every former
+// uid moves a merged source's stragglers (zone stays written under its
+// uid after the merge) with the merge's windows: one that began while
+// the survivor was still in its stay is dropped, not moved into two
+// zones at once.
+func TestRemintSweepKeepsMergeWindows(t *testing.T) {
+	e := newEnv(t)
+	h := e.loc("Hospital", "H1", 0)
+	surv := e.beacon(BeaconInput{MAC: sp("C3000000000A"), Name: sp("watch"), Type: sp("watch"), LocationID: up(h)})
+	src := e.beacon(BeaconInput{MAC: sp("C3000000000B"), Name: sp("spare"), Type: sp("watch"), LocationID: up(h)})
+	if err := e.db.Update(func(tx *bolt.Tx) error {
+		return store.AppendZoneInterval(tx, surv.AssetUID, &store.ZoneInterval{ZoneID: 1, Zone: "Room A", Enter: 1000})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.svc.Merge(surv.AssetUID, MergeInput{SourceIDs: []uint64{src.ID}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.db.Update(func(tx *bolt.Tx) error { // a straggler under the source's uid
+		return store.AppendZoneInterval(tx, src.AssetUID, &store.ZoneInterval{ZoneID: 2, Zone: "Room B", Enter: 2000})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.svc.RemintApply(); err != nil {
+		t.Fatal(err)
+	}
+	ivs, _, _ := e.db.ZoneIntervals(surv.AssetUID, store.ZoneCursor{}, 20)
+	if len(ivs) != 1 || ivs[0].Zone != "Room A" {
+		t.Fatalf("the survivor's history after remint's sweep: %+v", ivs)
+	}
+	if left, _, _ := e.db.ZoneIntervals(src.AssetUID, store.ZoneCursor{}, 20); len(left) != 0 {
+		t.Fatalf("left under the merged source: %+v", left)
+	}
+}
