@@ -90,6 +90,8 @@ func cmdRTLSEval(args []string, stdout, stderr io.Writer) int {
 			return 1
 		}
 		motion = replay.MotionNote(d, lag, pairs)
+	} else if !walked {
+		motion = ds.MotionRefused() // "" for a file that is no walk at all
 	}
 	opts := replay.Options{Timeout: *timeout, Params: params, Algorithms: algList}
 	// The replay's store lives in a temporary directory; a run stopped

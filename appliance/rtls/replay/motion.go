@@ -43,8 +43,23 @@ const maxWalkSpeed = 3.0
 // clock ticks in minutes), or when they move faster than maxWalkSpeed
 // from one second to the next. pairs is how many the chosen lag had.
 func (ds *Dataset) Motion() (d float64, lag int64, pairs int, ok bool) {
+	d, lag, pairs, ok, _ = ds.motion()
+	return d, lag, pairs, ok
+}
+
+// MotionRefused says why train.csv, a walk by its pairs of positions,
+// trained no motion: its positions move faster than anyone walks (one
+// position out of place, x = 1e300, is enough). "" when Motion measured
+// one or the file is no walk at all. rtls-eval prints it as a note: the
+// motion and odds notes vanished without a word (a review).
+func (ds *Dataset) MotionRefused() string {
+	_, _, _, _, why := ds.motion()
+	return why
+}
+
+func (ds *Dataset) motion() (d float64, lag int64, pairs int, ok bool, why string) {
 	if ds.NoGeometry || len(ds.Site.Maps) == 0 || ds.Site.Maps[0].PixelsPerMeter <= 0 {
-		return 0, 0, 0, false
+		return 0, 0, 0, false, ""
 	}
 	ppm := ds.Site.Maps[0].PixelsPerMeter
 	type pos struct{ x, y float64 }
@@ -94,11 +109,13 @@ func (ds *Dataset) Motion() (d float64, lag int64, pairs int, ok bool) {
 			// Not a walk seen through at this time scale (a survey
 			// of still points, a clock in minutes): what it shows at
 			// shorter lags is a beacon standing, not how it moves.
-			return 0, 0, 0, false
+			return 0, 0, 0, false, ""
 		}
 		v := sum / float64(n) / float64(tau)
 		if tau == 1 && v > maxWalkSpeed*maxWalkSpeed/2 {
-			return 0, 0, 0, false // faster than anyone walks: not a walk
+			// Faster than anyone walks: not a walk.
+			return 0, 0, 0, false, fmt.Sprintf("motion: not trained: train.csv's positions move %.3g m a second (root mean square) from one second to the next (over %d pairs), faster than anyone walks (%g m/s): a survey of still points, or a position out of place; grid keeps its default diffusion, and the filters their default switch_odds",
+				math.Sqrt(2*v), n, maxWalkSpeed)
 		}
 		if !ok || v > d {
 			d, lag, pairs, ok = v, tau, n, true
@@ -107,7 +124,7 @@ func (ds *Dataset) Motion() (d float64, lag int64, pairs int, ok bool) {
 	if ok {
 		d = math.Min(math.Max(d, rtls.MaxDiffusion/8), rtls.MaxDiffusion)
 	}
-	return d, lag, pairs, ok
+	return d, lag, pairs, ok, ""
 }
 
 // MotionNote says what Motion measured, for rtls-eval's notes.

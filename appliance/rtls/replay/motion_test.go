@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 
 	"beaconhub/appliance/rtls"
@@ -76,9 +77,19 @@ func TestMotionNeedsAWalk(t *testing.T) {
 		pos := fmt.Sprintf("%.1f,%.1f", 100*rng.Float64(), 100*rng.Float64())
 		jumps.Train[i].Pos, jumps.Train[i+1].Pos = pos, pos
 	}
-	for name, ds := range map[string]*Dataset{"no positions": noPos, "a minute apart": walkedSet(4, 7200, 60, 0.2, 5), "too short": short, "random points": jumps} {
+	// A walk with one position out of place (x = 1e300).
+	outlier := walkedSet(2, 600, 1, 0.2, 10)
+	outlier.Train[100].Pos = "1e300,0"
+	for name, ds := range map[string]*Dataset{"no positions": noPos, "a minute apart": walkedSet(4, 7200, 60, 0.2, 5), "too short": short,
+		"random points": jumps, "an outlier": outlier} {
 		if d, _, _, ok := ds.Motion(); ok {
 			t.Errorf("%s: measured %v", name, d)
+		}
+		// Said when it was a walk by its pairs but too fast; nothing
+		// to say of a file that is no walk at all.
+		why := ds.MotionRefused()
+		if fast := name == "random points" || name == "an outlier"; fast != strings.Contains(why, "faster than anyone walks") {
+			t.Errorf("%s: refusal %q", name, why)
 		}
 	}
 }
