@@ -422,6 +422,17 @@ func (b *beacon) confirm(p *Params, z int, now int64) int {
 	return b.zone
 }
 
+// zonedHeardWithin reports whether a gateway the model knows and counts (ok)
+// heard the beacon within holdMs of now.
+func (b *beacon) zonedHeardWithin(now, holdMs int64, ok func(g int) bool) bool {
+	for i := range b.rds {
+		if rd := &b.rds[i]; rd.g >= 0 && ok(rd.g) && now-rd.last <= holdMs {
+			return true
+		}
+	}
+	return false
+}
+
 // firstScan reports whether now is the instant of the first fix.
 // A first fix taken at a spread scan's first report is the scan's too:
 // the reports refining it may still revise it freely.

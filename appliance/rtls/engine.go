@@ -148,7 +148,9 @@ func New(opts Options) *Engine {
 	if e.rec.limit <= 0 {
 		e.rec.limit = MaxSurveyWindows
 	}
-	e.model.Store(buildModel(0, e.p, Site{}, nil))
+	m0 := buildModel(0, e.p, Site{}, nil)
+	m0.holdMs = opts.Timeout.Milliseconds()
+	e.model.Store(m0)
 	e.listeners.Store(&[]*listener{})
 	e.restartSweep()
 	return e
@@ -204,6 +206,7 @@ func (e *Engine) setSamples(s []Sample) {
 func (e *Engine) rebuild() {
 	e.gen++
 	m := buildModel(e.gen, e.p, e.site, e.samples)
+	m.holdMs = e.opts.Timeout.Milliseconds()
 	if r := e.run.Load(); r != nil && needsGrid(r.name) {
 		m = m.withGrid(e.gen)
 	}

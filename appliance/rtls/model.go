@@ -20,6 +20,10 @@ type model struct {
 	// unready names the algorithms this model lacks the input of
 	// (AlgorithmInfo.Ready false): one running on it locates nothing.
 	unready map[string]bool
+	// holdMs is the engine's not-heard timeout: how long strongest and
+	// centroid keep a beacon's zone while only gateways in no zone hear
+	// it (heardZonedWithin).
+	holdMs int64
 	zones   []Zone
 	zoneIdx map[uint64]int
 	adj     [][]int // neighbours, without self

@@ -585,3 +585,60 @@ func TestMergeRenameOfAnUntrackedSource(t *testing.T) {
 		t.Fatalf("both stays end, each channel told: events %+v, %d writer ops", events, len(w.ops))
 	}
 }
+
+// A beacon heard only by a gateway in no zone (registered, never placed,
+// not in the survey) keeps its zone under strongest and centroid while a
+// zone's gateway heard it within the not-heard timeout, then is unknown:
+// it kept its last zone, with a fresh time, for as long as it was heard
+// so. Going unknown at Stale instead made it flap where the room's
+// gateway hears it only every 7 s (a review: 171 zone changes in ten
+// minutes); that stays one.
+func TestHeardOnlyOutsideTheZones(t *testing.T) {
+	for _, alg := range []string{AlgStrongest, AlgCentroid} {
+		t.Run(alg, func(t *testing.T) {
+			h := newHarness(t, Options{Timeout: time.Minute})
+			s := gridSite(3, 1, true)
+			s.Gateways = append(s.Gateways, Gateway{MAC: gwMAC(9)}) // registered, not placed
+			h.e.SetSite(s)
+			if err := h.e.Start(alg); err != nil {
+				t.Fatal(err)
+			}
+			var changes int
+			var last uint64
+			cancel := h.e.Listen(func(ev Event) { // zone changes (centroid also sends position changes)
+				if ev.Location.Zone != last {
+					changes, last = changes+1, ev.Location.Zone
+				}
+			}, nil)
+			defer cancel()
+			for sec := range 600 { // the room's gateway now and then, the unplaced one every second
+				if sec%7 == 0 {
+					h.sight("WCH-1", gwMAC(1), -70)
+				}
+				h.sight("WCH-1", gwMAC(9), -60)
+				h.clk.Advance(time.Second)
+			}
+			if h.zone("WCH-1") != 1 || changes != 1 {
+				t.Fatalf("heard by its room's gateway every 7 s: zone %d after %d changes, want zone 1 after 1", h.zone("WCH-1"), changes)
+			}
+			for range 55 { // within the timeout of the room gateway's last reading
+				h.sight("WCH-1", gwMAC(9), -60)
+				h.clk.Advance(time.Second)
+			}
+			if h.zone("WCH-1") != 1 {
+				t.Fatalf("unknown within the timeout: zone %d", h.zone("WCH-1"))
+			}
+			for range 10 {
+				h.sight("WCH-1", gwMAC(9), -60)
+				h.clk.Advance(time.Second)
+			}
+			if l, _ := h.e.Location("WCH-1"); l.Zone != 0 {
+				t.Fatalf("heard only by an unplaced gateway past the timeout: %+v", l)
+			}
+			h.sight("WCH-1", gwMAC(3), -45)
+			if h.zone("WCH-1") != 3 {
+				t.Fatalf("heard by a placed gateway again: zone %d", h.zone("WCH-1"))
+			}
+		})
+	}
+}

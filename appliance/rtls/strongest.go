@@ -34,6 +34,15 @@ func (strongest) update(m *model, p *Params, b *beacon, _ *reading, now int64) (
 		}
 	}
 	if best < 0 {
+		// Heard, but only by gateways in no zone: the zone holds while a
+		// zone's gateway was heard within the not-heard timeout, then
+		// the beacon is unknown. It held for as long as the beacon was
+		// heard so; going unknown at Stale made it flap where a room's
+		// gateway hears it only now and then (a review: 171 changes in
+		// ten minutes).
+		if !b.zonedHeardWithin(now, m.holdMs, func(g int) bool { return m.gwZone[g] >= 0 }) {
+			return -1, position{}
+		}
 		return b.zone, b.pos
 	}
 	switch {
