@@ -23,7 +23,7 @@ type model struct {
 	// holdMs is the engine's not-heard timeout: how long strongest and
 	// centroid keep a beacon's zone while only gateways in no zone hear
 	// it (heardZonedWithin).
-	holdMs int64
+	holdMs  int64
 	zones   []Zone
 	zoneIdx map[uint64]int
 	adj     [][]int // neighbours, without self
