@@ -287,6 +287,23 @@ func (db *DB) ZoneIntervals(uid string, cur ZoneCursor, limit int) ([]ZoneInterv
 	return out, next, err
 }
 
+// eachZoneInterval calls fn with the key and the decoded value of each of
+// uid's zone intervals, oldest first.
+func eachZoneInterval(b *bolt.Bucket, uid string, fn func(k []byte, iv *ZoneInterval) error) error {
+	p := uidPrefix(uid)
+	c := b.Cursor()
+	for k, v := c.Seek(p); k != nil && bytes.HasPrefix(k, p); k, v = c.Next() {
+		var iv ZoneInterval
+		if err := json.Unmarshal(v, &iv); err != nil {
+			return err
+		}
+		if err := fn(k, &iv); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // ZoneIntervalSpans lists uid's zone intervals as (enter, end) pairs,
 // end math.MaxInt64 for one still open: what a merge's plan counts.
 func (t *AssetTx) ZoneIntervalSpans(uid string) ([][2]int64, error) {
@@ -295,34 +312,27 @@ func (t *AssetTx) ZoneIntervalSpans(uid string) ([][2]int64, error) {
 		return nil, nil
 	}
 	var out [][2]int64
-	p := uidPrefix(uid)
-	c := b.Cursor()
-	for k, v := c.Seek(p); k != nil && bytes.HasPrefix(k, p); k, v = c.Next() {
-		var iv ZoneInterval
-		if err := json.Unmarshal(v, &iv); err != nil {
-			return nil, err
-		}
+	err := eachZoneInterval(b, uid, func(_ []byte, iv *ZoneInterval) error {
 		end := iv.Leave
 		if end == 0 {
 			end = math.MaxInt64
 		}
 		out = append(out, [2]int64{iv.Enter, end})
-	}
-	return out, nil
+		return nil
+	})
+	return out, err
 }
 
-// ZoneIntervalsEnd is where uid's last zone interval ends
-// (math.MaxInt64 while one is open); has is false when it has none.
-func (t *AssetTx) ZoneIntervalsEnd(uid string) (end int64, has bool, err error) {
+// ZoneIntervalsEnd is where uid's last zone interval ends:
+// math.MaxInt64 while one is open, math.MinInt64 when it has none (a
+// mark before which nothing began).
+func (t *AssetTx) ZoneIntervalsEnd(uid string) (int64, error) {
 	spans, err := t.ZoneIntervalSpans(uid)
-	if err != nil || len(spans) == 0 {
-		return 0, false, err
-	}
-	end = math.MinInt64
+	end := int64(math.MinInt64)
 	for _, s := range spans {
 		end = max(end, s[1])
 	}
-	return end, true, nil
+	return end, err
 }
 
 // DropZoneIntervalsBefore deletes source's zone intervals that began
@@ -340,16 +350,13 @@ func (t *AssetTx) DropZoneIntervalsBefore(source string, mark int64) (int, error
 		return 0, nil
 	}
 	var dead [][]byte
-	p := uidPrefix(source)
-	c := b.Cursor()
-	for k, v := c.Seek(p); k != nil && bytes.HasPrefix(k, p); k, v = c.Next() {
-		var iv ZoneInterval
-		if err := json.Unmarshal(v, &iv); err != nil {
-			return 0, err
-		}
+	if err := eachZoneInterval(b, source, func(k []byte, iv *ZoneInterval) error {
 		if iv.Enter < mark {
 			dead = append(dead, clone(k))
 		}
+		return nil
+	}); err != nil {
+		return 0, err
 	}
 	for _, k := range dead {
 		if err := b.Delete(k); err != nil {
@@ -363,8 +370,8 @@ func (t *AssetTx) DropZoneIntervalsBefore(source string, mark int64) (int, error
 // where survivor's last stay ends (nothing dropped while it has none):
 // the uid sweeps after a merge, which fold the sources in one by one.
 func (t *AssetTx) DropZoneIntervalsBeforeUID(source, survivor string) (int, error) {
-	end, has, err := t.ZoneIntervalsEnd(survivor)
-	if err != nil || !has {
+	end, err := t.ZoneIntervalsEnd(survivor)
+	if err != nil {
 		return 0, err
 	}
 	return t.DropZoneIntervalsBefore(source, end)
@@ -398,15 +405,12 @@ func renameZoneIntervals(tx *bolt.Tx, oldUID, newUID string) (int, error) {
 	take := func(uid string) (taken, error) {
 		t := taken{newest: btoi(seq.Get([]byte(uid))), base: zoneIntervalBase(tx, uid), list: btoi(lists.Get([]byte(uid)))}
 		var keys [][]byte
-		p := uidPrefix(uid)
-		c := b.Cursor()
-		for k, v := c.Seek(p); k != nil && bytes.HasPrefix(k, p); k, v = c.Next() {
-			var iv ZoneInterval
-			if err := json.Unmarshal(v, &iv); err != nil {
-				return t, err
-			}
-			t.ivs = append(t.ivs, iv)
+		if err := eachZoneInterval(b, uid, func(k []byte, iv *ZoneInterval) error {
+			t.ivs = append(t.ivs, *iv)
 			keys = append(keys, clone(k))
+			return nil
+		}); err != nil {
+			return t, err
 		}
 		for _, k := range keys {
 			if err := b.Delete(k); err != nil {

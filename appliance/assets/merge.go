@@ -102,14 +102,11 @@ func planMerge(t *store.AssetTx, uid string, in MergeInput) (*mergePlan, error) 
 		p.SurvivorUntil = ptr(mark)
 	}
 	// The zone stays' windows, as DropZoneIntervalsBefore applies them
-	// source by source: the mark is where the last stay kept ends.
-	spans, err := t.ZoneIntervalSpans(surv.AssetUID)
+	// source by source: the mark is where the last stay kept ends
+	// (math.MinInt64 while none is: nothing began before it).
+	stayMark, err := t.ZoneIntervalsEnd(surv.AssetUID)
 	if err != nil {
 		return nil, err
-	}
-	stayMark, stays := int64(math.MinInt64), len(spans) > 0
-	for _, s := range spans {
-		stayMark = max(stayMark, s[1])
 	}
 	for _, b := range p.sources {
 		ms := MergeSource{ID: b.ID, AssetUID: b.AssetUID, MAC: b.MAC}
@@ -117,20 +114,16 @@ func planMerge(t *store.AssetTx, uid string, in MergeInput) (*mergePlan, error) 
 		if err != nil {
 			return nil, err
 		}
+		p.stayMarks = append(p.stayMarks, stayMark)
 		next := stayMark
-		if !stays {
-			p.stayMarks = append(p.stayMarks, math.MinInt64)
-		} else {
-			p.stayMarks = append(p.stayMarks, stayMark)
-		}
 		for _, s := range spans {
-			if stays && s[0] < stayMark {
+			if s[0] < stayMark {
 				ms.StaysDropped++
 				continue
 			}
 			next = max(next, s[1])
 		}
-		stayMark, stays = next, stays || len(spans) > ms.StaysDropped
+		stayMark = next
 		p.StaysDropped += ms.StaysDropped
 		from := int64(0)
 		if has {

@@ -422,12 +422,12 @@ func (b *beacon) confirm(p *Params, z int, now int64) int {
 	return b.zone
 }
 
-// zonedHeardWithin reports whether a gateway the model knows and counts (ok)
-// heard the beacon less than holdMs before now (the timeout sweep's
-// boundary, intervals.go).
+// zonedHeardWithin reports whether a gateway the model counts (ok) heard
+// the beacon less than holdMs before now (liveWithin; the timeout
+// sweep's boundary, intervals.go).
 func (b *beacon) zonedHeardWithin(now, holdMs int64, ok func(g int) bool) bool {
 	for i := range b.rds {
-		if rd := &b.rds[i]; rd.g >= 0 && ok(rd.g) && now-rd.last < holdMs {
+		if rd := &b.rds[i]; rd.liveWithin(holdMs, now) && ok(rd.g) {
 			return true
 		}
 	}
