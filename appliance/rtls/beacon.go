@@ -76,6 +76,10 @@ type beacon struct {
 	fixed int64
 	pos   position
 	open  bool // an interval is open in the store
+	// ended, when the update just made returned unknown, is when its
+	// evidence for the zone ended, if before the update (holdRunsOut):
+	// commit closes the stay then. 0 otherwise.
+	ended int64
 	// tentative: the stay was entered by the decision still being
 	// refined (Engine.decide); prev is the stay it ended.
 	tentative bool
@@ -422,16 +426,26 @@ func (b *beacon) confirm(p *Params, z int, now int64) int {
 	return b.zone
 }
 
-// zonedHeardWithin reports whether a gateway the model counts (ok) heard
-// the beacon less than holdMs before now (liveWithin; the timeout
-// sweep's boundary, intervals.go).
-func (b *beacon) zonedHeardWithin(now, holdMs int64, ok func(g int) bool) bool {
+// holdRunsOut reports whether the zone strongest and centroid hold for a
+// beacon heard only by gateways they cannot use has run out: no gateway
+// the model counts (ok) heard it less than holdMs before now (liveWithin;
+// the timeout sweep's boundary, intervals.go). When it has, the stay ends
+// at that gateway's last sighting (ended), as a silent beacon's ends at
+// its last: not up to a timeout later, at the report that noticed.
+func (b *beacon) holdRunsOut(now, holdMs int64, ok func(g int) bool) bool {
+	var last int64
 	for i := range b.rds {
-		if rd := &b.rds[i]; rd.liveWithin(holdMs, now) && ok(rd.g) {
-			return true
+		rd := &b.rds[i]
+		if rd.g < 0 || !ok(rd.g) {
+			continue
 		}
+		if rd.liveWithin(holdMs, now) {
+			return false
+		}
+		last = max(last, rd.last)
 	}
-	return false
+	b.ended = last
+	return true
 }
 
 // firstScan reports whether now is the instant of the first fix.

@@ -39,7 +39,7 @@ func (centroid) update(m *model, p *Params, b *beacon, _ *reading, now int64) (i
 		// Only gateways without a position hear it: as strongest, the
 		// zone holds for the not-heard timeout from the last gateway
 		// with one.
-		if !b.zonedHeardWithin(now, m.holdMs, func(g int) bool { return m.gwPos[g].ok }) {
+		if b.holdRunsOut(now, m.holdMs, func(g int) bool { return m.gwPos[g].ok }) {
 			return -1, position{}
 		}
 		return b.zone, b.pos

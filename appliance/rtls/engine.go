@@ -472,6 +472,7 @@ func (e *Engine) Observe(bt *ingest.Batch, w *ingest.Writes) {
 		b.learnOffsets(m, &e.p, t, r.name)
 		rd := b.sight(m, &e.p, bt.Gateway, o.RSSI, t)
 		e.emitDebug(b)
+		b.ended = 0
 		z, pos := r.alg.update(m, &e.p, b, rd, t)
 		e.decide(m, b, z, pos, t, &w.Ops)
 		for _, g := range m.live.silence(&e.p, b, t, e.opts.GatewaySeen, m.gwMAC) {
@@ -499,11 +500,16 @@ func (e *Engine) commit(m *model, b *beacon, z int, pos position, now int64, ops
 	// A beacon whose zone vanished with a site edit is unknown but may
 	// still hold an open interval.
 	changed := z != b.zone || (z < 0 && b.open)
+	end := now
+	if z < 0 && b.ended > 0 {
+		end = min(max(b.ended, b.since), now)
+	}
+	b.ended = 0
 	if changed {
 		b.tentative = false
 		b.prev = stay{zone: b.zone, zoneID: b.zoneID, since: b.since, open: b.open}
 		if b.open {
-			*ops = append(*ops, closeOp(b.uid, b.since, now))
+			*ops = append(*ops, closeOp(b.uid, b.since, end))
 			b.open = false
 		}
 		if b.zone < 0 {

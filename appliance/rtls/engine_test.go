@@ -749,3 +749,48 @@ func TestMergeRenameClosesEachStayAtItsOwnSighting(t *testing.T) {
 		t.Fatalf("after the merge: %+v; want the survivor's Hall stay closed at its own last sighting %d", ivs, survHeard)
 	}
 }
+
+// TestHeldStayClosesAtTheZoneGatewaysLastSighting: a beacon heard only by
+// a gateway in no zone keeps its zone for the not-heard timeout; when
+// that runs out its stay closes where the evidence for the zone ended,
+// at the zone gateway's last sighting, as a silent beacon's closes at its
+// last, not at the report that noticed a timeout later.
+func TestHeldStayClosesAtTheZoneGatewaysLastSighting(t *testing.T) {
+	const gwC = "AC233FA00009" // registered, in no zone
+	for _, alg := range []string{rtls.AlgStrongest, rtls.AlgCentroid} {
+		t.Run(alg, func(t *testing.T) {
+			r := newRig(t)
+			if err := r.db.CreateGateway(&store.Gateway{AssetUID: "GW-" + gwC, MAC: gwC, Name: "gw"}); err != nil {
+				t.Fatal(err)
+			}
+			if err := r.reg.Reload(); err != nil {
+				t.Fatal(err)
+			}
+			s := rigSite()
+			c, _ := assets.ParseMAC(gwC)
+			s.Gateways = append(s.Gateways, rtls.Gateway{MAC: c})
+			r.e.SetSite(s)
+			if err := r.e.Start(alg); err != nil {
+				t.Fatal(err)
+			}
+			enter := r.clk.Now().UnixMilli()
+			for range 5 {
+				r.hear(gwA, "C30000000001", -60)
+				r.hear(gwC, "C30000000001", -50)
+				r.clk.Advance(time.Second)
+			}
+			last := r.clk.Now().Add(-time.Second).UnixMilli() // gwA's last sighting
+			for range 70 {
+				r.hear(gwC, "C30000000001", -50)
+				r.clk.Advance(time.Second)
+			}
+			if l, _ := r.e.Location("WAT-1"); l.Zone != 0 {
+				t.Fatalf("heard only outside the zones past the timeout: %+v", l)
+			}
+			ivs := r.intervals("WAT-1")
+			if len(ivs) != 1 || ivs[0].ZoneID != 1 || ivs[0].Enter != enter || ivs[0].Leave != last {
+				t.Fatalf("intervals %+v, want one in zone 1 from %d to the zone gateway's last sighting %d", ivs, enter, last)
+			}
+		})
+	}
+}

@@ -22,7 +22,7 @@ type model struct {
 	unready map[string]bool
 	// holdMs is the engine's not-heard timeout: how long strongest and
 	// centroid keep a beacon's zone while only gateways in no zone hear
-	// it (beacon.zonedHeardWithin).
+	// it (beacon.holdRunsOut).
 	holdMs  int64
 	zones   []Zone
 	zoneIdx map[uint64]int

@@ -40,7 +40,7 @@ func (strongest) update(m *model, p *Params, b *beacon, _ *reading, now int64) (
 		// heard so; going unknown at Stale made it flap where a room's
 		// gateway hears it only now and then (a review: 171 changes in
 		// ten minutes).
-		if !b.zonedHeardWithin(now, m.holdMs, func(g int) bool { return m.gwZone[g] >= 0 }) {
+		if b.holdRunsOut(now, m.holdMs, func(g int) bool { return m.gwZone[g] >= 0 }) {
 			return -1, position{}
 		}
 		return b.zone, b.pos
