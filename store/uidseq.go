@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	bolt "go.etcd.io/bbolt"
 )
 
 // The uid index makes asset_uid unique across every kind of asset, the
@@ -94,8 +96,14 @@ func (t *AssetTx) SetAlias(oldUID, newUID string) error {
 // Alias follows renames from uid to the uid it became ("" when none). A
 // chain is followed a few hops; loops cannot form because minted uids are
 // never reused, but the bound makes that irrelevant.
-func (t *AssetTx) Alias(uid string) string {
-	b := t.tx.Bucket(bUIDAliases)
+func (t *AssetTx) Alias(uid string) string { return aliasOf(t.tx, uid) }
+
+// aliasOf is Alias in a bare transaction (the writer's ops).
+func aliasOf(tx *bolt.Tx, uid string) string {
+	b := tx.Bucket(bUIDAliases)
+	if b == nil {
+		return ""
+	}
 	out := ""
 	for i := 0; i < 8; i++ {
 		v := b.Get([]byte(uid))

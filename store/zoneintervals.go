@@ -51,6 +51,12 @@ type ZoneInterval struct {
 	MapID   uint64 `json:"map_id,omitempty"`
 	Enter   int64  `json:"enter"`           // Unix ms
 	Leave   int64  `json:"leave,omitempty"` // Unix ms; 0 while the beacon is still there
+	// From is the uid the engine opened the stay under, once a remint or
+	// a merge has moved it to another ("" before): an edit the engine
+	// queued under that uid before it learnt of the move finds the stay
+	// by it (findZoneIntervalOf). Stored, never served (ZoneIntervals
+	// clears it).
+	From string `json:"from,omitempty"`
 }
 
 func zoneKey(uid string, ord uint64) []byte {
@@ -280,6 +286,7 @@ func (db *DB) ZoneIntervals(uid string, cur ZoneCursor, limit int) ([]ZoneInterv
 			if err := json.Unmarshal(v, &iv); err != nil {
 				return fmt.Errorf("zone interval %s/%d: %w", uid, ord, err)
 			}
+			iv.From = ""
 			out = append(out, iv)
 		}
 		return nil
@@ -428,6 +435,11 @@ func renameZoneIntervals(tx *bolt.Tx, oldUID, newUID string) (int, error) {
 	moved, err := take(oldUID)
 	if err != nil || moved.newest == 0 {
 		return 0, err
+	}
+	for i := range moved.ivs {
+		if moved.ivs[i].From == "" { // moved before: the engine named it by its first uid
+			moved.ivs[i].From = oldUID
+		}
 	}
 	kept, err := take(newUID)
 	if err != nil {

@@ -480,3 +480,87 @@ func TestZoneIntervalCursorBelongsToItsList(t *testing.T) {
 		t.Fatalf("after the migration, another beacon's cursor: %v", err)
 	}
 }
+
+// TestLateEditFollowsTheMovedStay: the engine names a stay by its uid and
+// entry time, and an edit it queued just before it learnt of a merge (or
+// a remint) lands after the transaction that moved the stay. The edit
+// follows the alias to the stay moved from that uid, and only to it: a
+// stay of the survivor's own that began in the same millisecond is left
+// alone. Before, the close found nothing and the moved stay stayed open
+// until the next start's repair.
+func TestLateEditFollowsTheMovedStay(t *testing.T) {
+	db, err := Open(filepath.Join(t.TempDir(), "z.db"), OpenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	open := func(uid string, enter int64) {
+		t.Helper()
+		if err := db.Update(func(tx *bolt.Tx) error {
+			return AppendZoneInterval(tx, uid, &ZoneInterval{ZoneID: 1, Zone: "Z", Enter: enter})
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	merge := func(from, to string) {
+		t.Helper()
+		if err := db.UpdateAssets(time.Now(), func(tx *AssetTx) error {
+			if _, err := tx.DropZoneIntervalsBeforeUID(from, to); err != nil {
+				return err
+			}
+			if _, err := tx.RenameUID(from, to); err != nil {
+				return err
+			}
+			return tx.SetAlias(from, to)
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	edit := func(op func(tx *bolt.Tx) error) {
+		t.Helper()
+		if err := db.Update(op); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	// The survivor's stays ended before the source's began: it is moved,
+	// and the source's late close closes it.
+	appendIntervals(t, db, "WCH-S", 10, 2) // 10.0-10.5, 11.0-11.5 s
+	open("WCH-O", 12000)
+	merge("WCH-O", "WCH-S")
+	edit(func(tx *bolt.Tx) error { return CloseZoneIntervalEntered(tx, "WCH-O", 12000, 15000) })
+	items, _, _ := db.ZoneIntervals("WCH-S", ZoneCursor{}, 10)
+	if len(items) != 3 || items[0].Enter != 12000 || items[0].Leave != 15000 {
+		t.Fatalf("after the source's late close: %+v, want its moved stay closed at 15000", items)
+	}
+	for _, iv := range items {
+		if iv.From != "" {
+			t.Fatalf("ZoneIntervals serves From: %+v", iv)
+		}
+	}
+	// Reopened and dropped likewise (a refined decision's edits).
+	edit(func(tx *bolt.Tx) error { return ReopenZoneInterval(tx, "WCH-O", 12000) })
+	edit(func(tx *bolt.Tx) error { return DropZoneInterval(tx, "WCH-O", 12000) })
+	if items, _, _ = db.ZoneIntervals("WCH-S", ZoneCursor{}, 10); len(items) != 2 || items[0].Enter != 11000 {
+		t.Fatalf("after the source's late reopen and drop: %+v", items)
+	}
+	// Followed through a second rename (a remint of the survivor).
+	open("WCH-O2", 20000)
+	merge("WCH-O2", "WCH-S")
+	merge("WCH-S", "WCH-R")
+	edit(func(tx *bolt.Tx) error { return CloseZoneIntervalEntered(tx, "WCH-O2", 20000, 21000) })
+	if items, _, _ = db.ZoneIntervals("WCH-R", ZoneCursor{}, 10); len(items) != 3 || items[0].Leave != 21000 {
+		t.Fatalf("after a close through two renames: %+v", items)
+	}
+
+	// Both entered in the same millisecond, the survivor still there: the
+	// merge drops the source's stay, and its late close must not take
+	// the survivor's.
+	open("WCH-P", 30000)
+	open("WCH-Q", 30000)
+	merge("WCH-Q", "WCH-P")
+	edit(func(tx *bolt.Tx) error { return CloseZoneIntervalEntered(tx, "WCH-Q", 30000, 31000) })
+	if items, _, _ = db.ZoneIntervals("WCH-P", ZoneCursor{}, 10); len(items) != 1 || items[0].Leave != 0 {
+		t.Fatalf("the survivor's own stay after the dropped source's late close: %+v", items)
+	}
+}

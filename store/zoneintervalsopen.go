@@ -13,8 +13,9 @@ import (
 // (the engine names intervals by entry time: it never learns the
 // ordinal AppendZoneInterval assigns, and a merge renumbers them); the
 // usual case reads one record. Holes (a dropped tentative stay) and the
-// part retention deleted are passed over.
-func findZoneInterval(b *bolt.Bucket, uid string, enter int64, open bool) ([]byte, *ZoneInterval, error) {
+// part retention deleted are passed over. A from other than "" takes
+// only a stay moved there from that uid (ZoneInterval.From).
+func findZoneInterval(b *bolt.Bucket, uid string, enter int64, open bool, from string) ([]byte, *ZoneInterval, error) {
 	c := b.Cursor()
 	for k, v := seekZoneInterval(c, uid, ^uint64(0)); ; k, v = c.Prev() {
 		if _, ok := zoneOrdinal(k, uid); !ok {
@@ -30,10 +31,31 @@ func findZoneInterval(b *bolt.Bucket, uid string, enter int64, open bool) ([]byt
 		// Two stays may share an entry time (a merge of two beacons'
 		// lists): the one sought is the newest that is open, or closed,
 		// as asked.
-		if iv.Enter == enter && (iv.Leave == 0) == open {
+		if iv.Enter == enter && (iv.Leave == 0) == open && (from == "" || iv.From == from) {
 			return clone(k), &iv, nil
 		}
 	}
+}
+
+// findZoneIntervalOf is findZoneInterval for an edit the engine queued
+// under uid: when uid has no such interval because a remint or a merge
+// moved its stays to the uid it became (the engine's edit landed after
+// that transaction, before the engine learnt of it), the stay is found
+// there by From, which names uid. Without it a close queued in that
+// instant found nothing and the moved stay stayed open in the survivor's
+// history until the next start's repair. Following the alias to any
+// stay of that entry time took the survivor's own when both tags
+// entered in the same millisecond and the merge had dropped the
+// source's (a review).
+func findZoneIntervalOf(tx *bolt.Tx, b *bolt.Bucket, uid string, enter int64, open bool) ([]byte, *ZoneInterval, error) {
+	k, iv, err := findZoneInterval(b, uid, enter, open, "")
+	if k != nil || err != nil {
+		return k, iv, err
+	}
+	if to := aliasOf(tx, uid); to != "" {
+		return findZoneInterval(b, to, enter, open, uid)
+	}
+	return nil, nil, nil
 }
 
 // CloseZoneIntervalEntered closes uid's open interval that began at enter
@@ -53,7 +75,7 @@ func ReviseZoneInterval(tx *bolt.Tx, uid string, enter int64, zoneID uint64, zon
 // began at enter, if there is one.
 func editZoneInterval(tx *bolt.Tx, uid string, enter int64, open bool, edit func(*ZoneInterval)) error {
 	b := tx.Bucket(bZoneIntervals)
-	k, iv, err := findZoneInterval(b, uid, enter, open)
+	k, iv, err := findZoneIntervalOf(tx, b, uid, enter, open)
 	if err != nil || k == nil {
 		return err
 	}
@@ -69,7 +91,7 @@ func editZoneInterval(tx *bolt.Tx, uid string, enter int64, open bool, edit func
 // meanwhile points elsewhere.
 func DropZoneInterval(tx *bolt.Tx, uid string, enter int64) error {
 	b := tx.Bucket(bZoneIntervals)
-	k, _, err := findZoneInterval(b, uid, enter, true)
+	k, _, err := findZoneIntervalOf(tx, b, uid, enter, true)
 	if err != nil || k == nil {
 		return err
 	}

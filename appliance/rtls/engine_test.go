@@ -750,6 +750,53 @@ func TestMergeRenameClosesEachStayAtItsOwnSighting(t *testing.T) {
 	}
 }
 
+// TestCloseQueuedBehindAMergeFindsTheMovedStay: the source's stay moves
+// to the survivor in the merge's transaction, but the engine learns of
+// the merge only after the registry's reload; a zone change it decides
+// in between closes the stay under the source's uid. That close follows
+// the move: before, it found nothing, and the survivor's history kept
+// the stay open until the next start's repair (a review's residual race).
+func TestCloseQueuedBehindAMergeFindsTheMovedStay(t *testing.T) {
+	r := newRig(t)
+	if err := r.e.Start(rtls.AlgStrongest); err != nil {
+		t.Fatal(err)
+	}
+	r.stay(gwB, gwA, "C30000000002", 3) // the source in Ward; the survivor never heard
+	if err := r.w.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.db.UpdateAssets(r.clk.Now(), func(tx *store.AssetTx) error {
+		if _, err := tx.DropZoneIntervalsBeforeUID("WAT-2", "WAT-1"); err != nil {
+			return err
+		}
+		if _, err := tx.RenameUID("WAT-2", "WAT-1"); err != nil {
+			return err
+		}
+		return tx.SetAlias("WAT-2", "WAT-1")
+	}); err != nil {
+		t.Fatal(err)
+	}
+	r.stay(gwA, gwB, "C30000000002", 6) // still WAT-2 to the engine: moves to Hall
+	heard := r.clk.Now().Add(-time.Second).UnixMilli()
+	if err := r.w.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.db.UpdateAssets(r.clk.Now(), func(tx *store.AssetTx) error { // the uid sweep
+		if _, err := tx.DropZoneIntervalsBeforeUID("WAT-2", "WAT-1"); err != nil {
+			return err
+		}
+		_, err := tx.RenameUID("WAT-2", "WAT-1")
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	r.e.MergeRename("WAT-2", "WAT-1")
+	ivs := r.intervals("WAT-1") // newest first
+	if len(ivs) != 2 || ivs[1].Zone != "Ward" || ivs[1].Leave == 0 || ivs[0].Zone != "Hall" || ivs[0].Enter != ivs[1].Leave || ivs[0].Leave != heard {
+		t.Fatalf("after the merge: %+v; want Ward closed where Hall began, Hall closed at %d", ivs, heard)
+	}
+}
+
 // TestHeldStayClosesAtTheZoneGatewaysLastSighting: a beacon heard only by
 // a gateway in no zone keeps its zone for the not-heard timeout; when
 // that runs out its stay closes where the evidence for the zone ended,
