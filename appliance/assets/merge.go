@@ -208,7 +208,8 @@ func (p *mergePlan) apply(t *store.AssetTx, fx *effects) error {
 		if err := t.SetAlias(b.AssetUID, surv.AssetUID); err != nil {
 			return err
 		}
-		if i == last && b.MAC != "" {
+		device := i == last && b.MAC != ""
+		if device {
 			surv.MAC = b.MAC
 		}
 		b.MAC, b.Status, b.Active, b.MergedInto = "", store.AssetMerged, false, surv.ID
@@ -221,7 +222,7 @@ func (p *mergePlan) apply(t *store.AssetTx, fx *effects) error {
 		if ms.After != nil {
 			after = *ms.After
 		}
-		fx.renames = append(fx.renames, rename{old: b.AssetUID, new: surv.AssetUID, merge: true, after: after})
+		fx.renames = append(fx.renames, rename{old: b.AssetUID, new: surv.AssetUID, merge: true, after: after, deviceMoved: device})
 	}
 	return t.PutBeacon(surv)
 }

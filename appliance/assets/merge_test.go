@@ -1,6 +1,7 @@
 package assets
 
 import (
+	"fmt"
 	"reflect"
 	"testing"
 	"time"
@@ -329,5 +330,35 @@ func TestRemintSweepKeepsMergeWindows(t *testing.T) {
 	}
 	if left, _, _ := e.db.ZoneIntervals(src.AssetUID, store.ZoneCursor{}, 20); len(left) != 0 {
 		t.Fatalf("left under the merged source: %+v", left)
+	}
+}
+
+// mergeFollower records the MergeRename calls a merge makes.
+type mergeFollower struct{ calls []string }
+
+func (f *mergeFollower) Rename(o, n string) { f.calls = append(f.calls, "rename "+o+" "+n) }
+func (f *mergeFollower) MergeRename(o, n string, device bool) {
+	f.calls = append(f.calls, fmt.Sprintf("merge %s %s %v", o, n, device))
+}
+
+// TestMergeTellsWhoseDeviceMoved: the tracking engine must know when the
+// survivor took a source's device, since its own live state then
+// belongs to the tag the merge detached: only the last source's device
+// moves (plan.DeviceAfter).
+func TestMergeTellsWhoseDeviceMoved(t *testing.T) {
+	e := newEnv(t)
+	h := e.loc("Hospital", "H1", 0)
+	surv := e.beacon(BeaconInput{MAC: sp("C3000000000A"), Name: sp("watch"), Type: sp("watch"), LocationID: up(h)})
+	a := e.beacon(BeaconInput{MAC: sp("C3000000000B"), Name: sp("old tag"), Type: sp("watch"), LocationID: up(h)})
+	b := e.beacon(BeaconInput{MAC: sp("C3000000000C"), Name: sp("new tag"), Type: sp("watch"), LocationID: up(h)})
+	f := &mergeFollower{}
+	e.svc.Connect(IngestHooks{LastSeen: e.mem, Recorder: e.mem, Discovery: e.disc, Followers: []Renamer{f}})
+	plan, err := e.svc.Merge(surv.AssetUID, MergeInput{SourceIDs: []uint64{a.ID, b.ID}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"merge " + a.AssetUID + " " + surv.AssetUID + " false", "merge " + b.AssetUID + " " + surv.AssetUID + " true"}
+	if plan.DeviceAfter != "C3000000000C" || !reflect.DeepEqual(f.calls, want) {
+		t.Fatalf("device after %s, calls %q, want %q", plan.DeviceAfter, f.calls, want)
 	}
 }

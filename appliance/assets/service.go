@@ -117,6 +117,9 @@ type rename struct {
 	// latest readings newer than after (math.MinInt64: no bound).
 	merge bool
 	after int64
+	// deviceMoved: the merge gave new old's device (the last source's
+	// MAC), so what followers knew of new's device is a detached tag's.
+	deviceMoved bool
 }
 
 // effects collects what a committed write must still do in memory.
@@ -243,9 +246,10 @@ type PreRenamer interface {
 // MergeRename instead of Rename when old was merged into new, an asset
 // that has state of its own. The tracking engine ends both live stays
 // there, since which tag the asset now is depends on the device the
-// merge kept, which it does not know.
+// merge kept. deviceMoved says new now has old's device: new's own state
+// then belongs to a tag the merge detached.
 type MergeRenamer interface {
-	MergeRename(oldUID, newUID string)
+	MergeRename(oldUID, newUID string, deviceMoved bool)
 }
 
 // BatchRenamer is a follower that keeps a snapshot derived from the
@@ -273,7 +277,7 @@ func (s *Service) moveLive(rs []rename) {
 		}
 		for _, f := range s.hooks.Followers {
 			if mr, ok := f.(MergeRenamer); ok && r.merge {
-				mr.MergeRename(r.old, r.new)
+				mr.MergeRename(r.old, r.new, r.deviceMoved)
 				continue
 			}
 			f.Rename(r.old, r.new)

@@ -626,22 +626,32 @@ var _ assets.MergeRenamer = (*Engine)(nil)
 // for seconds (a review). The store keeps the merged history's
 // exclusive windows (store.DropZoneIntervalsBefore): a stay of the
 // source it dropped is closed by entry time, which finds nothing once
-// the survivor's own stay is closed.
-func (e *Engine) MergeRename(oldUID, newUID string) {
+// the survivor's own stay is closed. deviceMoved says the merge gave
+// newUID oldUID's device: the survivor's state is then a detached tag's
+// even when the source was never tracked.
+func (e *Engine) MergeRename(oldUID, newUID string, deviceMoved bool) {
 	if oldUID == newUID {
 		return
 	}
 	e.rec.rename(oldUID, newUID)
 	so, sn, unlock := e.shards.LockPair(oldUID, newUID)
+	ops := e.mergeRenameLocked(so, sn, oldUID, newUID, deviceMoved)
+	unlock()
+	e.queue(ops)
+}
+
+// mergeRenameLocked is MergeRename under both shards' locks; it returns
+// the writes to queue.
+func (e *Engine) mergeRenameLocked(so, sn *assets.Shard[assets.UIDMap[*beacon]], oldUID, newUID string, deviceMoved bool) []func(*bolt.Tx) error {
 	m := e.model.Load()
 	var ops []func(*bolt.Tx) error
-	b, ok := so.V.Delete(assets.UIDHash(oldUID), oldUID)
-	if !ok {
+	b, tracked := so.V.Delete(assets.UIDHash(oldUID), oldUID)
+	if !tracked && !deviceMoved {
 		// The source was not being tracked (a legacy row, a spare tag
-		// never heard): nothing to choose between, and the survivor's
-		// stay goes on (a review: it went unknown at every merge).
-		unlock()
-		return
+		// never heard) and the survivor keeps its device: nothing to
+		// choose between, and the survivor's stay goes on (a review: it
+		// went unknown at every merge).
+		return nil
 	}
 	// The survivor's close first: a close finds a stay by its entry
 	// time, and when both began in the same millisecond the source's,
@@ -650,7 +660,11 @@ func (e *Engine) MergeRename(oldUID, newUID string) {
 	nh := assets.UIDHash(newUID)
 	if cur := sn.V.Get(nh, newUID); cur != nil {
 		e.commit(m, *cur, -1, position{}, (*cur).heard, &ops)
+		e.forgets(*cur, newUID)
 		sn.V.Delete(nh, newUID)
+	}
+	if !tracked {
+		return ops
 	}
 	if b.open {
 		// Its intervals are the new uid's now.
@@ -658,8 +672,8 @@ func (e *Engine) MergeRename(oldUID, newUID string) {
 		b.open = false
 	}
 	e.commit(m, b, -1, position{}, b.heard, &ops) // its channel says unknown
-	unlock()
-	e.queue(ops)
+	e.forgets(b, newUID)
+	return ops
 }
 
 // Close stops the engine and its timeout sweep.

@@ -743,7 +743,7 @@ func TestMergeRenameClosesEachStayAtItsOwnSighting(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	r.e.MergeRename("WAT-2", "WAT-1")
+	r.e.MergeRename("WAT-2", "WAT-1", true)
 	ivs := r.intervals("WAT-1")
 	if len(ivs) != 1 || ivs[0].Zone != "Hall" || ivs[0].Leave != survHeard {
 		t.Fatalf("after the merge: %+v; want the survivor's Hall stay closed at its own last sighting %d", ivs, survHeard)
@@ -790,7 +790,7 @@ func TestCloseQueuedBehindAMergeFindsTheMovedStay(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	r.e.MergeRename("WAT-2", "WAT-1")
+	r.e.MergeRename("WAT-2", "WAT-1", true)
 	ivs := r.intervals("WAT-1") // newest first
 	if len(ivs) != 2 || ivs[1].Zone != "Ward" || ivs[1].Leave == 0 || ivs[0].Zone != "Hall" || ivs[0].Enter != ivs[1].Leave || ivs[0].Leave != heard {
 		t.Fatalf("after the merge: %+v; want Ward closed where Hall began, Hall closed at %d", ivs, heard)

@@ -66,13 +66,14 @@ func (e *Engine) queue(ops []func(*bolt.Tx) error) {
 }
 
 // forgets hands the last sighting of a beacon whose state goes to
-// Options.Heard. While the engine holds a beacon, its answers carry that
-// exact time; the persisted last sighting moves in whole seconds
+// Options.Heard, as uid's (b.uid, or the uid a merge folds it into).
+// While the engine holds a beacon, its answers carry that exact time;
+// the persisted last sighting moves in whole seconds
 // (assets.Resolution), so without this a client polling last_seen saw it
-// go back by up to a second at a stop or a restart (a review).
-func (e *Engine) forgets(b *beacon) {
+// go back by up to a second at a stop, a restart or a merge (a review).
+func (e *Engine) forgets(b *beacon, uid string) {
 	if e.opts.Heard != nil && b.heard > 0 {
-		e.opts.Heard(b.uid, b.heard)
+		e.opts.Heard(uid, b.heard)
 	}
 }
 
@@ -92,7 +93,7 @@ func (e *Engine) resetState() {
 			if b.zone >= 0 || b.open {
 				e.commit(m, b, -1, position{}, b.heard, &ops)
 			}
-			e.forgets(b)
+			e.forgets(b, b.uid)
 		})
 		sh.V = assets.UIDMap[*beacon]{}
 		e.queue(ops)
@@ -215,7 +216,7 @@ func (e *Engine) forget(before int64) {
 			b := *bp
 			keep := b.zone >= 0 || b.open || len(b.rds) > 0 || b.heard >= before
 			if !keep {
-				e.forgets(b)
+				e.forgets(b, b.uid)
 			}
 			return keep
 		})

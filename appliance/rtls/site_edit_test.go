@@ -571,18 +571,51 @@ func TestMergeRenameOfAnUntrackedSource(t *testing.T) {
 	var events []Event
 	cancel := h.e.Listen(func(ev Event) { events = append(events, ev) }, nil)
 	defer cancel()
-	h.e.MergeRename("LEGACY-C30000000007", "WCH-1")
+	h.e.MergeRename("LEGACY-C30000000007", "WCH-1", false)
 	if h.zone("WCH-1") != 1 || len(events) != 0 || len(w.ops) != 0 {
 		t.Fatalf("after merging an untracked source: zone %d, events %+v, %d writer ops", h.zone("WCH-1"), events, len(w.ops))
 	}
 	h.sight("WCH-2", gwMAC(3), -50)
 	events = nil
-	h.e.MergeRename("WCH-2", "WCH-1")
+	h.e.MergeRename("WCH-2", "WCH-1", false)
 	if l, _ := h.e.Location("WCH-1"); l.Zone != 0 {
 		t.Fatalf("after merging a tracked source: %+v", l)
 	}
 	if len(events) != 2 || len(w.ops) != 2 {
 		t.Fatalf("both stays end, each channel told: events %+v, %d writer ops", events, len(w.ops))
+	}
+}
+
+// A merge that gives the survivor an untracked source's device (a spare
+// tag never heard) detaches the tag the survivor was tracked by: its stay
+// ends too, where it went on until the timeout on a tag no longer the
+// asset's. Each state's last sighting is handed on under the survivor's
+// uid, so last_seen does not go back to the persisted whole second.
+func TestMergeRenameFollowsTheDevice(t *testing.T) {
+	w := &opsWriter{}
+	heard := map[string]int64{}
+	h := newHarness(t, Options{Writer: w, Heard: func(uid string, at int64) { heard[uid] = max(heard[uid], at) }})
+	h.e.SetSite(gridSite(3, 1, true))
+	if err := h.e.Start(AlgStrongest); err != nil {
+		t.Fatal(err)
+	}
+	h.clk.Advance(1234 * time.Millisecond)
+	h.sight("WCH-1", gwMAC(1), -50)
+	at := h.clk.Now().UnixMilli()
+	h.e.MergeRename("WCH-9", "WCH-1", true)
+	if l, _ := h.e.Location("WCH-1"); l.Zone != 0 {
+		t.Fatalf("tracked by a detached tag after the merge: %+v", l)
+	}
+	if len(w.ops) != 1 || heard["WCH-1"] != at {
+		t.Fatalf("the survivor's stay: %d writer ops, last sighting handed on %v, want 1 and %d", len(w.ops), heard, at)
+	}
+	h.sight("WCH-1", gwMAC(2), -50)
+	h.clk.Advance(time.Second)
+	h.sight("WCH-2", gwMAC(3), -50)
+	at = h.clk.Now().UnixMilli()
+	h.e.MergeRename("WCH-2", "WCH-1", false)
+	if heard["WCH-1"] != at || heard["WCH-2"] != 0 {
+		t.Fatalf("last sightings handed on %v, want the source's %d as WCH-1's", heard, at)
 	}
 }
 
