@@ -201,8 +201,12 @@ func (s *Service) sweep(rs []rename) {
 			// too: a source's stay written after the merge would
 			// overlap the survivor's (a review).
 			if r.merge {
-				if _, err := t.DropZoneIntervalsBeforeUID(r.old, r.new); err != nil {
+				n, err := t.DropZoneIntervalsBeforeUID(r.old, r.new)
+				if err != nil {
 					return err
+				}
+				if n > 0 { // not in the merge's plan: written after it
+					s.log.Info("merge: zone stays written under the source after the merge dropped by its windows", "asset_uid", r.new, "source_uid", r.old, "stays_dropped", n)
 				}
 			}
 			if _, err := t.RenameUID(r.old, r.new); err != nil {
