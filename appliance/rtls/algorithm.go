@@ -55,8 +55,8 @@ func (m *model) lacks(needPositions, needZones, needSamples, needEmission bool) 
 	if needSamples && len(m.samples) == 0 {
 		return "no survey samples recorded"
 	}
-	if needPositions && !anyOf(len(m.gwPos), func(i int) bool { return m.gwPos[i].ok }) {
-		return "no gateway placed on a map (or learned from samples)"
+	if needPositions && !anyOf(len(m.gwPos), m.onZonedMap) {
+		return "no gateway placed on a map with zones (or learned from samples)"
 	}
 	if needZones && !anyOf(len(m.gwZone), func(i int) bool { return m.gwZone[i] >= 0 }) {
 		return "no gateway placed in a zone (or learned from samples)"

@@ -29,17 +29,19 @@ func (centroid) update(m *model, p *Params, b *beacon, _ *reading, now int64) (i
 	loud := -1
 	for i := range b.rds {
 		rd := &b.rds[i]
-		if rd.liveWithin(stale, now) && m.gwPos[rd.g].ok {
+		if rd.liveWithin(stale, now) && m.onZonedMap(rd.g) {
 			if loud < 0 || rd.ema > b.rds[loud].ema {
 				loud = i
 			}
 		}
 	}
 	if loud < 0 {
-		// Only gateways without a position hear it: as strongest, the
-		// zone holds for the not-heard timeout from the last gateway
-		// with one.
-		if b.holdRunsOut(now, m.holdMs, func(g int) bool { return m.gwPos[g].ok }) {
+		// Only gateways without a position on a map with zones hear
+		// it: as strongest, the zone holds for the not-heard timeout
+		// from the last gateway with one. A gateway on a map without
+		// zones counted, and its point, in no zone, kept the old zone
+		// for as long as it was heard so (a review).
+		if b.holdRunsOut(now, m.holdMs, m.onZonedMap) {
 			return -1, position{}
 		}
 		return b.zone, b.pos
@@ -54,7 +56,7 @@ func (centroid) update(m *model, p *Params, b *beacon, _ *reading, now int64) (i
 	n := 0
 	for i := range b.rds {
 		rd := &b.rds[i]
-		if !rd.liveWithin(stale, now) || !m.gwPos[rd.g].ok || m.gwPos[rd.g].mapID != mapID {
+		if !rd.liveWithin(stale, now) || !m.onZonedMap(rd.g) || m.gwPos[rd.g].mapID != mapID {
 			continue
 		}
 		k := min(n, centroidN-1)

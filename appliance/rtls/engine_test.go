@@ -804,40 +804,53 @@ func TestCloseQueuedBehindAMergeFindsTheMovedStay(t *testing.T) {
 // last, not at the report that noticed a timeout later.
 func TestHeldStayClosesAtTheZoneGatewaysLastSighting(t *testing.T) {
 	const gwC = "AC233FA00009" // registered, in no zone
+	c, _ := assets.ParseMAC(gwC)
 	for _, alg := range []string{rtls.AlgStrongest, rtls.AlgCentroid} {
-		t.Run(alg, func(t *testing.T) {
-			r := newRig(t)
-			if err := r.db.CreateGateway(&store.Gateway{AssetUID: "GW-" + gwC, MAC: gwC, Name: "gw"}); err != nil {
-				t.Fatal(err)
-			}
-			if err := r.reg.Reload(); err != nil {
-				t.Fatal(err)
-			}
-			s := rigSite()
-			c, _ := assets.ParseMAC(gwC)
-			s.Gateways = append(s.Gateways, rtls.Gateway{MAC: c})
-			r.e.SetSite(s)
-			if err := r.e.Start(alg); err != nil {
-				t.Fatal(err)
-			}
-			enter := r.clk.Now().UnixMilli()
-			for range 5 {
-				r.hear(gwA, "C30000000001", -60)
-				r.hear(gwC, "C30000000001", -50)
-				r.clk.Advance(time.Second)
-			}
-			last := r.clk.Now().Add(-time.Second).UnixMilli() // gwA's last sighting
-			for range 70 {
-				r.hear(gwC, "C30000000001", -50)
-				r.clk.Advance(time.Second)
-			}
-			if l, _ := r.e.Location("WAT-1"); l.Zone != 0 {
-				t.Fatalf("heard only outside the zones past the timeout: %+v", l)
-			}
-			ivs := r.intervals("WAT-1")
-			if len(ivs) != 1 || ivs[0].ZoneID != 1 || ivs[0].Enter != enter || ivs[0].Leave != last {
-				t.Fatalf("intervals %+v, want one in zone 1 from %d to the zone gateway's last sighting %d", ivs, enter, last)
-			}
-		})
+		for _, where := range []struct {
+			name string
+			gw   rtls.Gateway
+		}{
+			{"unplaced", rtls.Gateway{MAC: c}},
+			// On a map with no zones: centroid's point there had no
+			// zone, and the beacon kept its old one for as long as it
+			// was heard so, with a position from the other map (a
+			// review).
+			{"on a map without zones", rtls.Gateway{MAC: c, MapID: 2, X: 50, Y: 50, Placed: true}},
+		} {
+			t.Run(alg+"/"+where.name, func(t *testing.T) {
+				r := newRig(t)
+				if err := r.db.CreateGateway(&store.Gateway{AssetUID: "GW-" + gwC, MAC: gwC, Name: "gw"}); err != nil {
+					t.Fatal(err)
+				}
+				if err := r.reg.Reload(); err != nil {
+					t.Fatal(err)
+				}
+				s := rigSite()
+				s.Maps = append(s.Maps, rtls.Map{ID: 2, Width: 100, Height: 100, PixelsPerMeter: 10})
+				s.Gateways = append(s.Gateways, where.gw)
+				r.e.SetSite(s)
+				if err := r.e.Start(alg); err != nil {
+					t.Fatal(err)
+				}
+				enter := r.clk.Now().UnixMilli()
+				for range 5 {
+					r.hear(gwA, "C30000000001", -60)
+					r.hear(gwC, "C30000000001", -50)
+					r.clk.Advance(time.Second)
+				}
+				last := r.clk.Now().Add(-time.Second).UnixMilli() // gwA's last sighting
+				for range 70 {
+					r.hear(gwC, "C30000000001", -50)
+					r.clk.Advance(time.Second)
+				}
+				if l, _ := r.e.Location("WAT-1"); l.Zone != 0 {
+					t.Fatalf("heard only outside the zones past the timeout: %+v", l)
+				}
+				ivs := r.intervals("WAT-1")
+				if len(ivs) != 1 || ivs[0].ZoneID != 1 || ivs[0].Enter != enter || ivs[0].Leave != last {
+					t.Fatalf("intervals %+v, want one in zone 1 from %d to the zone gateway's last sighting %d", ivs, enter, last)
+				}
+			})
+		}
 	}
 }
