@@ -10,6 +10,8 @@ import (
 	"beaconhub/appliance/clock"
 	"beaconhub/appliance/ingest"
 	"beaconhub/store"
+
+	bolt "go.etcd.io/bbolt"
 )
 
 type condRig struct {
@@ -170,6 +172,8 @@ func TestRangeAndBatteryConditions(t *testing.T) {
 	r.feed(ingest.KindSData, "Fridge", temp(12))
 	r.expect(rng + " active")
 	since := r.clk.Now().UnixMilli()
+	r.stored("Fridge", store.MetricHumidity, since-1000, 40) // as the recorder kept them
+	r.stored("Fridge", store.MetricTemperature, since, 12)
 	r.clk.Advance(30 * time.Second)
 	r.start()
 	if !r.m.Conds.IsActive(CondRange, r.uids["Fridge"]) {
@@ -182,6 +186,27 @@ func TestRangeAndBatteryConditions(t *testing.T) {
 	recs, err := r.m.Conds.Records("", 100)
 	if err != nil || len(recs) != 6 || recs[5].Since != since || recs[5].Phase != store.HealthResolved {
 		t.Fatalf("stored records %+v %v", recs, err)
+	}
+
+	// A sensor that reports temperature only (sData) never reports its
+	// humidity back in range: restarted as out on both metrics, its
+	// condition never resolved (a review). Each metric restarts as its
+	// latest stored reading says.
+	r.feed(ingest.KindSData, "Fridge", temp(12))
+	r.expect(rng + " active")
+	r.stored("Fridge", store.MetricTemperature, r.clk.Now().UnixMilli(), 12)
+	r.clk.Advance(30 * time.Second)
+	r.start()
+	r.feed(ingest.KindSData, "Fridge", temp(5))
+	r.expect(rng + " resolved")
+}
+
+// stored writes a reading to the history, as the recorder does.
+func (r *condRig) stored(name string, metric uint8, ts int64, v float64) {
+	r.t.Helper()
+	rs := []store.Reading{{UID: r.uids[name], Metric: metric, TS: ts, Value: v}}
+	if err := r.db.Update(func(tx *bolt.Tx) error { _, err := store.PutReadings(tx, rs); return err }); err != nil {
+		r.t.Fatal(err)
 	}
 }
 

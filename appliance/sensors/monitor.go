@@ -3,6 +3,7 @@ package sensors
 import (
 	"fmt"
 	"log/slog"
+	"math"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -203,19 +204,55 @@ func NewMonitor(db *store.DB, clk clock.Clock, log *slog.Logger) (*Monitor, erro
 	for uid, s := range iv {
 		m.st(uid).interval = s
 	}
-	// Range state is not stored: an active range condition restarts as
-	// "out" on both metrics so that only a reading back in range
-	// resolves it.
+	if err := m.Reload(); err != nil {
+		return nil, err
+	}
+	ranged := map[string]bool{}
 	for _, c := range conds.Active() {
 		if bit := kindBit(c.Kind); bit != 0 {
 			m.mark(m.st(c.Subject), c.Subject, bit, true)
 		}
 		if c.Kind == CondRange {
-			st := m.st(c.Subject)
-			st.humOut, st.tempOut = true, true
+			ranged[c.Subject] = true
 		}
 	}
-	return m, m.Reload()
+	return m, m.restoreRanges(ranged)
+}
+
+// restoreRanges gives each sensor with an active range condition its
+// metrics' out-of-range state back from its latest stored readings,
+// judged against today's ranges: the state itself is not stored, and the
+// condition stays active until a reading decides it. Both metrics
+// restarted as out, and a sensor that reports one metric only (sData:
+// temperature) never saw the other back in range: its condition never
+// resolved, reminded "still active" for ever and hid new excursions (a
+// review).
+func (m *Monitor) restoreRanges(ranged map[string]bool) error {
+	if len(ranged) == 0 {
+		return nil
+	}
+	rs, err := m.db.LatestReadings()
+	if err != nil {
+		return err
+	}
+	bs := m.beacons.Load()
+	for _, r := range rs {
+		if !ranged[r.UID] {
+			continue
+		}
+		info := bs.Get(assets.UIDHash(r.UID), r.UID)
+		if info == nil {
+			continue
+		}
+		st, v := m.st(r.UID), math.Round(r.Value*100)/100
+		switch r.Metric {
+		case store.MetricHumidity:
+			st.humOut = outside(info.hum, v)
+		case store.MetricTemperature:
+			st.tempOut = outside(info.temp, v)
+		}
+	}
+	return nil
 }
 
 // st returns uid's state in its shard, adding it; call with the shard's
