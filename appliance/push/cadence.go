@@ -16,6 +16,8 @@ const (
 	condBattery     = "battery"
 	condNotSeen     = "notseen"
 	condCalibration = "calibration"
+	// keyPushDown is status.KeyPushDown: the push server's reachability.
+	keyPushDown = "push_down"
 )
 
 // OnSensor receives a sensor condition transition (sensors.Conditions
@@ -237,6 +239,13 @@ func (s *Service) bulkOrIndividual(cat string, r store.SensorConditionRecord, m 
 func (s *Service) health(h store.HealthRecord) {
 	m := HealthAlert(h)
 	active := h.Phase != store.HealthResolved
+	if h.Key == keyPushDown && !active {
+		// The server answers its health check again: what waits goes
+		// now, the SOS at the head first, not when the doubling delay
+		// (up to 2 min) next comes round. A review saw the ops copies
+		// delivered 22 s before the SOS that had waited longest.
+		s.retryNow()
+	}
 	if strings.HasPrefix(h.Key, "fleet:") {
 		bulk, iv := s.mode(CatHealth)
 		s.track(CatHealth, h.Key, phaseOf(h.Phase), m.Title, h.Since, h.At, bulk)

@@ -546,3 +546,28 @@ func TestQueuedOpsCopiesTakeTheTopicInForce(t *testing.T) {
 		t.Fatalf("ops copies delivered to %v, %d queued; want one to vendor-ops-2", topics, r.svc.RetryQueued())
 	}
 }
+
+// TestRecoveredServerGetsTheQueueAtOnce: once the push server answers its
+// health check again, the queue goes out at once, from the SOS at its
+// head, instead of when the doubling delay next comes round (up to
+// 2 min later; a review saw ops copies go out 22 s before the SOS that
+// had waited longest).
+func TestRecoveredServerGetsTheQueueAtOnce(t *testing.T) {
+	r := newRig(t, false)
+	r.ntfy.Set(func(s *ntfytest.Server) { s.FailStatus, s.FailN = 500, 1 << 30 })
+	alarm(r, 1)
+	for _, d := range []time.Duration{2, 4, 8, 16, 32} { // attempts at +2 .. +62 s, the next due at +126 s
+		r.advance(d * time.Second)
+	}
+	r.ntfy.Set(func(s *ntfytest.Server) { s.FailN = 0 })
+	r.advance(10 * time.Second)
+	if n := len(r.msgs("TST000-sos")); n != 0 {
+		t.Fatalf("setup: %d delivered before the next retry", n)
+	}
+	now := r.clk.Now().UnixMilli()
+	r.svc.OnHealth(store.HealthRecord{Key: "push_down", Phase: store.HealthResolved, At: now, Since: now - 60000, Message: "ok"})
+	r.svc.Idle()
+	if got := r.msgs(""); len(got) == 0 || got[0].Topic != "TST000-sos" {
+		t.Fatalf("after the push server recovered: %+v, want the SOS at once", got)
+	}
+}

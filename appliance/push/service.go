@@ -369,6 +369,28 @@ func (s *Service) armRetryLocked(lane int) {
 	l.timer = s.clk.AfterFunc(d, func() { w.do(func() { s.runRetry(lane) }) })
 }
 
+// retryNow sends each lane's queue at once, instead of at its timer,
+// unless its server asked to be left alone (a 429's backoff).
+func (s *Service) retryNow() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for lane := range s.retry {
+		l := &s.retry[lane]
+		if s.stopped || l.timer == nil || len(l.items) == 0 || s.pub.BackoffUntil(l.items[0].Base).After(s.clk.Now()) {
+			continue
+		}
+		if !l.timer.Stop() {
+			continue // fired: its run is on the way
+		}
+		l.timer, l.delay = nil, 0
+		w := s.staff
+		if lane == laneOps {
+			w = s.opsw
+		}
+		w.do(func() { s.runRetry(lane) })
+	}
+}
+
 // runRetry sends a lane's queue in order, up to its first failure.
 func (s *Service) runRetry(lane int) {
 	l := &s.retry[lane]
