@@ -554,7 +554,7 @@ func TestQueuedOpsCopiesTakeTheTopicInForce(t *testing.T) {
 // had waited longest).
 func TestRecoveredServerGetsTheQueueAtOnce(t *testing.T) {
 	r := newRig(t, false)
-	r.ntfy.Set(func(s *ntfytest.Server) { s.FailStatus, s.FailN = 500, 1 << 30 })
+	r.ntfy.Set(func(s *ntfytest.Server) { s.FailStatus, s.FailN = 500, 1<<30 })
 	alarm(r, 1)
 	for _, d := range []time.Duration{2, 4, 8, 16, 32} { // attempts at +2 .. +62 s, the next due at +126 s
 		r.advance(d * time.Second)
