@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"beaconhub/appliance/assets"
 	"beaconhub/appliance/clock"
 	"beaconhub/appliance/sensors"
 	"beaconhub/broker/brokertest"
@@ -37,5 +38,22 @@ func TestSensorRangeConditionEndToEnd(t *testing.T) {
 	recs, err := conds.Records("", 10)
 	if err != nil || len(recs) != 2 || recs[0].Phase != store.HealthActive || recs[1].Phase != store.HealthResolved {
 		t.Fatalf("records %+v %v", recs, err)
+	}
+}
+
+// A range set through the asset service is judged from the sensor's next
+// reading: the monitor reloads after every registry write. It reloaded
+// only with the minute's not-seen check, and the readings in between
+// were never judged (a review).
+func TestSensorRangeJudgedFromTheNextReading(t *testing.T) {
+	app := startAppWith(t, appRig{clock: clock.NewFake(time.Now())})
+	if _, err := app.Assets().UpdateBeacon("SEN-A1-1", assets.BeaconInput{TemperatureRange: assets.Opt[store.Range]{Set: true, V: store.Range{Min: 2, Max: 8}}}); err != nil {
+		t.Fatal(err)
+	}
+	c := app.Live().Get()
+	brokertest.Pub(t, app.MQTTAddr(), c.MQTTUser, c.MQTTPass, "-q", "1", "-i", "AC233FA0B1C2", "-t", "gw/AC233FA0B1C2/adv1",
+		"-m", `{"reports":[{"mac":"C30000000A01","rssi":-70,"temperature":9.5}]}`)
+	if !app.SensorConditions().IsActive(sensors.CondRange, "SEN-A1-1") {
+		t.Fatal("a reading outside the range set a moment before was not judged")
 	}
 }

@@ -404,6 +404,18 @@ func (m *Monitor) Rename(oldUID, newUID string) {
 	m.Conds.Rename(oldUID, newUID)
 }
 
+// RegistryReloaded (assets.ReloadFollower) reloads the beacon snapshot
+// after every registry write, so a sensor created, or given a new range,
+// is judged from its next reading. Only the minute's not-seen check
+// reloaded it, and a new sensor's readings in its first minute were
+// never judged: no alert, and missing from /sensors/alerts for good (a
+// review).
+func (m *Monitor) RegistryReloaded() {
+	if err := m.Reload(); err != nil {
+		m.log.Warn("sensor monitor reload after a registry write failed", "err", err)
+	}
+}
+
 // RenamesDone reloads the beacon snapshot (ranges, names) after a batch of
 // renames: it is keyed by uid too, and without the reload the next reading
 // would find no range and resolve the alert. Once per batch, not per
