@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -51,12 +52,14 @@ type ZoneInterval struct {
 	MapID   uint64 `json:"map_id,omitempty"`
 	Enter   int64  `json:"enter"`           // Unix ms
 	Leave   int64  `json:"leave,omitempty"` // Unix ms; 0 while the beacon is still there
-	// From is the uid the engine opened the stay under, once a remint or
-	// a merge has moved it to another ("" before): an edit the engine
-	// queued under that uid before it learnt of the move finds the stay
-	// by it (findZoneIntervalOf). Stored, never served (ZoneIntervals
+	// From lists the uids the stay was moved from by remints and merges,
+	// oldest first (none before a move): the engine names a stay by the
+	// uid it holds it under, which a remint changes, and an edit it
+	// queued under one of them before it learnt of the next move finds
+	// the stay by it (findZoneIntervalOf). Only the first uid, kept, missed
+	// a stay moved twice (a review). Stored, never served (ZoneIntervals
 	// clears it).
-	From string `json:"from,omitempty"`
+	From []string `json:"from,omitempty"`
 }
 
 func zoneKey(uid string, ord uint64) []byte {
@@ -286,7 +289,7 @@ func (db *DB) ZoneIntervals(uid string, cur ZoneCursor, limit int) ([]ZoneInterv
 			if err := json.Unmarshal(v, &iv); err != nil {
 				return fmt.Errorf("zone interval %s/%d: %w", uid, ord, err)
 			}
-			iv.From = ""
+			iv.From = nil
 			out = append(out, iv)
 		}
 		return nil
@@ -437,8 +440,8 @@ func renameZoneIntervals(tx *bolt.Tx, oldUID, newUID string) (int, error) {
 		return 0, err
 	}
 	for i := range moved.ivs {
-		if moved.ivs[i].From == "" { // moved before: the engine named it by its first uid
-			moved.ivs[i].From = oldUID
+		if !slices.Contains(moved.ivs[i].From, oldUID) {
+			moved.ivs[i].From = append(moved.ivs[i].From, oldUID)
 		}
 	}
 	kept, err := take(newUID)

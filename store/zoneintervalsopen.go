@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"encoding/json"
+	"slices"
 
 	bolt "go.etcd.io/bbolt"
 )
@@ -14,7 +15,8 @@ import (
 // ordinal AppendZoneInterval assigns, and a merge renumbers them); the
 // usual case reads one record. Holes (a dropped tentative stay) and the
 // part retention deleted are passed over. A from other than "" takes
-// only a stay moved there from that uid (ZoneInterval.From).
+// only a stay moved there from that uid, in one move or more
+// (ZoneInterval.From).
 func findZoneInterval(b *bolt.Bucket, uid string, enter int64, open bool, from string) ([]byte, *ZoneInterval, error) {
 	c := b.Cursor()
 	for k, v := seekZoneInterval(c, uid, ^uint64(0)); ; k, v = c.Prev() {
@@ -31,7 +33,7 @@ func findZoneInterval(b *bolt.Bucket, uid string, enter int64, open bool, from s
 		// Two stays may share an entry time (a merge of two beacons'
 		// lists): the one sought is the newest that is open, or closed,
 		// as asked.
-		if iv.Enter == enter && (iv.Leave == 0) == open && (from == "" || iv.From == from) {
+		if iv.Enter == enter && (iv.Leave == 0) == open && (from == "" || slices.Contains(iv.From, from)) {
 			return clone(k), &iv, nil
 		}
 	}
