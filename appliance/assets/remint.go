@@ -264,7 +264,9 @@ func (s *Service) finishRemint(fx *effects, res *RemintResult) {
 			s.log.Warn("writer flush before uid sweep failed", "err", err)
 		}
 	}
+	dropped := map[string]int{} // merged uid -> zone stays its windows dropped; logged once committed
 	err := s.db.UpdateAssets(s.clock.Now(), func(t *store.AssetTx) error {
+		clear(dropped)
 		type pair struct{ old, new string }
 		var all []pair
 		if err := t.EachAlias(func(old, _ string) error { all = append(all, pair{old, t.Alias(old)}); return nil }); err != nil {
@@ -275,8 +277,12 @@ func (s *Service) finishRemint(fx *effects, res *RemintResult) {
 			// (Service.sweep).
 			if ref, ok := t.UIDOwner(p.old); ok && ref.Kind == store.KindBeacon {
 				if b, err := t.Beacon(ref.ID); err == nil && b.MergedInto != 0 {
-					if _, err := t.DropZoneIntervalsBeforeUID(p.old, p.new); err != nil {
+					n, err := t.DropZoneIntervalsBeforeUID(p.old, p.new)
+					if err != nil {
 						return err
+					}
+					if n > 0 {
+						dropped[p.old] = n
 					}
 				}
 			}
@@ -292,6 +298,10 @@ func (s *Service) finishRemint(fx *effects, res *RemintResult) {
 	})
 	if err != nil {
 		s.log.Error("uid sweep failed; run remint apply again", "err", err)
+	} else {
+		for old, n := range dropped {
+			s.log.Info("merge: zone stays written under a merged uid dropped by its windows", "source_uid", old, "stays_dropped", n)
+		}
 	}
 	s.moveLive(fx.renames)
 	s.reloaded()

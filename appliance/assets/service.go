@@ -195,8 +195,10 @@ func (s *Service) sweep(rs []rename) {
 			s.log.Warn("writer flush before uid sweep failed", "err", err)
 		}
 	}
+	var dropped []int // per rename; logged once committed
 	err := s.db.UpdateAssets(s.clock.Now(), func(t *store.AssetTx) error {
-		for _, r := range rs {
+		dropped = make([]int, len(rs))
+		for i, r := range rs {
 			// A merge's exclusive windows hold for what the sweep moves
 			// too: a source's stay written after the merge would
 			// overlap the survivor's (a review).
@@ -205,9 +207,7 @@ func (s *Service) sweep(rs []rename) {
 				if err != nil {
 					return err
 				}
-				if n > 0 { // not in the merge's plan: written after it
-					s.log.Info("merge: zone stays written under the source after the merge dropped by its windows", "asset_uid", r.new, "source_uid", r.old, "stays_dropped", n)
-				}
+				dropped[i] = n
 			}
 			if _, err := t.RenameUID(r.old, r.new); err != nil {
 				return err
@@ -217,6 +217,12 @@ func (s *Service) sweep(rs []rename) {
 	})
 	if err != nil {
 		s.log.Error("uid sweep failed; the next remint apply retries it", "err", err)
+	} else {
+		for i, n := range dropped {
+			if n > 0 { // not in the merge's plan: written after it
+				s.log.Info("merge: zone stays written under the source after the merge dropped by its windows", "asset_uid", rs[i].new, "source_uid", rs[i].old, "stays_dropped", n)
+			}
+		}
 	}
 	s.moveLive(rs)
 	for _, r := range rs {
