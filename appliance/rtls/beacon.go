@@ -5,6 +5,7 @@ import (
 	"math/bits"
 
 	"beaconhub/appliance/assets"
+	"beaconhub/appliance/ingest"
 )
 
 // reading is one gateway's view of one beacon.
@@ -60,6 +61,11 @@ type beacon struct {
 	rds   []reading
 
 	heard int64 // Unix ms of the last sighting
+	// tag is the device whose reports the state holds (the MAC heard);
+	// detached the one a device replace took off, skipped until
+	// detachedAt + detachedGrace.
+	tag, detached ingest.MAC
+	detachedAt    int64
 	// heardSaved is the heard last handed to the store (saveHeard).
 	heardSaved int64
 	decided    int64 // Unix ms of the last decision (rate limit)

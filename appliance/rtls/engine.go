@@ -377,6 +377,12 @@ func (e *Engine) newBeacon(uid string) *beacon {
 	return b
 }
 
+// detachedGrace is how long (ms) after a device replace the replaced
+// tag's reports are skipped rather than taken for another replace: those
+// resolved to the asset before the registry's reload, still in flight
+// through other gateways' read loops.
+const detachedGrace = 2_000
+
 // clockStep is how far (ms) a report may be stamped before the beacon's
 // latest sighting and still be taken as a race between gateways' read
 // loops; further back, the wall clock was stepped back.
@@ -446,6 +452,29 @@ func (e *Engine) Observe(bt *ingest.Batch, w *ingest.Writes) {
 				continue
 			}
 			b.untracked = false
+		}
+		if b.tag != o.MAC {
+			if b.tag != (ingest.MAC{}) {
+				if o.MAC == b.detached && now-b.detachedAt < detachedGrace {
+					// The replaced tag's report, resolved before the
+					// registry's reload: not the asset's any more.
+					sh.Unlock()
+					n--
+					continue
+				}
+				// The asset's device was replaced: what the engine knows
+				// is the detached tag's, whose readings outvoted the new
+				// tag's for seconds and recorded the asset where the old
+				// tag lay (a review). Its stay ends at its last sighting
+				// and the asset is found afresh from this report, as
+				// after a timeout.
+				e.commit(m, b, -1, position{}, b.heard, &w.Ops)
+				old := b.tag
+				b = e.newBeacon(o.Asset.UID)
+				*bp = b
+				b.detached, b.detachedAt = old, now
+			}
+			b.tag = o.MAC
 		}
 		if beforeStepBack(b.heard, now) {
 			// The wall clock stepped back (NTP, an operator): every

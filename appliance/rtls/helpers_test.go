@@ -100,9 +100,14 @@ func (h *harness) sight(uid string, g [6]byte, rssi float64) {
 }
 
 func (h *harness) sightAs(uid, typ string, g [6]byte, rssi float64) {
+	h.sightTag(uid, typ, ingest.MAC{}, g, rssi)
+}
+
+// sightTag is sightAs with the tag's own MAC in the report.
+func (h *harness) sightTag(uid, typ string, tag ingest.MAC, g [6]byte, rssi float64) {
 	r := int8(math.Max(-127, math.Min(0, math.Round(rssi))))
 	b := &ingest.Batch{Gateway: g, Kind: ingest.KindAdv4, Received: h.clk.Now().UnixMilli(),
-		Obs: []ingest.Observation{{Report: ingest.Report{RSSI: r, TS: h.clk.Now().UnixMilli()}, Asset: h.beacon(uid, typ)}}}
+		Obs: []ingest.Observation{{Report: ingest.Report{MAC: tag, RSSI: r, TS: h.clk.Now().UnixMilli()}, Asset: h.beacon(uid, typ)}}}
 	w := &ingest.Writes{}
 	h.e.Observe(b, w)
 	h.ops = append(h.ops, w.Ops...)

@@ -619,6 +619,42 @@ func TestMergeRenameFollowsTheDevice(t *testing.T) {
 	}
 }
 
+// TestDeviceReplaceStartsAfresh: reports under another MAC for the same
+// asset mean its device was replaced. The detached tag's readings
+// outvoted the new tag's, and the asset stayed in the old tag's zone for
+// seconds, recorded there (a review: about 5 s). The old stay ends at
+// the old tag's last sighting and the asset is found from the new tag's
+// first report; the old tag's reports still in flight are skipped.
+func TestDeviceReplaceStartsAfresh(t *testing.T) {
+	w := &opsWriter{}
+	h := newHarness(t, Options{Writer: w})
+	h.e.SetSite(gridSite(3, 1, true))
+	if err := h.e.Start(AlgStrongest); err != nil {
+		t.Fatal(err)
+	}
+	oldTag, newTag := ingest.MAC{0xC3, 0, 0, 0, 0, 1}, ingest.MAC{0xC3, 0, 0, 0, 0, 2}
+	for range 3 {
+		h.sightTag("WCH-1", "watch", oldTag, gwMAC(1), -50)
+		h.sightTag("WCH-1", "watch", oldTag, gwMAC(3), -80)
+		h.clk.Advance(time.Second)
+	}
+	if h.zone("WCH-1") != 1 {
+		t.Fatalf("setup: zone %d", h.zone("WCH-1"))
+	}
+	h.sightTag("WCH-1", "watch", newTag, gwMAC(3), -50)
+	if h.zone("WCH-1") != 3 {
+		t.Fatalf("the new tag's first report, loudest in zone 3: zone %d", h.zone("WCH-1"))
+	}
+	h.clk.Advance(100 * time.Millisecond)
+	h.sightTag("WCH-1", "watch", oldTag, gwMAC(1), -40) // resolved before the reload
+	if b := h.state("WCH-1"); b.zone != 2 || b.tag != newTag {
+		t.Fatalf("after the old tag's late report: zone index %d, tag %v", b.zone, b.tag)
+	}
+	if len(w.ops) != 0 {
+		t.Fatalf("%d ops went to the writer, want them in the batch", len(w.ops))
+	}
+}
+
 // A beacon heard only by a gateway in no zone (registered, never placed,
 // not in the survey) keeps its zone under strongest and centroid while a
 // zone's gateway heard it within the not-heard timeout, then is unknown:
