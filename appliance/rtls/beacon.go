@@ -82,10 +82,11 @@ type beacon struct {
 	fixed int64
 	pos   position
 	open  bool // an interval is open in the store
-	// ended, when the update just made returned unknown, is when its
-	// evidence for the zone ended, if before the update (holdRunsOut):
-	// commit closes the stay then. 0 otherwise.
-	ended int64
+	// heldFrom, while strongest or centroid hold the zone of a beacon
+	// heard only by gateways that place it nowhere, is the zone
+	// gateway's last sighting of it (holdRunsOut), where its stay ends
+	// (stayEnd); 0 while the zone has evidence of its own.
+	heldFrom int64
 	// tentative: the stay was entered by the decision still being
 	// refined (Engine.decide); prev is the stay it ended.
 	tentative bool
@@ -435,23 +436,33 @@ func (b *beacon) confirm(p *Params, z int, now int64) int {
 // holdRunsOut reports whether the zone strongest and centroid hold for a
 // beacon heard only by gateways they cannot use has run out: no gateway
 // the model counts (ok) heard it less than holdMs before now (liveWithin;
-// the timeout sweep's boundary, intervals.go). When it has, the stay ends
-// at that gateway's last sighting (ended), as a silent beacon's ends at
-// its last: not up to a timeout later, at the report that noticed.
+// the timeout sweep's boundary, intervals.go). Either way the hold's
+// evidence ended at that gateway's last sighting (heldFrom), where the
+// stay ends however the hold ends: run out, a stop, a timeout, a crash.
 func (b *beacon) holdRunsOut(now, holdMs int64, ok func(g int) bool) bool {
 	var last int64
+	live := false
 	for i := range b.rds {
 		rd := &b.rds[i]
 		if rd.g < 0 || !ok(rd.g) {
 			continue
 		}
-		if rd.liveWithin(holdMs, now) {
-			return false
-		}
+		live = live || rd.liveWithin(holdMs, now)
 		last = max(last, rd.last)
 	}
-	b.ended = last
-	return true
+	b.heldFrom = last
+	return !live
+}
+
+// stayEnd is when the beacon's stay ends if it ends at now: now, or,
+// while strongest or centroid hold its zone with no evidence for it
+// (heldFrom), the zone gateway's last sighting, as a silent beacon's
+// stay ends at its last; never before the stay began.
+func (b *beacon) stayEnd(now int64) int64 {
+	if b.heldFrom > 0 {
+		return min(max(b.heldFrom, b.since), now)
+	}
+	return now
 }
 
 // firstScan reports whether now is the instant of the first fix.

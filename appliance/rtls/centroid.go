@@ -46,6 +46,7 @@ func (centroid) update(m *model, p *Params, b *beacon, _ *reading, now int64) (i
 		}
 		return b.zone, b.pos
 	}
+	b.heldFrom = 0 // a gateway on a map with zones hears it: nothing held
 	mapID := m.gwPos[b.rds[loud].g].mapID
 	ppm := m.pixelsPerMeter(mapID)
 	// The centroidN loudest gateways only: on a large site dozens of

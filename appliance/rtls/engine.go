@@ -501,7 +501,6 @@ func (e *Engine) Observe(bt *ingest.Batch, w *ingest.Writes) {
 		b.learnOffsets(m, &e.p, t, r.name)
 		rd := b.sight(m, &e.p, bt.Gateway, o.RSSI, t)
 		e.emitDebug(b)
-		b.ended = 0
 		z, pos := r.alg.update(m, &e.p, b, rd, t)
 		e.decide(m, b, z, pos, t, &w.Ops)
 		for _, g := range m.live.silence(&e.p, b, t, e.opts.GatewaySeen, m.gwMAC) {
@@ -529,11 +528,13 @@ func (e *Engine) commit(m *model, b *beacon, z int, pos position, now int64, ops
 	// A beacon whose zone vanished with a site edit is unknown but may
 	// still hold an open interval.
 	changed := z != b.zone || (z < 0 && b.open)
+	// Into another zone the stay ends where the next begins; into
+	// unknown, where its evidence ended (stayEnd).
 	end := now
-	if z < 0 && b.ended > 0 {
-		end = min(max(b.ended, b.since), now)
+	if z < 0 {
+		end = b.stayEnd(now)
+		b.heldFrom = 0
 	}
-	b.ended = 0
 	if changed {
 		b.tentative = false
 		b.prev = stay{zone: b.zone, zoneID: b.zoneID, since: b.since, open: b.open}
@@ -623,11 +624,11 @@ func (e *Engine) Rename(oldUID, newUID string) {
 		nh := assets.UIDHash(newUID)
 		if cur := sn.V.Get(nh, newUID); cur != nil && (*cur).heard >= b.heard {
 			if b.open {
-				ops = append(ops, closeOp(newUID, b.since, b.heard))
+				ops = append(ops, closeOp(newUID, b.since, b.stayEnd(b.heard)))
 			}
 		} else {
 			if cur != nil && (*cur).open {
-				ops = append(ops, closeOp(newUID, (*cur).since, (*cur).heard))
+				ops = append(ops, closeOp(newUID, (*cur).since, (*cur).stayEnd((*cur).heard)))
 			}
 			// The new uid's channel may have carried higher numbers
 			// (cur's, or those of a state since forgotten): b goes on
@@ -697,7 +698,7 @@ func (e *Engine) mergeRenameLocked(so, sn *assets.Shard[assets.UIDMap[*beacon]],
 	}
 	if b.open {
 		// Its intervals are the new uid's now.
-		ops = append(ops, closeOp(newUID, b.since, b.heard))
+		ops = append(ops, closeOp(newUID, b.since, b.stayEnd(b.heard)))
 		b.open = false
 	}
 	e.commit(m, b, -1, position{}, b.heard, &ops) // its channel says unknown

@@ -817,40 +817,75 @@ func TestHeldStayClosesAtTheZoneGatewaysLastSighting(t *testing.T) {
 			// review).
 			{"on a map without zones", rtls.Gateway{MAC: c, MapID: 2, X: 50, Y: 50, Placed: true}},
 		} {
-			t.Run(alg+"/"+where.name, func(t *testing.T) {
-				r := newRig(t)
-				if err := r.db.CreateGateway(&store.Gateway{AssetUID: "GW-" + gwC, MAC: gwC, Name: "gw"}); err != nil {
-					t.Fatal(err)
-				}
-				if err := r.reg.Reload(); err != nil {
-					t.Fatal(err)
-				}
-				s := rigSite()
-				s.Maps = append(s.Maps, rtls.Map{ID: 2, Width: 100, Height: 100, PixelsPerMeter: 10})
-				s.Gateways = append(s.Gateways, where.gw)
-				r.e.SetSite(s)
-				if err := r.e.Start(alg); err != nil {
-					t.Fatal(err)
-				}
-				enter := r.clk.Now().UnixMilli()
-				for range 5 {
-					r.hear(gwA, "C30000000001", -60)
-					r.hear(gwC, "C30000000001", -50)
-					r.clk.Advance(time.Second)
-				}
-				last := r.clk.Now().Add(-time.Second).UnixMilli() // gwA's last sighting
-				for range 70 {
-					r.hear(gwC, "C30000000001", -50)
-					r.clk.Advance(time.Second)
-				}
-				if l, _ := r.e.Location("WAT-1"); l.Zone != 0 {
-					t.Fatalf("heard only outside the zones past the timeout: %+v", l)
-				}
-				ivs := r.intervals("WAT-1")
-				if len(ivs) != 1 || ivs[0].ZoneID != 1 || ivs[0].Enter != enter || ivs[0].Leave != last {
-					t.Fatalf("intervals %+v, want one in zone 1 from %d to the zone gateway's last sighting %d", ivs, enter, last)
-				}
-			})
+			for _, ending := range []string{"runs out", "stop", "timeout", "heard again", "crash"} {
+				t.Run(alg+"/"+where.name+"/"+ending, func(t *testing.T) {
+					r := newRig(t)
+					if err := r.db.CreateGateway(&store.Gateway{AssetUID: "GW-" + gwC, MAC: gwC, Name: "gw"}); err != nil {
+						t.Fatal(err)
+					}
+					if err := r.reg.Reload(); err != nil {
+						t.Fatal(err)
+					}
+					s := rigSite()
+					s.Maps = append(s.Maps, rtls.Map{ID: 2, Width: 100, Height: 100, PixelsPerMeter: 10})
+					s.Gateways = append(s.Gateways, where.gw)
+					r.e.SetSite(s)
+					if err := r.e.Start(alg); err != nil {
+						t.Fatal(err)
+					}
+					enter := r.clk.Now().UnixMilli()
+					for range 5 {
+						r.hear(gwA, "C30000000001", -60)
+						r.hear(gwC, "C30000000001", -50)
+						r.clk.Advance(time.Second)
+					}
+					last := r.clk.Now().Add(-time.Second).UnixMilli() // gwA's last sighting
+					held := func(secs int) {
+						for range secs {
+							r.hear(gwC, "C30000000001", -50)
+							r.clk.Advance(time.Second)
+						}
+					}
+					// However the hold ends (a review: a stop closed the
+					// stay 9 s late, a crash 27 s).
+					switch ending {
+					case "runs out":
+						held(70)
+						if l, _ := r.e.Location("WAT-1"); l.Zone != 0 {
+							t.Fatalf("heard only outside the zones past the timeout: %+v", l)
+						}
+					case "stop":
+						held(20)
+						r.e.Stop()
+					case "timeout":
+						held(20)
+						r.clk.Advance(80 * time.Second)
+					case "heard again": // the hold is over: the timeout closes at the last sighting
+						held(20)
+						for range 3 {
+							r.hear(gwA, "C30000000001", -60)
+							r.clk.Advance(time.Second)
+						}
+						last = r.clk.Now().Add(-time.Second).UnixMilli()
+						r.clk.Advance(80 * time.Second)
+					case "crash":
+						held(20) // the sweeps save where the stay ends
+						if err := r.w.Flush(); err != nil {
+							t.Fatal(err)
+						}
+						if err := r.db.Update(func(tx *bolt.Tx) error { // the next start's repair
+							_, err := rtls.CloseOpenIntervals(tx, r.clk.Now().UnixMilli(), 0)
+							return err
+						}); err != nil {
+							t.Fatal(err)
+						}
+					}
+					ivs := r.intervals("WAT-1")
+					if len(ivs) != 1 || ivs[0].ZoneID != 1 || ivs[0].Enter != enter || ivs[0].Leave != last {
+						t.Fatalf("%s: intervals %+v, want one in zone 1 from %d to the zone gateway's last sighting %d", ending, ivs, enter, last)
+					}
+				})
+			}
 		}
 	}
 }

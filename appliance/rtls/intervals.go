@@ -190,7 +190,9 @@ func (e *Engine) saveHeard() {
 					heard = map[string]store.ZoneHeard{}
 				}
 				// The stay's enter names it, as the interval ops do.
-				heard[b.uid], b.heardSaved = store.ZoneHeard{Enter: b.since, Heard: b.heard}, b.heard
+				// While a hold runs, the zone gateway's last sighting:
+				// where its stay ends if the process dies now.
+				heard[b.uid], b.heardSaved = store.ZoneHeard{Enter: b.since, Heard: b.stayEnd(b.heard)}, b.heard
 			}
 		})
 		sh.Unlock()

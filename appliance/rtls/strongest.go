@@ -45,6 +45,7 @@ func (strongest) update(m *model, p *Params, b *beacon, _ *reading, now int64) (
 		}
 		return b.zone, b.pos
 	}
+	b.heldFrom = 0 // a zone's gateway hears it: nothing held
 	switch {
 	case !usable(b.gw) || b.firstScan(now):
 		b.gw, b.challenger = best, -1
