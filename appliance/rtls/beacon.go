@@ -374,7 +374,16 @@ func (b *beacon) window(p *Params, now int64) int64 {
 // decide together rather than leave all but the first to the next round;
 // and, for the same reason, one within refineSpan of a decision taken at
 // its scan's first report (refining).
-func (b *beacon) due(p *Params, now int64) bool {
+func (b *beacon) due(p *Params, now int64) bool { return b.dueFor(p, now, false) }
+
+// dueFirstFix is due for strongest, centroid and knn, whose hysteresis
+// (margin, Dwell) holds on to a first fix: theirs is refined for
+// firstFixSpan. The zone filters weigh each report as it comes and need
+// no such window; refined, their first fix could move to a zone not
+// adjacent to the one announced.
+func (b *beacon) dueFirstFix(p *Params, now int64) bool { return b.dueFor(p, now, true) }
+
+func (b *beacon) dueFor(p *Params, now int64, firstFix bool) bool {
 	// A scan's first report may come a little earlier in its second
 	// than the last one's did: it opens the scan's decision if it is
 	// within refineSpan of due, or the decisions would drift off the
@@ -387,11 +396,24 @@ func (b *beacon) due(p *Params, now int64) bool {
 		return now < b.refineUntil
 	}
 	b.decided, b.refineUntil = now, 0
-	if now == b.scanStart {
+	switch {
+	case firstFix && b.zone < 0:
+		b.refineUntil = now + firstFixSpan
+	case now == b.scanStart:
 		b.refineUntil = now + refineSpan
 	}
 	return true
 }
+
+// firstFixSpan: under strongest, centroid and knn (dueFirstFix) a
+// decision taken while the beacon has no zone (its first fix, or one
+// after a silence or an unknown spell) is refined by the reports of the
+// next second, whatever scan they belong to. Gateways
+// publish batches on their own timers, so one advertisement's reports
+// come up to a second apart; the first fix went to whichever gateway
+// reported first, and strongest's hysteresis kept it there, recorded,
+// for about 4 s (a review, with reports 200 ms apart).
+const firstFixSpan = 1000
 
 // refineSpan: a decision taken at the first report of a scan is refined
 // by the reports that follow it within this many milliseconds, as one

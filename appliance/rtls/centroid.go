@@ -22,7 +22,7 @@ func (centroid) info(m *model) AlgorithmInfo {
 }
 
 func (centroid) update(m *model, p *Params, b *beacon, _ *reading, now int64) (int, position) {
-	if !b.due(p, now) {
+	if !b.dueFirstFix(p, now) {
 		return b.zone, b.pos
 	}
 	stale := b.stale(p)

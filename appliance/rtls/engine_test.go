@@ -889,3 +889,31 @@ func TestHeldStayClosesAtTheZoneGatewaysLastSighting(t *testing.T) {
 		}
 	}
 }
+
+// TestFirstFixWaitsForTheScansSpreadReports: gateways publish on their own
+// timers, so one advertisement's reports come hundreds of milliseconds
+// apart. A first fix taken at the first report went to whichever gateway
+// reported first, and strongest's hysteresis kept it there, recorded, for
+// about 4 s (a review: 200 ms apart). The reports of the first second
+// refine the first fix, so the first stay is the right zone's.
+func TestFirstFixWaitsForTheScansSpreadReports(t *testing.T) {
+	for _, alg := range []string{rtls.AlgStrongest, rtls.AlgCentroid, rtls.AlgBayes, rtls.AlgFusion} {
+		t.Run(alg, func(t *testing.T) {
+			r := newRig(t)
+			if err := r.e.Start(alg); err != nil {
+				t.Fatal(err)
+			}
+			enter := r.clk.Now().UnixMilli()
+			for range 7 {
+				r.hear(gwB, "C30000000001", -75) // the far gateway reports first
+				r.clk.Advance(200 * time.Millisecond)
+				r.hear(gwA, "C30000000001", -55)
+				r.clk.Advance(800 * time.Millisecond)
+			}
+			ivs := r.intervals("WAT-1")
+			if len(ivs) != 1 || ivs[0].Zone != "Hall" || ivs[0].Enter != enter || ivs[0].Leave != 0 {
+				t.Fatalf("intervals %+v, want one open stay in Hall from the first report %d", ivs, enter)
+			}
+		})
+	}
+}

@@ -21,7 +21,7 @@ func (knn) info(m *model) AlgorithmInfo {
 }
 
 func (knn) update(m *model, p *Params, b *beacon, _ *reading, now int64) (int, position) {
-	if len(m.samples) == 0 || !b.due(p, now) {
+	if len(m.samples) == 0 || !b.dueFirstFix(p, now) {
 		return b.zone, b.pos
 	}
 	if len(b.votes) != len(m.zones) {
