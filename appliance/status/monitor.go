@@ -162,7 +162,14 @@ func (m *Monitor) checkAlertsys(ctx context.Context) {
 func (m *Monitor) alertsysOutcome(st alerting.Status) {
 	switch st.State {
 	case alerting.StateDown:
-		m.o.Conditions.Set(KeyAlertsysDown, true, "alertsys unreachable: "+st.Message)
+		// One condition (the spec's alertsys_down) either way, but the
+		// message says which: a 4xx (credentials, a rule) is alertsys
+		// answering and refusing, which waiting will not mend.
+		what := "alertsys unreachable: "
+		if st.HTTPStatus >= 400 && st.HTTPStatus < 500 {
+			what = "alertsys refuses the request: "
+		}
+		m.o.Conditions.Set(KeyAlertsysDown, true, what+st.Message)
 	case alerting.StateOK:
 		m.o.Conditions.Set(KeyAlertsysDown, false, "alertsys reachable again")
 	case alerting.StateDisabled:

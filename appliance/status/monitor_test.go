@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"beaconhub/appliance/alerting"
 	"beaconhub/appliance/apperr"
 	"beaconhub/appliance/clock"
 	"beaconhub/appliance/config"
@@ -310,5 +311,28 @@ func TestRecheckValidation(t *testing.T) {
 	}
 	if st := f.mon.AlertsysStatus(); st.State != "disabled" || st.Enabled {
 		t.Errorf("alertsys status = %+v", st)
+	}
+}
+
+// TestAlertsysRefusalIsNamed: alertsys answering 4xx (credentials, a rule)
+// raises alertsys_down as an outage does, but its message says alertsys
+// refused rather than that it is unreachable (a review: a 400 read
+// "alertsys unreachable").
+func TestAlertsysRefusalIsNamed(t *testing.T) {
+	f := newFixture(t)
+	f.mon.alertsysOutcome(alerting.Status{State: alerting.StateDown, HTTPStatus: 400, Message: "convene: convene answered HTTP 400"})
+	f.mu.Lock()
+	got := f.heard[len(f.heard)-1]
+	f.mu.Unlock()
+	if got.Key != KeyAlertsysDown || got.Phase != store.HealthActive || !strings.HasPrefix(got.Message, "alertsys refuses the request: ") {
+		t.Fatalf("after a 400: %+v", got)
+	}
+	f.mon.alertsysOutcome(alerting.Status{State: alerting.StateOK})
+	f.mon.alertsysOutcome(alerting.Status{State: alerting.StateDown, Message: "convene: connection refused"})
+	f.mu.Lock()
+	got = f.heard[len(f.heard)-1]
+	f.mu.Unlock()
+	if !strings.HasPrefix(got.Message, "alertsys unreachable: ") {
+		t.Fatalf("after a refused connection: %+v", got)
 	}
 }
