@@ -78,6 +78,7 @@ type App struct {
 	alertsys *alerting.Worker
 	monitor  *status.Monitor
 	push     *push.Service // push notifications (push.go)
+	pushIDs  *pushIdentity // devices for push messages (push.go)
 	// pushCancel ends push's context; set by startPush, taken by stopPush.
 	pushMu     sync.Mutex
 	pushCancel context.CancelFunc

@@ -77,7 +77,7 @@ func (a *App) buildIngest() error {
 		hooks.Followers = append(hooks.Followers, a.monitor.Conditions())
 	}
 	if a.push != nil {
-		hooks.Followers = append(hooks.Followers, a.push)
+		hooks.Followers = append(hooks.Followers, a.push, a.pushIDs)
 	}
 	a.hooks = hooks
 	a.assets.Connect(hooks)

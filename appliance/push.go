@@ -3,8 +3,10 @@ package appliance
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"time"
 
+	"beaconhub/appliance/clock"
 	"beaconhub/appliance/push"
 	"beaconhub/store"
 )
@@ -22,7 +24,8 @@ func (a *App) buildPush() error {
 	if err != nil {
 		return err
 	}
-	svc.Identify = a.pushIdentity()
+	a.pushIDs = &pushIdentity{db: a.db, clock: a.clock}
+	svc.Identify = a.pushIDs.device
 	a.monitor.Conditions().Subscribe(svc.OnHealth)
 	if c := a.SensorConditions(); c != nil {
 		c.Subscribe(svc.OnSensor)
@@ -69,27 +72,41 @@ func (a *App) Push() *push.Service { return a.push }
 
 // pushIdentity resolves condition subjects (asset_uid or MAC) to devices
 // from a beacon list refreshed at most once a minute, so a burst of
-// transitions does not scan the store per message.
-func (a *App) pushIdentity() func(string) push.Device {
-	var mu sync.Mutex
-	var at time.Time
-	byKey := map[string]push.Device{}
-	return func(subject string) push.Device {
-		mu.Lock()
-		defer mu.Unlock()
-		if now := a.clock.Now(); now.Sub(at) > time.Minute || at.IsZero() {
-			if bs, err := a.db.ListBeacons(); err == nil {
-				byKey = make(map[string]push.Device, 2*len(bs))
-				for _, b := range bs {
-					d := deviceOf(b)
-					byKey[b.AssetUID], byKey[b.MAC] = d, d
-				}
-				at = now
-			}
-		}
-		return byKey[subject]
-	}
+// transitions does not scan the store per message, and at the next
+// message after a registry write (it is a follower): refreshed only by
+// the minute, a sensor created, renamed or reminted within it was pushed
+// with no name, MAC or type, or the old ones (a review).
+type pushIdentity struct {
+	db    *store.DB
+	clock clock.Clock
+	stale atomic.Bool // a registry write since the list was read
+
+	mu    sync.Mutex
+	at    time.Time
+	byKey map[string]push.Device
 }
+
+func (p *pushIdentity) device(subject string) push.Device {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if now := p.clock.Now(); now.Sub(p.at) > time.Minute || p.at.IsZero() || p.stale.Load() {
+		p.stale.Store(false) // before the read: a write during it marks it again
+		if bs, err := p.db.ListBeacons(); err == nil {
+			p.byKey = make(map[string]push.Device, 2*len(bs))
+			for _, b := range bs {
+				d := deviceOf(b)
+				p.byKey[b.AssetUID], p.byKey[b.MAC] = d, d
+			}
+			p.at = now
+		}
+	}
+	return p.byKey[subject]
+}
+
+// Rename (assets.Renamer) and RegistryReloaded (assets.ReloadFollower)
+// mark the list stale.
+func (p *pushIdentity) Rename(string, string) { p.stale.Store(true) }
+func (p *pushIdentity) RegistryReloaded()     { p.stale.Store(true) }
 
 func deviceOf(b store.Beacon) push.Device {
 	return push.Device{Name: b.Name, MAC: b.MAC, AssetUID: b.AssetUID, Type: b.Type}

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"beaconhub/appliance/assets"
 	"beaconhub/appliance/clock"
 	"beaconhub/appliance/push"
 	"beaconhub/appliance/push/ntfytest"
@@ -44,4 +45,41 @@ func TestSensorAlertReachesPushServer(t *testing.T) {
 	if err != nil || rec.Subject != "range:SEN-A1-1" || rec.Device.Name != "Fridge" {
 		t.Fatalf("record %+v %v", rec, err)
 	}
+}
+
+// A sensor created a moment after a push looked its devices up is named
+// in its own alert: the device list follows registry writes. It was read
+// at most once a minute, and such an alert went out with the uid alone
+// (a review).
+func TestPushNamesASensorCreatedMomentsBefore(t *testing.T) {
+	fake := ntfytest.New()
+	t.Cleanup(fake.Close)
+	clk := clock.NewFake(time.Now())
+	app := startAppWith(t, appRig{clock: clk,
+		extra:  map[string]any{"server_push_server_url": fake.URL, "server_push_ops_enabled": false},
+		fridge: func(b *store.Beacon) { b.TemperatureRange = &store.Range{Min: 2, Max: 8} }})
+	clk.Advance(sensors.NotSeenEvery)
+	c := app.Live().Get()
+	pub := func(mac string, temp string) {
+		brokertest.Pub(t, app.MQTTAddr(), c.MQTTUser, c.MQTTPass, "-q", "1", "-i", "AC233FA0B1C2", "-t", "gw/AC233FA0B1C2/adv1",
+			"-m", `{"reports":[{"mac":"`+mac+`","rssi":-70,"temperature":`+temp+`}]}`)
+		app.Push().Idle()
+	}
+	pub("C30000000A01", "9.5") // the fridge's alert reads the device list
+	mac, name, typ := "C30000000A02", "Freezer", "sensor"
+	v, err := app.Assets().CreateBeacon(assets.BeaconInput{MAC: &mac, Name: &name, Type: &typ,
+		TemperatureRange: assets.Opt[store.Range]{Set: true, V: store.Range{Min: -25, Max: -15}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pub(mac, "-5")
+	for _, m := range fake.Messages() {
+		if rec, err := push.ParseRecord(m.Message); err == nil && rec.Subject == "range:"+v.AssetUID {
+			if rec.Device.Name != "Freezer" || !strings.Contains(m.Message, "Device: Freezer "+v.AssetUID) {
+				t.Fatalf("the new sensor's alert: %q, device %+v", m.Message, rec.Device)
+			}
+			return
+		}
+	}
+	t.Fatalf("no alert for the new sensor %s: %+v", v.AssetUID, fake.Messages())
 }
