@@ -571,3 +571,25 @@ func TestRecoveredServerGetsTheQueueAtOnce(t *testing.T) {
 		t.Fatalf("after the push server recovered: %+v, want the SOS at once", got)
 	}
 }
+
+// TestPressesGoAheadInTheRetryQueue: a press queued during an outage goes
+// ahead of the sensor and health messages waiting, behind earlier presses
+// and never before the head (which a retry may be posting); the others
+// keep their order.
+func TestPressesGoAheadInTheRetryQueue(t *testing.T) {
+	q := func(topic string) queued { return queued{R: Rendered{Topic: topic}, Staff: true} }
+	topics := func(items []queued) (out []string) {
+		for _, x := range items {
+			out = append(out, strings.TrimPrefix(x.R.Topic, "TST000-"))
+		}
+		return out
+	}
+	var items []queued
+	for _, topic := range []string{"sensors", "sos", "health", "sensors", "watches", "batteries"} {
+		x := q("TST000-" + topic)
+		items = slices.Insert(items, pressSlot(items, x), x)
+	}
+	if got, want := topics(items), []string{"sensors", "sos", "watches", "health", "sensors", "batteries"}; !slices.Equal(got, want) {
+		t.Fatalf("queue %v, want %v", got, want)
+	}
+}

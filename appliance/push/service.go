@@ -328,9 +328,31 @@ func (s *Service) enqueueRetry(q queued) {
 		s.log.Error("push retry queue full; dropping a message", "topic", l.items[i].R.Topic)
 		l.items = slices.Delete(l.items, i, i+1)
 	}
-	l.items = append(l.items, q)
+	if at := pressSlot(l.items, q); at < len(l.items) {
+		l.items = slices.Insert(l.items, at, q)
+	} else {
+		l.items = append(l.items, q)
+	}
 	s.saveRetryLocked()
 	s.armRetryLocked(lane)
+}
+
+// pressSlot is where q joins the queue: at the end, except that a button
+// press goes ahead of every other message, behind the presses already
+// waiting (in their order) and never before the head, which runRetry may
+// be posting with the lock released. Over a long queue to a slow server
+// an SOS waited for every sensor and health message queued before it (a
+// review). Other messages keep their order: a condition's resolve never
+// overtakes its activation.
+func pressSlot(items []queued, q queued) int {
+	if !buttonTopic(q.R.Topic) || len(items) < 2 {
+		return len(items)
+	}
+	i := 1
+	for i < len(items) && buttonTopic(items[i].R.Topic) {
+		i++
+	}
+	return i
 }
 
 // buttonTopic reports whether a topic is a button press's (SOS, watches).
