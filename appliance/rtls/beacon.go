@@ -392,6 +392,12 @@ func (b *beacon) dueFor(p *Params, now int64, firstFix bool) bool {
 	if now == b.scanStart {
 		every -= refineSpan
 	}
+	if firstFix && b.zone >= 0 && b.fixed == b.decided && now > b.decided && now < b.refineUntil {
+		// Still refining a first fix, however short DecideEvery: a new
+		// decision there brought the hysteresis back after 150 ms (a
+		// review).
+		return true
+	}
 	if b.zone >= 0 && p.DecideEvery > 0 && now != b.decided && now-b.decided < every {
 		return now < b.refineUntil
 	}

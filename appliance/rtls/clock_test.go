@@ -28,18 +28,22 @@ func TestBeaconTimeNeverRunsBackwards(t *testing.T) {
 			Obs: []ingest.Observation{{Report: ingest.Report{RSSI: rssi, TS: base + ms}, Asset: h.beacon("WAT-1", "watch")}}}
 		h.e.Observe(bt, &ingest.Writes{})
 	}
+	// Past the first fix's refinement (firstFixSpan), where a change is
+	// a change.
 	at(0, a, -50)
 	at(0, b, -80)
-	at(10, b, -40)
-	at(20, b, -40) // B holds 10 ms: the beacon is in zone 2 from 20
+	at(1500, a, -50)
+	at(1500, b, -80)
+	at(1510, b, -40)
+	at(1520, b, -40) // B holds 10 ms: the beacon is in zone 2 from 1520
 	l, _ := h.e.Location("WAT-1")
-	if l.Zone != 2 || l.Since != base+20 {
+	if l.Zone != 2 || l.Since != base+1520 {
 		t.Fatalf("after B: %+v", l)
 	}
-	// Two reports from A stamped 15 and 16, arriving now.
-	at(15, a, -30)
-	at(16, a, -30)
-	if l, _ := h.e.Location("WAT-1"); l.Since < base+20 {
-		t.Fatalf("zone %d entered at %d, before zone 2 was entered at %d", l.Zone, l.Since-base, 20)
+	// Two reports from A stamped 1515 and 1516, arriving now.
+	at(1515, a, -30)
+	at(1516, a, -30)
+	if l, _ := h.e.Location("WAT-1"); l.Since < base+1520 {
+		t.Fatalf("zone %d entered at %d, before zone 2 was entered at %d", l.Zone, l.Since-base, 1520)
 	}
 }

@@ -500,6 +500,13 @@ func (e *Engine) Observe(bt *ingest.Batch, w *ingest.Writes) {
 		b.track(t)
 		b.learnOffsets(m, &e.p, t, r.name)
 		rd := b.sight(m, &e.p, bt.Gateway, o.RSSI, t)
+		if b.heldFrom > 0 && rd != nil && rd.g >= 0 && m.gwZone[rd.g] >= 0 {
+			// A zone's gateway hears it between two decisions of a hold:
+			// the hold's evidence runs to here. Left to the next
+			// decision, a silence first closed the stay up to a hold
+			// early (a review).
+			b.heldFrom = t
+		}
 		e.emitDebug(b)
 		z, pos := r.alg.update(m, &e.p, b, rd, t)
 		e.decide(m, b, z, pos, t, &w.Ops)

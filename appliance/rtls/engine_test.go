@@ -817,7 +817,7 @@ func TestHeldStayClosesAtTheZoneGatewaysLastSighting(t *testing.T) {
 			// review).
 			{"on a map without zones", rtls.Gateway{MAC: c, MapID: 2, X: 50, Y: 50, Placed: true}},
 		} {
-			for _, ending := range []string{"runs out", "stop", "timeout", "heard again", "crash"} {
+			for _, ending := range []string{"runs out", "stop", "timeout", "heard again", "zone gateway between decisions", "crash"} {
 				t.Run(alg+"/"+where.name+"/"+ending, func(t *testing.T) {
 					r := newRig(t)
 					if err := r.db.CreateGateway(&store.Gateway{AssetUID: "GW-" + gwC, MAC: gwC, Name: "gw"}); err != nil {
@@ -868,6 +868,13 @@ func TestHeldStayClosesAtTheZoneGatewaysLastSighting(t *testing.T) {
 						}
 						last = r.clk.Now().Add(-time.Second).UnixMilli()
 						r.clk.Advance(80 * time.Second)
+					case "zone gateway between decisions": // then silence
+						held(20)
+						r.hear(gwC, "C30000000001", -50) // decides
+						r.clk.Advance(300 * time.Millisecond)
+						r.hear(gwA, "C30000000001", -60) // not due: no decision
+						last = r.clk.Now().UnixMilli()
+						r.clk.Advance(90 * time.Second)
 					case "crash":
 						held(20) // the sweeps save where the stay ends
 						if err := r.w.Flush(); err != nil {
@@ -898,22 +905,26 @@ func TestHeldStayClosesAtTheZoneGatewaysLastSighting(t *testing.T) {
 // refine the first fix, so the first stay is the right zone's.
 func TestFirstFixWaitsForTheScansSpreadReports(t *testing.T) {
 	for _, alg := range []string{rtls.AlgStrongest, rtls.AlgCentroid, rtls.AlgBayes, rtls.AlgFusion} {
-		t.Run(alg, func(t *testing.T) {
-			r := newRig(t)
-			if err := r.e.Start(alg); err != nil {
-				t.Fatal(err)
-			}
-			enter := r.clk.Now().UnixMilli()
-			for range 7 {
-				r.hear(gwB, "C30000000001", -75) // the far gateway reports first
-				r.clk.Advance(200 * time.Millisecond)
-				r.hear(gwA, "C30000000001", -55)
-				r.clk.Advance(800 * time.Millisecond)
-			}
-			ivs := r.intervals("WAT-1")
-			if len(ivs) != 1 || ivs[0].Zone != "Hall" || ivs[0].Enter != enter || ivs[0].Leave != 0 {
-				t.Fatalf("intervals %+v, want one open stay in Hall from the first report %d", ivs, enter)
-			}
-		})
+		// DecideEvery shorter than the window: a new decision inside it
+		// brought the hysteresis back (a review).
+		for _, every := range []time.Duration{0, 150 * time.Millisecond, 3 * time.Second} {
+			t.Run(alg+"/"+every.String(), func(t *testing.T) {
+				r := newRigParams(t, rtls.Params{DecideEvery: every})
+				if err := r.e.Start(alg); err != nil {
+					t.Fatal(err)
+				}
+				enter := r.clk.Now().UnixMilli()
+				for range 7 {
+					r.hear(gwB, "C30000000001", -75) // the far gateway reports first
+					r.clk.Advance(200 * time.Millisecond)
+					r.hear(gwA, "C30000000001", -55)
+					r.clk.Advance(800 * time.Millisecond)
+				}
+				ivs := r.intervals("WAT-1")
+				if len(ivs) != 1 || ivs[0].Zone != "Hall" || ivs[0].Enter != enter || ivs[0].Leave != 0 {
+					t.Fatalf("intervals %+v, want one open stay in Hall from the first report %d", ivs, enter)
+				}
+			})
+		}
 	}
 }
