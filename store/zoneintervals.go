@@ -59,7 +59,25 @@ type ZoneInterval struct {
 	// the stay by it (findZoneIntervalOf). Only the first uid, kept, missed
 	// a stay moved twice (a review). Stored, never served (ZoneIntervals
 	// clears it).
-	From []string `json:"from,omitempty"`
+	From uidList `json:"from,omitempty"`
+}
+
+// uidList is ZoneInterval.From. It reads a single uid too: a build of
+// 2026-11-27 stored one ("from":"WCH-1"), and reading such a row as a
+// list failed every page, close and start-up repair of its beacon (a
+// review).
+type uidList []string
+
+func (l *uidList) UnmarshalJSON(b []byte) error {
+	var one string
+	if err := json.Unmarshal(b, &one); err == nil {
+		*l = uidList{one}
+		if one == "" {
+			*l = nil
+		}
+		return nil
+	}
+	return json.Unmarshal(b, (*[]string)(l))
 }
 
 func zoneKey(uid string, ord uint64) []byte {

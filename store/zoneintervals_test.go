@@ -573,3 +573,33 @@ func TestLateEditFollowsTheMovedStay(t *testing.T) {
 		t.Fatalf("the survivor's own stay after the dropped source's late close: %+v", items)
 	}
 }
+
+// TestZoneIntervalFromOfOneUID: a row stored with a single uid in from
+// (a build of 2026-11-27) still reads, closes and follows its move.
+func TestZoneIntervalFromOfOneUID(t *testing.T) {
+	db, err := Open(filepath.Join(t.TempDir(), "z.db"), OpenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if err := db.Update(func(tx *bolt.Tx) error {
+		if err := AppendZoneInterval(tx, "WCH-S", &ZoneInterval{ZoneID: 1, Zone: "Z", Enter: 1000}); err != nil {
+			return err
+		}
+		b := tx.Bucket(bZoneIntervals)
+		k, _ := b.Cursor().Seek(uidPrefix("WCH-S"))
+		return b.Put(clone(k), []byte(`{"seq":1,"zone_id":1,"zone":"Z","enter":1000,"from":"WCH-O"}`))
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.UpdateAssets(time.Now(), func(tx *AssetTx) error { return tx.SetAlias("WCH-O", "WCH-S") }); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Update(func(tx *bolt.Tx) error { return CloseZoneIntervalEntered(tx, "WCH-O", 1000, 2000) }); err != nil {
+		t.Fatal(err)
+	}
+	items, _, err := db.ZoneIntervals("WCH-S", ZoneCursor{}, 10)
+	if err != nil || len(items) != 1 || items[0].Leave != 2000 {
+		t.Fatalf("a row with one uid in from: %+v %v", items, err)
+	}
+}
