@@ -593,3 +593,36 @@ func TestPressesGoAheadInTheRetryQueue(t *testing.T) {
 		t.Fatalf("queue %v, want %v", got, want)
 	}
 }
+
+// TestRetryNowKeepsOneChain: after the recovery's flush, a server failing
+// again is retried on one doubling chain. The resolve message queued
+// behind the flush armed a second timer, and retries came at 2, 4, 10,
+// 20, 42 s (a review).
+func TestRetryNowKeepsOneChain(t *testing.T) {
+	r := newRigWith(t, false, func(c *config.Config) { c.PushOpsEnabled = false })
+	r.ntfy.Set(func(s *ntfytest.Server) { s.FailStatus, s.FailN = 500, 1<<30 })
+	alarm(r, 1)
+	t1 := r.clk.Now().UnixMilli()
+	r.svc.OnHealth(store.HealthRecord{Key: "push_down", Phase: store.HealthActive, At: t1, Since: t1, Message: "down"})
+	r.svc.Idle()
+	for _, d := range []time.Duration{2, 4, 8, 16, 32} {
+		r.advance(d * time.Second)
+	}
+	now := r.clk.Now().UnixMilli()
+	r.svc.OnHealth(store.HealthRecord{Key: "push_down", Phase: store.HealthResolved, At: now, Since: now - 60000, Message: "ok"})
+	r.svc.Idle()
+	var at []int
+	prev := r.ntfy.Attempts()
+	for sec := 1; sec <= 62; sec++ {
+		r.advance(time.Second)
+		if n := r.ntfy.Attempts(); n != prev {
+			for range n - prev {
+				at = append(at, sec)
+			}
+			prev = n
+		}
+	}
+	if want := []int{2, 6, 14, 30, 62}; !slices.Equal(at, want) {
+		t.Fatalf("retries at %v s after the recovery's flush, want one doubling chain %v", at, want)
+	}
+}

@@ -391,20 +391,30 @@ func (s *Service) armRetryLocked(lane int) {
 	l.timer = s.clk.AfterFunc(d, func() { w.do(func() { s.runRetry(lane) }) })
 }
 
-// retryNow sends each lane's queue at once, instead of at its timer,
-// unless its server asked to be left alone (a 429's backoff).
+// retryNow sends the staff queue at once, instead of at its timer,
+// unless its server asked to be left alone (a 429's backoff); the ops
+// queue too when it posts to the same server (the health check probes
+// the staff server only).
 func (s *Service) retryNow() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	staff, _, _ := s.laneServer(laneStaff)
 	for lane := range s.retry {
 		l := &s.retry[lane]
 		if s.stopped || l.timer == nil || len(l.items) == 0 || s.pub.BackoffUntil(l.items[0].Base).After(s.clk.Now()) {
 			continue
 		}
+		if base, _, _ := s.laneServer(lane); base != staff {
+			continue
+		}
 		if !l.timer.Stop() {
 			continue // fired: its run is on the way
 		}
-		l.timer, l.delay = nil, 0
+		// The stopped timer stays in l.timer until the run clears it, so
+		// nothing arms a second one meanwhile: a message queued before
+		// the run (the resolve of push_down itself) did, and two chains
+		// of retries ran on the lane (a review).
+		l.delay = 0
 		w := s.staff
 		if lane == laneOps {
 			w = s.opsw

@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"net"
+	"net/http"
 	"sort"
 	"sync"
 	"time"
@@ -164,9 +165,10 @@ func (m *Monitor) alertsysOutcome(st alerting.Status) {
 	case alerting.StateDown:
 		// One condition (the spec's alertsys_down) either way, but the
 		// message says which: a 4xx (credentials, a rule) is alertsys
-		// answering and refusing, which waiting will not mend.
+		// answering and refusing, which waiting will not mend; 408 and
+		// 429 are it being busy, which waiting will.
 		what := "alertsys unreachable: "
-		if st.HTTPStatus >= 400 && st.HTTPStatus < 500 {
+		if st.HTTPStatus >= 400 && st.HTTPStatus < 500 && st.HTTPStatus != http.StatusRequestTimeout && st.HTTPStatus != http.StatusTooManyRequests {
 			what = "alertsys refuses the request: "
 		}
 		m.o.Conditions.Set(KeyAlertsysDown, true, what+st.Message)

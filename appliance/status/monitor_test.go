@@ -327,12 +327,15 @@ func TestAlertsysRefusalIsNamed(t *testing.T) {
 	if got.Key != KeyAlertsysDown || got.Phase != store.HealthActive || !strings.HasPrefix(got.Message, "alertsys refuses the request: ") {
 		t.Fatalf("after a 400: %+v", got)
 	}
-	f.mon.alertsysOutcome(alerting.Status{State: alerting.StateOK})
-	f.mon.alertsysOutcome(alerting.Status{State: alerting.StateDown, Message: "convene: connection refused"})
-	f.mu.Lock()
-	got = f.heard[len(f.heard)-1]
-	f.mu.Unlock()
-	if !strings.HasPrefix(got.Message, "alertsys unreachable: ") {
-		t.Fatalf("after a refused connection: %+v", got)
+	for _, st := range []alerting.Status{{Message: "convene: connection refused"}, {HTTPStatus: 429, Message: "busy"}, {HTTPStatus: 408, Message: "slow"}} {
+		f.mon.alertsysOutcome(alerting.Status{State: alerting.StateOK})
+		st.State = alerting.StateDown
+		f.mon.alertsysOutcome(st)
+		f.mu.Lock()
+		got = f.heard[len(f.heard)-1]
+		f.mu.Unlock()
+		if !strings.HasPrefix(got.Message, "alertsys unreachable: ") {
+			t.Fatalf("after %+v: %+v", st, got)
+		}
 	}
 }
