@@ -392,10 +392,11 @@ func (b *beacon) dueFor(p *Params, now int64, firstFix bool) bool {
 	if now == b.scanStart {
 		every -= refineSpan
 	}
-	if firstFix && b.zone >= 0 && b.fixed == b.decided && now > b.decided && now < b.refineUntil {
-		// Still refining a first fix, however short DecideEvery: a new
-		// decision there brought the hysteresis back after 150 ms (a
-		// review).
+	if firstFix && b.zone >= 0 && b.fixed == b.decided && now >= b.decided && now < b.refineUntil {
+		// Still refining a first fix, however short DecideEvery, and in
+		// its own millisecond too: a new decision there brought the
+		// hysteresis back (reviews: after 150 ms; at a second report
+		// stamped like the first).
 		return true
 	}
 	if b.zone >= 0 && p.DecideEvery > 0 && now != b.decided && now-b.decided < every {

@@ -907,15 +907,18 @@ func TestFirstFixWaitsForTheScansSpreadReports(t *testing.T) {
 	for _, alg := range []string{rtls.AlgStrongest, rtls.AlgCentroid, rtls.AlgBayes, rtls.AlgFusion} {
 		// DecideEvery shorter than the window: a new decision inside it
 		// brought the hysteresis back (a review).
-		for _, every := range []time.Duration{0, 150 * time.Millisecond, 3 * time.Second} {
+		for _, every := range []time.Duration{-1, 150 * time.Millisecond, 3 * time.Second} { // -1: every report
 			t.Run(alg+"/"+every.String(), func(t *testing.T) {
 				r := newRigParams(t, rtls.Params{DecideEvery: every})
 				if err := r.e.Start(alg); err != nil {
 					t.Fatal(err)
 				}
 				enter := r.clk.Now().UnixMilli()
-				for range 7 {
+				for i := range 7 {
 					r.hear(gwB, "C30000000001", -75) // the far gateway reports first
+					if i == 0 {
+						r.hear(gwB, "C30000000001", -75) // twice in the first fix's millisecond (a review)
+					}
 					r.clk.Advance(200 * time.Millisecond)
 					r.hear(gwA, "C30000000001", -55)
 					r.clk.Advance(800 * time.Millisecond)
