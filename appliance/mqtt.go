@@ -66,7 +66,13 @@ func (a *App) buildIngest() error {
 		return err
 	}
 	// Built after alerting: the condition sets and push cadence it
-	// creates must follow uid renames too.
+	// creates must follow uid renames too. The push device list first:
+	// followers are told in order, and told after the sensor monitor it
+	// could name a new sensor's first alert from the list before the
+	// write (a review).
+	if a.push != nil {
+		hooks.Followers = append(hooks.Followers, a.pushIDs)
+	}
 	if a.sensorMon != nil {
 		hooks.Followers = append(hooks.Followers, a.sensorMon)
 	}
@@ -77,7 +83,7 @@ func (a *App) buildIngest() error {
 		hooks.Followers = append(hooks.Followers, a.monitor.Conditions())
 	}
 	if a.push != nil {
-		hooks.Followers = append(hooks.Followers, a.push, a.pushIDs)
+		hooks.Followers = append(hooks.Followers, a.push)
 	}
 	a.hooks = hooks
 	a.assets.Connect(hooks)

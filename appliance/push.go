@@ -91,7 +91,10 @@ func (p *pushIdentity) device(subject string) push.Device {
 	defer p.mu.Unlock()
 	if now := p.clock.Now(); now.Sub(p.at) > time.Minute || p.at.IsZero() || p.stale.Load() {
 		p.stale.Store(false) // before the read: a write during it marks it again
-		if bs, err := p.db.ListBeacons(); err == nil {
+		bs, err := p.db.ListBeacons()
+		if err != nil {
+			p.stale.Store(true) // read again at the next message
+		} else {
 			p.byKey = make(map[string]push.Device, 2*len(bs))
 			for _, b := range bs {
 				d := deviceOf(b)

@@ -626,3 +626,69 @@ func TestRetryNowKeepsOneChain(t *testing.T) {
 		t.Fatalf("retries at %v s after the recovery's flush, want one doubling chain %v", at, want)
 	}
 }
+
+// TestPressGoesAheadInTheRealQueue: through the service, a press queued
+// during an outage behind health messages is delivered right after the
+// head, before the others (pressSlot in enqueueRetry).
+func TestPressGoesAheadInTheRealQueue(t *testing.T) {
+	r := newRigWith(t, false, func(c *config.Config) { c.PushOpsEnabled = false })
+	r.ntfy.Set(func(s *ntfytest.Server) { s.FailStatus, s.FailN = 500, 1<<30 })
+	for i, k := range []string{"a", "b", "c"} {
+		r.svc.OnHealth(store.HealthRecord{Key: "k" + k, Phase: store.HealthActive, At: r.clk.Now().UnixMilli() + int64(i), Since: r.clk.Now().UnixMilli(), Message: "m" + k})
+		r.svc.Idle()
+	}
+	alarm(r, 1)
+	r.ntfy.Set(func(s *ntfytest.Server) { s.FailN = 0 })
+	r.advance(5 * time.Minute)
+	var got []string
+	for _, m := range r.msgs("") {
+		got = append(got, strings.TrimPrefix(m.Topic, "TST000-")+":"+m.Title)
+	}
+	if want := []string{"health:ma", "sos:Panic button pushed", "health:mb", "health:mc"}; !slices.Equal(got, want) {
+		t.Fatalf("delivered %v, want %v", got, want)
+	}
+}
+
+// TestRecoveryFlushesOpsOnTheSameServer: the ops queue is flushed with the
+// staff queue when it posts to the same server, however the URL is
+// spelled (a trailing slash), and not when it posts elsewhere: the health
+// check probes the staff server only.
+func TestRecoveryFlushesOpsOnTheSameServer(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		suffix string
+		other  bool
+	}{{"same", "", false}, {"trailing slash", "/", false}, {"another server", "", true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			other := ntfytest.New()
+			t.Cleanup(other.Close)
+			r := newRigWith(t, false, func(c *config.Config) {
+				c.PushOpsServerURL = c.PushServerURL + tc.suffix
+				if tc.other {
+					c.PushOpsServerURL = other.URL
+				}
+			})
+			other.Set(func(s *ntfytest.Server) { s.FailStatus, s.FailN = 500, 1<<30 })
+			r.ntfy.Set(func(s *ntfytest.Server) { s.FailStatus, s.FailN = 500, 1<<30 })
+			now := r.clk.Now().UnixMilli()
+			r.svc.OnHealth(store.HealthRecord{Key: "push_down", Phase: store.HealthActive, At: now, Since: now, Message: "down"})
+			r.svc.Idle()
+			for _, d := range []time.Duration{2, 4, 8, 16, 32} {
+				r.advance(d * time.Second)
+			}
+			r.ntfy.Set(func(s *ntfytest.Server) { s.FailN = 0 })
+			other.Set(func(s *ntfytest.Server) { s.FailN = 0 })
+			r.advance(10 * time.Second)
+			attempts := other.Attempts()
+			now = r.clk.Now().UnixMilli()
+			r.svc.OnHealth(store.HealthRecord{Key: "push_down", Phase: store.HealthResolved, At: now, Since: now - 60000, Message: "ok"})
+			r.svc.Idle()
+			switch {
+			case !tc.other && len(r.msgs("beaconhub-ops")) == 0:
+				t.Fatalf("the ops copy on the staff server waited for its timer (%d queued)", r.svc.RetryQueued())
+			case tc.other && other.Attempts() != attempts:
+				t.Fatal("the ops queue on another server was flushed by the staff server's health")
+			}
+		})
+	}
+}

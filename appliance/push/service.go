@@ -404,7 +404,7 @@ func (s *Service) retryNow() {
 		if s.stopped || l.timer == nil || len(l.items) == 0 || s.pub.BackoffUntil(l.items[0].Base).After(s.clk.Now()) {
 			continue
 		}
-		if base, _, _ := s.laneServer(lane); base != staff {
+		if base, _, _ := s.laneServer(lane); backoffKey(base) != backoffKey(staff) { // as the publisher spells a server
 			continue
 		}
 		if !l.timer.Stop() {
