@@ -55,10 +55,10 @@ func (m *model) lacks(needPositions, needZones, needSamples, needEmission bool) 
 	if needSamples && len(m.samples) == 0 {
 		return "no survey samples recorded"
 	}
-	if needPositions && !anyOf(len(m.gwPos), m.onZonedMap) {
+	if needPositions && !anyOf(len(m.gwZone), m.zoned) {
 		return "no gateway placed on a map with zones (or learned from samples)"
 	}
-	if needZones && !anyOf(len(m.gwZone), func(i int) bool { return m.gwZone[i] >= 0 }) {
+	if needZones && !anyOf(len(m.gwZone), m.zoned) {
 		return "no gateway placed in a zone (or learned from samples)"
 	}
 	if needEmission && len(m.samples) == 0 && !anyOf(len(m.hasEm), func(i int) bool { return m.hasEm[i] }) {

@@ -29,7 +29,7 @@ func (centroid) update(m *model, p *Params, b *beacon, _ *reading, now int64) (i
 	loud := -1
 	for i := range b.rds {
 		rd := &b.rds[i]
-		if rd.liveWithin(stale, now) && m.onZonedMap(rd.g) {
+		if rd.liveWithin(stale, now) && m.zoned(rd.g) {
 			if loud < 0 || rd.ema > b.rds[loud].ema {
 				loud = i
 			}
@@ -41,7 +41,7 @@ func (centroid) update(m *model, p *Params, b *beacon, _ *reading, now int64) (i
 		// from the last gateway with one. A gateway on a map without
 		// zones counted, and its point, in no zone, kept the old zone
 		// for as long as it was heard so (a review).
-		if b.holdRunsOut(now, m.holdMs, m.onZonedMap) {
+		if b.holdRunsOut(now, m.holdMs, m.zoned) {
 			return -1, position{}
 		}
 		return b.zone, b.pos
@@ -57,7 +57,7 @@ func (centroid) update(m *model, p *Params, b *beacon, _ *reading, now int64) (i
 	n := 0
 	for i := range b.rds {
 		rd := &b.rds[i]
-		if !rd.liveWithin(stale, now) || !m.onZonedMap(rd.g) || m.gwPos[rd.g].mapID != mapID {
+		if !rd.liveWithin(stale, now) || !m.zoned(rd.g) || m.gwPos[rd.g].mapID != mapID {
 			continue
 		}
 		k := min(n, centroidN-1)

@@ -377,6 +377,16 @@ func (e *Engine) newBeacon(uid string) *beacon {
 	return b
 }
 
+// afresh ends the stay of the state at *bp at its last sighting and puts
+// a fresh state in its place (a device replace, the clock stepped back):
+// the beacon is found again from the report at hand, as after a timeout.
+func (e *Engine) afresh(m *model, bp **beacon, ops *[]func(*bolt.Tx) error) *beacon {
+	b := *bp
+	e.commit(m, b, -1, position{}, b.heard, ops)
+	*bp = e.newBeacon(b.uid)
+	return *bp
+}
+
 // detachedGrace is how long (ms) after a device replace the replaced
 // tag's reports are skipped rather than taken for another replace: those
 // resolved to the asset before the registry's reload, still in flight
@@ -468,10 +478,8 @@ func (e *Engine) Observe(bt *ingest.Batch, w *ingest.Writes) {
 				// tag lay (a review). Its stay ends at its last sighting
 				// and the asset is found afresh from this report, as
 				// after a timeout.
-				e.commit(m, b, -1, position{}, b.heard, &w.Ops)
 				old := b.tag
-				b = e.newBeacon(o.Asset.UID)
-				*bp = b
+				b = e.afresh(m, bp, &w.Ops)
 				b.detached, b.detachedAt = old, now
 			}
 			b.tag = o.MAC
@@ -482,9 +490,7 @@ func (e *Engine) Observe(bt *ingest.Batch, w *ingest.Writes) {
 			// staleness and timeout would stand still until the clock
 			// caught up. Its stay ends at its last sighting and it is
 			// found again from this report, as after a timeout.
-			e.commit(m, b, -1, position{}, b.heard, &w.Ops)
-			b = e.newBeacon(o.Asset.UID)
-			*bp = b
+			b = e.afresh(m, bp, &w.Ops)
 		}
 		if b.gen != m.gen {
 			b.reset(m)
@@ -500,7 +506,7 @@ func (e *Engine) Observe(bt *ingest.Batch, w *ingest.Writes) {
 		b.track(t)
 		b.learnOffsets(m, &e.p, t, r.name)
 		rd := b.sight(m, &e.p, bt.Gateway, o.RSSI, t)
-		if b.heldFrom > 0 && rd != nil && rd.g >= 0 && m.gwZone[rd.g] >= 0 {
+		if b.heldFrom > 0 && rd != nil && rd.g >= 0 && m.zoned(rd.g) {
 			// A zone's gateway hears it between two decisions of a hold:
 			// the hold's evidence runs to here. Left to the next
 			// decision, a silence first closed the stay up to a hold

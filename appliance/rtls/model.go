@@ -119,11 +119,12 @@ func (m *model) zoneAt(mapID uint64, x, y float64) int {
 	return best
 }
 
-// onZonedMap reports whether gateway g has a position on a map with
-// zones (placed, or learned from the survey): centroid's input. A point
-// on a map without zones is in no zone (zoneAt), and neither is such a
-// gateway (gwZone).
-func (m *model) onZonedMap(g int) bool { return m.gwPos[g].ok && m.gwZone[g] >= 0 }
+// zoned reports whether gateway g is in a zone: placed on a map with
+// zones (its zone the nearest, zoneAt) or learned from the survey. Such a
+// gateway has a position too (gwZone is only set with gwPos), so this is
+// both strongest's input and centroid's: a point on a map without zones
+// is in no zone, and neither is a gateway placed there.
+func (m *model) zoned(g int) bool { return m.gwZone[g] >= 0 }
 
 func (m *model) pixelsPerMeter(mapID uint64) float64 {
 	if mp, ok := m.maps[mapID]; ok && mp.PixelsPerMeter > 0 {

@@ -18,7 +18,7 @@ func (strongest) update(m *model, p *Params, b *beacon, _ *reading, now int64) (
 	}
 	stale := b.stale(p)
 	usable := func(i int) bool {
-		return i >= 0 && i < len(b.rds) && b.rds[i].liveWithin(stale, now) && m.gwZone[b.rds[i].g] >= 0
+		return i >= 0 && i < len(b.rds) && b.rds[i].liveWithin(stale, now) && m.zoned(b.rds[i].g)
 	}
 	// Ties go to the gateway the model lists first, not to the one the
 	// beacon happened to be heard by first: readings restart from a raw
@@ -40,7 +40,7 @@ func (strongest) update(m *model, p *Params, b *beacon, _ *reading, now int64) (
 		// heard so; going unknown at Stale made it flap where a room's
 		// gateway hears it only now and then (a review: 171 changes in
 		// ten minutes).
-		if b.holdRunsOut(now, m.holdMs, func(g int) bool { return m.gwZone[g] >= 0 }) {
+		if b.holdRunsOut(now, m.holdMs, m.zoned) {
 			return -1, position{}
 		}
 		return b.zone, b.pos
