@@ -384,10 +384,7 @@ func (s *Service) armRetryLocked(lane int) {
 	if w := s.pub.BackoffUntil(l.items[0].Base).Sub(s.clk.Now()); w > d {
 		d = w
 	}
-	w := s.staff
-	if lane == laneOps {
-		w = s.opsw
-	}
+	w := s.laneWorker(lane)
 	l.timer = s.clk.AfterFunc(d, func() { w.do(func() { s.runRetry(lane) }) })
 }
 
@@ -415,12 +412,16 @@ func (s *Service) retryNow() {
 		// the run (the resolve of push_down itself) did, and two chains
 		// of retries ran on the lane (a review).
 		l.delay = 0
-		w := s.staff
-		if lane == laneOps {
-			w = s.opsw
-		}
-		w.do(func() { s.runRetry(lane) })
+		s.laneWorker(lane).do(func() { s.runRetry(lane) })
 	}
+}
+
+// laneWorker is the worker that posts a lane's messages.
+func (s *Service) laneWorker(lane int) *worker {
+	if lane == laneOps {
+		return s.opsw
+	}
+	return s.staff
 }
 
 // runRetry sends a lane's queue in order, up to its first failure.
