@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"beaconhub/appliance"
 	"beaconhub/appliance/assets"
 	"beaconhub/appliance/clock"
 	"beaconhub/appliance/push"
@@ -14,10 +15,11 @@ import (
 	"beaconhub/store"
 )
 
-// TestSensorAlertReachesPushServer: an out-of-range reading over MQTT
-// becomes one urgent message on {server_id}-sensors of a fake ntfy, with
-// its alert data v1 record, and feeds the dashboard's delivery probe.
-func TestSensorAlertReachesPushServer(t *testing.T) {
+// startPushApp starts an appliance whose push server is a fake ntfy (ops
+// copies off), its fridge SEN-A1-1 ranged 2..8 °C and picked up by the
+// sensor monitor.
+func startPushApp(t *testing.T) (*appliance.App, *ntfytest.Server) {
+	t.Helper()
 	fake := ntfytest.New()
 	t.Cleanup(fake.Close)
 	clk := clock.NewFake(time.Now())
@@ -28,6 +30,14 @@ func TestSensorAlertReachesPushServer(t *testing.T) {
 		t.Fatal("push not wired")
 	}
 	clk.Advance(sensors.NotSeenEvery)
+	return app, fake
+}
+
+// TestSensorAlertReachesPushServer: an out-of-range reading over MQTT
+// becomes one urgent message on {server_id}-sensors of a fake ntfy, with
+// its alert data v1 record, and feeds the dashboard's delivery probe.
+func TestSensorAlertReachesPushServer(t *testing.T) {
+	app, fake := startPushApp(t)
 	c := app.Live().Get()
 	brokertest.Pub(t, app.MQTTAddr(), c.MQTTUser, c.MQTTPass, "-q", "1", "-i", "AC233FA0B1C2", "-t", "gw/AC233FA0B1C2/adv1",
 		"-m", `{"reports":[{"mac":"C30000000A01","rssi":-70,"temperature":9.5}]}`)
@@ -52,13 +62,7 @@ func TestSensorAlertReachesPushServer(t *testing.T) {
 // at most once a minute, and such an alert went out with the uid alone
 // (a review).
 func TestPushNamesASensorCreatedMomentsBefore(t *testing.T) {
-	fake := ntfytest.New()
-	t.Cleanup(fake.Close)
-	clk := clock.NewFake(time.Now())
-	app := startAppWith(t, appRig{clock: clk,
-		extra:  map[string]any{"server_push_server_url": fake.URL, "server_push_ops_enabled": false},
-		fridge: func(b *store.Beacon) { b.TemperatureRange = &store.Range{Min: 2, Max: 8} }})
-	clk.Advance(sensors.NotSeenEvery)
+	app, fake := startPushApp(t)
 	c := app.Live().Get()
 	pub := func(mac string, temp string) {
 		brokertest.Pub(t, app.MQTTAddr(), c.MQTTUser, c.MQTTPass, "-q", "1", "-i", "AC233FA0B1C2", "-t", "gw/AC233FA0B1C2/adv1",

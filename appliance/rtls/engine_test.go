@@ -711,6 +711,28 @@ func TestRefinedFirstFixLeavesNoPhantomStay(t *testing.T) {
 	}
 }
 
+// mergeInStore does a merge's store side as the asset service does,
+// once the writer has committed what was queued: the merge's windows,
+// then the rename (with the alias the merge records, or without, as the
+// uid sweep after the reload).
+func (r *rig) mergeInStore(from, to string, alias bool) {
+	r.t.Helper()
+	if err := r.w.Flush(); err != nil {
+		r.t.Fatal(err)
+	}
+	if err := r.db.UpdateAssets(r.clk.Now(), func(tx *store.AssetTx) error {
+		if _, err := tx.DropZoneIntervalsBeforeUID(from, to); err != nil {
+			return err
+		}
+		if _, err := tx.RenameUID(from, to); err != nil || !alias {
+			return err
+		}
+		return tx.SetAlias(from, to)
+	}); err != nil {
+		r.t.Fatal(err)
+	}
+}
+
 // TestMergeRenameClosesEachStayAtItsOwnSighting: two tags' stays that
 // began in the same millisecond, merged: the store's windows drop the
 // source's, and MergeRename closes the survivor's at the survivor's own
@@ -731,18 +753,7 @@ func TestMergeRenameClosesEachStayAtItsOwnSighting(t *testing.T) {
 		r.clk.Advance(time.Second)
 		r.hear(gwB, "C30000000002", -50)
 	}
-	if err := r.w.Flush(); err != nil {
-		t.Fatal(err)
-	}
-	if err := r.db.UpdateAssets(r.clk.Now(), func(tx *store.AssetTx) error {
-		if _, err := tx.DropZoneIntervalsBeforeUID("WAT-2", "WAT-1"); err != nil {
-			return err
-		}
-		_, err := tx.RenameUID("WAT-2", "WAT-1")
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
+	r.mergeInStore("WAT-2", "WAT-1", false)
 	r.e.MergeRename("WAT-2", "WAT-1", true)
 	ivs := r.intervals("WAT-1")
 	if len(ivs) != 1 || ivs[0].Zone != "Hall" || ivs[0].Leave != survHeard {
@@ -762,34 +773,10 @@ func TestCloseQueuedBehindAMergeFindsTheMovedStay(t *testing.T) {
 		t.Fatal(err)
 	}
 	r.stay(gwB, gwA, "C30000000002", 3) // the source in Ward; the survivor never heard
-	if err := r.w.Flush(); err != nil {
-		t.Fatal(err)
-	}
-	if err := r.db.UpdateAssets(r.clk.Now(), func(tx *store.AssetTx) error {
-		if _, err := tx.DropZoneIntervalsBeforeUID("WAT-2", "WAT-1"); err != nil {
-			return err
-		}
-		if _, err := tx.RenameUID("WAT-2", "WAT-1"); err != nil {
-			return err
-		}
-		return tx.SetAlias("WAT-2", "WAT-1")
-	}); err != nil {
-		t.Fatal(err)
-	}
+	r.mergeInStore("WAT-2", "WAT-1", true)
 	r.stay(gwA, gwB, "C30000000002", 6) // still WAT-2 to the engine: moves to Hall
 	heard := r.clk.Now().Add(-time.Second).UnixMilli()
-	if err := r.w.Flush(); err != nil {
-		t.Fatal(err)
-	}
-	if err := r.db.UpdateAssets(r.clk.Now(), func(tx *store.AssetTx) error { // the uid sweep
-		if _, err := tx.DropZoneIntervalsBeforeUID("WAT-2", "WAT-1"); err != nil {
-			return err
-		}
-		_, err := tx.RenameUID("WAT-2", "WAT-1")
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
+	r.mergeInStore("WAT-2", "WAT-1", false) // the uid sweep
 	r.e.MergeRename("WAT-2", "WAT-1", true)
 	ivs := r.intervals("WAT-1") // newest first
 	if len(ivs) != 2 || ivs[1].Zone != "Ward" || ivs[1].Leave == 0 || ivs[0].Zone != "Hall" || ivs[0].Enter != ivs[1].Leave || ivs[0].Leave != heard {
