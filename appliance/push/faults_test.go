@@ -651,19 +651,25 @@ func TestPressGoesAheadInTheRealQueue(t *testing.T) {
 
 // TestRecoveryFlushesOpsOnTheSameServer: the ops queue is flushed with the
 // staff queue when it posts to the same server, however the URL is
-// spelled (a trailing slash), and not when it posts elsewhere: the health
-// check probes the staff server only.
+// spelled (a trailing slash, an upper-case scheme), and not when it
+// posts elsewhere: the health check probes the staff server only.
 func TestRecoveryFlushesOpsOnTheSameServer(t *testing.T) {
+	same := func(u string) string { return u }
 	for _, tc := range []struct {
-		name   string
-		suffix string
-		other  bool
-	}{{"same", "", false}, {"trailing slash", "/", false}, {"another server", "", true}} {
+		name  string
+		spell func(string) string
+		other bool
+	}{
+		{"same", same, false},
+		{"trailing slash", func(u string) string { return u + "/" }, false},
+		{"scheme case", func(u string) string { return "HTTP" + strings.TrimPrefix(u, "http") }, false},
+		{"another server", same, true},
+	} {
 		t.Run(tc.name, func(t *testing.T) {
 			other := ntfytest.New()
 			t.Cleanup(other.Close)
 			r := newRigWith(t, false, func(c *config.Config) {
-				c.PushOpsServerURL = c.PushServerURL + tc.suffix
+				c.PushOpsServerURL = tc.spell(c.PushServerURL)
 				if tc.other {
 					c.PushOpsServerURL = other.URL
 				}
@@ -690,5 +696,31 @@ func TestRecoveryFlushesOpsOnTheSameServer(t *testing.T) {
 				t.Fatal("the ops queue on another server was flushed by the staff server's health")
 			}
 		})
+	}
+}
+
+// TestBackoffKeyNamesTheServer: one server is one key however it is
+// spelled (RFC 3986's case and default-port equivalences), and a path or
+// another port is another server.
+func TestBackoffKeyNamesTheServer(t *testing.T) {
+	for _, tc := range []struct {
+		a, b string
+		same bool
+	}{
+		{"https://push.example.org", "https://push.example.org/", true},
+		{"https://push.example.org", "HTTPS://Push.Example.ORG", true},
+		{"https://push.example.org", "https://push.example.org:443/", true},
+		{"http://push.example.org", "http://push.example.org:80", true},
+		{"http://[::1]:8080/", "http://[::1]:8080", true},
+		{"http://[::1]", "http://[::1]:80", true},
+		{"https://push.example.org/ntfy", "https://push.example.org/ntfy/", true},
+		{"https://push.example.org", "http://push.example.org", false},
+		{"https://push.example.org", "https://push.example.org:8443", false},
+		{"https://push.example.org/a", "https://push.example.org/b", false},
+		{"https://push.example.org/Ntfy", "https://push.example.org/ntfy", false},
+	} {
+		if got := backoffKey(tc.a) == backoffKey(tc.b); got != tc.same {
+			t.Errorf("%q and %q: same server %v (keys %q, %q), want %v", tc.a, tc.b, got, backoffKey(tc.a), backoffKey(tc.b), tc.same)
+		}
 	}
 }

@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
+	"net"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -106,7 +108,29 @@ func (p *Publisher) BackoffUntil(base string) time.Time {
 	return p.backoffUntil[backoffKey(base)]
 }
 
-func backoffKey(base string) string { return strings.TrimRight(base, "/") }
+// backoffKey names the server base posts to, however the configuration
+// spells it: one server has one 429 pause, one send lock and one
+// recovery (the ops queue follows a recovered staff server only when
+// both keys match; a review found "HTTP://" or an upper-case host
+// taken for another server). Scheme and host are case-insensitive and
+// a default port is the same as none (RFC 3986, 6.2.2-6.2.3); the path
+// is kept, less its trailing slashes.
+func backoffKey(base string) string {
+	u, err := url.Parse(base)
+	if err != nil || u.Host == "" {
+		return strings.TrimRight(base, "/")
+	}
+	scheme, host, port := strings.ToLower(u.Scheme), strings.ToLower(u.Hostname()), u.Port()
+	if (scheme == "http" && port == "80") || (scheme == "https" && port == "443") {
+		port = ""
+	}
+	if port != "" {
+		host = net.JoinHostPort(host, port)
+	} else if strings.Contains(host, ":") {
+		host = "[" + host + "]"
+	}
+	return scheme + "://" + host + strings.TrimRight(u.EscapedPath(), "/")
+}
 
 // Post sends one rendered message to base (a server URL). staff says
 // whether it feeds the delivery probe (vendor ops copies do not).
