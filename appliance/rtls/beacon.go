@@ -77,11 +77,16 @@ type beacon struct {
 	zone   int    // model zone index, -1 unknown
 	zoneID uint64 // the same zone by id, which survives a model swap
 	since  int64
-	// fixed is when the zone was last set from unknown: sightings in that
-	// same millisecond are the same scan and may still revise it freely.
+	// fixed is when the zone was last set from unknown, or decided
+	// afresh after a silence (resumed): sightings in that same
+	// millisecond are the same scan and may still revise it freely.
 	fixed int64
-	pos   position
-	open  bool // an interval is open in the store
+	// resumed is when the beacon was last heard again after a silence
+	// its readings did not outlast (beacon.stale): strongest fixes it
+	// afresh then, as from unknown (dueFixOrRefix).
+	resumed int64
+	pos     position
+	open    bool // an interval is open in the store
 	// heldFrom, while strongest or centroid hold the zone of a beacon
 	// heard only by gateways that place it nowhere, is the zone
 	// gateway's last sighting of it (holdRunsOut), where its stay ends
@@ -374,16 +379,24 @@ func (b *beacon) window(p *Params, now int64) int64 {
 // decide together rather than leave all but the first to the next round;
 // and, for the same reason, one within refineSpan of a decision taken at
 // its scan's first report (refining).
-func (b *beacon) due(p *Params, now int64) bool { return b.dueFor(p, now, false) }
+func (b *beacon) due(p *Params, now int64) bool { return b.dueFor(p, now, false, false) }
 
 // dueFirstFix is due for strongest, centroid and knn, whose hysteresis
 // (margin, Dwell) holds on to a first fix: theirs is refined for
 // firstFixSpan. The zone filters weigh each report as it comes and need
 // no such window; refined, their first fix could move to a zone not
 // adjacent to the one announced.
-func (b *beacon) dueFirstFix(p *Params, now int64) bool { return b.dueFor(p, now, true) }
+func (b *beacon) dueFirstFix(p *Params, now int64) bool { return b.dueFor(p, now, true, false) }
 
-func (b *beacon) dueFor(p *Params, now int64, firstFix bool) bool {
+// dueFixOrRefix is dueFirstFix for strongest, which also fixes afresh
+// a beacon heard again after a silence (resumed): its incumbent
+// gateway's reading is stale then, and the scan's first report takes
+// over alone, where centroid and knn keep the zone they hold until
+// Dwell. Refixing theirs too cost walk B a fifth more flips (a beacon
+// missing half its reports) for the same accuracy.
+func (b *beacon) dueFixOrRefix(p *Params, now int64) bool { return b.dueFor(p, now, true, true) }
+
+func (b *beacon) dueFor(p *Params, now int64, firstFix, refix bool) bool {
 	// A scan's first report may come a little earlier in its second
 	// than the last one's did: it opens the scan's decision if it is
 	// within refineSpan of due, or the decisions would drift off the
@@ -399,13 +412,21 @@ func (b *beacon) dueFor(p *Params, now int64, firstFix bool) bool {
 		// stamped like the first).
 		return true
 	}
-	if b.zone >= 0 && p.DecideEvery > 0 && now != b.decided && now-b.decided < every {
+	again := refix && b.zone >= 0 && b.resumed == now
+	if b.zone >= 0 && !again && p.DecideEvery > 0 && now != b.decided && now-b.decided < every {
 		return now < b.refineUntil
 	}
 	b.decided, b.refineUntil = now, 0
 	switch {
 	case firstFix && b.zone < 0:
 		b.refineUntil = now + firstFixSpan
+	case again:
+		// Heard again after a silence: the zone it held has no live
+		// evidence, and the scan's first report, a far gateway's
+		// perhaps, decided alone; the hysteresis then kept that
+		// decision, recorded, for about 4 s (a review). A fix, as
+		// from unknown: refined for firstFixSpan.
+		b.refineUntil, b.fixed = now+firstFixSpan, now
 	case now == b.scanStart:
 		b.refineUntil = now + refineSpan
 	}
@@ -414,8 +435,10 @@ func (b *beacon) dueFor(p *Params, now int64, firstFix bool) bool {
 
 // firstFixSpan: under strongest, centroid and knn (dueFirstFix) a
 // decision taken while the beacon has no zone (its first fix, or one
-// after a silence or an unknown spell) is refined by the reports of the
-// next second, whatever scan they belong to. Gateways
+// after a timeout or an unknown spell), and under strongest the first
+// after a silence longer than its readings count (resumed,
+// dueFixOrRefix), is refined by the reports of the next second,
+// whatever scan they belong to. Gateways
 // publish batches on their own timers, so one advertisement's reports
 // come up to a second apart; the first fix went to whichever gateway
 // reported first, and strongest's hysteresis kept it there, recorded,

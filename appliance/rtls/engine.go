@@ -500,6 +500,9 @@ func (e *Engine) Observe(bt *ingest.Batch, w *ingest.Writes) {
 		// a beacon's time never runs backwards, so no zone is entered
 		// before the one it leaves.
 		t := max(now, b.heard)
+		if gap := t - b.heard; b.heard > 0 && gap >= e.p.Stale.Milliseconds() && gap >= b.stale(&e.p) {
+			b.resumed = t // before track: stale reads the scans before this one
+		}
 		// Before this sighting: the estimate moves only at a new
 		// millisecond, so the reports of one scan are all read with the
 		// same offset, in whatever order they come.

@@ -918,3 +918,59 @@ func TestFirstFixWaitsForTheScansSpreadReports(t *testing.T) {
 		}
 	}
 }
+
+// TestFixAfterASilenceWaitsForTheScansSpreadReports: a beacon heard again
+// after a silence longer than Stale (its readings all stale, the timeout
+// not yet reached) is fixed afresh, like a first fix: a far gateway
+// reporting its scan first put it in that gateway's zone at once, where
+// the hysteresis held it, recorded, for about 4 s (a review, strongest,
+// reports 150-200 ms apart). A beacon that did move in the silence is
+// still placed in its new zone, by strongest within the scan it is heard
+// again in. centroid and the filters never took the first report alone:
+// they are here to keep it so.
+func TestFixAfterASilenceWaitsForTheScansSpreadReports(t *testing.T) {
+	for _, alg := range []string{rtls.AlgStrongest, rtls.AlgCentroid, rtls.AlgBayes, rtls.AlgFusion} {
+		for _, every := range []time.Duration{-1, 150 * time.Millisecond, 3 * time.Second} { // -1: every report
+			for _, moved := range []bool{false, true} {
+				t.Run(fmt.Sprintf("%s/%s/moved=%v", alg, every, moved), func(t *testing.T) {
+					r := newRigParams(t, rtls.Params{DecideEvery: every})
+					if err := r.e.Start(alg); err != nil {
+						t.Fatal(err)
+					}
+					enter := r.clk.Now().UnixMilli()
+					for range 7 {
+						r.hear(gwA, "C30000000001", -55)
+						r.hear(gwB, "C30000000001", -75)
+						r.clk.Advance(time.Second)
+					}
+					r.clk.Advance(9 * time.Second) // past Stale (6 s), short of the timeout
+					back := r.clk.Now().UnixMilli()
+					near, far := gwA, gwB
+					if moved {
+						near, far = gwB, gwA
+					}
+					for range 7 {
+						r.hear(far, "C30000000001", -75) // the far gateway reports first
+						r.clk.Advance(150 * time.Millisecond)
+						r.hear(near, "C30000000001", -55)
+						r.clk.Advance(850 * time.Millisecond)
+					}
+					// strongest fixes it afresh within the scan; the others
+					// keep their hysteresis (Dwell, the filters' odds) and
+					// their decision rate.
+					by := int64(math.MaxInt64)
+					if alg == rtls.AlgStrongest {
+						by = back + 1000
+					}
+					ivs := r.intervals("WAT-1")
+					switch {
+					case !moved && (len(ivs) != 1 || ivs[0].Zone != "Hall" || ivs[0].Enter != enter || ivs[0].Leave != 0):
+						t.Fatalf("intervals %+v, want one open stay in Hall from %d", ivs, enter)
+					case moved && (len(ivs) != 2 || ivs[1].Zone != "Hall" || ivs[0].Zone != "Ward" || ivs[0].Enter > by || ivs[0].Leave != 0):
+						t.Fatalf("intervals %+v (newest first), want Hall, then Ward (strongest: within a second of %d, when it was heard again)", ivs, back)
+					}
+				})
+			}
+		}
+	}
+}

@@ -13,7 +13,7 @@ func (strongest) info(m *model) AlgorithmInfo {
 }
 
 func (strongest) update(m *model, p *Params, b *beacon, _ *reading, now int64) (int, position) {
-	if !b.dueFirstFix(p, now) {
+	if !b.dueFixOrRefix(p, now) {
 		return b.zone, b.pos
 	}
 	stale := b.stale(p)
