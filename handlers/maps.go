@@ -50,7 +50,7 @@ func readUpload(w http.ResponseWriter, r *http.Request) ([]byte, error) {
 	body := http.MaxBytesReader(w, r.Body, maxMapImage+64<<10)
 	mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	if mt != "multipart/form-data" {
-		return io.ReadAll(body)
+		return readAllUpload(body)
 	}
 	r.Body = body
 	mr, err := r.MultipartReader()
@@ -72,12 +72,22 @@ func readUpload(w http.ResponseWriter, r *http.Request) ([]byte, error) {
 		if part.FileName() == "" {
 			continue
 		}
-		data, err := io.ReadAll(io.LimitReader(part, maxMapImage+1))
-		if err != nil {
-			return nil, err
-		}
-		return data, nil
+		return readAllUpload(io.LimitReader(part, maxMapImage+1))
 	}
+}
+
+// readAllUpload reads an uploaded image. A body that ends before its
+// framing does (a file part without its closing boundary, a client gone
+// halfway through its Content-Length) is the client's error, 400: it
+// was answered 500 and logged as the server's (a review). Past the size
+// cap it stays a MaxBytesError, 413.
+func readAllUpload(rd io.Reader) ([]byte, error) {
+	data, err := io.ReadAll(rd)
+	var mbe *http.MaxBytesError
+	if err != nil && !errors.As(err, &mbe) {
+		return nil, apperr.Invalid("the upload is cut short or malformed (a file part without its closing boundary, or a body shorter than its Content-Length)")
+	}
+	return data, err
 }
 
 // navigationOn reports whether feature navigation is configured (the

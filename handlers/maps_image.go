@@ -247,7 +247,7 @@ const svgNamespace = "http://www.w3.org/2000/svg"
 // entities, a DOCTYPE (which could define some) is refused, and so is a
 // document whose root is not an <svg> in the SVG namespace.
 func svgSize(data []byte) (float64, float64, error) {
-	dec := xml.NewDecoder(bytes.NewReader(bytes.TrimPrefix(data, []byte("\ufeff"))))
+	dec := svgDecoder(data)
 	dec.Strict = true
 	var w, h float64
 	root, depth := false, 0

@@ -71,6 +71,36 @@ func (h *rtlsHarness) newZone(mapID uint64, name string, x1, y1, x2, y2 float64)
 	return z
 }
 
+// TestMapUploadCharsetsAndCutBodies: an SVG declared in a single-byte
+// encoding is an SVG (a review: refused as "not PNG, JPEG or SVG"), one
+// in an encoding nobody knows is refused; a multipart body whose file
+// part never meets its closing boundary is the client's error, 400, not
+// a 500 logged as the server's (a review).
+func TestMapUploadCharsetsAndCutBodies(t *testing.T) {
+	h := newRTLSHarness(t, WSOptions{})
+	// "Přízemí" (ground floor) in ISO-8859-2 and windows-1250: bytes
+	// that are not UTF-8.
+	for _, enc := range []string{"ISO-8859-2", "windows-1250", "iso-8859-1"} {
+		svg := `<?xml version="1.0" encoding="` + enc + `"?><!-- P` + "\xf8\xed" + `zem` + "\xed" + ` --><svg xmlns="http://www.w3.org/2000/svg" width="120" height="40"><title>P` + "\xf8\xed" + `zem` + "\xed" + `</title></svg>`
+		var got uploaded
+		h.upload("plan.svg", []byte(svg)).expect(t, http.StatusCreated).decodePayload(t, &got)
+		if got.ContentType != "image/svg+xml" || got.Width != 120 || got.Height != 40 {
+			t.Errorf("SVG in %s: %+v", enc, got)
+		}
+	}
+	h.upload("plan.svg", []byte(`<?xml version="1.0" encoding="x-no-such"?><svg xmlns="http://www.w3.org/2000/svg" width="1" height="1"/>`)).expect(t, http.StatusBadRequest)
+	// Undeclared, the same bytes are not UTF-8: refused, as before.
+	h.upload("plan.svg", []byte("<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"1\" height=\"1\"><title>\xf8</title></svg>")).expect(t, http.StatusBadRequest)
+
+	cut := "--XX\r\nContent-Disposition: form-data; name=\"file\"; filename=\"a.svg\"\r\n\r\n" +
+		`<svg xmlns="http://www.w3.org/2000/svg" width="6" height="2"/>`
+	r := h.do(req{method: "POST", path: "/api/v1/maps/upload", token: h.admin, body: []byte(cut),
+		header: map[string]string{"Content-Type": "multipart/form-data; boundary=XX"}})
+	if r.Code != http.StatusBadRequest || !strings.Contains(r.Message, "cut short") {
+		t.Fatalf("multipart without its closing boundary: %d %s, want 400 naming the cut", r.Code, r.Body)
+	}
+}
+
 // The bytes decide the type, never the name: a PNG named .svg is a PNG,
 // HTML named .png is refused, and an SVG is served so it cannot script.
 func TestMapUploadSniffsContent(t *testing.T) {

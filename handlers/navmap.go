@@ -13,6 +13,8 @@ import (
 	"beaconhub/store"
 
 	"github.com/julienschmidt/httprouter"
+	"golang.org/x/text/encoding/htmlindex"
+	"golang.org/x/text/transform"
 )
 
 // Floor images: the navigation app's copy of a floor's plan, served to
@@ -20,6 +22,24 @@ import (
 // floor's map_id names.
 
 const maxFloorImage = 5 << 20
+
+// svgDecoder reads data as XML: UTF-8 (a byte-order mark aside), or
+// any encoding its declaration names that the WHATWG encoding standard
+// knows (CAD exports on Central European sites declare ISO-8859-2 or
+// windows-1250; a review found such a valid SVG refused as "not PNG,
+// JPEG or SVG"). The bytes are stored as uploaded: a browser reads the
+// same declaration.
+func svgDecoder(data []byte) *xml.Decoder {
+	dec := xml.NewDecoder(bytes.NewReader(bytes.TrimPrefix(data, []byte("\ufeff"))))
+	dec.CharsetReader = func(label string, in io.Reader) (io.Reader, error) {
+		enc, err := htmlindex.Get(label)
+		if err != nil {
+			return nil, err
+		}
+		return transform.NewReader(in, enc.NewDecoder()), nil
+	}
+	return dec
+}
 
 // sniffImage trusts the bytes, never the client's Content-Type. An SVG is
 // XML whose first element is <svg>, whatever precedes it (a declaration,
@@ -31,7 +51,7 @@ func sniffImage(data []byte) (string, bool) {
 	case "image/png", "image/jpeg":
 		return ct, true
 	}
-	dec := xml.NewDecoder(bytes.NewReader(bytes.TrimPrefix(data, []byte("\ufeff"))))
+	dec := svgDecoder(data)
 	for {
 		tok, err := dec.RawToken()
 		if err != nil {
@@ -59,7 +79,7 @@ func (s *Server) putFloorImage(w http.ResponseWriter, r *http.Request, p httprou
 	if err != nil {
 		return err
 	}
-	data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxFloorImage))
+	data, err := readAllUpload(http.MaxBytesReader(w, r.Body, maxFloorImage))
 	if err != nil {
 		return err
 	}
