@@ -44,13 +44,26 @@ type wsHub struct {
 	in   chan rtls.Event // ingest -> dispatcher
 	quit chan struct{}
 	done chan struct{} // dispatcher ended
+	// over holds, per track channel, the newest event that found in
+	// full; overSig (capacity 1) tells the dispatcher. A zone change is
+	// state, and a channel's last frame must be its newest (docs/websocket.md):
+	// dropped, as a debug event (one sighting among many) still is, a
+	// subscriber kept showing a zone the beacon had left until its next
+	// change (a review: one debug subscriber's chatty beacon cost other
+	// users' zone changes). One entry per channel bounds it.
+	overMu  sync.Mutex
+	over    map[string]rtls.Event
+	overSig chan struct{}
 
 	frames  atomic.Uint64 // frames queued to clients
 	merged  atomic.Uint64 // track frames that replaced an older one of their channel in a queue
 	dropped atomic.Uint64 // clients cut as too slow (a write past its deadline)
 	pending atomic.Int32  // clients still to authenticate by their first message
 	conns   atomic.Int32  // places taken: clients served and handshakes in flight
-	lost    atomic.Uint64 // events dropped because the dispatcher lagged
+	lost    atomic.Uint64 // debug events dropped because the dispatcher lagged
+	// coalesced counts track events that found the queue full and
+	// replaced an older one of their channel waiting in over.
+	coalesced atomic.Uint64
 }
 
 // hubQueue bounds the events waiting for the dispatcher: a few seconds of
@@ -65,7 +78,8 @@ const (
 func newWSHub(s *Server, t Tracker, o WSOptions) *wsHub {
 	h := &wsHub{srv: s, t: t, opts: o.withDefaults(), log: s.log,
 		chans: map[string]map[*wsClient]struct{}{}, debug: map[string]int{}, clients: map[*wsClient]struct{}{},
-		in: make(chan rtls.Event, hubQueue), quit: make(chan struct{}), done: make(chan struct{})}
+		in: make(chan rtls.Event, hubQueue), quit: make(chan struct{}), done: make(chan struct{}),
+		over: map[string]rtls.Event{}, overSig: make(chan struct{}, 1)}
 	go h.dispatch()
 	h.cancel = t.Listen(h.onEvent, h.wantsDebug)
 	return h
@@ -110,20 +124,52 @@ func (h *wsHub) onEvent(ev rtls.Event) {
 	select {
 	case h.in <- ev:
 	default:
-		h.lost.Add(1)
+		if ev.Debug {
+			h.lost.Add(1)
+			return
+		}
+		h.overMu.Lock()
+		if old, has := h.over[ch]; !has || old.Location.Seq < ev.Location.Seq {
+			if has {
+				h.coalesced.Add(1)
+			}
+			h.over[ch] = ev
+		}
+		h.overMu.Unlock()
+		signal(h.overSig)
 	}
 }
 
 // dispatch encodes queued events and offers them to their subscribers.
+// Overflowed track events may go out before older ones still queued in
+// in: a client's queue keeps the newest of a channel by Seq and drops
+// an older one that comes after it (wsQueue.track).
 func (h *wsHub) dispatch() {
 	defer close(h.done)
 	for {
 		select {
 		case ev := <-h.in:
 			h.fanout(&ev)
+		case <-h.overSig:
+			h.fanoutOver()
 		case <-h.quit:
 			return
 		}
+	}
+}
+
+// fanoutOver sends the track events that overflowed the queue.
+func (h *wsHub) fanoutOver() {
+	h.overMu.Lock()
+	over := h.over
+	if len(over) == 0 {
+		h.overMu.Unlock()
+		return
+	}
+	h.over = map[string]rtls.Event{}
+	h.overMu.Unlock()
+	for _, ev := range over {
+		h.fanout(&ev)
 	}
 }
 
@@ -295,13 +341,16 @@ type wsStats struct {
 	Frames   uint64 `json:"frames"`          // frames queued to clients since start
 	Merged   uint64 `json:"merged_frames"`   // track frames that replaced an older queued one of their channel
 	Dropped  uint64 `json:"dropped_clients"` // clients cut as too slow
-	Lost     uint64 `json:"lost_events"`     // events dropped because the dispatcher lagged
+	Lost     uint64 `json:"lost_events"`     // debug events dropped because the dispatcher lagged
+	// Coalesced: track events that waited aside (the dispatcher behind)
+	// and were replaced by a newer one of their channel.
+	Coalesced uint64 `json:"coalesced_events"`
 }
 
 func (h *wsHub) stats() *wsStats {
 	h.mu.RLock()
 	defer h.mu.RUnlock()
-	return &wsStats{Clients: len(h.clients), Channels: len(h.chans), Frames: h.frames.Load(), Merged: h.merged.Load(), Dropped: h.dropped.Load(), Lost: h.lost.Load()}
+	return &wsStats{Clients: len(h.clients), Channels: len(h.chans), Frames: h.frames.Load(), Merged: h.merged.Load(), Dropped: h.dropped.Load(), Lost: h.lost.Load(), Coalesced: h.coalesced.Load()}
 }
 
 func (h *wsHub) clientCount() int {
@@ -344,6 +393,7 @@ func (h *wsHub) close() {
 			drained = true
 		}
 	}
+	h.fanoutOver()
 	h.mu.Lock()
 	for c := range h.clients {
 		c.shutDraining("server shutting down")

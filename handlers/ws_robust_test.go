@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"beaconhub/appliance/rtls"
+	"beaconhub/store"
 
 	"github.com/gorilla/websocket"
 )
@@ -298,4 +299,63 @@ func TestWSDebugBeaconsAreBounded(t *testing.T) {
 	next(t, a, "unsubscribed")
 	send(t, b, map[string]any{"type": "subscribe", "channel": chanDebug + r.f.annex})
 	next(t, b, "subscribed")
+}
+
+// TestWSZoneChangeSurvivesAFullHubQueue: with the hub's dispatcher
+// behind by a whole queue of one chatty beacon's debug events, another
+// beacon's zone change still reaches its subscriber, newest state last;
+// only debug events are dropped. It was dropped with them, and the
+// user's client showed the beacon unknown until its next change (a
+// review on the running binary).
+func TestWSZoneChangeSurvivesAFullHubQueue(t *testing.T) {
+	r := newWSRig(t, WSOptions{})
+	user := r.connect(t, r.token("user"))
+	send(t, user, map[string]any{"type": "subscribe", "channel": "track-" + r.f.watch})
+	next(t, user, "subscribed")
+	unknownSnapshot(t, user, r.f.watch)
+	admin := r.connect(t, r.admin)
+	send(t, admin, map[string]any{"type": "subscribe", "channel": "track-debug-" + r.f.panicB})
+	next(t, admin, "subscribed")
+
+	h := r.srv.hub
+	var dbg *wsClient
+	h.mu.RLock()
+	for c := range h.clients {
+		if _, ok := h.chans["track-debug-"+r.f.panicB][c]; ok {
+			dbg = c
+		}
+	}
+	h.mu.RUnlock()
+	if dbg == nil {
+		t.Fatal("the debug subscriber is not registered")
+	}
+	debugEv := rtls.Event{Debug: true, AssetUID: r.f.panicB, RSSI: []rtls.GatewayRSSI{{Gateway: "AC233FA0B1C2", RSSI: -70}}}
+	zone := func(seq uint64, z store.Zone) rtls.Event {
+		return rtls.Event{AssetUID: r.f.watch, Location: rtls.Location{AssetUID: r.f.watch, Zone: z.ID, ZoneName: z.Name, MapID: r.f.m.ID, Seq: seq}}
+	}
+	dbg.q.mu.Lock() // the dispatcher stops at its first offer to the admin
+	r.fake.emit(debugEv)
+	waitFor(t, "the dispatcher holding the first event", func() bool { return len(h.in) == 0 })
+	for range hubQueue {
+		r.fake.emit(debugEv)
+	}
+	lost := h.lost.Load()
+	r.fake.emit(zone(1, r.f.ward)) // no room: waits aside
+	r.fake.emit(zone(2, r.f.hall)) // replaces it
+	r.fake.emit(debugEv)           // dropped
+	dbg.q.mu.Unlock()
+	m := next(t, user, "track")
+	if d := m["data"].(map[string]any); d["zone"] != "Hall" {
+		t.Fatalf("the user got %v, want the newest state, Hall", m)
+	}
+	// Nothing older follows it.
+	send(t, user, map[string]any{"type": "ping"})
+	_ = user.SetReadDeadline(time.Now().Add(10 * time.Second))
+	_, data, err := user.ReadMessage()
+	if err != nil || !strings.Contains(string(data), `"pong"`) {
+		t.Fatalf("after the newest state: %s %v", data, err)
+	}
+	if h.lost.Load() != lost+1 || h.coalesced.Load() != 1 {
+		t.Fatalf("lost %d, coalesced %d: want one debug event lost and one zone change replaced", h.lost.Load()-lost, h.coalesced.Load())
+	}
 }
