@@ -73,7 +73,9 @@ func checkUpload(ctx context.Context, contentType string, data []byte) (float64,
 	case uploadChecks <- struct{}{}:
 		defer func() { <-uploadChecks }()
 	case <-ctx.Done(): // the client went: its body need not wait its turn
-		return 0, 0, ctx.Err()
+		// Its own doing, answered to nobody: not a server error in the
+		// log (a review).
+		return 0, 0, apperr.Invalid("the upload was abandoned while it waited to be checked")
 	}
 	w, h, err := imageSize(contentType, data)
 	if err != nil {
@@ -250,7 +252,7 @@ func svgSize(data []byte) (float64, float64, error) {
 	dec := svgDecoder(data)
 	dec.Strict = true
 	var w, h float64
-	root, depth := false, 0
+	root, depth, ntok := false, 0, 0
 	for {
 		tok, err := dec.Token()
 		if err == io.EOF && root {
@@ -262,7 +264,16 @@ func svgSize(data []byte) (float64, float64, error) {
 		if err != nil {
 			return 0, 0, apperr.Invalid("the SVG image is not well-formed XML")
 		}
+		first := ntok == 0
+		ntok++
 		switch t := tok.(type) {
+		case xml.ProcInst:
+			// The declaration comes first or not at all (XML 1.0, 2.8):
+			// browsers refuse the document otherwise, and each one
+			// after it would name an encoding again (svgDecoder).
+			if strings.EqualFold(t.Target, "xml") && !first {
+				return 0, 0, apperr.Invalid("the SVG image is not well-formed XML: an XML declaration that is not its first")
+			}
 		case xml.Directive:
 			// A DTD can define entities; a floor plan needs none.
 			return 0, 0, apperr.Invalid("the SVG image may not carry a DOCTYPE")

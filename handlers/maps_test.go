@@ -14,6 +14,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf16"
 
 	"beaconhub/appliance/config"
 	"beaconhub/store"
@@ -89,6 +90,43 @@ func TestMapUploadCharsetsAndCutBodies(t *testing.T) {
 		}
 	}
 	h.upload("plan.svg", []byte(`<?xml version="1.0" encoding="x-no-such"?><svg xmlns="http://www.w3.org/2000/svg" width="1" height="1"/>`)).expect(t, http.StatusBadRequest)
+	// What a browser would not draw, and a declaration after the first
+	// (each wrapped the reader in one more decoder; a review).
+	le := func(s string) string {
+		var out []byte
+		for _, u := range utf16.Encode([]rune(s)) {
+			out = append(out, byte(u), byte(u>>8))
+		}
+		return string(out)
+	}
+	const root = `<svg xmlns="http://www.w3.org/2000/svg" width="7" height="3">`
+	for name, doc := range map[string]string{
+		"a second declaration inside the root":   root + `<?xml encoding="windows-1250"?></svg>`,
+		"a utf-8 declaration, then a second":     `<?xml version="1.0" encoding="utf-8"?><?xml encoding="l1"?>` + root + `</svg>`,
+		"an ASCII declaration naming UTF-16":     `<?xml version="1.0" encoding="utf-16"?>` + le(root+`</svg>`),
+		"labelled utf8, bytes not UTF-8":         `<?xml version="1.0" encoding="utf8"?>` + root + "<title>\xff\xfe</title></svg>",
+		"the replacement encoding (iso-2022-kr)": `<?xml version="1.0" encoding="iso-2022-kr"?>` + root + `</svg>`,
+	} {
+		if r := h.upload("plan.svg", []byte(doc)); r.Code != http.StatusBadRequest {
+			t.Errorf("%s: %d, want 400", name, r.Code)
+		}
+	}
+	var many bytes.Buffer
+	many.WriteString(`<?xml version="1.0" encoding="l1"?>` + root)
+	for range 16000 {
+		many.WriteString(`<?xml encoding="l1"?>`)
+	}
+	many.WriteString(`</svg>`)
+	alloc := testing.AllocsPerRun(1, func() {
+		if r := h.upload("plan.svg", many.Bytes()); r.Code != http.StatusBadRequest {
+			t.Errorf("%d KB of repeated declarations: %d, want 400", many.Len()>>10, r.Code)
+		}
+	})
+	// One decoder is a few allocations; one per declaration was 16000
+	// layers of them (measured 190 MB).
+	if alloc > 50000 {
+		t.Errorf("repeated declarations: %.0f allocations for one upload", alloc)
+	}
 	// Undeclared, the same bytes are not UTF-8: refused, as before.
 	h.upload("plan.svg", []byte("<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"1\" height=\"1\"><title>\xf8</title></svg>")).expect(t, http.StatusBadRequest)
 
