@@ -718,6 +718,10 @@ func TestBackoffKeyNamesTheServer(t *testing.T) {
 		{"https://push.example.org", "https://push.example.org:8443", false},
 		{"https://push.example.org/a", "https://push.example.org/b", false},
 		{"https://push.example.org/Ntfy", "https://push.example.org/ntfy", false},
+		{"https://staff@push.example.org", "https://ops@push.example.org", false},
+		{"https://staff@push.example.org", "https://staff@PUSH.example.org/", true},
+		{"http://[fe80::1%25eth0]:8080", "http://[FE80::1%25eth0]:8080/", true},
+		{"http://[fe80::1%25eth0]:8080", "http://[fe80::1%25ETH0]:8080", false},
 	} {
 		if got := backoffKey(tc.a) == backoffKey(tc.b); got != tc.same {
 			t.Errorf("%q and %q: same server %v (keys %q, %q), want %v", tc.a, tc.b, got, backoffKey(tc.a), backoffKey(tc.b), tc.same)

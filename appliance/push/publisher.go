@@ -114,13 +114,20 @@ func (p *Publisher) BackoffUntil(base string) time.Time {
 // both keys match; a review found "HTTP://" or an upper-case host
 // taken for another server). Scheme and host are case-insensitive and
 // a default port is the same as none (RFC 3986, 6.2.2-6.2.3); the path
-// is kept, less its trailing slashes.
+// is kept, less its trailing slashes, and so are the user (another
+// account may have its own limits) and an IPv6 zone (interface names
+// are case-sensitive).
 func backoffKey(base string) string {
 	u, err := url.Parse(base)
 	if err != nil || u.Host == "" {
 		return strings.TrimRight(base, "/")
 	}
-	scheme, host, port := strings.ToLower(u.Scheme), strings.ToLower(u.Hostname()), u.Port()
+	scheme, host, port := strings.ToLower(u.Scheme), u.Hostname(), u.Port()
+	if i := strings.IndexByte(host, '%'); i >= 0 {
+		host = strings.ToLower(host[:i]) + host[i:]
+	} else {
+		host = strings.ToLower(host)
+	}
 	if (scheme == "http" && port == "80") || (scheme == "https" && port == "443") {
 		port = ""
 	}
@@ -129,7 +136,11 @@ func backoffKey(base string) string {
 	} else if strings.Contains(host, ":") {
 		host = "[" + host + "]"
 	}
-	return scheme + "://" + host + strings.TrimRight(u.EscapedPath(), "/")
+	user := ""
+	if u.User != nil {
+		user = u.User.String() + "@"
+	}
+	return scheme + "://" + user + host + strings.TrimRight(u.EscapedPath(), "/")
 }
 
 // Post sends one rendered message to base (a server URL). staff says
