@@ -465,6 +465,19 @@ const refineSpan = 100
 // is the one that decision began).
 func (b *beacon) refining(now int64) bool { return now != b.decided && now < b.refineUntil }
 
+// heldBefore is the zone b held before the decision that now refines
+// (Engine.decide's refinement: its millisecond, or refineUntil), when
+// that decision changed it; b.zone otherwise. The zone filter steps one
+// hop from it: stepping from b.zone, each report of a scan moved one hop
+// more, and the refinements, renaming the one stay the scan opened,
+// stored a jump of several (a review: Z1, then Z4).
+func (b *beacon) heldBefore(now int64) int {
+	if b.tentative && b.since >= b.decided && (now == b.decided || now < b.refineUntil) {
+		return b.prev.zone
+	}
+	return b.zone
+}
+
 // confirm applies Dwell: it returns the zone to report given the newest
 // prediction z.
 func (b *beacon) confirm(p *Params, z int, now int64) int {

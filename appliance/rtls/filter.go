@@ -62,12 +62,13 @@ func (filter) update(m *model, p *Params, b *beacon, _ *reading, now int64) (int
 	if !ok {
 		return b.zone, b.pos
 	}
-	if b.zone < 0 || b.firstScan(now) {
+	from := b.heldBefore(now)
+	if b.zone < 0 || from < 0 || b.firstScan(now) {
 		return best, position{}
 	}
-	target := b.zone
-	if best != b.zone && b.belief[best] >= p.SwitchOdds*b.belief[b.zone] {
-		target = int(m.nextHop[b.zone*nz+best])
+	target := from
+	if best != from && b.belief[best] >= p.SwitchOdds*b.belief[from] {
+		target = int(m.nextHop[from*nz+best])
 		if target < 0 {
 			target = best // unreachable: no graph path exists to walk
 		}

@@ -942,20 +942,22 @@ func TestWithoutGateways(t *testing.T) {
 // the issue says the recordings the engine is judged on do), against a
 // change tuned on generated recordings that costs real ones: hmm, bayes
 // and fusion each stay within 2 points of the eighteenth session's
-// accuracy (docs/performance.md, "UCI with gateways removed").
+// accuracy (docs/performance.md, "UCI with gateways removed"); hmm's
+// are the twenty-eighth's, after a correctness fix (one hop a scan)
+// cost it 1.1-2.3 points.
 func TestRealRecordingFloors(t *testing.T) {
 	dir := uciDir(t)
 	t.Parallel() // six replays of a small file: seconds under the race detector
 	for _, c := range []struct {
 		without            string
-		hmm, bayes, fusion float64 // eighteenth session, %
+		hmm, bayes, fusion float64 // %
 	}{
-		{"", 73.0, 72.4, 72.7},
-		{"G3001,G3002,G3003,G3004", 63.4, 68.0, 65.5},
-		{"G3005,G3006,G3007,G3008", 62.1, 58.4, 56.1},
-		{"G3009,G3010,G3011,G3012", 71.7, 70.5, 73.2},
-		{"G3001,G3004,G3007,G3010,G3013", 75.3, 77.6, 74.5},
-		{"G3002,G3005,G3008,G3011", 64.2, 59.5, 61.3},
+		{"", 71.3, 72.4, 72.7},
+		{"G3001,G3002,G3003,G3004", 62.0, 68.0, 65.5},
+		{"G3005,G3006,G3007,G3008", 59.8, 58.4, 56.1},
+		{"G3009,G3010,G3011,G3012", 70.6, 70.5, 73.2},
+		{"G3001,G3004,G3007,G3010,G3013", 73.8, 77.6, 74.5},
+		{"G3002,G3005,G3008,G3011", 62.3, 59.5, 61.3},
 	} {
 		ds, err := Load(dir)
 		if err != nil {
