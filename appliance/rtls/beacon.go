@@ -81,12 +81,15 @@ type beacon struct {
 	// afresh after a silence (resumed): sightings in that same
 	// millisecond are the same scan and may still revise it freely.
 	fixed int64
-	// resumed is when the beacon was last heard again after a silence
-	// its readings did not outlast (beacon.stale): strongest fixes it
-	// afresh then, as from unknown (dueFixOrRefix).
-	resumed int64
-	pos     position
-	open    bool // an interval is open in the store
+	// zonedAt is the last sighting by a gateway in a zone (model.zoned),
+	// strongest's evidence; resumed is when a zone's gateway heard the
+	// beacon again after a gap in that evidence longer than its
+	// readings count (beacon.stale): silent, or heard only by gateways
+	// in no zone (a hold; a review found the phantom stay there too).
+	// strongest fixes it afresh then, as from unknown (dueFixOrRefix).
+	zonedAt, resumed int64
+	pos              position
+	open             bool // an interval is open in the store
 	// heldFrom, while strongest or centroid hold the zone of a beacon
 	// heard only by gateways that place it nowhere, is the zone
 	// gateway's last sighting of it (holdRunsOut), where its stay ends
@@ -413,8 +416,15 @@ func (b *beacon) dueFor(p *Params, now int64, firstFix, refix bool) bool {
 		return true
 	}
 	again := refix && b.zone >= 0 && b.resumed == now
+	if b.zone >= 0 && !again && now != b.decided && now < b.refineUntil {
+		// Refining the decision taken at its scan's first report,
+		// whatever DecideEvery: at 0 every report was a decision of
+		// its own, and hmm stored a stay of a few ms for each hop a
+		// scan's reports moved it (a review).
+		return true
+	}
 	if b.zone >= 0 && !again && p.DecideEvery > 0 && now != b.decided && now-b.decided < every {
-		return now < b.refineUntil
+		return false
 	}
 	b.decided, b.refineUntil = now, 0
 	switch {

@@ -500,8 +500,11 @@ func (e *Engine) Observe(bt *ingest.Batch, w *ingest.Writes) {
 		// a beacon's time never runs backwards, so no zone is entered
 		// before the one it leaves.
 		t := max(now, b.heard)
-		if gap := t - b.heard; b.heard > 0 && gap >= e.p.Stale.Milliseconds() && gap >= b.stale(&e.p) {
-			b.resumed = t // before track: stale reads the scans before this one
+		// The beacon's stale before track (which reads this report's
+		// scan), and only where a gap in its zoned evidence may pass it.
+		var stale int64
+		if b.zonedAt > 0 && t-b.zonedAt >= e.p.Stale.Milliseconds() {
+			stale = b.stale(&e.p)
 		}
 		// Before this sighting: the estimate moves only at a new
 		// millisecond, so the reports of one scan are all read with the
@@ -509,12 +512,18 @@ func (e *Engine) Observe(bt *ingest.Batch, w *ingest.Writes) {
 		b.track(t)
 		b.learnOffsets(m, &e.p, t, r.name)
 		rd := b.sight(m, &e.p, bt.Gateway, o.RSSI, t)
-		if b.heldFrom > 0 && rd != nil && rd.g >= 0 && m.zoned(rd.g) {
-			// A zone's gateway hears it between two decisions of a hold:
-			// the hold's evidence runs to here. Left to the next
-			// decision, a silence first closed the stay up to a hold
-			// early (a review).
-			b.heldFrom = t
+		if rd != nil && rd.g >= 0 && m.zoned(rd.g) {
+			if b.heldFrom > 0 {
+				// A zone's gateway hears it between two decisions of a
+				// hold: the hold's evidence runs to here. Left to the
+				// next decision, a silence first closed the stay up to
+				// a hold early (a review).
+				b.heldFrom = t
+			}
+			if stale > 0 && t-b.zonedAt >= stale {
+				b.resumed = t // strongest refixes (dueFixOrRefix)
+			}
+			b.zonedAt = t
 		}
 		e.emitDebug(b)
 		z, pos := r.alg.update(m, &e.p, b, rd, t)

@@ -1,0 +1,112 @@
+package rtls
+
+import (
+	"math/rand/v2"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"beaconhub/store"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// storedOf applies ops to a fresh store, in order, and returns uid's
+// zone intervals, newest first.
+func storedOf(t *testing.T, ops []func(*bolt.Tx) error, uid string) []store.ZoneInterval {
+	t.Helper()
+	db, err := store.Open(filepath.Join(t.TempDir(), "t.db"), store.OpenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for _, op := range ops {
+		if err := db.Update(op); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ivs, _, err := db.ZoneIntervals(uid, store.ZoneCursor{}, 200)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ivs
+}
+
+// TestRefixAfterHeardOnlyOutsideTheZones: strongest refixes a beacon
+// whose zone gateways fell silent for longer than its readings count,
+// whether it was silent too or heard only by a gateway in no zone (a
+// hold). Keyed on the beacon's own silence, the refix missed the hold,
+// and the far gateway reporting first recorded its 4 s stay there (a
+// review of the refix).
+func TestRefixAfterHeardOnlyOutsideTheZones(t *testing.T) {
+	for _, unzoned := range []bool{false, true} {
+		s := gridSite(3, 1, true)
+		u := gwMAC(99)
+		s.Gateways = append(s.Gateways, Gateway{MAC: u, MapID: 1, X: 10, Y: 10})
+		h := newHarness(t, Options{})
+		h.e.SetSite(s)
+		if err := h.e.Start(AlgStrongest); err != nil {
+			t.Fatal(err)
+		}
+		near, far := gwMAC(1), gwMAC(3)
+		for range 7 {
+			h.sight("W", near, -55)
+			h.sight("W", far, -75)
+			h.clk.Advance(time.Second)
+		}
+		for range 9 { // past Stale, short of the timeout and the hold
+			if unzoned {
+				h.sight("W", u, -60)
+			}
+			h.clk.Advance(time.Second)
+		}
+		for range 7 {
+			h.sight("W", far, -75) // the far zone gateway reports first
+			h.clk.Advance(150 * time.Millisecond)
+			h.sight("W", near, -55)
+			h.clk.Advance(850 * time.Millisecond)
+		}
+		ivs := storedOf(t, h.ops, "W")
+		if len(ivs) != 1 || ivs[0].ZoneID != 1 || ivs[0].Enter != t0.UnixMilli() || ivs[0].Leave != 0 {
+			t.Fatalf("heard by a gateway in no zone meanwhile: %v; intervals %+v, want one open stay in zone 1 from the start", unzoned, ivs)
+		}
+	}
+}
+
+// TestScanMovesOneStayWhateverDecideEvery: under hmm a scan's reports
+// refine the decision taken at its first, so one scan stores at most
+// one new stay, with decisions at every report (DecideEvery 0) too: there
+// each report was a decision of its own, and a 4-report scan stored a
+// stay of 5-35 ms for every hop (a review). Scans are 500-1500 ms apart,
+// so a stay shorter than refineSpan was entered and left within one.
+func TestScanMovesOneStayWhateverDecideEvery(t *testing.T) {
+	for _, every := range []time.Duration{-1, 50 * time.Millisecond, time.Second} {
+		for seed := uint64(0); seed < 6; seed++ {
+			s := gridSite(4, 4, true)
+			rng := rand.New(rand.NewPCG(seed, 5))
+			h := newHarness(t, Options{Params: Params{DecideEvery: every}})
+			h.e.SetSite(s)
+			h.e.SetSamples(surveySamples(s, 3, 3, rng))
+			if err := h.e.Start(AlgFilter); err != nil {
+				t.Fatal(err)
+			}
+			for range 300 {
+				for range 1 + rng.IntN(4) {
+					g := s.Gateways[rng.IntN(len(s.Gateways))]
+					h.sight("WAT-1", g.MAC, -40-rng.Float64()*55)
+					h.clk.Advance(time.Duration(rng.IntN(25)) * time.Millisecond)
+				}
+				h.clk.Advance(time.Duration(500+rng.IntN(1000)) * time.Millisecond)
+			}
+			ivs := storedOf(t, h.ops, "WAT-1")
+			if len(ivs) < 3 {
+				t.Fatalf("every %v seed %d: %d stays, the filter hardly moved", every, seed, len(ivs))
+			}
+			for _, iv := range ivs {
+				if iv.Leave != 0 && iv.Leave-iv.Enter < refineSpan {
+					t.Fatalf("every %v seed %d: a stay of %d ms in zone %d: a hop within one scan", every, seed, iv.Leave-iv.Enter, iv.ZoneID)
+				}
+			}
+		}
+	}
+}
