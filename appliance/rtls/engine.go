@@ -502,8 +502,11 @@ func (e *Engine) Observe(bt *ingest.Batch, w *ingest.Writes) {
 		t := max(now, b.heard)
 		// The beacon's stale before track (which reads this report's
 		// scan), and only where a gap in its zoned evidence may pass it.
+		// A zone held with no zone gateway's sighting at all (zonedAt 0:
+		// a site edit placed a gateway whose reading was live) is such a
+		// gap too (a review).
 		var stale int64
-		if b.zonedAt > 0 && t-b.zonedAt >= e.p.Stale.Milliseconds() {
+		if b.zone >= 0 && t-b.zonedAt >= e.p.Stale.Milliseconds() {
 			stale = b.stale(&e.p)
 		}
 		// Before this sighting: the estimate moves only at a new

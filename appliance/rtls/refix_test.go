@@ -73,6 +73,56 @@ func TestRefixAfterHeardOnlyOutsideTheZones(t *testing.T) {
 	}
 }
 
+// TestRefixAfterGatewayPlacedByEdit: a gateway placed in a zone by a
+// site edit while its reading of the beacon is live gives strongest the
+// beacon's zone with no zone gateway's sighting ever made; the gap since
+// that none is a gap too, or the refix was skipped for good and the
+// phantom stay stored again (a review).
+func TestRefixAfterGatewayPlacedByEdit(t *testing.T) {
+	for _, unzoned := range []bool{false, true} {
+		s := gridSite(3, 1, true)
+		u, v := gwMAC(99), gwMAC(98)
+		s.Gateways = append(s.Gateways, Gateway{MAC: u, MapID: 1, X: 10, Y: 10}, Gateway{MAC: v, MapID: 1, X: 20, Y: 20})
+		h := newHarness(t, Options{})
+		h.e.SetSite(s)
+		if err := h.e.Start(AlgStrongest); err != nil {
+			t.Fatal(err)
+		}
+		for range 3 { // heard only by gateways in no zone: unknown
+			h.sight("W", u, -55)
+			h.sight("W", v, -60)
+			h.clk.Advance(time.Second)
+		}
+		if z := h.zone("W"); z != 0 {
+			t.Fatalf("zone %d before the edit", z)
+		}
+		s.Gateways[len(s.Gateways)-2].Placed = true // u now in zone 1
+		h.e.SetSite(s)
+		h.sight("W", v, -60) // u's live reading places it
+		if z := h.zone("W"); z != 1 {
+			t.Fatalf("zone %d after the edit, want 1", z)
+		}
+		enter := h.clk.Now().UnixMilli()
+		h.clk.Advance(time.Second)
+		for range 9 { // past Stale, short of the timeout and the hold
+			if unzoned {
+				h.sight("W", v, -60)
+			}
+			h.clk.Advance(time.Second)
+		}
+		for range 7 {
+			h.sight("W", gwMAC(3), -75) // the far zone gateway reports first
+			h.clk.Advance(150 * time.Millisecond)
+			h.sight("W", u, -55)
+			h.clk.Advance(850 * time.Millisecond)
+		}
+		ivs := storedOf(t, h.ops, "W")
+		if len(ivs) != 1 || ivs[0].ZoneID != 1 || ivs[0].Enter != enter || ivs[0].Leave != 0 {
+			t.Fatalf("heard by a gateway in no zone meanwhile: %v; intervals %+v, want one open stay in zone 1 from %d", unzoned, ivs, enter)
+		}
+	}
+}
+
 // TestScanMovesOneStayWhateverDecideEvery: under hmm a scan's reports
 // refine the decision taken at its first, so one scan stores at most
 // one new stay, with decisions at every report (DecideEvery 0) too: there
