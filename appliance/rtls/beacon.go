@@ -170,6 +170,12 @@ func (b *beacon) reset(m *model) {
 		}
 		b.rds[i].g = g
 		b.rds[i].counted = 0 // a new belief counts the window's readings again
+		if g >= 0 && m.zoned(g) {
+			// A gateway the edit placed in a zone: its sightings are
+			// evidence of a zone now (zonedAt; kept when one is
+			// unplaced: those sightings did place it then).
+			b.zonedAt = max(b.zonedAt, b.rds[i].last)
+		}
 	}
 	b.cand, b.gw, b.challenger = -1, -1, -1
 	b.prior, b.belief, b.scratch, b.votes, b.cells, b.still = nil, nil, nil, nil, nil, nil

@@ -162,8 +162,22 @@ func (e *Engine) expire(now int64) {
 		// wall clock stepped back: the silence cannot be measured, so
 		// the stay ends at that sighting now rather than an hour late
 		// (Observe starts the beacon afresh at its next report).
-		if now-b.heard < limit && !beforeStepBack(b.heard, now) {
+		// A zone's evidence is the sightings of gateways that place the
+		// beacon somewhere (model.zoned: placed in a zone, or learned
+		// from the survey): heard only by others (a MAC the site does not
+		// know, a gateway neither placed nor surveyed), a zone was held
+		// for ever under knn and the filters, its time advancing (a
+		// review: 80 s and counting). strongest and centroid hold it the
+		// same timeout (holdRunsOut); the stay ends at that evidence.
+		last := b.heard
+		if b.zone >= 0 && b.zonedAt > 0 && b.zonedAt < b.heard {
+			last = b.zonedAt
+		}
+		if now-last < limit && !beforeStepBack(b.heard, now) {
 			return false
+		}
+		if last < b.heard && b.heldFrom == 0 {
+			b.heldFrom = last // where its stay ends (stayEnd)
 		}
 		b.rds = nil // freed, not kept for a return that may never come
 		return true
