@@ -543,6 +543,13 @@ func (b *beacon) stayEnd(now int64) int64 {
 	if b.heldFrom > 0 {
 		return min(max(b.heldFrom, b.since), now)
 	}
+	// Heard since only by gateways that place it nowhere: its zone's
+	// evidence ended at the last placing sighting, however the stay
+	// ends (a stop, a crash's repair, a device replace, a rename; the
+	// timeout alone closed there: a review).
+	if b.zone >= 0 && b.zonedAt > 0 && b.zonedAt < now {
+		return min(max(b.zonedAt, b.since), now)
+	}
 	return now
 }
 

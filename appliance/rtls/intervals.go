@@ -176,9 +176,6 @@ func (e *Engine) expire(now int64) {
 		if now-last < limit && !beforeStepBack(b.heard, now) {
 			return false
 		}
-		if last < b.heard && b.heldFrom == 0 {
-			b.heldFrom = last // where its stay ends (stayEnd)
-		}
 		b.rds = nil // freed, not kept for a return that may never come
 		return true
 	})

@@ -215,3 +215,106 @@ func TestHeardOnlyByGatewaysThatPlaceItNowhere(t *testing.T) {
 		})
 	}
 }
+
+// zonedThenUnplaced locates W under alg through gateways that place it,
+// then has it heard 30 s (short of the 60 s timeout) only by a MAC the
+// site does not know. It returns the last placing sighting.
+func zonedThenUnplaced(t *testing.T, alg string) (*harness, int64) {
+	s := gridSite(3, 1, true)
+	samples := surveySamples(s, 3, 3, rand.New(rand.NewPCG(1, 2)))
+	h := newHarness(t, Options{Timeout: time.Minute})
+	h.e.opts.Writer = harnessWriter{h}
+	h.e.SetSite(s)
+	h.e.SetSamples(samples)
+	if err := h.e.Start(alg); err != nil {
+		t.Fatal(err)
+	}
+	var last int64
+	for range 10 {
+		h.sight("W", gwMAC(1), -50)
+		last = h.clk.Now().UnixMilli()
+		h.sight("W", gwMAC(2), -85)
+		h.clk.Advance(time.Second)
+	}
+	if z := h.zone("W"); z != 1 {
+		t.Fatalf("zone %d, want 1", z)
+	}
+	for range 30 {
+		h.sight("W", gwMAC(77), -60) // in no site
+		h.clk.Advance(time.Second)
+	}
+	return h, last
+}
+
+var allAlgs = []string{AlgStrongest, AlgCentroid, AlgKNN, AlgFilter, AlgBayes, AlgGrid, AlgFusion}
+
+// A Stop ends every stay as the timeout does: at the last placing
+// sighting (zonedAt), not at the last sighting by a gateway that places
+// the beacon nowhere, under knn and the filters too (a review: only the
+// timeout closed there).
+func TestStopEndsStayAtPlacingEvidence(t *testing.T) {
+	for _, alg := range allAlgs {
+		t.Run(alg, func(t *testing.T) {
+			h, last := zonedThenUnplaced(t, alg)
+			h.e.Stop()
+			ivs := storedOf(t, h.ops, "W")
+			if len(ivs) == 0 || ivs[0].Leave != last {
+				t.Fatalf("intervals %+v, want the stay closed at the last placing sighting %d (the timeout's end), heard %d", ivs, last, h.clk.Now().UnixMilli()-1000)
+			}
+		})
+	}
+}
+
+// A crash: saveHeard's zone_heard is where CloseOpenIntervals closes the
+// stay; it should be the stay's end the timeout would give (zonedAt).
+func TestCrashRepairEndsStayAtPlacingEvidence(t *testing.T) {
+	for _, alg := range allAlgs {
+		t.Run(alg, func(t *testing.T) {
+			h, last := zonedThenUnplaced(t, alg)
+			h.e.saveHeard()
+			db, err := store.Open(filepath.Join(t.TempDir(), "t.db"), store.OpenOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer db.Close()
+			for _, op := range h.ops {
+				if err := db.Update(op); err != nil {
+					t.Fatal(err)
+				}
+			}
+			now := h.clk.Now().Add(time.Hour).UnixMilli()
+			if err := db.Update(func(tx *bolt.Tx) error { _, err := CloseOpenIntervals(tx, now, 0); return err }); err != nil {
+				t.Fatal(err)
+			}
+			ivs, _, err := db.ZoneIntervals("W", store.ZoneCursor{}, 10)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(ivs) == 0 || ivs[0].Leave != last {
+				t.Fatalf("after crash repair: %+v, want closed at the last placing sighting %d", ivs, last)
+			}
+		})
+	}
+}
+
+// A device replace (afresh) ends the stay at its last sighting: the same.
+func TestDeviceReplaceEndsStayAtPlacingEvidence(t *testing.T) {
+	for _, alg := range allAlgs {
+		t.Run(alg, func(t *testing.T) {
+			h, last := zonedThenUnplaced(t, alg)
+			h.sightTag("W", "watch", [6]byte{1, 2, 3, 4, 5, 6}, gwMAC(77), -60) // the tag's MAC first seen: no replace
+			h.clk.Advance(3 * time.Second)
+			h.sightTag("W", "watch", [6]byte{6, 5, 4, 3, 2, 1}, gwMAC(77), -60) // replaced
+			ivs := storedOf(t, h.ops, "W")
+			var closed *store.ZoneInterval
+			for i := range ivs {
+				if ivs[i].ZoneID == 1 {
+					closed = &ivs[i]
+				}
+			}
+			if closed == nil || closed.Leave != last {
+				t.Fatalf("intervals %+v, want the zone 1 stay closed at %d", ivs, last)
+			}
+		})
+	}
+}
