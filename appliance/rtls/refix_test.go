@@ -11,21 +11,26 @@ import (
 	bolt "go.etcd.io/bbolt"
 )
 
-// storedOf applies ops to a fresh store, in order, and returns uid's
-// zone intervals, newest first.
-func storedOf(t *testing.T, ops []func(*bolt.Tx) error, uid string) []store.ZoneInterval {
+// storeWith applies ops to a fresh store, in order.
+func storeWith(t *testing.T, ops []func(*bolt.Tx) error) *store.DB {
 	t.Helper()
 	db, err := store.Open(filepath.Join(t.TempDir(), "t.db"), store.OpenOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer db.Close()
+	t.Cleanup(func() { _ = db.Close() })
 	for _, op := range ops {
 		if err := db.Update(op); err != nil {
 			t.Fatal(err)
 		}
 	}
-	ivs, _, err := db.ZoneIntervals(uid, store.ZoneCursor{}, 200)
+	return db
+}
+
+// storedOf is uid's zone intervals, newest first, once ops are applied.
+func storedOf(t *testing.T, ops []func(*bolt.Tx) error, uid string) []store.ZoneInterval {
+	t.Helper()
+	ivs, _, err := storeWith(t, ops).ZoneIntervals(uid, store.ZoneCursor{}, 200)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -178,33 +183,9 @@ func (w harnessWriter) Do(fn func(*bolt.Tx) error, done func(error)) {
 // and the filters held the zone for ever, its time advancing (a review:
 // 80 s and counting), as strongest and centroid did before their hold.
 func TestHeardOnlyByGatewaysThatPlaceItNowhere(t *testing.T) {
-	for _, alg := range []string{AlgStrongest, AlgCentroid, AlgKNN, AlgFilter, AlgBayes, AlgGrid, AlgFusion} {
+	for _, alg := range allAlgs {
 		t.Run(alg, func(t *testing.T) {
-			s := gridSite(3, 1, true)
-			samples := surveySamples(s, 3, 3, rand.New(rand.NewPCG(1, 2)))
-			s.Gateways = append(s.Gateways, Gateway{MAC: gwMAC(9)}) // registered, neither placed nor surveyed
-			h := newHarness(t, Options{Timeout: time.Minute})
-			h.e.opts.Writer = harnessWriter{h}
-			h.e.SetSite(s)
-			h.e.SetSamples(samples)
-			if err := h.e.Start(alg); err != nil {
-				t.Fatal(err)
-			}
-			var last int64
-			for range 10 {
-				h.sight("W", gwMAC(1), -50)
-				last = h.clk.Now().UnixMilli()
-				h.sight("W", gwMAC(2), -85)
-				h.clk.Advance(time.Second)
-			}
-			if z := h.zone("W"); z != 1 {
-				t.Fatalf("zone %d, want 1", z)
-			}
-			for range 75 {
-				h.sight("W", gwMAC(77), -60) // in no site
-				h.sight("W", gwMAC(9), -60)
-				h.clk.Advance(time.Second)
-			}
+			h, last := zonedThenUnplaced(t, alg, 75)
 			if l, _ := h.e.Location("W"); l.Zone != 0 {
 				t.Fatalf("heard only by gateways that place it nowhere for 75 s: %+v, want unknown", l)
 			}
@@ -217,11 +198,13 @@ func TestHeardOnlyByGatewaysThatPlaceItNowhere(t *testing.T) {
 }
 
 // zonedThenUnplaced locates W under alg through gateways that place it,
-// then has it heard 30 s (short of the 60 s timeout) only by a MAC the
-// site does not know. It returns the last placing sighting.
-func zonedThenUnplaced(t *testing.T, alg string) (*harness, int64) {
+// then has it heard for secs seconds only by gateways that place it
+// nowhere: a MAC the site does not know, and one registered but neither
+// placed nor surveyed. It returns the last placing sighting.
+func zonedThenUnplaced(t *testing.T, alg string, secs int) (*harness, int64) {
 	s := gridSite(3, 1, true)
 	samples := surveySamples(s, 3, 3, rand.New(rand.NewPCG(1, 2)))
+	s.Gateways = append(s.Gateways, Gateway{MAC: gwMAC(9)})
 	h := newHarness(t, Options{Timeout: time.Minute})
 	h.e.opts.Writer = harnessWriter{h}
 	h.e.SetSite(s)
@@ -239,8 +222,9 @@ func zonedThenUnplaced(t *testing.T, alg string) (*harness, int64) {
 	if z := h.zone("W"); z != 1 {
 		t.Fatalf("zone %d, want 1", z)
 	}
-	for range 30 {
+	for range secs {
 		h.sight("W", gwMAC(77), -60) // in no site
+		h.sight("W", gwMAC(9), -60)
 		h.clk.Advance(time.Second)
 	}
 	return h, last
@@ -255,7 +239,7 @@ var allAlgs = []string{AlgStrongest, AlgCentroid, AlgKNN, AlgFilter, AlgBayes, A
 func TestStopEndsStayAtPlacingEvidence(t *testing.T) {
 	for _, alg := range allAlgs {
 		t.Run(alg, func(t *testing.T) {
-			h, last := zonedThenUnplaced(t, alg)
+			h, last := zonedThenUnplaced(t, alg, 30)
 			h.e.Stop()
 			ivs := storedOf(t, h.ops, "W")
 			if len(ivs) == 0 || ivs[0].Leave != last {
@@ -270,18 +254,9 @@ func TestStopEndsStayAtPlacingEvidence(t *testing.T) {
 func TestCrashRepairEndsStayAtPlacingEvidence(t *testing.T) {
 	for _, alg := range allAlgs {
 		t.Run(alg, func(t *testing.T) {
-			h, last := zonedThenUnplaced(t, alg)
+			h, last := zonedThenUnplaced(t, alg, 30)
 			h.e.saveHeard()
-			db, err := store.Open(filepath.Join(t.TempDir(), "t.db"), store.OpenOptions{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer db.Close()
-			for _, op := range h.ops {
-				if err := db.Update(op); err != nil {
-					t.Fatal(err)
-				}
-			}
+			db := storeWith(t, h.ops)
 			now := h.clk.Now().Add(time.Hour).UnixMilli()
 			if err := db.Update(func(tx *bolt.Tx) error { _, err := CloseOpenIntervals(tx, now, 0); return err }); err != nil {
 				t.Fatal(err)
@@ -301,7 +276,7 @@ func TestCrashRepairEndsStayAtPlacingEvidence(t *testing.T) {
 func TestDeviceReplaceEndsStayAtPlacingEvidence(t *testing.T) {
 	for _, alg := range allAlgs {
 		t.Run(alg, func(t *testing.T) {
-			h, last := zonedThenUnplaced(t, alg)
+			h, last := zonedThenUnplaced(t, alg, 30)
 			h.sightTag("W", "watch", [6]byte{1, 2, 3, 4, 5, 6}, gwMAC(77), -60) // the tag's MAC first seen: no replace
 			h.clk.Advance(3 * time.Second)
 			h.sightTag("W", "watch", [6]byte{6, 5, 4, 3, 2, 1}, gwMAC(77), -60) // replaced
