@@ -481,6 +481,16 @@ const refineSpan = 100
 // is the one that decision began).
 func (b *beacon) refining(now int64) bool { return now != b.decided && now < b.refineUntil }
 
+// placingQuiet reports whether no gateway that places b anywhere
+// (model.zoned) has heard it for as long as its readings count (Stale,
+// or a slow advertiser's longer stale): none ever (zonedAt 0) included.
+// Observe asks before a report, for strongest's refix (resumed), and
+// after it, before letting any algorithm find or move the beacon.
+func (b *beacon) placingQuiet(p *Params, now int64) bool {
+	gap := now - b.zonedAt
+	return gap >= p.Stale.Milliseconds() && gap >= b.stale(p)
+}
+
 // heldBefore is the zone b held before the decision that now refines
 // (Engine.decide's refinement: its millisecond, or refineUntil), when
 // that decision changed it; b.zone otherwise. The zone filter steps one

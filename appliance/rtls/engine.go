@@ -500,15 +500,11 @@ func (e *Engine) Observe(bt *ingest.Batch, w *ingest.Writes) {
 		// a beacon's time never runs backwards, so no zone is entered
 		// before the one it leaves.
 		t := max(now, b.heard)
-		// The beacon's stale before track (which reads this report's
-		// scan), and only where a gap in its zoned evidence may pass it.
-		// A zone held with no zone gateway's sighting at all (zonedAt 0:
-		// a site edit placed a gateway whose reading was live) is such a
-		// gap too (a review).
-		var stale int64
-		if b.zone >= 0 && t-b.zonedAt >= e.p.Stale.Milliseconds() {
-			stale = b.stale(&e.p)
-		}
+		// Judged before track, whose scan is this report's: the gap
+		// this report may end. A zone held with no zone gateway's
+		// sighting at all (zonedAt 0: a site edit placed a gateway whose
+		// reading was live) is such a gap too (a review).
+		quiet := b.zone >= 0 && b.placingQuiet(&e.p, t)
 		// Before this sighting: the estimate moves only at a new
 		// millisecond, so the reports of one scan are all read with the
 		// same offset, in whatever order they come.
@@ -523,14 +519,14 @@ func (e *Engine) Observe(bt *ingest.Batch, w *ingest.Writes) {
 				// a hold early (a review).
 				b.heldFrom = t
 			}
-			if stale > 0 && t-b.zonedAt >= stale {
+			if quiet {
 				b.resumed = t // strongest refixes (dueFixOrRefix)
 			}
 			b.zonedAt = t
 		}
 		e.emitDebug(b)
 		z, pos := r.alg.update(m, &e.p, b, rd, t)
-		if z >= 0 && z != b.zone && z != b.heldBefore(t) && (b.zonedAt == 0 || t-b.zonedAt >= e.p.Stale.Milliseconds() && t-b.zonedAt >= b.stale(&e.p)) {
+		if z >= 0 && z != b.zone && z != b.heldBefore(t) && b.placingQuiet(&e.p, t) {
 			// No gateway that places the beacon anywhere (model.zoned)
 			// hears it now: knn and the filters read the surveyed
 			// gateways' silence alone as a zone, and moved a beacon
