@@ -37,6 +37,25 @@ func storedOf(t *testing.T, ops []func(*bolt.Tx) error, uid string) []store.Zone
 	return ivs
 }
 
+// quietThenFarFirst has W's zone gateways miss it for 9 s (past Stale,
+// short of the timeout and the hold), heard meanwhile only by unzoned
+// when heard is set, then scanned for 7 s with the far zone gateway
+// reporting 150 ms before the near one.
+func quietThenFarFirst(h *harness, heard bool, unzoned, near, far [6]byte) {
+	for range 9 {
+		if heard {
+			h.sight("W", unzoned, -60)
+		}
+		h.clk.Advance(time.Second)
+	}
+	for range 7 {
+		h.sight("W", far, -75)
+		h.clk.Advance(150 * time.Millisecond)
+		h.sight("W", near, -55)
+		h.clk.Advance(850 * time.Millisecond)
+	}
+}
+
 // TestRefixAfterHeardOnlyOutsideTheZones: strongest refixes a beacon
 // whose zone gateways fell silent for longer than its readings count,
 // whether it was silent too or heard only by a gateway in no zone (a
@@ -59,18 +78,7 @@ func TestRefixAfterHeardOnlyOutsideTheZones(t *testing.T) {
 			h.sight("W", far, -75)
 			h.clk.Advance(time.Second)
 		}
-		for range 9 { // past Stale, short of the timeout and the hold
-			if unzoned {
-				h.sight("W", u, -60)
-			}
-			h.clk.Advance(time.Second)
-		}
-		for range 7 {
-			h.sight("W", far, -75) // the far zone gateway reports first
-			h.clk.Advance(150 * time.Millisecond)
-			h.sight("W", near, -55)
-			h.clk.Advance(850 * time.Millisecond)
-		}
+		quietThenFarFirst(h, unzoned, u, near, far)
 		ivs := storedOf(t, h.ops, "W")
 		if len(ivs) != 1 || ivs[0].ZoneID != 1 || ivs[0].Enter != t0.UnixMilli() || ivs[0].Leave != 0 {
 			t.Fatalf("heard by a gateway in no zone meanwhile: %v; intervals %+v, want one open stay in zone 1 from the start", unzoned, ivs)
@@ -109,18 +117,7 @@ func TestRefixAfterGatewayPlacedByEdit(t *testing.T) {
 		}
 		enter := h.clk.Now().UnixMilli()
 		h.clk.Advance(time.Second)
-		for range 9 { // past Stale, short of the timeout and the hold
-			if unzoned {
-				h.sight("W", v, -60)
-			}
-			h.clk.Advance(time.Second)
-		}
-		for range 7 {
-			h.sight("W", gwMAC(3), -75) // the far zone gateway reports first
-			h.clk.Advance(150 * time.Millisecond)
-			h.sight("W", u, -55)
-			h.clk.Advance(850 * time.Millisecond)
-		}
+		quietThenFarFirst(h, unzoned, v, u, gwMAC(3))
 		ivs := storedOf(t, h.ops, "W")
 		if len(ivs) != 1 || ivs[0].ZoneID != 1 || ivs[0].Enter != enter || ivs[0].Leave != 0 {
 			t.Fatalf("heard by a gateway in no zone meanwhile: %v; intervals %+v, want one open stay in zone 1 from %d", unzoned, ivs, enter)
