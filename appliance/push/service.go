@@ -328,11 +328,7 @@ func (s *Service) enqueueRetry(q queued) {
 		s.log.Error("push retry queue full; dropping a message", "topic", l.items[i].R.Topic)
 		l.items = slices.Delete(l.items, i, i+1)
 	}
-	if at := pressSlot(l.items, q); at < len(l.items) {
-		l.items = slices.Insert(l.items, at, q)
-	} else {
-		l.items = append(l.items, q)
-	}
+	l.items = slices.Insert(l.items, pressSlot(l.items, q), q) // at len(items): appended
 	s.saveRetryLocked()
 	s.armRetryLocked(lane)
 }
