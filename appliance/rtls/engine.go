@@ -92,6 +92,9 @@ type Engine struct {
 	runMu   sync.Mutex
 	run     atomic.Pointer[run]
 	reports atomic.Uint64
+	// judgedDown counts the judgements "gateway down" since New
+	// (JudgedDown): on a recording where none went down, false alarms.
+	judgedDown atomic.Uint64
 	// seqBase hands each new beacon state its own range of Location.Seq
 	// (the high 32 bits), so a state made after a reset or a forget
 	// numbers its events above every earlier one without the per-event
@@ -538,7 +541,7 @@ func (e *Engine) Observe(bt *ingest.Batch, w *ingest.Writes) {
 			z, pos = b.zone, b.pos
 		}
 		e.decide(m, b, z, pos, t, &w.Ops)
-		for _, g := range m.live.silence(&e.p, b, t, e.opts.GatewaySeen, m.gwMAC) {
+		for _, g := range m.silence(&e.p, b, t, e.opts.GatewaySeen) {
 			downs = append(downs, m.gwMAC[g])
 		}
 		w.Hand() // under the shard lock: a beacon's intervals open before they close
@@ -547,6 +550,9 @@ func (e *Engine) Observe(bt *ingest.Batch, w *ingest.Writes) {
 	// One atomic add per batch: a shared counter bumped per report
 	// bounces its cache line between the cores' read loops.
 	e.reports.Add(uint64(n))
+	if len(downs) > 0 {
+		e.judgedDown.Add(uint64(len(downs)))
+	}
 	for _, g := range downs { // rare; logged outside the shard locks
 		e.log.Warn("rtls: gateway judged down: silent where the survey says it hears; its silence no longer counts until it reports", "gateway", assets.FormatMAC(g))
 	}

@@ -515,3 +515,129 @@ func TestRemovedGatewaysAndRestartsJudgeNothing(t *testing.T) {
 func standsIn(alg string, p Params) bool {
 	return p.StandFor > 0 && (alg == AlgGrid || alg == AlgFusion)
 }
+
+// corridorRooms is three zones in a row, Room 1, the Corridor (2) and
+// Room 3, each with its gateway at its centre, surveyed 8 times a zone
+// (±2 dB) with the readings of corridorAt: the corridor's gateway hears
+// the corridor loud and neither room, and the rooms' gateways hear the
+// corridor about as they hear their rooms. Its gateway is what tells
+// the corridor from a room.
+func corridorRooms() (Site, []Sample) {
+	s := gridSite(3, 1, true)
+	rng := rand.New(rand.NewPCG(1, 2))
+	var samples []Sample
+	for z := uint64(1); z <= 3; z++ {
+		for range 8 {
+			sm := Sample{Zone: z, RSSI: map[[6]byte]float64{}}
+			for g, r := range corridorAt[z] {
+				if r != 0 {
+					sm.RSSI[gwMAC(g+1)] = r + (rng.Float64()*2-1)*2
+				}
+			}
+			samples = append(samples, sm)
+		}
+	}
+	return s, samples
+}
+
+// corridorAt is what gateways 1-3 hear in each zone of corridorRooms
+// (0: not heard).
+var corridorAt = map[uint64][3]float64{1: {-70, 0, -78}, 2: {-73, -54, -73}, 3: {-78, 0, -70}}
+
+// hearFor has gateways 1-3 of corridorRooms hear uid for n seconds with
+// the readings rssi gives (0: not heard) ±2 dB.
+func hearFor(h *harness, uid string, n int, rng *rand.Rand, rssi func(i int) [3]float64) {
+	for i := range n {
+		for g, r := range rssi(i) {
+			if r != 0 {
+				h.sight(uid, gwMAC(g+1), r+(rng.Float64()*2-1)*2)
+			}
+		}
+		h.clk.Advance(time.Second)
+	}
+}
+
+// The corridor's gateway goes down under a tag standing in the
+// corridor. Its silence tells every algorithm that reads silence the
+// tag left: hmm and bayes put it in a room within 5 s, knn and fusion
+// within 30 (grid held it), before Stale let the silence count against
+// the corridor, and it was never judged down (a review: the tags stayed
+// in the room). Its sudden silence is now charged against the zone the
+// tag held when it last heard it: it is judged down within a minute,
+// and the tag is back in the corridor for good.
+func TestAGatewayDyingUnderATagIsJudgedDown(t *testing.T) {
+	s, samples := corridorRooms()
+	for _, alg := range []string{AlgKNN, AlgFilter, AlgBayes, AlgGrid, AlgFusion} {
+		t.Run(alg, func(t *testing.T) {
+			var logs bytes.Buffer
+			h := tracking(t, Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))}, s, samples, alg)
+			rng := rand.New(rand.NewPCG(3, 4))
+			hearFor(h, "WAT-1", 60, rng, func(int) [3]float64 { return corridorAt[2] })
+			if z := h.zone("WAT-1"); z != 2 {
+				t.Fatalf("zone %d in the corridor, want 2", z)
+			}
+			dead := corridorAt[2]
+			dead[1] = 0
+			m := h.e.model.Load()
+			g := m.gwIdx[gwMAC(2)]
+			for i := 0; i < 60 && !m.live.isDown(g); i++ {
+				hearFor(h, "WAT-1", 1, rng, func(int) [3]float64 { return dead })
+			}
+			if !m.live.isDown(g) {
+				t.Fatalf("the corridor's gateway not judged down a minute after it died (evidence %.1f nats)", float64(m.live.ev[g].Load())/1e6)
+			}
+			hearFor(h, "WAT-1", 30, rng, func(int) [3]float64 { return dead }) // back to the corridor
+			for range 60 {
+				hearFor(h, "WAT-1", 1, rng, func(int) [3]float64 { return dead })
+				if z := h.zone("WAT-1"); z != 2 {
+					t.Fatalf("zone %d with the corridor's gateway judged down, want the corridor", z)
+				}
+			}
+			if n := strings.Count(logs.String(), "judged down"); n != 1 {
+				t.Fatalf("%d 'judged down' lines, want 1", n)
+			}
+		})
+	}
+}
+
+// The same site with the corridor's gateway up and nothing but one tag
+// about, so it reports nothing once the tag is gone: a tag that walks
+// out of the corridor into Room 3, its gateway's readings fading, or
+// that is carried in at once and heard there as Room 3 is, stays there
+// for ten minutes, and the corridor's gateway is not judged down (the
+// rule that charges a gateway's silence against the zone the tag held
+// must not read a tag that left as a gateway that died: without its
+// check of the other readings, it did for the carried tag).
+func TestATagLeavingTheCorridorTakesNoGatewayDown(t *testing.T) {
+	s, samples := corridorRooms()
+	walk := func(i int) [3]float64 { // 10 s from the corridor into Room 3
+		c, r := corridorAt[2], corridorAt[3]
+		f := min(float64(i)/10, 1)
+		out := [3]float64{c[0] + f*(r[0]-c[0]), c[1] - f*40, c[2] + f*(r[2]-c[2])}
+		if out[1] < -86 {
+			out[1] = 0
+		}
+		return out
+	}
+	at3 := func(int) [3]float64 { return corridorAt[3] }
+	for _, alg := range []string{AlgKNN, AlgFilter, AlgBayes, AlgGrid, AlgFusion} {
+		for _, way := range []string{"walked", "carried"} {
+			t.Run(alg+"/"+way, func(t *testing.T) {
+				var logs bytes.Buffer
+				h := tracking(t, Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))}, s, samples, alg)
+				rng := rand.New(rand.NewPCG(5, 6))
+				hearFor(h, "WAT-1", 60, rng, func(int) [3]float64 { return corridorAt[2] })
+				if way == "walked" {
+					hearFor(h, "WAT-1", 10, rng, walk)
+				}
+				hearFor(h, "WAT-1", 600, rng, at3)
+				if z := h.zone("WAT-1"); z != 3 {
+					t.Fatalf("zone %d after ten minutes in Room 3", z)
+				}
+				if n := strings.Count(logs.String(), "judged down"); n != 0 {
+					t.Fatalf("%d 'judged down' lines:\n%s", n, logs.String())
+				}
+			})
+		}
+	}
+}

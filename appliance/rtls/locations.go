@@ -45,6 +45,11 @@ func (e *Engine) TagOffset(uid string) (float64, bool) {
 	return viewBeacon(e, uid, func(b *beacon) float64 { return b.off.a })
 }
 
+// JudgedDown is how many times a gateway has been judged down since New
+// (liveness.go): rtls-eval's count of false alarms on a recording where
+// no gateway went down.
+func (e *Engine) JudgedDown() uint64 { return e.judgedDown.Load() }
+
 // viewBeacon is f of uid's live state, read under its shard lock; false
 // when uid was not seen since Start.
 func viewBeacon[T any](e *Engine, uid string, f func(b *beacon) T) (T, bool) {

@@ -76,23 +76,6 @@ func cmdRTLSEval(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "rtls-eval: --without:", err)
 		return 2
 	}
-	// grid's motion is trained on train.csv's walk, as the radio model
-	// is on its readings, unless the command line gives it.
-	var motion string
-	isSet := func(name string) bool {
-		return slices.ContainsFunc(set, func(s string) bool { return strings.HasPrefix(s, name+"=") })
-	}
-	d, lag, pairs, walked := ds.Motion()
-	if walked && !isSet("diffusion") {
-		// Through Set, so what runs is a value the engine takes.
-		if err := params.Set("diffusion", fmt.Sprint(d)); err != nil {
-			fmt.Fprintln(stderr, "rtls-eval: measured motion:", err)
-			return 1
-		}
-		motion = replay.MotionNote(d, lag, pairs)
-	} else if !walked {
-		motion = ds.MotionRefused() // "" for a file that is no walk at all
-	}
 	opts := replay.Options{Timeout: *timeout, Params: params, Algorithms: algList}
 	// The replay's store lives in a temporary directory; a run stopped
 	// with Ctrl-C or by a timeout's SIGTERM left it behind.
@@ -121,22 +104,16 @@ func cmdRTLSEval(args []string, stdout, stderr io.Writer) int {
 		}
 	}()
 	opts.WorkDir = work
-	// The filters' odds are chosen on train.csv when it is a walk
-	// (Motion found one), unless the command line gives them.
-	var odds string
-	if walked && !isSet("switch_odds") {
-		ch, err := replay.SelectOdds(ds, opts)
-		if err != nil {
-			fmt.Fprintln(stderr, "rtls-eval:", err)
-			return 1
-		}
-		if len(ch) > 0 {
-			opts.Odds = map[string]float64{}
-			for a, c := range ch {
-				opts.Odds[a] = c.Odds
-			}
-			odds = replay.OddsNote(ch)
-		}
+	// grid's motion is trained on train.csv's walk, as the radio model
+	// is on its readings, and the filters' odds chosen on it, unless the
+	// command line gives them.
+	isSet := func(name string) bool {
+		return slices.ContainsFunc(set, func(s string) bool { return strings.HasPrefix(s, name+"=") })
+	}
+	opts, motion, odds, err := replay.AsEval(ds, opts, isSet)
+	if err != nil {
+		fmt.Fprintln(stderr, "rtls-eval:", err)
+		return 1
 	}
 	rs, err := replay.Run(ds, opts)
 	if err != nil {
@@ -164,6 +141,10 @@ func cmdRTLSEval(args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintln(stdout)
 	replay.Format(stdout, rs)
+	if n := replay.DownsNote(rs); n != "" {
+		fmt.Fprintln(stdout)
+		fmt.Fprintln(stdout, "note:", n)
+	}
 	scored, ready := false, false
 	for _, r := range rs {
 		scored = scored || r.Scored > 0

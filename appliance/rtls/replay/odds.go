@@ -10,6 +10,40 @@ import (
 	"beaconhub/appliance/rtls"
 )
 
+// AsEval sets opts as rtls-eval runs ds: grid's motion (diffusion)
+// measured on train.csv's walk, and the zone filters' odds chosen on it
+// (SelectOdds), each unless given says the command line set it. It
+// returns what rtls-eval notes of each ("" for nothing to say).
+func AsEval(ds *Dataset, opts Options, given func(param string) bool) (out Options, motion, odds string, err error) {
+	if opts.Params == (rtls.Params{}) {
+		opts.Params = rtls.DefaultParams()
+	}
+	d, lag, pairs, walked := ds.Motion()
+	if walked && !given("diffusion") {
+		// Through Set, so what runs is a value the engine takes.
+		if err := opts.Params.Set("diffusion", fmt.Sprint(d)); err != nil {
+			return opts, "", "", fmt.Errorf("measured motion: %w", err)
+		}
+		motion = MotionNote(d, lag, pairs)
+	} else if !walked {
+		motion = ds.MotionRefused() // "" for a file that is no walk at all
+	}
+	if walked && !given("switch_odds") {
+		ch, err := SelectOdds(ds, opts)
+		if err != nil {
+			return opts, "", "", err
+		}
+		if len(ch) > 0 {
+			opts.Odds = map[string]float64{}
+			for a, c := range ch {
+				opts.Odds[a] = c.Odds
+			}
+			odds = OddsNote(ch)
+		}
+	}
+	return opts, motion, odds, nil
+}
+
 // OddsCandidates are the switch_odds SelectOdds chooses between: "strong"
 // and "very strong" evidence on Jeffreys' scale of Bayes factors. The
 // first is the engine's default.

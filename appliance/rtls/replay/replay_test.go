@@ -980,6 +980,46 @@ func TestRealRecordingFloors(t *testing.T) {
 	}
 }
 
+// TestRealRecordingJudgesNoGatewayDown: no gateway went down in the UCI
+// recording (nor in its copies without some gateways: those were never
+// installed), and one tag walks it alone, so a gateway falls silent
+// whenever the tag leaves its range: the case where telling "down" from
+// "idle" is hardest. None may be judged down under any algorithm (the
+// judgement is the site's, in the status and the log, whichever runs). Charging a gateway's silence against the zone the tag held
+// when it last heard it (liveness.go: the review's dead corridor
+// gateway) judged 43 down here while it checked only that the other
+// readings fit that zone, 2 while it did not check for loud readings by
+// gateways that do not hear it, 1 while it charged after a weak last
+// reading.
+func TestRealRecordingJudgesNoGatewayDown(t *testing.T) {
+	dir := uciDir(t)
+	t.Parallel()
+	for _, without := range []string{"", "G3001,G3002,G3003,G3004", "G3005,G3006,G3007,G3008", "G3009,G3010,G3011,G3012",
+		"G3001,G3004,G3007,G3010,G3013", "G3002,G3005,G3008,G3011"} {
+		ds, err := Load(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if without != "" {
+			if err := ds.WithoutGateways(strings.Split(without, ",")); err != nil {
+				t.Fatal(err)
+			}
+		}
+		// As rtls-eval runs it (grid's motion, the filters' odds).
+		opts, _, _, err := AsEval(ds, Options{}, func(string) bool { return false })
+		if err != nil {
+			t.Fatal(err)
+		}
+		rs, err := Run(ds, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := DownsNote(rs); n != "" {
+			t.Errorf("UCI without [%s]: %s", without, n)
+		}
+	}
+}
+
 // uciDir is the shared UCI recording's directory; a test on it is
 // skipped where it is not present.
 func uciDir(t *testing.T) string {
@@ -1034,4 +1074,16 @@ func TestTimelinePlaysAnInstantByGateway(t *testing.T) {
 		{T: 0, Gateway: "G3", Beacon: "B", Zone: "Z1", Pos: "1,1"},
 		{T: 1000, Gateway: "G1", Beacon: "B", Zone: "Z1", Pos: "1,1"},
 	}, []int64{0, 0, 0, 1000})
+}
+
+// DownsNote names only the algorithms under which a gateway was judged
+// down, with the count, and says nothing when none was.
+func TestDownsNote(t *testing.T) {
+	if n := DownsNote([]Result{{Algorithm: "hmm"}, {Algorithm: "grid"}}); n != "" {
+		t.Fatalf("note %q with no judgement", n)
+	}
+	n := DownsNote([]Result{{Algorithm: "hmm"}, {Algorithm: "grid", Downs: 2}, {Algorithm: "knn", Downs: 1}})
+	if !strings.Contains(n, ": grid 2, knn 1;") || strings.Contains(n, "hmm") {
+		t.Fatalf("note %q, want grid 2 and knn 1 only", n)
+	}
 }

@@ -260,6 +260,7 @@ func Run(ds *Dataset, opts Options) ([]Result, error) {
 			if err := r.eng.Start(name); err != nil {
 				return nil, err
 			}
+			downs := r.eng.JudgedDown()
 			sc := newScorer(ds, opts.Warmup, opts.Timeout)
 			if err := r.play(test, nil, atInstantEnd(test, func(ev event) {
 				loc, _ := r.eng.Location(r.uid[ev.row.Beacon])
@@ -268,6 +269,7 @@ func Run(ds *Dataset, opts Options) ([]Result, error) {
 				return nil, err
 			}
 			sc.fill(&res)
+			res.Downs = r.eng.JudgedDown() - downs
 			res.Offsets = map[string]float64{}
 			for b := range ds.Beacons {
 				if v, ok := r.eng.TagOffset(r.uid[b]); ok {

@@ -31,6 +31,10 @@ type Result struct {
 	// Offsets is each beacon's tag offset estimate at the end of the run
 	// (dB louder than the survey tag; docs/rtls.md, "Tag offset").
 	Offsets map[string]float64
+	// Downs is how many times the engine judged a gateway down during
+	// the test: on a recording where none went down, each is a false
+	// alarm (docs/rtls.md, "Gateways that go down").
+	Downs uint64
 }
 
 // Accuracy is the share of scored sightings predicted right.
@@ -204,6 +208,24 @@ func Format(w io.Writer, rs []Result) {
 			100*r.Accuracy(), r.Correct, r.Scored, r.Unknown, correct, r.Corrected, r.Changes,
 			flips, r.Flips, r.StableS/60, offsetRange(r.Offsets), settled)
 	}
+}
+
+// DownsNote names the algorithms under which the engine judged a
+// gateway down during the test, and how often ("" for none): on a
+// recording where every gateway stayed up, false alarms. rtls-eval
+// prints it under the table.
+func DownsNote(rs []Result) string {
+	var parts []string
+	for _, r := range rs {
+		if r.Downs > 0 {
+			parts = append(parts, fmt.Sprintf("%s %d", r.Algorithm, r.Downs))
+		}
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return "gateways judged down during the test (silent where the survey says they hear): " + strings.Join(parts, ", ") +
+		"; on a recording where every gateway stayed up, each is a false alarm (docs/rtls.md, \"Gateways that go down\")"
 }
 
 // offsetRange is the beacons' offset estimates as one figure, or their
