@@ -90,17 +90,37 @@ func (c *rtlsControl) Reload() error {
 	if err != nil {
 		return fmt.Errorf("rtls site: %w", err)
 	}
-	ss, err := c.app.db.ListZoneSamples(0)
+	samples, err := c.engineSamples()
 	if err != nil {
-		return fmt.Errorf("rtls samples: %w", err)
-	}
-	samples := make([]rtls.Sample, 0, len(ss))
-	for _, s := range ss {
-		samples = append(samples, sampleFromStore(s))
+		return err
 	}
 	c.Engine.Configure(site, samples)
 	c.gateways = sig
 	return nil
+}
+
+// engineSamples reads the stored survey samples as the engine takes
+// them, under the MACs of the gateways that heard them as they are now
+// (heardBy).
+func (c *rtlsControl) engineSamples() ([]rtls.Sample, error) {
+	ss, err := c.app.db.ListZoneSamples(0)
+	if err != nil {
+		return nil, fmt.Errorf("rtls samples: %w", err)
+	}
+	gws, err := c.app.assets.Gateways()
+	if err != nil {
+		return nil, fmt.Errorf("rtls gateways: %w", err)
+	}
+	spells, err := c.app.assets.GatewaySpells()
+	if err != nil {
+		return nil, fmt.Errorf("rtls gateway devices: %w", err)
+	}
+	at := heardBy(gws, spells)
+	samples := make([]rtls.Sample, 0, len(ss))
+	for _, s := range ss {
+		samples = append(samples, sampleFromStore(s, at))
+	}
+	return samples, nil
 }
 
 // reloadIfGatewaysChanged reloads the site when the registry's gateways
@@ -352,26 +372,95 @@ func (a *App) RTLS() *rtls.Engine {
 	return a.rtls.Engine
 }
 
-// sampleFromStore is the engine's form of a stored survey sample; an
-// entry under a MAC that does not parse is dropped.
-func sampleFromStore(s store.ZoneSample) rtls.Sample {
-	return rtls.Sample{Zone: s.Zone, RSSI: byParsedMAC(s.RSSI), N: byParsedMAC(s.Readings), SD: byParsedMAC(s.RSSISD)}
+// sampleFromStore is the engine's form of a stored survey sample, each
+// entry under the MAC of the gateway that heard it as it is now (at,
+// heardBy); an entry under a MAC that does not parse is dropped, and so
+// is one of a gateway since deleted.
+func sampleFromStore(s store.ZoneSample, at func(mac [6]byte, t int64) ([6]byte, bool)) rtls.Sample {
+	return rtls.Sample{Zone: s.Zone, RSSI: byParsedMAC(s.RSSI, s.CreatedAt, at), N: byParsedMAC(s.Readings, s.CreatedAt, at),
+		SD: byParsedMAC(s.RSSISD, s.CreatedAt, at)}
 }
 
-// byParsedMAC is m keyed by parsed MACs, without the keys that do not
-// parse; nil when m is empty (a sample stored without readings or
-// spread).
-func byParsedMAC[V any](m map[string]V) map[[6]byte]V {
+// byParsedMAC is m keyed by parsed MACs as at (nil: as they are) reads
+// them at t, without the keys that do not parse or that at drops; nil
+// when m is empty (a sample stored without readings or spread). Where
+// two keys come to one MAC (a device replaced while both were heard),
+// the key that is that MAC already wins.
+func byParsedMAC[V any](m map[string]V, t int64, at func(mac [6]byte, t int64) ([6]byte, bool)) map[[6]byte]V {
 	if len(m) == 0 {
 		return nil
 	}
 	out := make(map[[6]byte]V, len(m))
+	moved := map[[6]byte]V{}
 	for mac, v := range m {
-		if p, ok := ingest.ParseMAC(mac); ok {
-			out[p] = v
+		p, ok := ingest.ParseMAC(mac)
+		if !ok {
+			continue
+		}
+		q := p
+		if at != nil {
+			if q, ok = at(p, t); !ok {
+				continue
+			}
+		}
+		if q == p {
+			out[q] = v
+		} else if _, taken := moved[q]; !taken {
+			moved[q] = v
+		}
+	}
+	for q, v := range moved {
+		if _, ok := out[q]; !ok {
+			out[q] = v
 		}
 	}
 	return out
+}
+
+// heardBy reads a survey sample's gateway MACs as the site's gateways are
+// now: a sample records the device that heard it, and the engine models
+// the gateway, the place. The device on a gateway at t (a sample's
+// store time; else the gateway it was last on before, as a survey under
+// way when its gateway's device was replaced stores its windows after)
+// stands for that gateway's device now, or for nothing once the gateway
+// is deleted or left without one. Without it, a replaced gateway's
+// samples stayed under its old MAC, whose silence for good then read as
+// every tag being away from it, while the new MAC was unsurveyed (a
+// review). A MAC on no gateway at t or before (heard by the survey
+// before it was registered, or never) is kept as it is.
+func heardBy(gws []assets.GatewayView, spells []assets.GatewaySpell) func(mac [6]byte, t int64) ([6]byte, bool) {
+	now := make(map[uint64][6]byte, len(gws))
+	for _, g := range gws {
+		if mac, ok := ingest.ParseMAC(g.MAC); ok {
+			now[g.ID] = mac
+		}
+	}
+	byMAC := map[[6]byte][]assets.GatewaySpell{}
+	for _, s := range spells {
+		if mac, ok := ingest.ParseMAC(s.MAC); ok {
+			byMAC[mac] = append(byMAC[mac], s)
+		}
+	}
+	return func(mac [6]byte, t int64) ([6]byte, bool) {
+		var on *assets.GatewaySpell
+		for i, s := range byMAC[mac] {
+			if s.From > t {
+				continue
+			}
+			if s.To == 0 || t < s.To {
+				on = &byMAC[mac][i]
+				break
+			}
+			if on == nil || s.From > on.From {
+				on = &byMAC[mac][i]
+			}
+		}
+		if on == nil {
+			return mac, true
+		}
+		cur, ok := now[on.GatewayID]
+		return cur, ok
+	}
 }
 
 // gatewaySeen is the Unix ms of the last message of any kind from the

@@ -2,8 +2,10 @@ package appliance
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -98,11 +100,11 @@ func TestSampleFromStore(t *testing.T) {
 	got := sampleFromStore(store.ZoneSample{Zone: 4,
 		RSSI:     map[string]float64{"AC233FA0B1C9": -61.5, "nope": -50},
 		Readings: map[string]int{"AC233FA0B1C9": 2, "nope": 3},
-		RSSISD:   map[string]float64{"AC233FA0B1C9": 2.5, "nope": 1}})
+		RSSISD:   map[string]float64{"AC233FA0B1C9": 2.5, "nope": 1}}, nil)
 	if got.Zone != 4 || len(got.RSSI) != 1 || got.RSSI[mac] != -61.5 || len(got.N) != 1 || got.N[mac] != 2 || len(got.SD) != 1 || got.SD[mac] != 2.5 {
 		t.Fatalf("sample %+v", got)
 	}
-	old := sampleFromStore(store.ZoneSample{Zone: 4, RSSI: map[string]float64{"AC233FA0B1C9": -61.5}})
+	old := sampleFromStore(store.ZoneSample{Zone: 4, RSSI: map[string]float64{"AC233FA0B1C9": -61.5}}, nil)
 	if old.N != nil || old.SD != nil || old.RSSI[mac] != -61.5 {
 		t.Fatalf("sample stored without readings: %+v", old)
 	}
@@ -111,6 +113,128 @@ func TestSampleFromStore(t *testing.T) {
 // The engine asks the pipeline when a gateway last sent anything: a
 // status heartbeat, published over real MQTT, counts (a gateway still
 // talking is never judged down, docs/rtls.md).
+// Survey samples record the device that heard them; the engine models
+// the gateway, the place. After gateway 1's device is replaced (A by
+// C), gateway 2's taken over by A (B out), and gateway 3 deleted, a
+// sample stored before reads A's mean as C's (gateway 1 now), B's as
+// A's (gateway 2 now), drops D's (gateway 3 is gone) and keeps E's (a
+// gateway never registered); one stored after the first replace but
+// recorded before it (a survey under way) reads A's as C's too. Until a
+// review the samples stayed under the old MACs: the old one's silence
+// for good read as every tag being away from it, and the new one was
+// unsurveyed.
+func TestSurveyFollowsGatewayDevices(t *testing.T) {
+	a, clk := rtlsAppliance(t)
+	img, err := a.db.PutMapImage("image/png", []byte("png"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := a.db.PutMap(store.Map{Name: "floor", ImageID: img, Width: 100, Height: 50}, clk.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	z, err := a.db.PutZone(store.Zone{MapID: m.ID, Name: "Ward", X2: 10, Y2: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const A, B, C, D, E = "AC233FA0B1A0", "AC233FA0B1B0", "AC233FA0B1C0", "AC233FA0B1D0", "AC233FA0B1E0"
+	var gws []assets.GatewayView
+	for i, mac := range []string{A, B, D} {
+		name := fmt.Sprintf("G%d", i+1)
+		g, err := a.assets.CreateGateway(assets.GatewayInput{MAC: &mac, Name: &name})
+		if err != nil {
+			t.Fatal(err)
+		}
+		gws = append(gws, g)
+	}
+	clk.Advance(time.Minute)
+	store1 := func() {
+		t.Helper()
+		if _, _, _, err := a.db.AddZoneSamples([]store.ZoneSample{{Zone: z.ID, AssetUID: "WCH-1",
+			RSSI: map[string]float64{A: -60, B: -70, D: -80, E: -90}, Readings: map[string]int{A: 3, B: 4, D: 5, E: 6}}}, clk.Now()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	store1()
+	clk.Advance(time.Minute)
+	if _, err := a.assets.Replace(store.KindGateway, gws[0].AssetUID, assets.ReplaceInput{MAC: C}); err != nil {
+		t.Fatal(err)
+	}
+	clk.Advance(time.Minute)
+	store1() // recorded before the replace, stored after
+	clk.Advance(time.Minute)
+	if _, err := a.assets.Replace(store.KindGateway, gws[1].AssetUID, assets.ReplaceInput{MAC: A}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.assets.DeleteGateway(gws[2].AssetUID); err != nil {
+		t.Fatal(err)
+	}
+	got, err := a.rtls.engineSamples()
+	if err != nil {
+		t.Fatal(err)
+	}
+	mac := func(s string) [6]byte { p, _ := ingest.ParseMAC(s); return p }
+	if len(got) != 2 {
+		t.Fatalf("%d samples, want 2", len(got))
+	}
+	// The second was stored when A was on no gateway: it was last on
+	// gateway 1.
+	want := map[[6]byte]float64{mac(C): -60, mac(A): -70, mac(E): -90}
+	wantN := map[[6]byte]int{mac(C): 3, mac(A): 4, mac(E): 6}
+	for i, sm := range got {
+		if !maps.Equal(sm.RSSI, want) || !maps.Equal(sm.N, wantN) {
+			t.Fatalf("sample %d: rssi %v readings %v, want %v and %v", i, sm.RSSI, sm.N, want, wantN)
+		}
+	}
+}
+
+// heardBy's edge cases: a device on two gateways in turn stands for
+// each in its own time; a MAC before its first spell, or on no gateway
+// ever, is kept; one whose gateway has no device now is dropped; where
+// a sample names both the old and the new device of one gateway, the
+// new one's own mean wins.
+func TestHeardBy(t *testing.T) {
+	mac := func(s string) [6]byte { p, _ := ingest.ParseMAC(s); return p }
+	gws := []assets.GatewayView{{ID: 1, MAC: "AC233FA0B1A0"}, {ID: 2, MAC: "AC233FA0B1B0"}, {ID: 3, MAC: ""}}
+	spells := []assets.GatewaySpell{
+		{MAC: "AC233FA0B1F0", GatewayID: 1, From: 100, To: 200},
+		{MAC: "AC233FA0B1F0", GatewayID: 2, From: 300, To: 400},
+		{MAC: "AC233FA0B1A0", GatewayID: 1, From: 200},
+		{MAC: "AC233FA0B1B0", GatewayID: 2, From: 400},
+		{MAC: "AC233FA0B1C0", GatewayID: 3, From: 0, To: 50},
+	}
+	at := heardBy(gws, spells)
+	for _, c := range []struct {
+		mac  string
+		t    int64
+		want string // "" dropped
+	}{
+		{"AC233FA0B1F0", 150, "AC233FA0B1A0"}, // on gateway 1 then
+		{"AC233FA0B1F0", 250, "AC233FA0B1A0"}, // between spells: last on gateway 1
+		{"AC233FA0B1F0", 350, "AC233FA0B1B0"}, // on gateway 2 then
+		{"AC233FA0B1F0", 500, "AC233FA0B1B0"}, // last on gateway 2
+		{"AC233FA0B1F0", 50, "AC233FA0B1F0"},  // before it was on any
+		{"AC233FA0B1E0", 50, "AC233FA0B1E0"},  // never on one
+		{"AC233FA0B1C0", 10, ""},              // gateway 3 has no device now
+		{"AC233FA0B1A0", 250, "AC233FA0B1A0"},
+	} {
+		got, ok := at(mac(c.mac), c.t)
+		if c.want == "" {
+			if ok {
+				t.Errorf("%s at %d read as %X, want dropped", c.mac, c.t, got)
+			}
+			continue
+		}
+		if !ok || got != mac(c.want) {
+			t.Errorf("%s at %d read as %X (%v), want %s", c.mac, c.t, got, ok, c.want)
+		}
+	}
+	s := sampleFromStore(store.ZoneSample{Zone: 1, CreatedAt: 250, RSSI: map[string]float64{"AC233FA0B1F0": -80, "AC233FA0B1A0": -60}}, at)
+	if len(s.RSSI) != 1 || s.RSSI[mac("AC233FA0B1A0")] != -60 {
+		t.Fatalf("old and new device of one gateway: %v, want the new one's -60 alone", s.RSSI)
+	}
+}
+
 func TestRTLSSeesGatewayHeartbeats(t *testing.T) {
 	a, clk := rtlsAppliance(t)
 	if err := a.Start(); err != nil {

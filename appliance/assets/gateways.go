@@ -50,6 +50,28 @@ func (s *Service) Gateways() ([]GatewayView, error) {
 	return out, err
 }
 
+// GatewaySpell is a device's time on one gateway (its device history):
+// [From, To), To 0 while it is still there.
+type GatewaySpell struct {
+	MAC       string
+	GatewayID uint64
+	From, To  int64
+}
+
+// GatewaySpells lists every device's spells on gateways, in no order.
+func (s *Service) GatewaySpells() ([]GatewaySpell, error) {
+	var out []GatewaySpell
+	err := s.view(func(t *store.AssetTx) error {
+		return t.EachAssignment(func(a *store.Assignment) error {
+			if a.GatewayID != 0 {
+				out = append(out, GatewaySpell{MAC: a.MAC, GatewayID: a.GatewayID, From: a.From, To: a.To})
+			}
+			return nil
+		})
+	})
+	return out, err
+}
+
 // Gateway returns one gateway by uid.
 func (s *Service) Gateway(uid string) (GatewayView, error) {
 	var v GatewayView
