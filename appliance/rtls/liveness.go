@@ -62,13 +62,9 @@ type liveness struct {
 	// hears[z] are the gateways that usually hear zone z, with what a
 	// window of their silence there says.
 	hears [][]hearer
-	// loud is the smoothed reading (dBm, tag offset off) below which a
-	// gateway's last reading of a beacon is too weak for its silence to
-	// be charged against the zone the beacon held then (silence): a tag
-	// walking out of range fades first. loudMargin above the survey's
-	// quietest; without it, centroid judged a gateway down behind UCI's
-	// walking tag (TestRealRecordingJudgesNoGatewayDown).
-	loud float64
+	// scratch is restMargin's buffer (a zone's length) per shard of
+	// the engine's beacon state, made at its first use.
+	scratch [assets.NShards][]float64
 }
 
 type hearer struct {
@@ -104,7 +100,7 @@ const (
 func (m *model) buildLiveness() {
 	nz, ng := len(m.zones), len(m.gwMAC)
 	lv := &liveness{ev: make([]atomic.Int64, ng), last: make([]atomic.Int64, ng), down: make([]atomic.Bool, ng),
-		downAt: make([]atomic.Int64, ng), hears: make([][]hearer, nz), loud: m.sens + loudMargin}
+		downAt: make([]atomic.Int64, ng), hears: make([][]hearer, nz)}
 	// Only the site's gateways: one the survey names but the site no
 	// longer has is silent for good and was listed down for good.
 	for g := range m.nSiteGW {
@@ -175,18 +171,18 @@ func (m *model) silentDown(b *beacon, w, now int64) iter.Seq[int] {
 // that usually hear that zone and have not heard b for a window (see
 // above); it returns the gateways it judged down (nil mostly). A gateway
 // whose evidence is due but that is still sending anything at all (seen,
-// Options.GatewaySeen, of its MAC in macs) is not judged: its evidence
-// starts over.
+// Options.GatewaySeen) is not judged: its evidence starts over.
 //
 // It charges too a gateway that last heard b in a zone it usually
 // hears, when b has since been moved to a zone it does not and the rest
-// of b's readings fit the zone it held at least as well (restFits): the
+// of b's readings fit the zone it held at least as well (restMargin): the
 // zone filters and knn read a gateway's silence as the tag having left,
 // and moved the tags under a dead corridor gateway into the next room
 // within seconds, before Stale let its silence count against the
 // corridor, so it was never judged down and they stayed there (a
 // review). A tag that did leave is heard by the others as its new zone
-// is: the rest no longer fits the old one, and nothing is charged.
+// is: the rest soon fits it clearly (restGiveUp), and its silence is
+// charged no more until the gateway hears the tag again.
 // Where nothing but that gateway tells the two zones apart, a tag
 // leaving and a gateway dying look alike, and neither rule can tell.
 func (m *model) silence(p *Params, b *beacon, now int64, seen func([6]byte) int64) []int {
@@ -228,26 +224,49 @@ func (m *model) silence(p *Params, b *beacon, now int64, seen func([6]byte) int6
 	for i := range b.rds {
 		r := &b.rds[i]
 		z := int(r.held)
-		if z == b.zone || r.g < 0 || r.ema < lv.loud || !lv.quiet(p, b, r.g, win, now) {
+		if z < 0 || z == b.zone || r.g < 0 || !lv.quiet(p, b, r.g, win, now) {
 			continue
 		}
 		nats, ok := hearerOf(lv.hearers(z), r.g)
-		if _, counted := hearerOf(here, r.g); ok && !counted && !lv.loudElsewhere(b, z, win, now) && m.restFits(p, b, r.g, z, now) {
+		if _, counted := hearerOf(here, r.g); !ok || counted {
+			continue
+		}
+		// The hypothesis "b is still in z, and r.g is dead" holds only
+		// while nothing says otherwise: once the rest fits b's new
+		// zone clearly, it is dropped until r.g hears b again. Charged
+		// whenever the rest fitted z by noise, a tag that had left
+		// took a healthy idle gateway down within minutes (a review).
+		switch d := m.restMargin(p, b, r.g, z, now); {
+		case d < -restGiveUp:
+			r.held = -1
+		case d >= 0:
 			charge(r.g, nats)
 		}
 	}
 	return out
 }
 
-// restFits says whether b's readings in its evidence window, less the
-// silence of gateway g, fit zone z (held when g last heard b) at least
-// as well as the zone b is in now, in the zone filters' terms: nothing
-// but g's silence says the tag left z. (Any slack for "nearly as well"
-// had UCI's one walking tag judge its gateways down behind it: 8 times
-// at 10 to 1, none at even odds.)
-func (m *model) restFits(p *Params, b *beacon, g, z int, now int64) bool {
+// restGiveUp (nats) is how clearly the rest of a beacon's readings must
+// fit its new zone over the one it held (restMargin) to say it left:
+// about 30 to 1. On the corridor tests at ±2-6 dB of noise and 1-5
+// tags: at 10 to 1 one tag under a dead gateway at ±6 dB gave up before
+// the judgement (hmm, bayes); at 100 to 1 tags that had left took the
+// healthy gateway down twice.
+const restGiveUp = 3.5
+
+// restMargin is how much better b's readings in its evidence window,
+// less the silence of gateway g, fit zone z (held when g last heard b)
+// than the zone b is in now, in the zone filters' terms (nats): at 0 or
+// more, nothing but g's silence says the tag left z. (Any slack for
+// "nearly as well" had UCI's one walking tag judge its gateways down
+// behind it: 8 times at 10 to 1, none at even odds.)
+func (m *model) restMargin(p *Params, b *beacon, g, z int, now int64) float64 {
 	nz := len(m.zones)
-	ll := make([]float64, nz)
+	ll := m.live.scratch[b.shard]
+	if ll == nil { // under b's shard lock: a shard's is never shared
+		ll = make([]float64, nz)
+		m.live.scratch[b.shard] = ll
+	}
 	zs := [2]int32{int32(z), int32(b.zone)}
 	cover, mt := b.cover(p, now), m.missAt(b.off.a)
 	windowLL(m, p, b, now, cover, b.off.a, m.em, mt, nil, zs[:], ll)
@@ -257,24 +276,7 @@ func (m *model) restFits(p *Params, b *beacon, g, z int, now int64) bool {
 		}
 		return ll[z] - cover*m.em[g*nz+z].logMiss
 	}
-	return rest(z) >= rest(b.zone)
-}
-
-// loudElsewhere says whether a gateway that does not usually hear zone
-// z loud (hears) hears b loud now: b is somewhere else, whatever the
-// zone filters' terms make of the rest (restFits; without this check,
-// grid judged a gateway down behind UCI's walking tag twice).
-func (lv *liveness) loudElsewhere(b *beacon, z int, win, now int64) bool {
-	for i := range b.rds {
-		r := &b.rds[i]
-		if r.g < 0 || r.ema < lv.loud || !r.fresh(win, now) {
-			continue
-		}
-		if _, ok := hearerOf(lv.hears[z], r.g); !ok {
-			return true
-		}
-	}
-	return false
+	return rest(z) - rest(b.zone)
 }
 
 // hearers are the gateways that usually hear zone z (none for -1).

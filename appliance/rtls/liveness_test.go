@@ -544,71 +544,104 @@ func corridorRooms() (Site, []Sample) {
 // (0: not heard).
 var corridorAt = map[uint64][3]float64{1: {-70, 0, -78}, 2: {-73, -54, -73}, 3: {-78, 0, -70}}
 
-// hearFor has gateways 1-3 of corridorRooms hear uid for n seconds with
-// the readings rssi gives (0: not heard) ±2 dB.
-func hearFor(h *harness, uid string, n int, rng *rand.Rand, rssi func(i int) [3]float64) {
+// corridorRun is one run on corridorRooms: tags tags, every reading off
+// dB louder than the survey tag's and within ±noise dB.
+type corridorRun struct {
+	tags       int
+	off, noise float64
+}
+
+func (c corridorRun) String() string {
+	return fmt.Sprintf("%d tags, %+.0f dB, ±%.0f dB", c.tags, c.off, c.noise)
+}
+
+// hear has gateways 1-3 of corridorRooms hear c's tags for n seconds
+// with the readings rssi gives at second i (0: not heard).
+func (c corridorRun) hear(h *harness, n int, rng *rand.Rand, rssi func(i int) [3]float64) {
 	for i := range n {
-		for g, r := range rssi(i) {
-			if r != 0 {
-				h.sight(uid, gwMAC(g+1), r+(rng.Float64()*2-1)*2)
+		for k := range c.tags {
+			for g, r := range rssi(i) {
+				if r != 0 {
+					h.sight(fmt.Sprintf("WAT-%d", k+1), gwMAC(g+1), r+c.off+(rng.Float64()*2-1)*c.noise)
+				}
 			}
 		}
 		h.clk.Advance(time.Second)
 	}
 }
 
-// The corridor's gateway goes down under a tag standing in the
-// corridor. Its silence tells every algorithm that reads silence the
-// tag left: hmm and bayes put it in a room within 5 s, knn and fusion
-// within 30 (grid held it), before Stale let the silence count against
-// the corridor, and it was never judged down (a review: the tags stayed
-// in the room). Its sudden silence is now charged against the zone the
-// tag held when it last heard it: it is judged down within a minute,
-// and the tag is back in the corridor for good.
+// corridorRuns are the runs the two corridor tests play, each with every
+// algorithm that reads silence.
+var corridorRuns = []corridorRun{{1, 0, 2}, {1, 0, 4}, {1, 0, 6}, {3, 0, 4}, {1, -8, 4}, {1, 8, 4}}
+
+// The corridor's gateway goes down under tags standing in the corridor.
+// Its silence tells every algorithm that reads silence the tag left: hmm
+// and bayes put it in a room within 5 s, knn and fusion within 30 (grid
+// held it), before Stale let the silence count against the corridor,
+// and it was never judged down (a review: the tags stayed in the room).
+// Its silence is now charged against the zone the tag held when it last
+// heard it, while the other readings fit that zone: it is judged down
+// within two minutes of one tag (48-83 s), 40 s of three (20-24), and
+// the tags are back in the corridor. Under noise of ±6 dB, a rule that
+// gave up at 10 to 1 against (restGiveUp) missed it under hmm and
+// bayes.
 func TestAGatewayDyingUnderATagIsJudgedDown(t *testing.T) {
 	s, samples := corridorRooms()
-	for _, alg := range []string{AlgKNN, AlgFilter, AlgBayes, AlgGrid, AlgFusion} {
-		t.Run(alg, func(t *testing.T) {
-			var logs bytes.Buffer
-			h := tracking(t, Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))}, s, samples, alg)
-			rng := rand.New(rand.NewPCG(3, 4))
-			hearFor(h, "WAT-1", 60, rng, func(int) [3]float64 { return corridorAt[2] })
-			if z := h.zone("WAT-1"); z != 2 {
-				t.Fatalf("zone %d in the corridor, want 2", z)
-			}
-			dead := corridorAt[2]
-			dead[1] = 0
-			m := h.e.model.Load()
-			g := m.gwIdx[gwMAC(2)]
-			for i := 0; i < 60 && !m.live.isDown(g); i++ {
-				hearFor(h, "WAT-1", 1, rng, func(int) [3]float64 { return dead })
-			}
-			if !m.live.isDown(g) {
-				t.Fatalf("the corridor's gateway not judged down a minute after it died (evidence %.1f nats)", float64(m.live.ev[g].Load())/1e6)
-			}
-			hearFor(h, "WAT-1", 30, rng, func(int) [3]float64 { return dead }) // back to the corridor
-			for range 60 {
-				hearFor(h, "WAT-1", 1, rng, func(int) [3]float64 { return dead })
+	for _, c := range corridorRuns {
+		for _, alg := range []string{AlgKNN, AlgFilter, AlgBayes, AlgGrid, AlgFusion} {
+			t.Run(c.String()+"/"+alg, func(t *testing.T) {
+				var logs bytes.Buffer
+				h := tracking(t, Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))}, s, samples, alg)
+				rng := rand.New(rand.NewPCG(3, 4))
+				c.hear(h, 60, rng, func(int) [3]float64 { return corridorAt[2] })
 				if z := h.zone("WAT-1"); z != 2 {
-					t.Fatalf("zone %d with the corridor's gateway judged down, want the corridor", z)
+					t.Fatalf("zone %d in the corridor, want 2", z)
 				}
-			}
-			if n := strings.Count(logs.String(), "judged down"); n != 1 {
-				t.Fatalf("%d 'judged down' lines, want 1", n)
-			}
-		})
+				dead := corridorAt[2]
+				dead[1] = 0
+				m := h.e.model.Load()
+				g := m.gwIdx[gwMAC(2)]
+				within := 120
+				if c.tags > 1 {
+					within = 40
+				}
+				for i := 0; i < within && !m.live.isDown(g); i++ {
+					c.hear(h, 1, rng, func(int) [3]float64 { return dead })
+				}
+				if !m.live.isDown(g) {
+					t.Fatalf("the corridor's gateway not judged down %d s after it died (evidence %.1f nats)", within, float64(m.live.ev[g].Load())/1e6)
+				}
+				c.hear(h, 30, rng, func(int) [3]float64 { return dead }) // back to the corridor
+				wrong := 0
+				for range 120 {
+					c.hear(h, 1, rng, func(int) [3]float64 { return dead })
+					if h.zone("WAT-1") != 2 {
+						wrong++
+					}
+				}
+				if wrong > 12 {
+					t.Fatalf("%d s of 120 out of the corridor with its gateway judged down", wrong)
+				}
+				if n := strings.Count(logs.String(), "judged down"); n != 1 {
+					t.Fatalf("%d 'judged down' lines, want 1", n)
+				}
+			})
+		}
 	}
 }
 
-// The same site with the corridor's gateway up and nothing but one tag
-// about, so it reports nothing once the tag is gone: a tag that walks
+// The same site with the corridor's gateway up and nothing but the
+// tags about, so it reports nothing once they are gone: tags that walk
 // out of the corridor into Room 3, its gateway's readings fading, or
-// that is carried in at once and heard there as Room 3 is, stays there
-// for ten minutes, and the corridor's gateway is not judged down (the
+// that are carried in at once and heard there as Room 3 is, stay there
+// for half an hour, and the corridor's gateway is not judged down. The
 // rule that charges a gateway's silence against the zone the tag held
-// must not read a tag that left as a gateway that died: without its
-// check of the other readings, it did for the carried tag).
+// must not read a tag that left as a gateway that died: charged whenever
+// the other readings fitted the corridor by noise, one or three tags at
+// ±4-6 dB took it down within minutes (a review); without its check of
+// the other readings at all, the carried tag did at once.
 func TestATagLeavingTheCorridorTakesNoGatewayDown(t *testing.T) {
+	longReplay(t)
 	s, samples := corridorRooms()
 	walk := func(i int) [3]float64 { // 10 s from the corridor into Room 3
 		c, r := corridorAt[2], corridorAt[3]
@@ -620,24 +653,26 @@ func TestATagLeavingTheCorridorTakesNoGatewayDown(t *testing.T) {
 		return out
 	}
 	at3 := func(int) [3]float64 { return corridorAt[3] }
-	for _, alg := range []string{AlgKNN, AlgFilter, AlgBayes, AlgGrid, AlgFusion} {
-		for _, way := range []string{"walked", "carried"} {
-			t.Run(alg+"/"+way, func(t *testing.T) {
-				var logs bytes.Buffer
-				h := tracking(t, Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))}, s, samples, alg)
-				rng := rand.New(rand.NewPCG(5, 6))
-				hearFor(h, "WAT-1", 60, rng, func(int) [3]float64 { return corridorAt[2] })
-				if way == "walked" {
-					hearFor(h, "WAT-1", 10, rng, walk)
-				}
-				hearFor(h, "WAT-1", 600, rng, at3)
-				if z := h.zone("WAT-1"); z != 3 {
-					t.Fatalf("zone %d after ten minutes in Room 3", z)
-				}
-				if n := strings.Count(logs.String(), "judged down"); n != 0 {
-					t.Fatalf("%d 'judged down' lines:\n%s", n, logs.String())
-				}
-			})
+	for _, c := range corridorRuns {
+		for _, alg := range []string{AlgKNN, AlgFilter, AlgBayes, AlgGrid, AlgFusion} {
+			for _, way := range []string{"walked", "carried"} {
+				t.Run(c.String()+"/"+alg+"/"+way, func(t *testing.T) {
+					var logs bytes.Buffer
+					h := tracking(t, Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))}, s, samples, alg)
+					rng := rand.New(rand.NewPCG(5, 6))
+					c.hear(h, 60, rng, func(int) [3]float64 { return corridorAt[2] })
+					if way == "walked" {
+						c.hear(h, 10, rng, walk)
+					}
+					c.hear(h, 1800, rng, at3)
+					if z := h.zone("WAT-1"); z != 3 {
+						t.Fatalf("zone %d after half an hour in Room 3", z)
+					}
+					if n := strings.Count(logs.String(), "judged down"); n != 0 {
+						t.Fatalf("%d 'judged down' lines:\n%s", n, logs.String())
+					}
+				})
+			}
 		}
 	}
 }

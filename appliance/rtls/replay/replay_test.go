@@ -985,12 +985,13 @@ func TestRealRecordingFloors(t *testing.T) {
 // installed), and one tag walks it alone, so a gateway falls silent
 // whenever the tag leaves its range: the case where telling "down" from
 // "idle" is hardest. None may be judged down under any algorithm (the
-// judgement is the site's, in the status and the log, whichever runs). Charging a gateway's silence against the zone the tag held
-// when it last heard it (liveness.go: the review's dead corridor
-// gateway) judged 43 down here while it checked only that the other
-// readings fit that zone, 2 while it did not check for loud readings by
-// gateways that do not hear it, 1 while it charged after a weak last
-// reading.
+// judgement is the site's, in the status and the log, whichever runs).
+// Charging a gateway's silence against the zone the tag held when it
+// last heard it (liveness.go: the review's dead corridor gateway)
+// judged 23 down over these six replays without its check that the
+// other readings fit that zone, 6 while it kept charging after they had
+// fitted the tag's new zone clearly (restGiveUp), 5 while it gave up
+// only at 100 to 1 against.
 func TestRealRecordingJudgesNoGatewayDown(t *testing.T) {
 	dir := uciDir(t)
 	t.Parallel()
