@@ -498,6 +498,20 @@ func (b *beacon) placingQuiet(p *Params, now int64) bool {
 	return gap >= p.Stale.Milliseconds() && gap >= b.stale(p)
 }
 
+// refusesUnplaced says whether decision z is refused because no gateway
+// that places the beacon anywhere (model.zoned) has heard it within its
+// stale (placingQuiet): knn and the filters read the surveyed gateways'
+// silence alone as a zone, and moved a beacon heard only by gateways
+// that count for nothing to a room it never went near, or found it
+// there (a review). It keeps the zone it has, as strongest and centroid
+// hold it, until the timeout (expire); unknown stays unknown. A
+// refinement may still go back to the zone held before its scan
+// (heldBefore): refused, the scan's move would stand on the refinement
+// that undid it.
+func (b *beacon) refusesUnplaced(p *Params, z int, now int64) bool {
+	return z >= 0 && z != b.zone && z != b.heldBefore(now) && b.placingQuiet(p, now)
+}
+
 // heldBefore is the zone b held before the decision that now refines
 // (Engine.decide's refinement: its millisecond, or refineUntil), when
 // that decision changed it; b.zone otherwise. The zone filter steps one

@@ -529,15 +529,7 @@ func (e *Engine) Observe(bt *ingest.Batch, w *ingest.Writes) {
 		}
 		e.emitDebug(b)
 		z, pos := r.alg.update(m, &e.p, b, rd, t)
-		if z >= 0 && z != b.zone && z != b.heldBefore(t) && b.placingQuiet(&e.p, t) {
-			// No gateway that places the beacon anywhere (model.zoned)
-			// hears it now: knn and the filters read the surveyed
-			// gateways' silence alone as a zone, and moved a beacon
-			// heard only by gateways that count for nothing to a room it
-			// never went near, or found it there (a review). It keeps
-			// the zone it has, as strongest and centroid hold it, until
-			// the timeout (expire); unknown stays unknown. A refinement
-			// may still go back to the zone held before its scan.
+		if b.refusesUnplaced(&e.p, z, t) {
 			z, pos = b.zone, b.pos
 		}
 		e.decide(m, b, z, pos, t, &w.Ops)

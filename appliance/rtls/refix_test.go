@@ -290,3 +290,49 @@ func TestDeviceReplaceEndsStayAtPlacingEvidence(t *testing.T) {
 		})
 	}
 }
+
+// refusesUnplaced refuses a move while no placing gateway has heard the
+// beacon within its stale, but not a refinement back to the zone held
+// before its scan: the scan's first report moved the beacon (a placing
+// sighting was still within stale then), its stale ran out within the
+// scan, and a refinement that goes back was refused, so the move stood
+// on the report that undid it (a review, by reading the code).
+func TestRefusalLetsARefinementGoBack(t *testing.T) {
+	p := DefaultParams()
+	stale := p.Stale.Milliseconds()
+	const a, b2, c = 0, 1, 2
+	const scan = 1_000_000
+	bc := newBeacon("W")
+	// At scan, the first report moved the beacon from a to b2, the
+	// last placing sighting stale-30 ms before; the refinement comes
+	// 40 ms later, past that stale.
+	bc.zone, bc.since, bc.decided, bc.refineUntil, bc.tentative = b2, scan, scan, scan+refineSpan, true
+	bc.prev = stay{zone: a, since: scan - 60_000}
+	bc.zonedAt = scan - stale + 30
+	now := int64(scan + 40)
+	if !bc.placingQuiet(&p, now) {
+		t.Fatal("no placing sighting for stale+10 ms: want quiet")
+	}
+	if bc.heldBefore(now) != a {
+		t.Fatalf("held before the scan: %d, want %d", bc.heldBefore(now), a)
+	}
+	if bc.refusesUnplaced(&p, a, now) {
+		t.Fatal("a refinement back to the zone held before its scan refused")
+	}
+	if !bc.refusesUnplaced(&p, c, now) {
+		t.Fatal("a move to a third zone with no placing sighting within stale allowed")
+	}
+	if bc.refusesUnplaced(&p, b2, now) {
+		t.Fatal("keeping the zone refused")
+	}
+	// After the scan, going back is a move like any other.
+	later := int64(scan + refineSpan + 500)
+	if !bc.refusesUnplaced(&p, a, later) {
+		t.Fatal("after the scan's refinements, a move with no placing sighting within stale allowed")
+	}
+	// A placing sighting within stale: nothing is refused.
+	bc.zonedAt = later - 1000
+	if bc.refusesUnplaced(&p, c, later) {
+		t.Fatal("a move refused with a placing sighting 1 s ago")
+	}
+}
