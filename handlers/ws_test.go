@@ -355,6 +355,19 @@ func TestWSSlowClientIsDropped(t *testing.T) {
 // the error that ended the reading.
 func shutdownWithQueue(t *testing.T, o WSOptions, n int) (int, error) {
 	t.Helper()
+	return closeWithQueue(t, o, n, func(r *wsRig) func() {
+		closed := make(chan struct{})
+		go func() { r.srv.Close(); close(closed) }()
+		return func() { <-closed }
+	})
+}
+
+// closeWithQueue is shutdownWithQueue with the close cut makes (it
+// returns what to wait for once the client has read): the client's
+// connection must be ending (its done closed) once cut has returned,
+// or soon after.
+func closeWithQueue(t *testing.T, o WSOptions, n int, cut func(*wsRig) func()) (int, error) {
+	t.Helper()
 	r := newWSRig(t, o)
 	c := r.connect(t, r.admin)
 	send(t, c, map[string]any{"type": "subscribe", "channel": "track-" + r.f.watch})
@@ -369,11 +382,10 @@ func shutdownWithQueue(t *testing.T, o WSOptions, n int) (int, error) {
 		r.fake.emit(rtls.Event{AssetUID: r.f.watch, Location: rtls.Location{AssetUID: r.f.watch, Zone: 1, ZoneName: fmt.Sprintf("Z%03d%s", i, pad)}})
 	}
 	waitFor(t, "the frames queued", func() bool { return h.frames.Load()-before == uint64(n) })
-	closed := make(chan struct{})
-	go func() { r.srv.Close(); close(closed) }()
+	after := cut(r)
 	<-sc.done
 	cc.mu.Unlock()
-	defer func() { <-closed }()
+	defer after()
 	_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
 	for got := 0; ; got++ {
 		_, data, err := c.ReadMessage()
@@ -408,6 +420,75 @@ func TestWSShutdownDrainIsBounded(t *testing.T) {
 	got, err := shutdownWithQueue(t, WSOptions{SendBuffer: 1000, DrainWait: time.Nanosecond}, n)
 	if !websocket.IsCloseError(err, websocket.CloseGoingAway) || got == 0 || got >= n {
 		t.Fatalf("%d of %d queued frames, then %v; want the socket write under way only, then 1001", got, n, err)
+	}
+}
+
+// TestWSPongTimeoutDoesNotDrain: a client that answers no ping within
+// PongWait is closed with 1001 like a shutdown, but it is presumed gone:
+// it gets the socket write under way, not its whole queue, which a
+// shutdown's drain would hold its writer for up to DrainWait (swapping
+// the two failed no test before this one).
+func TestWSPongTimeoutDoesNotDrain(t *testing.T) {
+	const n = 200
+	got, err := closeWithQueue(t, WSOptions{SendBuffer: 1000, PongWait: 300 * time.Millisecond, PingInterval: time.Hour, DrainWait: time.Minute}, n,
+		func(*wsRig) func() { return func() {} }) // the held writer sends no ping; the read deadline passes
+	var ce *websocket.CloseError
+	if !errors.As(err, &ce) || ce.Code != websocket.CloseGoingAway || !strings.Contains(ce.Text, "no pong within") || got == 0 || got >= n {
+		t.Fatalf("%d of %d queued frames, then %v; want the socket write under way only, then 1001 naming the pong", got, n, err)
+	}
+}
+
+// TestWSCloseLeavesNoGap: once a batch has been stopped for a close, no
+// later batch is begun. A pong timeout (any close but a shutdown's) cut
+// the batch under way after its socket write, and the writer, woken by
+// frames queued since, took the next batch and wrote 64 KiB of it: the
+// client read frame 55, then 100 (a flaky test, one run in ten). The
+// writer's choice between its queue and the close is random, so the
+// scene plays eight times (one in 256 to miss the gap).
+func TestWSCloseLeavesNoGap(t *testing.T) {
+	pad := strings.Repeat("x", 1000)
+	for range 8 {
+		r := newWSRig(t, WSOptions{SendBuffer: 1000, PongWait: 300 * time.Millisecond, PingInterval: time.Hour})
+		c := r.connect(t, r.admin)
+		send(t, c, map[string]any{"type": "subscribe", "channel": "track-" + r.f.watch})
+		next(t, c, "subscribed")
+		unknownSnapshot(t, c, r.f.watch)
+		h := r.srv.hub
+		sc, cc := onlyClient(t, h)
+		emit := func(from, to int) {
+			before := h.frames.Load()
+			for i := from; i < to; i++ {
+				r.fake.emit(rtls.Event{AssetUID: r.f.watch, Location: rtls.Location{AssetUID: r.f.watch, Zone: 1, ZoneName: fmt.Sprintf("Z%03d%s", i, pad)}})
+			}
+			waitFor(t, "the frames queued", func() bool { return h.frames.Load()-before == uint64(to-from) })
+		}
+		// The writer takes frames 0-99 (110 KiB) in one batch and waits
+		// at its first socket write; 100-199 queue behind it.
+		gate := make(chan struct{})
+		hold := func() { <-gate }
+		beforeFlush.Store(&hold)
+		emit(0, 100)
+		cc.mu.Lock()
+		close(gate)
+		waitFor(t, "the first batch taken", func() bool { return sc.q.len() == 0 })
+		beforeFlush.Store(nil)
+		emit(100, 200)
+		<-sc.done // no pong: the client sends nothing, the held writer no ping
+		cc.mu.Unlock()
+		_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+		for got := 0; ; got++ {
+			_, data, err := c.ReadMessage()
+			if err != nil {
+				if !websocket.IsCloseError(err, websocket.CloseGoingAway) || got == 0 || got >= 100 {
+					t.Fatalf("%d frames, then %v; want part of the first batch, then 1001", got, err)
+				}
+				break
+			}
+			if !strings.Contains(string(data), fmt.Sprintf(`"zone":"Z%03d`, got)) {
+				t.Fatalf("frame %d: %.60s: a gap", got, data)
+			}
+		}
+		c.Close()
 	}
 }
 
