@@ -34,11 +34,15 @@ type reading struct {
 	hist  [histN]int8
 	histT [histN]uint32
 	hn    uint32 // readings pushed since the ring was emptied
-	// held is the zone the beacon held at this gateway's last sighting
-	// (-1 none, or before a site edit): liveness charges the gateway's
+	// held is the id of the zone the beacon held at this gateway's last
+	// sighting (0 none, or given up): liveness charges the gateway's
 	// silence against it when the beacon has since been moved to a zone
-	// the gateway does not hear.
-	held int32
+	// the gateway does not hear, while rest, the sum since of how much
+	// better the other readings fit it than the beacon's zone (nats, a
+	// window a second: restMargin), is not negative. An id, not an
+	// index: a site edit keeps it.
+	rest float32
+	held uint64
 }
 
 // stay is a beacon's zone and since which a refined decision may go back
@@ -175,7 +179,6 @@ func (b *beacon) reset(m *model) {
 		}
 		b.rds[i].g = g
 		b.rds[i].counted = 0 // a new belief counts the window's readings again
-		b.rds[i].held = -1   // the old model's zone index
 		if g >= 0 && m.zoned(g) {
 			// A gateway the edit placed in a zone: its sightings are
 			// evidence of a zone now (zonedAt; kept when one is
@@ -217,7 +220,7 @@ func (b *beacon) sight(m *model, p *Params, mac [6]byte, rssi int8, now int64) *
 		if !ok {
 			g = -1
 		}
-		b.rds = append(b.rds, reading{mac: mac, g: g, ema: x, last: now, held: -1})
+		b.rds = append(b.rds, reading{mac: mac, g: g, ema: x, last: now})
 		rd = &b.rds[len(b.rds)-1]
 	} else if now-rd.last >= p.Stale.Milliseconds() {
 		rd.ema = x // after a silence the old average says nothing
@@ -240,7 +243,10 @@ func (b *beacon) sight(m *model, p *Params, mac [6]byte, rssi int8, now int64) *
 		rd.ema = (rd.ema + x) / 2
 	}
 	rd.raw = rssi
-	rd.held = int32(b.zone)
+	rd.held, rd.rest = 0, 0
+	if b.zone >= 0 {
+		rd.held = b.zoneID
+	}
 	rd.hist[rd.hn%histN], rd.histT[rd.hn%histN] = rssi, uint32(now)
 	rd.hn++
 	if now > rd.last {

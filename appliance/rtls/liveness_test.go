@@ -522,14 +522,17 @@ func standsIn(alg string, p Params) bool {
 // the corridor loud and neither room, and the rooms' gateways hear the
 // corridor about as they hear their rooms. Its gateway is what tells
 // the corridor from a room.
-func corridorRooms() (Site, []Sample) {
+func corridorRooms() (Site, []Sample) { return corridorRoomsAt(corridorAt) }
+
+// corridorRoomsAt is corridorRooms surveyed with the readings of at.
+func corridorRoomsAt(at map[uint64][3]float64) (Site, []Sample) {
 	s := gridSite(3, 1, true)
 	rng := rand.New(rand.NewPCG(1, 2))
 	var samples []Sample
 	for z := uint64(1); z <= 3; z++ {
 		for range 8 {
 			sm := Sample{Zone: z, RSSI: map[[6]byte]float64{}}
-			for g, r := range corridorAt[z] {
+			for g, r := range at[z] {
 				if r != 0 {
 					sm.RSSI[gwMAC(g+1)] = r + (rng.Float64()*2-1)*2
 				}
@@ -543,6 +546,12 @@ func corridorRooms() (Site, []Sample) {
 // corridorAt is what gateways 1-3 hear in each zone of corridorRooms
 // (0: not heard).
 var corridorAt = map[uint64][3]float64{1: {-70, 0, -78}, 2: {-73, -54, -73}, 3: {-78, 0, -70}}
+
+// nearRooms is corridorAt with rooms whose gateways read d dB off the
+// corridor's (a room's own d louder, the far one's d quieter).
+func nearRooms(d float64) map[uint64][3]float64 {
+	return map[uint64][3]float64{1: {-73 + d, 0, -73 - d}, 2: corridorAt[2], 3: {-73 - d, 0, -73 + d}}
+}
 
 // corridorRun is one run on corridorRooms: tags tags, every reading off
 // dB louder than the survey tag's and within ±noise dB.
@@ -581,18 +590,28 @@ var corridorRuns = []corridorRun{{1, 0, 2}, {1, 0, 4}, {1, 0, 6}, {3, 0, 4}, {1,
 // and it was never judged down (a review: the tags stayed in the room).
 // Its silence is now charged against the zone the tag held when it last
 // heard it, while the other readings fit that zone: it is judged down
-// within two minutes of one tag (48-83 s), 40 s of three (20-24), and
-// the tags are back in the corridor. Under noise of ±6 dB, a rule that
-// gave up at 10 to 1 against (restGiveUp) missed it under hmm and
-// bayes.
+// within two minutes of one tag (48-83 s; four at ±6 dB of noise), 40 s
+// of three (20-24), and the tags are back in the corridor. Under noise
+// of ±6 dB, a rule that
+// gave up on one window's evidence, or on too little summed (restGiveUp),
+// missed it for good under bayes in a few runs of twenty: the seeds
+// below are runs it missed.
 func TestAGatewayDyingUnderATagIsJudgedDown(t *testing.T) {
 	s, samples := corridorRooms()
+	type seeded struct {
+		corridorRun
+		seed uint64
+	}
+	runs := []seeded{{corridorRun{1, 0, 6}, 5}, {corridorRun{1, 0, 6}, 10}, {corridorRun{1, 0, 6}, 13}, {corridorRun{1, -8, 4}, 10}}
 	for _, c := range corridorRuns {
+		runs = append(runs, seeded{c, 3})
+	}
+	for _, c := range runs {
 		for _, alg := range []string{AlgKNN, AlgFilter, AlgBayes, AlgGrid, AlgFusion} {
-			t.Run(c.String()+"/"+alg, func(t *testing.T) {
+			t.Run(fmt.Sprintf("%v, seed %d/%s", c.corridorRun, c.seed, alg), func(t *testing.T) {
 				var logs bytes.Buffer
 				h := tracking(t, Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))}, s, samples, alg)
-				rng := rand.New(rand.NewPCG(3, 4))
+				rng := rand.New(rand.NewPCG(c.seed, 4))
 				c.hear(h, 60, rng, func(int) [3]float64 { return corridorAt[2] })
 				if z := h.zone("WAT-1"); z != 2 {
 					t.Fatalf("zone %d in the corridor, want 2", z)
@@ -601,9 +620,12 @@ func TestAGatewayDyingUnderATagIsJudgedDown(t *testing.T) {
 				dead[1] = 0
 				m := h.e.model.Load()
 				g := m.gwIdx[gwMAC(2)]
-				within := 120
+				within, wrongs := 120, 12
 				if c.tags > 1 {
 					within = 40
+				}
+				if c.noise > 4 { // ±6 dB: bayes misplaces the tag now and then anyway
+					within, wrongs = 240, 30
 				}
 				for i := 0; i < within && !m.live.isDown(g); i++ {
 					c.hear(h, 1, rng, func(int) [3]float64 { return dead })
@@ -619,7 +641,7 @@ func TestAGatewayDyingUnderATagIsJudgedDown(t *testing.T) {
 						wrong++
 					}
 				}
-				if wrong > 12 {
+				if wrong > wrongs {
 					t.Fatalf("%d s of 120 out of the corridor with its gateway judged down", wrong)
 				}
 				if n := strings.Count(logs.String(), "judged down"); n != 1 {
@@ -643,8 +665,36 @@ func TestAGatewayDyingUnderATagIsJudgedDown(t *testing.T) {
 func TestATagLeavingTheCorridorTakesNoGatewayDown(t *testing.T) {
 	longReplay(t)
 	s, samples := corridorRooms()
+	leaving(t, s, samples, corridorAt, corridorRuns, []string{AlgKNN, AlgFilter, AlgBayes, AlgGrid, AlgFusion})
+}
+
+// The same with rooms whose gateways read only 2-3 dB off the
+// corridor's: judged window by window, one tag at ±4 dB that had left
+// took the healthy corridor gateway down within six minutes under knn,
+// hmm, bayes and fusion (a review), and, its silence then ignored, was
+// shown in the corridor for minutes. The rule sums the evidence since
+// the gateway last heard the tag (reading.rest). grid is left out: it
+// holds the tag in the corridor on such a site, and judged the gateway
+// down from there before the rule (the first rule charges the zone the
+// algorithm decides).
+func TestATagLeavingForANearRoomTakesNoGatewayDown(t *testing.T) {
+	longReplay(t)
+	for _, d := range []float64{2, 3} {
+		at := nearRooms(d)
+		s, samples := corridorRoomsAt(at)
+		leaving(t, s, samples, at, []corridorRun{{1, 0, 4}, {3, 0, 4}, {1, 0, 6}}, []string{AlgKNN, AlgFilter, AlgBayes, AlgFusion})
+	}
+}
+
+// leaving has c's tags stand a minute in the corridor of the site s
+// surveyed as at, then walk (10 s) or be carried into Room 3 and stay
+// half an hour under each of algs: the corridor's gateway, up but idle
+// once they are gone, must not be judged down, and they must be in
+// Room 3.
+func leaving(t *testing.T, s Site, samples []Sample, at map[uint64][3]float64, runs []corridorRun, algs []string) {
+	t.Helper()
 	walk := func(i int) [3]float64 { // 10 s from the corridor into Room 3
-		c, r := corridorAt[2], corridorAt[3]
+		c, r := at[2], at[3]
 		f := min(float64(i)/10, 1)
 		out := [3]float64{c[0] + f*(r[0]-c[0]), c[1] - f*40, c[2] + f*(r[2]-c[2])}
 		if out[1] < -86 {
@@ -652,15 +702,15 @@ func TestATagLeavingTheCorridorTakesNoGatewayDown(t *testing.T) {
 		}
 		return out
 	}
-	at3 := func(int) [3]float64 { return corridorAt[3] }
-	for _, c := range corridorRuns {
-		for _, alg := range []string{AlgKNN, AlgFilter, AlgBayes, AlgGrid, AlgFusion} {
+	at3 := func(int) [3]float64 { return at[3] }
+	for _, c := range runs {
+		for _, alg := range algs {
 			for _, way := range []string{"walked", "carried"} {
-				t.Run(c.String()+"/"+alg+"/"+way, func(t *testing.T) {
+				t.Run(fmt.Sprintf("%v/%s/%s/%v", at[1], c, alg, way), func(t *testing.T) {
 					var logs bytes.Buffer
 					h := tracking(t, Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))}, s, samples, alg)
 					rng := rand.New(rand.NewPCG(5, 6))
-					c.hear(h, 60, rng, func(int) [3]float64 { return corridorAt[2] })
+					c.hear(h, 60, rng, func(int) [3]float64 { return at[2] })
 					if way == "walked" {
 						c.hear(h, 10, rng, walk)
 					}
@@ -673,6 +723,48 @@ func TestATagLeavingTheCorridorTakesNoGatewayDown(t *testing.T) {
 					}
 				})
 			}
+		}
+	}
+}
+
+// A site edit after the corridor's gateway died (a room renamed) builds
+// a new model, which judges afresh: the zone the tag held when the
+// gateway last heard it was kept as the model's index and forgotten at
+// the edit, so the gateway was never judged down again and the tag
+// stayed out of the corridor (a review). It is kept as the zone's id.
+func TestAGatewayDeadAcrossASiteEditIsJudgedAgain(t *testing.T) {
+	s, samples := corridorRooms()
+	dead := corridorAt[2]
+	dead[1] = 0
+	c := corridorRun{1, 0, 2}
+	for _, edit := range []int{20, 150} {
+		for _, alg := range []string{AlgKNN, AlgFilter, AlgBayes, AlgGrid, AlgFusion} {
+			t.Run(fmt.Sprintf("edit at +%ds/%s", edit, alg), func(t *testing.T) {
+				h := tracking(t, Options{}, s, samples, alg)
+				rng := rand.New(rand.NewPCG(3, 4))
+				c.hear(h, 60, rng, func(int) [3]float64 { return corridorAt[2] })
+				c.hear(h, edit, rng, func(int) [3]float64 { return dead })
+				s2 := s
+				s2.Zones = append([]Zone(nil), s.Zones...)
+				s2.Zones[0].Name = "Room 1 (renamed)"
+				h.e.SetSite(s2)
+				m := h.e.model.Load()
+				c.hear(h, 120, rng, func(int) [3]float64 { return dead })
+				if !m.live.isDown(m.gwIdx[gwMAC(2)]) {
+					t.Fatal("not judged down in the two minutes after the edit")
+				}
+				c.hear(h, 30, rng, func(int) [3]float64 { return dead })
+				wrong := 0
+				for range 120 {
+					c.hear(h, 1, rng, func(int) [3]float64 { return dead })
+					if h.zone("WAT-1") != 2 {
+						wrong++
+					}
+				}
+				if wrong > 12 {
+					t.Fatalf("%d s of 120 out of the corridor with its gateway judged down", wrong)
+				}
+			})
 		}
 	}
 }

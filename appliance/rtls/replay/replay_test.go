@@ -990,8 +990,8 @@ func TestRealRecordingFloors(t *testing.T) {
 // last heard it (liveness.go: the review's dead corridor gateway)
 // judged 23 down over these six replays without its check that the
 // other readings fit that zone, 6 while it kept charging after they had
-// fitted the tag's new zone clearly (restGiveUp), 5 while it gave up
-// only at 100 to 1 against.
+// fitted the tag's new zone clearly (restGiveUp, then window by window);
+// summed over the windows, grid judged one down at 3000 to 1.
 func TestRealRecordingJudgesNoGatewayDown(t *testing.T) {
 	dir := uciDir(t)
 	t.Parallel()
