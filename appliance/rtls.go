@@ -1,8 +1,10 @@
 package appliance
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -374,19 +376,29 @@ func (a *App) RTLS() *rtls.Engine {
 
 // sampleFromStore is the engine's form of a stored survey sample, each
 // entry under the MAC of the gateway that heard it as it is now (at,
-// heardBy); an entry under a MAC that does not parse is dropped, and so
-// is one of a gateway since deleted.
-func sampleFromStore(s store.ZoneSample, at func(mac [6]byte, t int64) ([6]byte, bool)) rtls.Sample {
-	return rtls.Sample{Zone: s.Zone, RSSI: byParsedMAC(s.RSSI, s.CreatedAt, at), N: byParsedMAC(s.Readings, s.CreatedAt, at),
-		SD: byParsedMAC(s.RSSISD, s.CreatedAt, at)}
+// heardBy, at the sample's recording time, or for a sample stored before
+// that was kept, its store time); an entry under a MAC that does not
+// parse is dropped, and so is one of a gateway since deleted.
+func sampleFromStore(s store.ZoneSample, at gatewayAt) rtls.Sample {
+	t, exact := s.RecordedAt, s.RecordedAt > 0
+	if !exact {
+		t = s.CreatedAt
+	}
+	return rtls.Sample{Zone: s.Zone, RSSI: byParsedMAC(s.RSSI, t, exact, at), N: byParsedMAC(s.Readings, t, exact, at),
+		SD: byParsedMAC(s.RSSISD, t, exact, at), At: s.RecordedAt}
 }
+
+// gatewayAt reads the MAC of a device that heard a survey window at t
+// (exact: its recording time; else the time it was stored, later) as
+// the MAC to model it under now; false drops it.
+type gatewayAt func(mac [6]byte, t int64, exact bool) ([6]byte, bool)
 
 // byParsedMAC is m keyed by parsed MACs as at (nil: as they are) reads
 // them at t, without the keys that do not parse or that at drops; nil
 // when m is empty (a sample stored without readings or spread). Where
 // two keys come to one MAC (a device replaced while both were heard),
 // the key that is that MAC already wins.
-func byParsedMAC[V any](m map[string]V, t int64, at func(mac [6]byte, t int64) ([6]byte, bool)) map[[6]byte]V {
+func byParsedMAC[V any](m map[string]V, t int64, exact bool, at gatewayAt) map[[6]byte]V {
 	if len(m) == 0 {
 		return nil
 	}
@@ -399,7 +411,7 @@ func byParsedMAC[V any](m map[string]V, t int64, at func(mac [6]byte, t int64) (
 		}
 		q := p
 		if at != nil {
-			if q, ok = at(p, t); !ok {
+			if q, ok = at(p, t, exact); !ok {
 				continue
 			}
 		}
@@ -419,16 +431,24 @@ func byParsedMAC[V any](m map[string]V, t int64, at func(mac [6]byte, t int64) (
 
 // heardBy reads a survey sample's gateway MACs as the site's gateways are
 // now: a sample records the device that heard it, and the engine models
-// the gateway, the place. The device on a gateway at t (a sample's
-// store time; else the gateway it was last on before, as a survey under
-// way when its gateway's device was replaced stores its windows after)
-// stands for that gateway's device now, or for nothing once the gateway
-// is deleted or left without one. Without it, a replaced gateway's
-// samples stayed under its old MAC, whose silence for good then read as
-// every tag being away from it, while the new MAC was unsurveyed (a
-// review). A MAC on no gateway at t or before (heard by the survey
-// before it was registered, or never) is kept as it is.
-func heardBy(gws []assets.GatewayView, spells []assets.GatewaySpell) func(mac [6]byte, t int64) ([6]byte, bool) {
+// the gateway, the place. The device on a gateway when the window was
+// recorded stands for that gateway's device now, or for nothing once the
+// gateway is deleted or left without one. Without it, a replaced
+// gateway's samples stayed under its old MAC, whose silence for good then
+// read as every tag being away from it, while the new MAC was unsurveyed
+// (a review). Read at the store time instead (all a survey's windows are
+// stored when it stops), a survey during which two gateways swapped
+// devices had its first windows read as heard by the other gateway, and
+// tags by them were placed next door (a second review); samples stored
+// before the recording time was kept are read so still, and a device on
+// no gateway then counts for the gateway it was last on. A device heard
+// before it was first put on a gateway (surveyed, then added from the
+// discovery list) counts for that gateway: kept as it was, its survey
+// stayed under the old MAC after a replace (the second review). One on
+// no gateway when heard, but on one before, is a device off the site
+// still powered (a replaced one on a shelf), kept as it is; so is one
+// never on a gateway.
+func heardBy(gws []assets.GatewayView, spells []assets.GatewaySpell) gatewayAt {
 	now := make(map[uint64][6]byte, len(gws))
 	for _, g := range gws {
 		if mac, ok := ingest.ParseMAC(g.MAC); ok {
@@ -441,22 +461,37 @@ func heardBy(gws []assets.GatewayView, spells []assets.GatewaySpell) func(mac [6
 			byMAC[mac] = append(byMAC[mac], s)
 		}
 	}
-	return func(mac [6]byte, t int64) ([6]byte, bool) {
-		var on *assets.GatewaySpell
-		for i, s := range byMAC[mac] {
-			if s.From > t {
-				continue
-			}
-			if s.To == 0 || t < s.To {
-				on = &byMAC[mac][i]
+	// In time order; of two spells begun in one millisecond (a device
+	// put on one gateway and taken to another in one batch), the later
+	// assignment last.
+	for _, ss := range byMAC {
+		slices.SortFunc(ss, func(a, b assets.GatewaySpell) int {
+			return cmp.Or(cmp.Compare(a.From, b.From), cmp.Compare(a.ID, b.ID))
+		})
+	}
+	return func(mac [6]byte, t int64, exact bool) ([6]byte, bool) {
+		ss := byMAC[mac]
+		if len(ss) == 0 {
+			return mac, true
+		}
+		var on, before *assets.GatewaySpell
+		for i := range ss {
+			if ss[i].From > t {
 				break
 			}
-			if on == nil || s.From > on.From {
-				on = &byMAC[mac][i]
+			before = &ss[i]
+			if ss[i].To == 0 || t < ss[i].To {
+				on = &ss[i]
 			}
 		}
-		if on == nil {
+		switch {
+		case on != nil:
+		case before == nil: // not yet on a gateway: the first it went on
+			on = &ss[0]
+		case exact: // off the site when heard
 			return mac, true
+		default: // stored after it left: the gateway it was last on
+			on = before
 		}
 		cur, ok := now[on.GatewayID]
 		return cur, ok

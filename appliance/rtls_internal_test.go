@@ -110,16 +110,15 @@ func TestSampleFromStore(t *testing.T) {
 	}
 }
 
-// The engine asks the pipeline when a gateway last sent anything: a
-// status heartbeat, published over real MQTT, counts (a gateway still
-// talking is never judged down, docs/rtls.md).
 // Survey samples record the device that heard them; the engine models
 // the gateway, the place. After gateway 1's device is replaced (A by
 // C), gateway 2's taken over by A (B out), and gateway 3 deleted, a
 // sample stored before reads A's mean as C's (gateway 1 now), B's as
 // A's (gateway 2 now), drops D's (gateway 3 is gone) and keeps E's (a
-// gateway never registered); one stored after the first replace but
-// recorded before it (a survey under way) reads A's as C's too. Until a
+// gateway never registered); so does one stored (before the recording
+// time was kept) after the first replace, when A was on no gateway and
+// had last been on gateway 1; and one recorded before both replaces and
+// stored after them (a survey during which the devices moved). Until a
 // review the samples stayed under the old MACs: the old one's silence
 // for good read as every tag being away from it, and the new one was
 // unsurveyed.
@@ -156,6 +155,7 @@ func TestSurveyFollowsGatewayDevices(t *testing.T) {
 		}
 	}
 	store1()
+	recorded := clk.Now().UnixMilli()
 	clk.Advance(time.Minute)
 	if _, err := a.assets.Replace(store.KindGateway, gws[0].AssetUID, assets.ReplaceInput{MAC: C}); err != nil {
 		t.Fatal(err)
@@ -169,13 +169,20 @@ func TestSurveyFollowsGatewayDevices(t *testing.T) {
 	if _, err := a.assets.DeleteGateway(gws[2].AssetUID); err != nil {
 		t.Fatal(err)
 	}
+	// A survey recorded before both replaces and stored after them: its
+	// recording time decides (at its store time A is gateway 2's, and
+	// it was read so: a review).
+	if _, _, _, err := a.db.AddZoneSamples([]store.ZoneSample{{Zone: z.ID, AssetUID: "WCH-1", RecordedAt: recorded,
+		RSSI: map[string]float64{A: -60, B: -70, D: -80, E: -90}, Readings: map[string]int{A: 3, B: 4, D: 5, E: 6}}}, clk.Now()); err != nil {
+		t.Fatal(err)
+	}
 	got, err := a.rtls.engineSamples()
 	if err != nil {
 		t.Fatal(err)
 	}
 	mac := func(s string) [6]byte { p, _ := ingest.ParseMAC(s); return p }
-	if len(got) != 2 {
-		t.Fatalf("%d samples, want 2", len(got))
+	if len(got) != 3 {
+		t.Fatalf("%d samples, want 3", len(got))
 	}
 	// The second was stored when A was on no gateway: it was last on
 	// gateway 1.
@@ -188,53 +195,78 @@ func TestSurveyFollowsGatewayDevices(t *testing.T) {
 	}
 }
 
-// heardBy's edge cases: a device on two gateways in turn stands for
-// each in its own time; a MAC before its first spell, or on no gateway
-// ever, is kept; one whose gateway has no device now is dropped; where
-// a sample names both the old and the new device of one gateway, the
-// new one's own mean wins.
+// heardBy's edge cases, at a window's recording time (exact) and, for
+// samples stored before that was kept, at the store time: a device on
+// two gateways in turn stands for each in its own time; between its
+// spells, heard, it was off the site (kept as it is), stored, it counts
+// for the gateway it was last on; before its first spell it counts for
+// that gateway (surveyed before it was registered: a review); of two
+// spells begun in one millisecond the later assignment wins (a review);
+// one never on a gateway is kept; one whose gateway has no device now is
+// dropped; where a sample names both the old and the new device of one
+// gateway, the new one's own mean wins.
 func TestHeardBy(t *testing.T) {
 	mac := func(s string) [6]byte { p, _ := ingest.ParseMAC(s); return p }
-	gws := []assets.GatewayView{{ID: 1, MAC: "AC233FA0B1A0"}, {ID: 2, MAC: "AC233FA0B1B0"}, {ID: 3, MAC: ""}}
+	gws := []assets.GatewayView{{ID: 1, MAC: "AC233FA0B1A0"}, {ID: 2, MAC: "AC233FA0B1B0"}, {ID: 3, MAC: ""}, {ID: 4, MAC: "AC233FA0B1D1"}}
 	spells := []assets.GatewaySpell{
-		{MAC: "AC233FA0B1F0", GatewayID: 1, From: 100, To: 200},
-		{MAC: "AC233FA0B1F0", GatewayID: 2, From: 300, To: 400},
-		{MAC: "AC233FA0B1A0", GatewayID: 1, From: 200},
-		{MAC: "AC233FA0B1B0", GatewayID: 2, From: 400},
-		{MAC: "AC233FA0B1C0", GatewayID: 3, From: 0, To: 50},
+		{ID: 2, MAC: "AC233FA0B1F0", GatewayID: 2, From: 300, To: 400},
+		{ID: 1, MAC: "AC233FA0B1F0", GatewayID: 1, From: 100, To: 200},
+		{ID: 3, MAC: "AC233FA0B1A0", GatewayID: 1, From: 200},
+		{ID: 4, MAC: "AC233FA0B1B0", GatewayID: 2, From: 400},
+		{ID: 5, MAC: "AC233FA0B1C0", GatewayID: 3, From: 0, To: 50},
+		// put on gateway 1 and taken to gateway 4 in one millisecond,
+		// then replaced there
+		{ID: 7, MAC: "AC233FA0B1D0", GatewayID: 4, From: 600, To: 700},
+		{ID: 6, MAC: "AC233FA0B1D0", GatewayID: 1, From: 600, To: 600},
+		{ID: 8, MAC: "AC233FA0B1D1", GatewayID: 4, From: 700},
 	}
 	at := heardBy(gws, spells)
 	for _, c := range []struct {
-		mac  string
-		t    int64
-		want string // "" dropped
+		mac   string
+		t     int64
+		exact bool
+		want  string // "" dropped
 	}{
-		{"AC233FA0B1F0", 150, "AC233FA0B1A0"}, // on gateway 1 then
-		{"AC233FA0B1F0", 250, "AC233FA0B1A0"}, // between spells: last on gateway 1
-		{"AC233FA0B1F0", 350, "AC233FA0B1B0"}, // on gateway 2 then
-		{"AC233FA0B1F0", 500, "AC233FA0B1B0"}, // last on gateway 2
-		{"AC233FA0B1F0", 50, "AC233FA0B1F0"},  // before it was on any
-		{"AC233FA0B1E0", 50, "AC233FA0B1E0"},  // never on one
-		{"AC233FA0B1C0", 10, ""},              // gateway 3 has no device now
-		{"AC233FA0B1A0", 250, "AC233FA0B1A0"},
+		{"AC233FA0B1F0", 150, true, "AC233FA0B1A0"},  // on gateway 1 then
+		{"AC233FA0B1F0", 250, false, "AC233FA0B1A0"}, // stored between spells: last on gateway 1
+		{"AC233FA0B1F0", 250, true, "AC233FA0B1F0"},  // heard between spells: off the site
+		{"AC233FA0B1F0", 350, true, "AC233FA0B1B0"},  // on gateway 2 then
+		{"AC233FA0B1F0", 500, false, "AC233FA0B1B0"}, // stored after: last on gateway 2
+		{"AC233FA0B1F0", 500, true, "AC233FA0B1F0"},  // heard after: off the site
+		{"AC233FA0B1F0", 50, true, "AC233FA0B1A0"},   // before it was on any: its first gateway's
+		{"AC233FA0B1F0", 50, false, "AC233FA0B1A0"},
+		{"AC233FA0B1E0", 50, true, "AC233FA0B1E0"}, // never on one
+		{"AC233FA0B1C0", 10, true, ""},             // gateway 3 has no device now
+		{"AC233FA0B1A0", 250, true, "AC233FA0B1A0"},
+		{"AC233FA0B1D0", 650, true, "AC233FA0B1D1"},  // gateway 4's, not 1's
+		{"AC233FA0B1D0", 800, false, "AC233FA0B1D1"}, // last on gateway 4
 	} {
-		got, ok := at(mac(c.mac), c.t)
+		got, ok := at(mac(c.mac), c.t, c.exact)
 		if c.want == "" {
 			if ok {
-				t.Errorf("%s at %d read as %X, want dropped", c.mac, c.t, got)
+				t.Errorf("%s at %d (exact %v) read as %X, want dropped", c.mac, c.t, c.exact, got)
 			}
 			continue
 		}
 		if !ok || got != mac(c.want) {
-			t.Errorf("%s at %d read as %X (%v), want %s", c.mac, c.t, got, ok, c.want)
+			t.Errorf("%s at %d (exact %v) read as %X (%v), want %s", c.mac, c.t, c.exact, got, ok, c.want)
 		}
 	}
 	s := sampleFromStore(store.ZoneSample{Zone: 1, CreatedAt: 250, RSSI: map[string]float64{"AC233FA0B1F0": -80, "AC233FA0B1A0": -60}}, at)
 	if len(s.RSSI) != 1 || s.RSSI[mac("AC233FA0B1A0")] != -60 {
 		t.Fatalf("old and new device of one gateway: %v, want the new one's -60 alone", s.RSSI)
 	}
+	// Recorded on gateway 2, stored after the device was off the site:
+	// the recording time decides.
+	s = sampleFromStore(store.ZoneSample{Zone: 1, CreatedAt: 500, RecordedAt: 350, RSSI: map[string]float64{"AC233FA0B1F0": -70}}, at)
+	if len(s.RSSI) != 1 || s.RSSI[mac("AC233FA0B1B0")] != -70 || s.At != 350 {
+		t.Fatalf("recorded at 350, stored at 500: %v (at %d), want gateway 2's device", s.RSSI, s.At)
+	}
 }
 
+// The engine asks the pipeline when a gateway last sent anything: a
+// status heartbeat, published over real MQTT, counts (a gateway still
+// talking is never judged down, docs/rtls.md).
 func TestRTLSSeesGatewayHeartbeats(t *testing.T) {
 	a, clk := rtlsAppliance(t)
 	if err := a.Start(); err != nil {

@@ -28,7 +28,12 @@ type ZoneSample struct {
 	// more); absent on samples stored before they were recorded.
 	Readings  map[string]int     `json:"readings,omitempty"`
 	RSSISD    map[string]float64 `json:"rssi_sd,omitempty"`
-	CreatedAt int64              `json:"created_at"` // Unix ms
+	CreatedAt int64              `json:"created_at"` // Unix ms, when stored
+	// RecordedAt is when the sample's window began (Unix ms); absent on
+	// samples stored before it was recorded. A survey stores its
+	// windows when it stops: the gateways' devices may have changed
+	// since they heard them.
+	RecordedAt int64 `json:"recorded_at,omitempty"`
 }
 
 // MaxZoneSamples bounds the survey samples a site keeps: every model

@@ -53,6 +53,7 @@ func (s *Service) Gateways() ([]GatewayView, error) {
 // GatewaySpell is a device's time on one gateway (its device history):
 // [From, To), To 0 while it is still there.
 type GatewaySpell struct {
+	ID        uint64 // the assignment's: later ones are larger
 	MAC       string
 	GatewayID uint64
 	From, To  int64
@@ -64,7 +65,7 @@ func (s *Service) GatewaySpells() ([]GatewaySpell, error) {
 	err := s.view(func(t *store.AssetTx) error {
 		return t.EachAssignment(func(a *store.Assignment) error {
 			if a.GatewayID != 0 {
-				out = append(out, GatewaySpell{MAC: a.MAC, GatewayID: a.GatewayID, From: a.From, To: a.To})
+				out = append(out, GatewaySpell{ID: a.ID, MAC: a.MAC, GatewayID: a.GatewayID, From: a.From, To: a.To})
 			}
 			return nil
 		})

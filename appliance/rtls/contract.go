@@ -67,6 +67,10 @@ type Sample struct {
 	RSSI map[[6]byte]float64 // gateway MAC -> dBm
 	N    map[[6]byte]int
 	SD   map[[6]byte]float64
+	// At is when the sample's window began (Unix ms, the pipeline's
+	// receive time; 0 when not known): which device was on which
+	// gateway then (appliance.heardBy).
+	At int64
 }
 
 // AlgorithmInfo describes one algorithm for GET /tracking/algorithms.

@@ -315,7 +315,7 @@ func (r *recording) saveOp(uid string) func(*bolt.Tx) error {
 // SampleToStore is sm, recorded of uid, as the store keeps it.
 func SampleToStore(uid string, sm Sample) store.ZoneSample {
 	return store.ZoneSample{Zone: sm.Zone, AssetUID: uid, RSSI: byFormattedMAC(sm.RSSI),
-		Readings: byFormattedMAC(sm.N), RSSISD: byFormattedMAC(sm.SD)}
+		Readings: byFormattedMAC(sm.N), RSSISD: byFormattedMAC(sm.SD), RecordedAt: sm.At}
 }
 
 // byFormattedMAC is m keyed by the store's MAC form (assets.FormatMAC);
@@ -335,7 +335,7 @@ func byFormattedMAC[V any](m map[[6]byte]V) map[string]V {
 // flush turns the current window into a sample (kept up to limit).
 func (r *recording) flush(limit int) {
 	if len(r.n) > 0 {
-		s := Sample{Zone: r.zone, RSSI: make(map[[6]byte]float64, len(r.n)), N: make(map[[6]byte]int, len(r.n))}
+		s := Sample{Zone: r.zone, RSSI: make(map[[6]byte]float64, len(r.n)), N: make(map[[6]byte]int, len(r.n)), At: r.start}
 		for g, n := range r.n {
 			mean := r.sum[g] / float64(n)
 			s.RSSI[g], s.N[g] = mean, n
