@@ -25,7 +25,8 @@ import (
 // hearShare of the survey's windows, loudMargin above its quietest
 // reading), and has neither heard it for its window nor reported
 // anything for Stale, -log P(not heard in a window) of the zone (at
-// most maxMissNats), in proportion to the time; and so for a gateway
+// most maxMissNats), in proportion to the time, the sum fading over
+// evidenceFade; and so for a gateway
 // that last heard it in a zone it usually hears, when the beacon has
 // since been moved to a zone it does not and its other readings do not
 // say it left (silence). An idle gateway far
@@ -48,8 +49,9 @@ import (
 // or survey judges afresh.
 type liveness struct {
 	// evidence per gateway that it is down, in micro-nats, since its
-	// last report.
-	ev []atomic.Int64
+	// last report, fading with evidenceFade: evAt is when it was last
+	// added to (Unix ms).
+	ev, evAt []atomic.Int64
 	// last is each gateway's last report reaching the engine (Unix ms):
 	// one that reported lately is up, whatever a beacon did not hear. A
 	// review had 100 tags advertising every 3 s charge healthy gateways
@@ -104,7 +106,7 @@ const (
 // silence (buildEmissions), and nothing is ever judged down.
 func (m *model) buildLiveness() {
 	nz, ng := len(m.zones), len(m.gwMAC)
-	lv := &liveness{ev: make([]atomic.Int64, ng), last: make([]atomic.Int64, ng), down: make([]atomic.Bool, ng),
+	lv := &liveness{ev: make([]atomic.Int64, ng), evAt: make([]atomic.Int64, ng), last: make([]atomic.Int64, ng), down: make([]atomic.Bool, ng),
 		downAt: make([]atomic.Int64, ng), hears: make([][]hearer, nz), loud: m.sens + loudMargin}
 	// Only the site's gateways: one the survey names but the site no
 	// longer has is silent for good and was listed down for good.
@@ -206,7 +208,7 @@ func (m *model) silence(p *Params, b *beacon, now int64, seen func([6]byte) int6
 	f := math.Min(float64(dt), float64(win)) / float64(win) * b.cover(p, now)
 	var out []int
 	charge := func(g int, nats float64) {
-		if lv.ev[g].Add(int64(f*nats*1e6)) < downNats*1e6 {
+		if lv.add(g, int64(f*nats*1e6), now) < downNats*1e6 {
 			return
 		}
 		if seen != nil && now-seen(m.gwMAC[g]) < talkingWithin {
@@ -255,7 +257,10 @@ func (m *model) silence(p *Params, b *beacon, now int64, seen func([6]byte) int6
 			r.held = 0
 			continue
 		}
-		r.rest += float32(f * m.restMargin(p, b, r.g, z, now))
+		// Capped at the give-up's size: evidence banked while the
+		// gateway was dead (or deaf but talking, for hours) kept
+		// charging it, healthy again, after the tag had left (a review).
+		r.rest = min(r.rest+float32(f*m.restMargin(p, b, r.g, z, now)), restGiveUp)
 		switch {
 		case r.rest < -restGiveUp:
 			r.held = 0
@@ -322,6 +327,34 @@ func (lv *liveness) loudElsewhere(b *beacon, z int, win, now int64) bool {
 		}
 	}
 	return false
+}
+
+// evidenceFade (ms) is the time constant at which a gateway's evidence
+// fades between charges: a dead gateway under one tag is judged within
+// two minutes, while the charges an idle one gathers now and then (a
+// tag misplaced by noise for a window) added up, never fading, until
+// it was judged down half an hour after the tags had left (a review).
+const evidenceFade = 10 * 60_000
+
+// add adds d micro-nats to g's evidence at now, the evidence so far
+// faded by evidenceFade since it was last added to, and returns the sum.
+// Beacons charge in parallel: a charge lost to a race is retried, and
+// two that fade from the same time fade one span twice (a few percent
+// of evidence gathered a second apart: nothing).
+func (lv *liveness) add(g int, d, now int64) int64 {
+	for {
+		old, at := lv.ev[g].Load(), lv.evAt[g].Load()
+		v := old
+		if at > 0 && now > at {
+			v = int64(float64(old) * math.Exp(-float64(now-at)/evidenceFade))
+		}
+		if lv.ev[g].CompareAndSwap(old, v+d) {
+			if now > at {
+				lv.evAt[g].Store(now)
+			}
+			return v + d
+		}
+	}
 }
 
 // hearers are the gateways that usually hear zone z (none for -1).
@@ -395,6 +428,7 @@ func (e *Engine) reviveTalking() {
 func (lv *liveness) reset() {
 	for g := range lv.ev {
 		lv.ev[g].Store(0)
+		lv.evAt[g].Store(0)
 		lv.last[g].Store(0)
 		lv.down[g].Store(false)
 	}
