@@ -443,11 +443,13 @@ func byParsedMAC[V any](m map[string]V, t int64, exact bool, at gatewayAt) map[[
 // before the recording time was kept are read so still, and a device on
 // no gateway then counts for the gateway it was last on. A device heard
 // before it was first put on a gateway (surveyed, then added from the
-// discovery list) counts for that gateway: kept as it was, its survey
-// stayed under the old MAC after a replace (the second review). One on
-// no gateway when heard, but on one before, is a device off the site
-// still powered (a replaced one on a shelf), kept as it is; so is one
-// never on a gateway.
+// discovery list) counts for that gateway, if it had no device then:
+// kept as it was, its survey stayed under the old MAC after a replace
+// (the second review). One heard off the site (before it went on a
+// gateway that had another device then, or between its spells) is
+// dropped: a spare on a bench, a replaced one on a shelf, whose readings
+// there say nothing of the gateway it goes on later (a third review).
+// One never on a gateway is kept as it is (a gateway not registered).
 func heardBy(gws []assets.GatewayView, spells []assets.GatewaySpell) gatewayAt {
 	now := make(map[uint64][6]byte, len(gws))
 	for _, g := range gws {
@@ -456,10 +458,21 @@ func heardBy(gws []assets.GatewayView, spells []assets.GatewaySpell) gatewayAt {
 		}
 	}
 	byMAC := map[[6]byte][]assets.GatewaySpell{}
+	byGW := map[uint64][]assets.GatewaySpell{}
 	for _, s := range spells {
+		byGW[s.GatewayID] = append(byGW[s.GatewayID], s)
 		if mac, ok := ingest.ParseMAC(s.MAC); ok {
 			byMAC[mac] = append(byMAC[mac], s)
 		}
+	}
+	// occupied says whether gateway g had a device at t.
+	occupied := func(g uint64, t int64) bool {
+		for _, s := range byGW[g] {
+			if s.From <= t && (s.To == 0 || t < s.To) {
+				return true
+			}
+		}
+		return false
 	}
 	// In time order; of two spells begun in one millisecond (a device
 	// put on one gateway and taken to another in one batch), the later
@@ -486,10 +499,15 @@ func heardBy(gws []assets.GatewayView, spells []assets.GatewaySpell) gatewayAt {
 		}
 		switch {
 		case on != nil:
-		case before == nil: // not yet on a gateway: the first it went on
-			on = &ss[0]
-		case exact: // off the site when heard
-			return mac, true
+		case before == nil && !occupied(ss[0].GatewayID, t):
+			on = &ss[0] // not yet on a gateway: the first it went on, empty then
+		case before == nil || exact:
+			// Heard off the site: before it went on a gateway that had
+			// another device then (a spare powered on a bench), or
+			// between its spells (a replaced one on a shelf). Read as
+			// the gateway it went on later, such a reading placed tags
+			// one or two rooms off (a review).
+			return mac, false
 		default: // stored after it left: the gateway it was last on
 			on = before
 		}

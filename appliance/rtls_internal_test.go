@@ -198,13 +198,15 @@ func TestSurveyFollowsGatewayDevices(t *testing.T) {
 // heardBy's edge cases, at a window's recording time (exact) and, for
 // samples stored before that was kept, at the store time: a device on
 // two gateways in turn stands for each in its own time; between its
-// spells, heard, it was off the site (kept as it is), stored, it counts
-// for the gateway it was last on; before its first spell it counts for
-// that gateway (surveyed before it was registered: a review); of two
-// spells begun in one millisecond the later assignment wins (a review);
-// one never on a gateway is kept; one whose gateway has no device now is
-// dropped; where a sample names both the old and the new device of one
-// gateway, the new one's own mean wins.
+// spells, heard, it was off the site (dropped: a replaced one on a
+// shelf), stored, it counts for the gateway it was last on; before its
+// first spell it counts for that gateway if it had no device then
+// (surveyed before it was registered: a review), and is dropped if it
+// had (a spare powered on a bench: a review); of two spells begun in one
+// millisecond the later assignment wins (a review); one never on a
+// gateway is kept; one whose gateway has no device now is dropped; where
+// a sample names both the old and the new device of one gateway, the
+// new one's own mean wins.
 func TestHeardBy(t *testing.T) {
 	mac := func(s string) [6]byte { p, _ := ingest.ParseMAC(s); return p }
 	gws := []assets.GatewayView{{ID: 1, MAC: "AC233FA0B1A0"}, {ID: 2, MAC: "AC233FA0B1B0"}, {ID: 3, MAC: ""}, {ID: 4, MAC: "AC233FA0B1D1"}}
@@ -229,10 +231,11 @@ func TestHeardBy(t *testing.T) {
 	}{
 		{"AC233FA0B1F0", 150, true, "AC233FA0B1A0"},  // on gateway 1 then
 		{"AC233FA0B1F0", 250, false, "AC233FA0B1A0"}, // stored between spells: last on gateway 1
-		{"AC233FA0B1F0", 250, true, "AC233FA0B1F0"},  // heard between spells: off the site
+		{"AC233FA0B1F0", 250, true, ""},              // heard between spells: off the site
 		{"AC233FA0B1F0", 350, true, "AC233FA0B1B0"},  // on gateway 2 then
 		{"AC233FA0B1F0", 500, false, "AC233FA0B1B0"}, // stored after: last on gateway 2
-		{"AC233FA0B1F0", 500, true, "AC233FA0B1F0"},  // heard after: off the site
+		{"AC233FA0B1F0", 500, true, ""},              // heard after: off the site
+		{"AC233FA0B1A0", 150, true, ""},              // before its first spell, gateway 1 had F0: off the site
 		{"AC233FA0B1F0", 50, true, "AC233FA0B1A0"},   // before it was on any: its first gateway's
 		{"AC233FA0B1F0", 50, false, "AC233FA0B1A0"},
 		{"AC233FA0B1E0", 50, true, "AC233FA0B1E0"}, // never on one
@@ -345,5 +348,40 @@ func TestBridgeFollowsTheListener(t *testing.T) {
 		if got != want {
 			t.Errorf("explicit URL %v: the bridge fetches from %s, want %s", explicit, got, want)
 		}
+	}
+}
+
+// A device heard by a survey while off the site says nothing of the
+// gateway it goes on later (a review, both end to end on the binary): a
+// replacement powered on a bench elsewhere, then fitted to gateway 1,
+// replaced gateway 1's own reading in the windows that heard both; an
+// old device left on a shelf, then reused on gateway 3, replaced gateway
+// 3's. Each window reads the device on each gateway when it was
+// recorded.
+func TestHeardByIgnoresDevicesOffTheSite(t *testing.T) {
+	mac := func(s string) [6]byte { p, _ := ingest.ParseMAC(s); return p }
+	// Bench: OLD on gateway 1 from 100, NEW heard on a bench at 150,
+	// fitted to gateway 1 at 200.
+	gws := []assets.GatewayView{{ID: 1, MAC: "AA0000000016"}}
+	spells := []assets.GatewaySpell{
+		{ID: 1, MAC: "AA0000000011", GatewayID: 1, From: 100, To: 200},
+		{ID: 2, MAC: "AA0000000016", GatewayID: 1, From: 200},
+	}
+	s := sampleFromStore(store.ZoneSample{Zone: 1, RSSI: map[string]float64{"AA0000000011": -55, "AA0000000016": -88}, CreatedAt: 300, RecordedAt: 150}, heardBy(gws, spells))
+	if len(s.RSSI) != 1 || s.RSSI[mac("AA0000000016")] != -55 {
+		t.Fatalf("spare on a bench: %v, want gateway 1 (now AA0000000016) at OLD's -55 alone", s.RSSI)
+	}
+	// Shelf: A on gateway 1 until 200, heard on a shelf at 250, fitted
+	// to gateway 3 (C's until then) at 300.
+	gws = []assets.GatewayView{{ID: 1, MAC: "AA000000000B"}, {ID: 3, MAC: "AA000000000A"}}
+	spells = []assets.GatewaySpell{
+		{ID: 1, MAC: "AA000000000A", GatewayID: 1, From: 100, To: 200},
+		{ID: 2, MAC: "AA000000000B", GatewayID: 1, From: 200},
+		{ID: 3, MAC: "AA000000000C", GatewayID: 3, From: 100, To: 300},
+		{ID: 4, MAC: "AA000000000A", GatewayID: 3, From: 300},
+	}
+	s = sampleFromStore(store.ZoneSample{Zone: 3, RSSI: map[string]float64{"AA000000000A": -81, "AA000000000C": -60}, CreatedAt: 400, RecordedAt: 250}, heardBy(gws, spells))
+	if len(s.RSSI) != 1 || s.RSSI[mac("AA000000000A")] != -60 {
+		t.Fatalf("old device on a shelf: %v, want gateway 3 (now AA000000000A) at C's -60 alone", s.RSSI)
 	}
 }

@@ -7,7 +7,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	"beaconhub/appliance/apperr"
 	"beaconhub/appliance/applog"
@@ -109,7 +108,7 @@ func (s *Server) surveyStop(w http.ResponseWriter, r *http.Request, _ httprouter
 	// now, which the answer names.
 	st, err := store.ZoneSurveyStored{}, rtls.ErrNotRecording
 	for _, c := range s.surveyUIDs(in.AssetUID) {
-		if st, err = t.StopSurvey(c, time.Now()); !errors.Is(err, rtls.ErrNotRecording) {
+		if st, err = t.StopSurvey(c, s.nowTime()); !errors.Is(err, rtls.ErrNotRecording) {
 			break
 		}
 	}
