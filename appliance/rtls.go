@@ -384,8 +384,8 @@ func sampleFromStore(s store.ZoneSample, at gatewayAt) rtls.Sample {
 	if !exact {
 		t = s.CreatedAt
 	}
-	return rtls.Sample{Zone: s.Zone, RSSI: byParsedMAC(s.RSSI, t, exact, at), N: byParsedMAC(s.Readings, t, exact, at),
-		SD: byParsedMAC(s.RSSISD, t, exact, at), At: s.RecordedAt}
+	keys := readAs(s.RSSI, t, exact, at)
+	return rtls.Sample{Zone: s.Zone, RSSI: byKeys(s.RSSI, keys), N: byKeys(s.Readings, keys), SD: byKeys(s.RSSISD, keys), At: s.RecordedAt}
 }
 
 // gatewayAt reads the MAC of a device that heard a survey window at t
@@ -393,19 +393,16 @@ func sampleFromStore(s store.ZoneSample, at gatewayAt) rtls.Sample {
 // the MAC to model it under now; false drops it.
 type gatewayAt func(mac [6]byte, t int64, exact bool) ([6]byte, bool)
 
-// byParsedMAC is m keyed by parsed MACs as at (nil: as they are) reads
-// them at t, without the keys that do not parse or that at drops; nil
-// when m is empty (a sample stored without readings or spread). Where
-// two keys come to one MAC (a device replaced while both were heard),
-// the key that is that MAC already wins.
-func byParsedMAC[V any](m map[string]V, t int64, exact bool, at gatewayAt) map[[6]byte]V {
-	if len(m) == 0 {
-		return nil
-	}
-	out := make(map[[6]byte]V, len(m))
-	moved := map[[6]byte]V{}
-	for mac, v := range m {
-		p, ok := ingest.ParseMAC(mac)
+// readAs maps the stored keys of a sample (m's) to the MACs they are read
+// under now (at; nil: as they are), one key a MAC, without the keys that
+// do not parse or that at drops. Where two keys come to one MAC, the key
+// that is that MAC wins, else the smaller: once for the sample, so its
+// mean, count and spread are one device's, the same at every reload (map
+// order chose them apart: a review).
+func readAs[V any](m map[string]V, t int64, exact bool, at gatewayAt) map[string][6]byte {
+	won := make(map[[6]byte]string, len(m))
+	for k := range m {
+		p, ok := ingest.ParseMAC(k)
 		if !ok {
 			continue
 		}
@@ -415,14 +412,29 @@ func byParsedMAC[V any](m map[string]V, t int64, exact bool, at gatewayAt) map[[
 				continue
 			}
 		}
-		if q == p {
-			out[q] = v
-		} else if _, taken := moved[q]; !taken {
-			moved[q] = v
+		if cur, taken := won[q]; taken {
+			if cp, _ := ingest.ParseMAC(cur); cp == q || p != q && cur < k {
+				continue
+			}
 		}
+		won[q] = k
 	}
-	for q, v := range moved {
-		if _, ok := out[q]; !ok {
+	out := make(map[string][6]byte, len(won))
+	for q, k := range won {
+		out[k] = q
+	}
+	return out
+}
+
+// byKeys is m under the MACs keys gives its keys; nil when m is empty (a
+// sample stored without readings or spread).
+func byKeys[V any](m map[string]V, keys map[string][6]byte) map[[6]byte]V {
+	if len(m) == 0 {
+		return nil
+	}
+	out := make(map[[6]byte]V, len(keys))
+	for k, q := range keys {
+		if v, ok := m[k]; ok {
 			out[q] = v
 		}
 	}
@@ -465,10 +477,13 @@ func heardBy(gws []assets.GatewayView, spells []assets.GatewaySpell) gatewayAt {
 			byMAC[mac] = append(byMAC[mac], s)
 		}
 	}
-	// occupied says whether gateway g had a device at t.
-	occupied := func(g uint64, t int64) bool {
-		for _, s := range byGW[g] {
-			if s.From <= t && (s.To == 0 || t < s.To) {
+	// occupiedBefore says whether first's gateway had another device at
+	// any time from t until first began: a device heard then, before it
+	// went on, was elsewhere (a spare on a bench, the gateway registered
+	// with another device first: a review).
+	occupiedBefore := func(first *assets.GatewaySpell, t int64) bool {
+		for _, s := range byGW[first.GatewayID] {
+			if s.ID != first.ID && nonEmpty(s) && s.From < first.From && (s.To == 0 || s.To > t) {
 				return true
 			}
 		}
@@ -497,10 +512,11 @@ func heardBy(gws []assets.GatewayView, spells []assets.GatewaySpell) gatewayAt {
 				on = &ss[i]
 			}
 		}
+		first := firstSpell(ss)
 		switch {
 		case on != nil:
-		case before == nil && !occupied(ss[0].GatewayID, t):
-			on = &ss[0] // not yet on a gateway: the first it went on, empty then
+		case before == nil && first != nil && !occupiedBefore(first, t):
+			on = first // not yet on a gateway: the first it went on, empty till then
 		case before == nil || exact:
 			// Heard off the site: before it went on a gateway that had
 			// another device then (a spare powered on a bench), or
@@ -514,6 +530,20 @@ func heardBy(gws []assets.GatewayView, spells []assets.GatewaySpell) gatewayAt {
 		cur, ok := now[on.GatewayID]
 		return cur, ok
 	}
+}
+
+// nonEmpty says whether s lasted at all: a device put on a gateway and
+// taken to another in one millisecond was never on the first.
+func nonEmpty(s assets.GatewaySpell) bool { return s.To == 0 || s.To > s.From }
+
+// firstSpell is the first spell of ss (in time order) that lasted.
+func firstSpell(ss []assets.GatewaySpell) *assets.GatewaySpell {
+	for i := range ss {
+		if nonEmpty(ss[i]) {
+			return &ss[i]
+		}
+	}
+	return nil
 }
 
 // gatewaySeen is the Unix ms of the last message of any kind from the

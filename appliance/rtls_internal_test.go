@@ -385,3 +385,91 @@ func TestHeardByIgnoresDevicesOffTheSite(t *testing.T) {
 		t.Fatalf("old device on a shelf: %v, want gateway 3 (now AA000000000A) at C's -60 alone", s.RSSI)
 	}
 }
+
+func macOf(s string) [6]byte { p, _ := ingest.ParseMAC(s); return p }
+
+// Gateway 1 is registered at 500 (from the discovery list) with X,
+// which the survey at 100 heard where gateway 1 stands; X is replaced by
+// Y at 600, a spare powered on a bench during that survey. Y was heard
+// before its first spell while gateway 1 had no device yet, but X went
+// on it before Y did: Y's reading was off the site, and, its key gateway
+// 1's MAC now, it beat X's real one (a review).
+func TestHeardByBenchSpareBeforeRegistration(t *testing.T) {
+	gws := []assets.GatewayView{{ID: 1, MAC: "AA00000000B1"}}
+	spells := []assets.GatewaySpell{
+		{ID: 1, MAC: "AA00000000A1", GatewayID: 1, From: 500, To: 600},
+		{ID: 2, MAC: "AA00000000B1", GatewayID: 1, From: 600},
+	}
+	s := sampleFromStore(store.ZoneSample{Zone: 1, CreatedAt: 200, RecordedAt: 100,
+		RSSI: map[string]float64{"AA00000000A1": -60, "AA00000000B1": -88}}, heardBy(gws, spells))
+	if len(s.RSSI) != 1 || s.RSSI[macOf("AA00000000B1")] != -60 {
+		t.Fatalf("bench spare before registration: %v, want gateway 1 (now B1) at X's -60", s.RSSI)
+	}
+}
+
+// A sample whose two keys come to one MAC, neither of them that MAC,
+// reads the same every time, its mean, count and spread one device's:
+// map order chose each apart, and a reload could change the model (a
+// review: all 8 combinations in 500 reads).
+func TestSampleFromStoreIsDeterministic(t *testing.T) {
+	// X and Y both heard before their first spells on gateway 5, empty
+	// then; Z on it now.
+	gws := []assets.GatewayView{{ID: 5, MAC: "AA00000000C5"}}
+	spells := []assets.GatewaySpell{
+		{ID: 1, MAC: "AA00000000A5", GatewayID: 5, From: 500, To: 600},
+		{ID: 2, MAC: "AA00000000B5", GatewayID: 5, From: 600, To: 700},
+		{ID: 3, MAC: "AA00000000C5", GatewayID: 5, From: 700},
+	}
+	at := heardBy(gws, spells)
+	zs := store.ZoneSample{Zone: 1, CreatedAt: 200, RecordedAt: 100,
+		RSSI:     map[string]float64{"AA00000000A5": -60, "AA00000000B5": -88},
+		Readings: map[string]int{"AA00000000A5": 10, "AA00000000B5": 3},
+		RSSISD:   map[string]float64{"AA00000000A5": 2, "AA00000000B5": 9}}
+	seen := map[string]int{}
+	for range 500 {
+		s := sampleFromStore(zs, at)
+		q := macOf("AA00000000C5")
+		seen[fmt.Sprint(s.RSSI[q], s.N[q], s.SD[q])]++
+	}
+	if len(seen) != 1 {
+		t.Errorf("exact: 500 reads of one sample gave %d outcomes (RSSI N SD): %v", len(seen), seen)
+	}
+	// Legacy: O1 replaced by O2 replaced by N during a survey stored
+	// after; a window heard O1 (shelf) and O2, not N.
+	gws = []assets.GatewayView{{ID: 1, MAC: "AA00000000E1"}}
+	spells = []assets.GatewaySpell{
+		{ID: 1, MAC: "AA00000000C1", GatewayID: 1, From: 100, To: 200},
+		{ID: 2, MAC: "AA00000000D1", GatewayID: 1, From: 200, To: 300},
+		{ID: 3, MAC: "AA00000000E1", GatewayID: 1, From: 300},
+	}
+	at = heardBy(gws, spells)
+	zs = store.ZoneSample{Zone: 1, CreatedAt: 400,
+		RSSI:     map[string]float64{"AA00000000C1": -80, "AA00000000D1": -60},
+		Readings: map[string]int{"AA00000000C1": 2, "AA00000000D1": 12},
+		RSSISD:   map[string]float64{"AA00000000C1": 7, "AA00000000D1": 1}}
+	seen = map[string]int{}
+	for range 500 {
+		s := sampleFromStore(zs, at)
+		q := macOf("AA00000000E1")
+		seen[fmt.Sprint(s.RSSI[q], s.N[q], s.SD[q])]++
+	}
+	if len(seen) != 1 {
+		t.Errorf("legacy: 500 reads of one sample gave %d outcomes (RSSI N SD): %v", len(seen), seen)
+	}
+}
+
+// A device put on gateway 1 and taken to gateway 4 in one millisecond
+// was never on gateway 1: heard before, it counts for gateway 4 (a
+// review).
+func TestHeardBySkipsSpellsThatNeverLasted(t *testing.T) {
+	gws := []assets.GatewayView{{ID: 1, MAC: "AA00000000E1"}, {ID: 4, MAC: "AA00000000D4"}}
+	spells := []assets.GatewaySpell{
+		{ID: 6, MAC: "AA00000000D4", GatewayID: 1, From: 600, To: 600},
+		{ID: 7, MAC: "AA00000000D4", GatewayID: 4, From: 600},
+		{ID: 8, MAC: "AA00000000E1", GatewayID: 1, From: 650},
+	}
+	got, ok := heardBy(gws, spells)(macOf("AA00000000D4"), 500, true)
+	if !ok || got != macOf("AA00000000D4") {
+		t.Fatalf("D4 heard at 500, before it went (for good) on gateway 4: %X %v, want gateway 4's D4", got, ok)
+	}
+}
