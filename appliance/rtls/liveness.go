@@ -253,14 +253,17 @@ func (m *model) silence(p *Params, b *beacon, now int64, seen func([6]byte) int6
 		// few dB from the corridor took a healthy idle gateway down
 		// within minutes; and one noisy window gave it up for good
 		// under a gateway that was dead (two reviews).
-		if lv.loudElsewhere(b, z, win, now) {
+		// A gateway that has reported since it last heard b is up: its
+		// silence to b says b left. Evidence b banked while it was dead
+		// kept charging it, back and idle, after b had left, and it was
+		// judged down again within a minute (a review; capping the sum
+		// instead lost true judgements of a gateway dying under a tag
+		// that walked off within 30 s: a second review).
+		if l := lv.last[r.g].Load(); l > r.last && !beforeStepBack(l, now) || lv.loudElsewhere(b, z, win, now) {
 			r.held = 0
 			continue
 		}
-		// Capped at the give-up's size: evidence banked while the
-		// gateway was dead (or deaf but talking, for hours) kept
-		// charging it, healthy again, after the tag had left (a review).
-		r.rest = min(r.rest+float32(f*m.restMargin(p, b, r.g, z, now)), restGiveUp)
+		r.rest += float32(f * m.restMargin(p, b, r.g, z, now))
 		switch {
 		case r.rest < -restGiveUp:
 			r.held = 0
@@ -334,6 +337,9 @@ func (lv *liveness) loudElsewhere(b *beacon, z int, win, now int64) bool {
 // two minutes, while the charges an idle one gathers now and then (a
 // tag misplaced by noise for a window) added up, never fading, until
 // it was judged down half an hour after the tags had left (a review).
+// The cost: evidence gathered slower than downNats per evidenceFade
+// (0.05 nats a second) is never judged, as a dead gateway whose tags
+// only pass by one at a time (docs/rtls.md).
 const evidenceFade = 10 * 60_000
 
 // add adds d micro-nats to g's evidence at now, the evidence so far
@@ -349,8 +355,13 @@ func (lv *liveness) add(g int, d, now int64) int64 {
 			v = int64(float64(old) * math.Exp(-float64(now-at)/evidenceFade))
 		}
 		if lv.ev[g].CompareAndSwap(old, v+d) {
-			if now > at {
-				lv.evAt[g].Store(now)
+			// Forward only, and past a backward clock step: left at a
+			// time the clock had stepped back from, the evidence did
+			// not fade until the clock caught up (a review).
+			for a := lv.evAt[g].Load(); a < now || beforeStepBack(a, now); a = lv.evAt[g].Load() {
+				if lv.evAt[g].CompareAndSwap(a, now) {
+					break
+				}
 			}
 			return v + d
 		}

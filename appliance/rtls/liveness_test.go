@@ -769,42 +769,6 @@ func TestAGatewayDeadAcrossASiteEditIsJudgedAgain(t *testing.T) {
 	}
 }
 
-// Three tags leave, one after another, a corridor whose rooms' gateways
-// read 2 dB off the corridor's, at ±6 dB: over half an hour the healthy
-// idle corridor gateway gathers a charge now and then (a tag misplaced
-// by noise for a window; a window that fits the corridor), and, its
-// evidence never fading, was judged down 31 minutes after the tags had
-// left under hmm (a review). Evidence fades (evidenceFade).
-func TestIdleGatewayEvidenceFades(t *testing.T) {
-	longReplay(t)
-	at := nearRooms(2)
-	s, samples := corridorRoomsAt(at)
-	for seed := uint64(5); seed <= 7; seed++ {
-		t.Run(fmt.Sprint("seed ", seed), func(t *testing.T) {
-			var logs bytes.Buffer
-			h := tracking(t, Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))}, s, samples, AlgFilter)
-			rng := rand.New(rand.NewPCG(seed, 6))
-			for i := range 60 + 37*3 + 1800 {
-				for k := range 3 {
-					r := at[3]
-					if i < 60+37*k {
-						r = at[2]
-					}
-					for g, v := range r {
-						if v != 0 {
-							h.sight(fmt.Sprintf("WAT-%d", k+1), gwMAC(g+1), v+(rng.Float64()*2-1)*6)
-						}
-					}
-				}
-				h.clk.Advance(time.Second)
-			}
-			if n := strings.Count(logs.String(), "judged down"); n != 0 {
-				t.Fatalf("%d 'judged down' lines", n)
-			}
-		})
-	}
-}
-
 // The corridor's gateway dies under a tag and is judged down; the tag
 // stands on, walks into Room 3 (rooms 2 dB off the corridor), and the
 // gateway comes back (it reports a tag passing) and is idle from then
