@@ -10,9 +10,12 @@ import (
 
 // reading is one gateway's view of one beacon.
 type reading struct {
-	mac  [6]byte
-	g    int     // model gateway index, -1 when the model does not know it
-	raw  int8    // last raw dBm, as heard
+	mac [6]byte
+	g   int  // model gateway index, -1 when the model does not know it
+	raw int8 // last raw dBm, as heard
+	// rest: see held (here, in raw's padding: the struct's size is
+	// paid by every loop over a beacon's readings).
+	rest float32
 	ema  float64 // smoothed dBm, minus the tag offset
 	last int64   // Unix ms of the last sighting
 	// counted is the last sighting grid has counted, prev the sighting
@@ -40,9 +43,9 @@ type reading struct {
 	// the gateway does not hear, while rest, the sum since of how much
 	// better the other readings fit it than the beacon's zone (nats, a
 	// window a second: restMargin), is not negative. An id, not an
-	// index: a site edit keeps it.
-	rest float32
-	held uint64
+	// index: a site edit keeps it; 32 bits, in hn's padding (a zone id
+	// past them, four billion zones created, is not held).
+	held uint32
 }
 
 // stay is a beacon's zone and since which a refined decision may go back
@@ -244,8 +247,8 @@ func (b *beacon) sight(m *model, p *Params, mac [6]byte, rssi int8, now int64) *
 	}
 	rd.raw = rssi
 	rd.held, rd.rest = 0, 0
-	if b.zone >= 0 {
-		rd.held = b.zoneID
+	if b.zone >= 0 && b.zoneID <= math.MaxUint32 {
+		rd.held = uint32(b.zoneID)
 	}
 	rd.hist[rd.hn%histN], rd.histT[rd.hn%histN] = rssi, uint32(now)
 	rd.hn++

@@ -232,10 +232,10 @@ func (m *model) silence(p *Params, b *beacon, now int64, seen func([6]byte) int6
 	}
 	for i := range b.rds {
 		r := &b.rds[i]
-		if r.held == 0 || r.held == b.zoneID || r.g < 0 || !lv.quiet(p, b, r.g, win, now) {
+		if r.held == 0 || uint64(r.held) == b.zoneID || r.g < 0 || !lv.quiet(p, b, r.g, win, now) {
 			continue
 		}
-		z, ok := m.zoneIdx[r.held]
+		z, ok := m.zoneIdx[uint64(r.held)]
 		if !ok { // deleted by a site edit
 			r.held = 0
 			continue
