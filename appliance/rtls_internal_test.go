@@ -425,13 +425,7 @@ func TestSampleFromStoreIsDeterministic(t *testing.T) {
 		RSSI:     map[string]float64{"AA00000000A5": -60, "AA00000000B5": -88},
 		Readings: map[string]int{"AA00000000A5": 10, "AA00000000B5": 3},
 		RSSISD:   map[string]float64{"AA00000000A5": 2, "AA00000000B5": 9}}
-	seen := map[string]int{}
-	for range 500 {
-		s := sampleFromStore(zs, at)
-		q := macOf("AA00000000C5")
-		seen[fmt.Sprint(s.RSSI[q], s.N[q], s.SD[q])]++
-	}
-	if len(seen) != 1 {
+	if seen := readings500(zs, at, macOf("AA00000000C5")); len(seen) != 1 {
 		t.Errorf("exact: 500 reads of one sample gave %d outcomes (RSSI N SD): %v", len(seen), seen)
 	}
 	// Legacy: O1 replaced by O2 replaced by N during a survey stored
@@ -447,15 +441,20 @@ func TestSampleFromStoreIsDeterministic(t *testing.T) {
 		RSSI:     map[string]float64{"AA00000000C1": -80, "AA00000000D1": -60},
 		Readings: map[string]int{"AA00000000C1": 2, "AA00000000D1": 12},
 		RSSISD:   map[string]float64{"AA00000000C1": 7, "AA00000000D1": 1}}
-	seen = map[string]int{}
-	for range 500 {
-		s := sampleFromStore(zs, at)
-		q := macOf("AA00000000E1")
-		seen[fmt.Sprint(s.RSSI[q], s.N[q], s.SD[q])]++
-	}
-	if len(seen) != 1 {
+	if seen := readings500(zs, at, macOf("AA00000000E1")); len(seen) != 1 {
 		t.Errorf("legacy: 500 reads of one sample gave %d outcomes (RSSI N SD): %v", len(seen), seen)
 	}
+}
+
+// readings500 reads zs 500 times and counts each outcome of gateway q's
+// mean, count and spread.
+func readings500(zs store.ZoneSample, at gatewayAt, q [6]byte) map[string]int {
+	seen := map[string]int{}
+	for range 500 {
+		s := sampleFromStore(zs, at)
+		seen[fmt.Sprint(s.RSSI[q], s.N[q], s.SD[q])]++
+	}
+	return seen
 }
 
 // A device put on gateway 1 and taken to gateway 4 in one millisecond

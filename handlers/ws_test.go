@@ -369,12 +369,8 @@ func shutdownWithQueue(t *testing.T, o WSOptions, n int) (int, error) {
 func closeWithQueue(t *testing.T, o WSOptions, n int, cut func(*wsRig) func()) (int, error) {
 	t.Helper()
 	r := newWSRig(t, o)
-	c := r.connect(t, r.admin)
-	send(t, c, map[string]any{"type": "subscribe", "channel": "track-" + r.f.watch})
-	next(t, c, "subscribed")
-	unknownSnapshot(t, c, r.f.watch)
+	c, sc, cc := followWatch(t, r)
 	h := r.srv.hub
-	sc, cc := onlyClient(t, h)
 	pad := strings.Repeat("x", 1000)
 	cc.mu.Lock() // the writer waits at its next socket write
 	before := h.frames.Load()
@@ -396,6 +392,19 @@ func closeWithQueue(t *testing.T, o WSOptions, n int, cut func(*wsRig) func()) (
 			t.Fatalf("frame %d: %.300s", got, data)
 		}
 	}
+}
+
+// followWatch connects r's admin, follows the watch's track channel
+// (its snapshot read) and returns the client with its server side and
+// socket: the one client connected.
+func followWatch(t *testing.T, r *wsRig) (*websocket.Conn, *wsClient, *coalescingConn) {
+	t.Helper()
+	c := r.connect(t, r.admin)
+	send(t, c, map[string]any{"type": "subscribe", "channel": "track-" + r.f.watch})
+	next(t, c, "subscribed")
+	unknownSnapshot(t, c, r.f.watch)
+	sc, cc := onlyClient(t, r.srv.hub)
+	return c, sc, cc
 }
 
 // TestWSShutdownSendsEveryQueuedFrame: at a shutdown a client gets all
@@ -449,12 +458,8 @@ func TestWSCloseLeavesNoGap(t *testing.T) {
 	pad := strings.Repeat("x", 1000)
 	for range 8 {
 		r := newWSRig(t, WSOptions{SendBuffer: 1000, PongWait: 300 * time.Millisecond, PingInterval: time.Hour})
-		c := r.connect(t, r.admin)
-		send(t, c, map[string]any{"type": "subscribe", "channel": "track-" + r.f.watch})
-		next(t, c, "subscribed")
-		unknownSnapshot(t, c, r.f.watch)
+		c, sc, cc := followWatch(t, r)
 		h := r.srv.hub
-		sc, cc := onlyClient(t, h)
 		emit := func(from, to int) {
 			before := h.frames.Load()
 			for i := from; i < to; i++ {
