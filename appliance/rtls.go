@@ -472,6 +472,9 @@ func heardBy(gws []assets.GatewayView, spells []assets.GatewaySpell) gatewayAt {
 	byMAC := map[[6]byte][]assets.GatewaySpell{}
 	byGW := map[uint64][]assets.GatewaySpell{}
 	for _, s := range spells {
+		if !nonEmpty(s) {
+			continue // never on that gateway: as if it had not been
+		}
 		byGW[s.GatewayID] = append(byGW[s.GatewayID], s)
 		if mac, ok := ingest.ParseMAC(s.MAC); ok {
 			byMAC[mac] = append(byMAC[mac], s)
@@ -483,7 +486,7 @@ func heardBy(gws []assets.GatewayView, spells []assets.GatewaySpell) gatewayAt {
 	// with another device first: a review).
 	occupiedBefore := func(first *assets.GatewaySpell, t int64) bool {
 		for _, s := range byGW[first.GatewayID] {
-			if s.ID != first.ID && nonEmpty(s) && s.From < first.From && (s.To == 0 || s.To > t) {
+			if s.ID != first.ID && s.From < first.From && (s.To == 0 || s.To > t) {
 				return true
 			}
 		}
@@ -512,11 +515,10 @@ func heardBy(gws []assets.GatewayView, spells []assets.GatewaySpell) gatewayAt {
 				on = &ss[i]
 			}
 		}
-		first := firstSpell(ss)
 		switch {
 		case on != nil:
-		case before == nil && first != nil && !occupiedBefore(first, t):
-			on = first // not yet on a gateway: the first it went on, empty till then
+		case before == nil && !occupiedBefore(&ss[0], t):
+			on = &ss[0] // not yet on a gateway: the first it went on, empty till then
 		case before == nil || exact:
 			// Heard off the site: before it went on a gateway that had
 			// another device then (a spare powered on a bench), or
@@ -535,16 +537,6 @@ func heardBy(gws []assets.GatewayView, spells []assets.GatewaySpell) gatewayAt {
 // nonEmpty says whether s lasted at all: a device put on a gateway and
 // taken to another in one millisecond was never on the first.
 func nonEmpty(s assets.GatewaySpell) bool { return s.To == 0 || s.To > s.From }
-
-// firstSpell is the first spell of ss (in time order) that lasted.
-func firstSpell(ss []assets.GatewaySpell) *assets.GatewaySpell {
-	for i := range ss {
-		if nonEmpty(ss[i]) {
-			return &ss[i]
-		}
-	}
-	return nil
-}
 
 // gatewaySeen is the Unix ms of the last message of any kind from the
 // gateway mac (its status heartbeat included): the engine judges no

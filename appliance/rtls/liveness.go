@@ -253,17 +253,17 @@ func (m *model) silence(p *Params, b *beacon, now int64, seen func([6]byte) int6
 		// few dB from the corridor took a healthy idle gateway down
 		// within minutes; and one noisy window gave it up for good
 		// under a gateway that was dead (two reviews).
-		// A gateway that has reported since it last heard b is up: its
-		// silence to b says b left. Evidence b banked while it was dead
-		// kept charging it, back and idle, after b had left, and it was
-		// judged down again within a minute (a review; capping the sum
-		// instead lost true judgements of a gateway dying under a tag
-		// that walked off within 30 s: a second review).
-		if l := lv.last[r.g].Load(); l > r.last && !beforeStepBack(l, now) || lv.loudElsewhere(b, z, win, now) {
+		if lv.loudElsewhere(b, z, win, now) {
 			r.held = 0
 			continue
 		}
-		r.rest += float32(f * m.restMargin(p, b, r.g, z, now))
+		// Capped at the give-up's size: evidence banked while the
+		// gateway was dead kept charging it, back and idle, after b had
+		// left, and it was judged down again within a minute (a
+		// review). Dropping the sum once the gateway reported anything
+		// after it last heard b instead dropped it at the death itself
+		// whenever the gateway's last batch lacked b (a second review).
+		r.rest = min(r.rest+float32(f*m.restMargin(p, b, r.g, z, now)), restGiveUp)
 		switch {
 		case r.rest < -restGiveUp:
 			r.held = 0
