@@ -438,7 +438,7 @@ func (b *beacon) dueFor(p *Params, now int64, firstFix, refix bool) bool {
 		return true
 	}
 	again := refix && b.zone >= 0 && b.resumed == now
-	if b.zone >= 0 && !again && now != b.decided && now < b.refineUntil {
+	if b.zone >= 0 && !again && b.refining(now) {
 		// Refining the decision taken at its scan's first report,
 		// whatever DecideEvery: at 0 every report was a decision of
 		// its own, and hmm stored a stay of a few ms for each hop a

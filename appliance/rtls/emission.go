@@ -452,23 +452,28 @@ func windowLL(m *model, p *Params, b *beacon, now int64, cover, off float64, ems
 // (liveness.go) that missZone (mt's or the model's) charged.
 func unDown(m *model, b *beacon, win, now int64, cover float64, mt *missTable, zs []int32, ll []float64) {
 	nz := len(m.zones)
-	lm := func(i int) float64 { return m.em[i].logMiss } // [g*nz+z]
-	if mt != nil {
-		lm = func(i int) float64 { return float64(mt.lm[i]) }
-	}
 	for g := range m.silentDown(b, win, now) {
 		if !m.hasEm[g] {
 			continue
 		}
 		if zs == nil {
 			for z := range nz {
-				ll[z] -= cover * lm(g*nz+z)
+				ll[z] -= cover * m.logMissIn(mt, g*nz+z)
 			}
 		}
 		for _, z := range zs {
-			ll[z] -= cover * lm(g*nz+int(z))
+			ll[z] -= cover * m.logMissIn(mt, g*nz+int(z))
 		}
 	}
+}
+
+// logMissIn is the "not heard" term of gateway g in zone z (i =
+// g*nz+z) that missZone charges: mt's, or the model's own (nil, 0 dB).
+func (m *model) logMissIn(mt *missTable, i int) float64 {
+	if mt != nil {
+		return float64(mt.lm[i])
+	}
+	return m.em[i].logMiss
 }
 
 // knnLikelihood adds to ll the k-NN view of the same window means

@@ -302,12 +302,7 @@ func (m *model) restMargin(p *Params, b *beacon, g, z int, now int64) float64 {
 	zs := [2]int32{int32(z), int32(b.zone)}
 	cover, mt := b.cover(p, now), m.missAt(b.off.a)
 	windowLL(m, p, b, now, cover, b.off.a, m.em, mt, nil, zs[:], ll)
-	rest := func(z int) float64 {
-		if mt != nil {
-			return ll[z] - cover*float64(mt.lm[g*nz+z])
-		}
-		return ll[z] - cover*m.em[g*nz+z].logMiss
-	}
+	rest := func(z int) float64 { return ll[z] - cover*m.logMissIn(mt, g*nz+z) }
 	return rest(z) - rest(b.zone)
 }
 
