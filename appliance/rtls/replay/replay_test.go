@@ -948,27 +948,8 @@ func TestWithoutGateways(t *testing.T) {
 func TestRealRecordingFloors(t *testing.T) {
 	dir := uciDir(t)
 	t.Parallel() // six replays of a small file: seconds under the race detector
-	for _, c := range []struct {
-		without            string
-		hmm, bayes, fusion float64 // %
-	}{
-		{"", 71.3, 72.4, 72.7},
-		{"G3001,G3002,G3003,G3004", 62.0, 68.0, 65.5},
-		{"G3005,G3006,G3007,G3008", 59.8, 58.4, 56.1},
-		{"G3009,G3010,G3011,G3012", 70.6, 70.5, 73.2},
-		{"G3001,G3004,G3007,G3010,G3013", 73.8, 77.6, 74.5},
-		{"G3002,G3005,G3008,G3011", 62.3, 59.5, 61.3},
-	} {
-		ds, err := Load(dir)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if c.without != "" {
-			if err := ds.WithoutGateways(strings.Split(c.without, ",")); err != nil {
-				t.Fatal(err)
-			}
-		}
-		rs, err := Run(ds, Options{Algorithms: []string{"hmm", "bayes", "fusion"}})
+	for _, c := range uciCopies {
+		rs, err := Run(uciWithout(t, dir, c.without), Options{Algorithms: []string{"hmm", "bayes", "fusion"}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -978,6 +959,36 @@ func TestRealRecordingFloors(t *testing.T) {
 			}
 		}
 	}
+}
+
+// uciCopies are the UCI recording and its copies without some of its
+// gateways (TestRealRecordingFloors), with their floors.
+var uciCopies = []struct {
+	without            string  // gateway ids, comma-separated
+	hmm, bayes, fusion float64 // %
+}{
+	{"", 71.3, 72.4, 72.7},
+	{"G3001,G3002,G3003,G3004", 62.0, 68.0, 65.5},
+	{"G3005,G3006,G3007,G3008", 59.8, 58.4, 56.1},
+	{"G3009,G3010,G3011,G3012", 70.6, 70.5, 73.2},
+	{"G3001,G3004,G3007,G3010,G3013", 73.8, 77.6, 74.5},
+	{"G3002,G3005,G3008,G3011", 62.3, 59.5, 61.3},
+}
+
+// uciWithout loads the UCI recording in dir without the gateways named
+// in without (none for "").
+func uciWithout(t *testing.T, dir, without string) *Dataset {
+	t.Helper()
+	ds, err := Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if without != "" {
+		if err := ds.WithoutGateways(strings.Split(without, ",")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return ds
 }
 
 // TestRealRecordingJudgesNoGatewayDown: no gateway went down in the UCI
@@ -995,17 +1006,8 @@ func TestRealRecordingFloors(t *testing.T) {
 func TestRealRecordingJudgesNoGatewayDown(t *testing.T) {
 	dir := uciDir(t)
 	t.Parallel()
-	for _, without := range []string{"", "G3001,G3002,G3003,G3004", "G3005,G3006,G3007,G3008", "G3009,G3010,G3011,G3012",
-		"G3001,G3004,G3007,G3010,G3013", "G3002,G3005,G3008,G3011"} {
-		ds, err := Load(dir)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if without != "" {
-			if err := ds.WithoutGateways(strings.Split(without, ",")); err != nil {
-				t.Fatal(err)
-			}
-		}
+	for _, c := range uciCopies {
+		ds := uciWithout(t, dir, c.without)
 		// As rtls-eval runs it (grid's motion, the filters' odds).
 		opts, _, _, err := AsEval(ds, Options{}, func(string) bool { return false })
 		if err != nil {
@@ -1016,7 +1018,7 @@ func TestRealRecordingJudgesNoGatewayDown(t *testing.T) {
 			t.Fatal(err)
 		}
 		if n := DownsNote(rs); n != "" {
-			t.Errorf("UCI without [%s]: %s", without, n)
+			t.Errorf("UCI without [%s]: %s", c.without, n)
 		}
 	}
 }
