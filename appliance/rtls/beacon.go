@@ -154,11 +154,6 @@ type beacon struct {
 	// liveAt is when this beacon last charged silent gateways
 	// (liveness.silence).
 	liveAt int64
-	// absent: the gateways that usually hear a zone next to the
-	// beacon's, have never heard it there and are silent, with how much
-	// better the beacon's other readings fit that zone than its own
-	// (model.chargeAbsent); nil while no such gateway is silent.
-	absent []absentSum
 	// fusion: the pooled posterior. post is the zone posterior the
 	// running algorithm decides on when it is not belief (grid's gmass,
 	// fusion's pooled); the tag offset estimate reads it.
@@ -198,7 +193,6 @@ func (b *beacon) reset(m *model) {
 	b.prior, b.belief, b.scratch, b.votes, b.cells, b.still = nil, nil, nil, nil, nil, nil
 	b.gmass, b.pooled, b.post = nil, nil, nil
 	b.decided, b.refineUntil, b.liveAt = 0, 0, 0
-	b.absent = b.absent[:0] // model indexes
 	// A decision on the old model is final: prev's zone index is the old
 	// model's, and a report in the same millisecond would otherwise pass
 	// for its refinement (a review).

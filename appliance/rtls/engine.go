@@ -508,19 +508,6 @@ func (e *Engine) Observe(bt *ingest.Batch, w *ingest.Writes) {
 		// sighting at all (zonedAt 0: a site edit placed a gateway whose
 		// reading was live) is such a gap too (a review).
 		quiet := b.zone >= 0 && b.placingQuiet(&e.p, t)
-		if t > b.heard && b.heard > 0 {
-			// Silence is judged on a scan once it is whole: at the next
-			// scan's first report, from the beacon as the last one left
-			// it. Judged at a scan's first report, the zone it was read
-			// against was decided on that report alone (the rest of the
-			// scan refines it), and a tag under a gateway dead before
-			// it came was placed, window by window, where that one
-			// report fitted best (bayes, ±6 dB: 6 of 8 not judged in
-			// 15 minutes).
-			for _, g := range m.silence(&e.p, b, b.heard, e.opts.GatewaySeen) {
-				downs = append(downs, m.gwMAC[g])
-			}
-		}
 		// Before this sighting: the estimate moves only at a new
 		// millisecond, so the reports of one scan are all read with the
 		// same offset, in whatever order they come.
@@ -546,6 +533,9 @@ func (e *Engine) Observe(bt *ingest.Batch, w *ingest.Writes) {
 			z, pos = b.zone, b.pos
 		}
 		e.decide(m, b, z, pos, t, &w.Ops)
+		for _, g := range m.silence(&e.p, b, t, e.opts.GatewaySeen) {
+			downs = append(downs, m.gwMAC[g])
+		}
 		w.Hand() // under the shard lock: a beacon's intervals open before they close
 		sh.Unlock()
 	}

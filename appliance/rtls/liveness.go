@@ -3,7 +3,6 @@ package rtls
 import (
 	"iter"
 	"math"
-	"slices"
 	"sync/atomic"
 
 	"beaconhub/appliance/assets"
@@ -30,9 +29,7 @@ import (
 // evidenceFade; and so for a gateway
 // that last heard it in a zone it usually hears, when the beacon has
 // since been moved to a zone it does not and its other readings do not
-// say it left (silence); and so for a gateway that usually hears a zone
-// next to the beacon's and never heard it there, once its other
-// readings clearly fit that zone (chargeAbsent). An idle gateway far
+// say it left (silence). An idle gateway far
 // from every tag gathers nothing, however long it is silent. Any report
 // reaching the engine from the gateway (of any registered beacon) wipes
 // its evidence and brings it back at once; at downNats it is judged
@@ -274,103 +271,7 @@ func (m *model) silence(p *Params, b *beacon, now int64, seen func([6]byte) int6
 			charge(r.g, nats)
 		}
 	}
-	m.chargeAbsent(p, b, here, f, win, now, charge)
 	return out
-}
-
-// absentToll (nats) is taken off each window's margin in chargeAbsent:
-// where nothing but the silent gateway tells its zone from the tag's,
-// the margin is 0 on average, and the sum, a random walk, reached
-// restGiveUp within an hour (grid's offset estimate, a tag 8 dB louder
-// than the survey's, rooms 1 dB off the corridor: 0.00 ± 0.31 a
-// window); under a gateway dead with the tag in its zone it is
-// +0.8 to +1.5 ± 1.3 (the corridor tests, ±4-6 dB, ±8 dB offsets).
-const absentToll = 0.25
-
-// absentSum is one gateway g that usually hears zone z, next to a
-// beacon's, and is silent to it, with sum: how much better the beacon's
-// other readings fit z than its own zone, summed over the windows since
-// (model.chargeAbsent).
-type absentSum struct {
-	g, z int32
-	sum  float32
-}
-
-// chargeAbsent charges a gateway that died before the beacon came by.
-// The rule above needs the gateway to have heard the beacon in the zone
-// it held; a tag that walks into a zone whose gateway is already dead
-// was never heard by it, the filters read its silence as the tag being
-// next door and place it there from the start, and the first rule then
-// charges the wrong zone's gateways (a review: one tag between rooms and
-// a dead corridor was out of the corridor 88-100% of its time there, and
-// the gateway not judged in 45 minutes).
-//
-// So, for each gateway g that usually hears a zone z next to b's, does
-// not hear b's, and is silent (quiet), the beacon sums how much better
-// its other readings fit z than its own zone (restMargin, a window a
-// second, each weighed by its new share), from 0, between -restGiveUp
-// and 2 restGiveUp: a sequential test of "b is in z and g is dead"
-// against "b is where it is placed and g idle". Once the sum is
-// restGiveUp (1000 to 1 for z), g is charged as if b were placed in z;
-// a gateway that does not hear z hearing b loud (loudElsewhere) sets it
-// back to -restGiveUp. A healthy idle gateway next to a tag is silent
-// because the tag is not in its zone, and the tag's other readings then
-// fit its own zone better: the sum sinks. An entry lives while its
-// gateway is silent and z next to b's zone.
-func (m *model) chargeAbsent(p *Params, b *beacon, here []hearer, f float64, win, now int64, charge func(int, float64)) {
-	lv := m.live
-	if b.zone < 0 {
-		b.absent = b.absent[:0]
-		return
-	}
-	next := m.adj[b.zone]
-	// A gateway the first rule charges for b is left to it.
-	held := func(g int) bool {
-		for i := range b.rds {
-			if r := &b.rds[i]; r.g == g && r.held != 0 {
-				return true
-			}
-		}
-		return false
-	}
-	candidate := func(g, z int) bool {
-		_, counted := hearerOf(here, g)
-		return !counted && slices.Contains(next, z) && lv.quiet(p, b, g, win, now) && !held(g)
-	}
-	// An entry is kept, not summed, while b is placed in its zone: the
-	// first rule charges the gateway then, and the zone filters, which
-	// move such a tag in and out of the dead gateway's zone, started
-	// the sum over each time (hmm took 2-5 minutes, not one).
-	keep := b.absent[:0]
-	for _, a := range b.absent {
-		if candidate(int(a.g), int(a.z)) || int(a.z) == b.zone && lv.quiet(p, b, int(a.g), win, now) && !held(int(a.g)) {
-			keep = append(keep, a)
-		}
-	}
-	b.absent = keep
-	for _, z := range next {
-		for _, h := range lv.hears[z] {
-			if !slices.ContainsFunc(b.absent, func(a absentSum) bool { return int(a.g) == h.g && int(a.z) == z }) && candidate(h.g, z) {
-				b.absent = append(b.absent, absentSum{g: int32(h.g), z: int32(z)})
-			}
-		}
-	}
-	for i := range b.absent {
-		a := &b.absent[i]
-		g, z := int(a.g), int(a.z)
-		if z == b.zone {
-			continue
-		}
-		if lv.loudElsewhere(b, z, win, now) {
-			a.sum = 0
-			continue
-		}
-		a.sum = min(max(a.sum+float32(f*(m.restMargin(p, b, g, z, now)-absentToll)), 0), 2*restGiveUp)
-		if a.sum >= restGiveUp {
-			nats, _ := hearerOf(lv.hears[z], g)
-			charge(g, nats)
-		}
-	}
 }
 
 // restGiveUp (nats) is how clearly the rest of a beacon's readings,
