@@ -296,7 +296,7 @@ func (a *App) buildRTLS() error {
 		a.log.Info("rtls: parameters other than the defaults", "server_rtls_params", strings.Join(kept, " "))
 	}
 	eng := rtls.New(rtls.Options{Clock: a.clock, Logger: a.log, Writer: a.writer, Params: params, GatewaySeen: a.gatewaySeen,
-		Beacon: a.registry.BeaconByUID, Heard: a.pipeline.LastSeen().RaiseAsset})
+		GatewayLink: a.gatewayLink, Beacon: a.registry.BeaconByUID, Heard: a.pipeline.LastSeen().RaiseAsset})
 	c := &rtlsControl{Engine: eng, app: a, gatewaysChanged: make(chan struct{}, 1)}
 	if err := c.Reload(); err != nil {
 		return err
@@ -543,6 +543,13 @@ func nonEmpty(s assets.GatewaySpell) bool { return s.To == 0 || s.To > s.From }
 // gateway down while it still talks (docs/rtls.md, "Gateways that go
 // down").
 func (a *App) gatewaySeen(mac [6]byte) int64 { return a.pipeline.LastSeen().Gateway(ingest.MAC(mac)) }
+
+// gatewayLink is rtls.Options.GatewayLink: a gateway's connection to the
+// embedded broker (none is known with an external one).
+func (a *App) gatewayLink(mac [6]byte) (connected bool, since, lasted int64, ok bool) {
+	l, ok := a.pipeline.Stats.Link(ingest.MAC(mac))
+	return l.Connected, l.Since, l.Lasted, ok
+}
 
 // keepSurveys stores the samples of surveys still recording at a
 // graceful stop, as a survey stop would: they lived only in memory, and

@@ -45,6 +45,9 @@ type gwStats struct {
 	Uptime      int64
 	Connected   bool
 	Remote      string
+	// connectedAt and closedAt are when the gateway's last connection
+	// to the embedded broker opened and closed (Unix ms; 0 never).
+	connectedAt, closedAt int64
 }
 
 func newStats(c clock.Clock) *Stats {
@@ -150,6 +153,7 @@ func (s *Stats) ClientConnected(clientID, remote string) {
 	if m, ok := ParseMAC(clientID); ok {
 		g := s.gw(m)
 		g.Connected, g.Remote = true, remote
+		g.connectedAt = s.clock.Now().UnixMilli()
 		return
 	}
 	s.others++
@@ -162,12 +166,46 @@ func (s *Stats) ClientDisconnected(clientID string) {
 	if m, ok := ParseMAC(clientID); ok {
 		if g, ok := s.lookup(m); ok {
 			g.Connected = false
+			g.closedAt = s.clock.Now().UnixMilli()
 		}
 		return
 	}
 	if s.others > 0 {
 		s.others--
 	}
+}
+
+// GatewayLink is a gateway's connection to the embedded broker, as the
+// broker's connection observer (ClientConnected, ClientDisconnected)
+// saw it: the tracking engine reads a closed one as the gateway down
+// (rtls.Options.GatewayLink).
+type GatewayLink struct {
+	Connected bool
+	// Since is when the connection opened (Connected) or closed (Unix
+	// ms, the pipeline's clock).
+	Since int64
+	// Lasted is how long the closed connection had been open (ms; 0
+	// while connected).
+	Lasted int64
+}
+
+// Link is gateway m's connection to the embedded broker; false when it
+// never connected since the start (or the broker is external, which
+// reports no connections).
+func (s *Stats) Link(m MAC) (GatewayLink, bool) {
+	g, ok := s.lookup(m)
+	if !ok {
+		return GatewayLink{}, false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if g.connectedAt == 0 {
+		return GatewayLink{}, false
+	}
+	if g.Connected {
+		return GatewayLink{Connected: true, Since: g.connectedAt}, true
+	}
+	return GatewayLink{Since: g.closedAt, Lasted: max(0, g.closedAt-g.connectedAt)}, true
 }
 
 // Totals are the lifetime counters.

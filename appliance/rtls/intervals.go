@@ -125,6 +125,7 @@ func (e *Engine) sweepFrom(gen uint64) {
 		e.saveHeard()
 		e.rec.saveSurveys()
 		e.reviveTalking()
+		e.judgeLinks()
 		e.sweepMu.Lock()
 		e.sweepFrom(gen)
 		e.sweepMu.Unlock()

@@ -428,6 +428,62 @@ func (e *Engine) reviveTalking() {
 	}
 }
 
+// A gateway that loses power or its network link drops its connection
+// to the broker: the broker sees it closed at once (a reset) or within
+// one and a half keep-alive periods (mochi's deadline), whatever tags
+// are about. That is the surest word there is that it hears nothing, and
+// unlike silence it does not depend on a tag coming by: a gateway that
+// died with no tag under it was seldom judged down from silence, and a
+// rule that weighed the silence of a gateway no tag it ever heard came
+// by took healthy idle ones down behind tags standing between survey
+// points (a review, thirtieth session: reverted). So the sweep judges
+// down a gateway whose connection has stayed closed for linkGrace,
+// when it had been open for linkProof or more and nothing has reached
+// the engine from it since, and brings it back once it connects again.
+const (
+	// linkGrace (ms): a gateway that reconnects within it (a broker
+	// restart, a Wi-Fi roam) is not judged.
+	linkGrace = 20_000
+	// linkProof (ms): gateways that connect for each batch of reports
+	// and leave again (as mosquitto_pub does) are closed most of the
+	// time, and judged down between batches they were not: a
+	// connection is read as the gateway's only when it lasted this long.
+	linkProof = 60_000
+)
+
+// judgeLinks judges down every gateway of the site whose connection to
+// the broker closed (Options.GatewayLink, above) and brings back one
+// judged down that connected again since: run by the sweep.
+func (e *Engine) judgeLinks() {
+	link := e.opts.GatewayLink
+	if link == nil {
+		return
+	}
+	m := e.model.Load()
+	lv := m.live
+	now := e.clock.Now().UnixMilli()
+	for g := range m.nSiteGW {
+		mac := m.gwMAC[g]
+		up, since, lasted, ok := link(mac)
+		switch {
+		case !ok:
+		case lv.down[g].Load():
+			// Opened in the millisecond of the judgement: after the
+			// sweep read it closed (an e2e test on a stepped clock).
+			if up && since >= lv.downAt[g].Load() && lv.heard(g, since) {
+				e.log.Info("rtls: gateway connected again; its silence counts again", "gateway", assets.FormatMAC(mac))
+			}
+		case !up && now-since >= linkGrace && lasted >= linkProof && lv.last[g].Load() < since:
+			if lv.down[g].CompareAndSwap(false, true) {
+				lv.downAt[g].Store(now)
+				lv.nDown.Add(1)
+				e.log.Warn("rtls: gateway judged down: its connection to the broker closed; its silence no longer counts until it reports or connects again",
+					"gateway", assets.FormatMAC(mac), "closed_at", since)
+			}
+		}
+	}
+}
+
 // reset forgets every judgement (Start, Stop): a run starts with every
 // gateway up, so one run's judgement does not carry into the next
 // (rtls-eval runs several algorithms on one engine).

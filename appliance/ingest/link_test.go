@@ -1,0 +1,44 @@
+package ingest
+
+import (
+	"testing"
+	"time"
+
+	"beaconhub/appliance/clock"
+)
+
+// Link says what the broker's connection observer saw of a gateway, in
+// the pipeline's clock: unknown until it first connects, open since its
+// connect, and once closed, since when and for how long it had been open.
+// A client whose id is not a gateway MAC has none.
+func TestGatewayLink(t *testing.T) {
+	clk := clock.NewFake(time.Date(2026, 11, 28, 10, 0, 0, 0, time.UTC))
+	s := newStats(clk)
+	gw, _ := ParseMAC("AC233FA0B1C2")
+	if _, ok := s.Link(gw); ok {
+		t.Fatal("a gateway never connected has a link")
+	}
+	s.status(gw, GatewayStatus{FW: "1.0"}) // known from a message, not connected
+	if _, ok := s.Link(gw); ok {
+		t.Fatal("a gateway known only from its messages has a link")
+	}
+	t0 := clk.Now().UnixMilli()
+	s.ClientConnected("AC233FA0B1C2", "127.0.0.1:5000")
+	if l, ok := s.Link(gw); !ok || l != (GatewayLink{Connected: true, Since: t0}) {
+		t.Fatalf("connected: %+v %v", l, ok)
+	}
+	clk.Advance(90 * time.Second)
+	s.ClientDisconnected("AC233FA0B1C2")
+	if l, ok := s.Link(gw); !ok || l != (GatewayLink{Since: t0 + 90_000, Lasted: 90_000}) {
+		t.Fatalf("closed: %+v %v", l, ok)
+	}
+	clk.Advance(time.Minute)
+	s.ClientConnected("AC233FA0B1C2", "127.0.0.1:5001")
+	if l, _ := s.Link(gw); l != (GatewayLink{Connected: true, Since: t0 + 150_000}) {
+		t.Fatalf("connected again: %+v", l)
+	}
+	s.ClientConnected("monitoring-1", "127.0.0.1:6000")
+	if _, ok := s.Link(MAC{}); ok {
+		t.Fatal("a link for a client that is not a gateway")
+	}
+}

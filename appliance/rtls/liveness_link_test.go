@@ -1,0 +1,180 @@
+package rtls
+
+import (
+	"bytes"
+	"log/slog"
+	"math/rand/v2"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// fakeLink is Options.GatewayLink for one gateway, set by hand.
+type fakeLink struct {
+	mu               sync.Mutex
+	mac              [6]byte
+	known, up        bool
+	opened, closedAt int64
+}
+
+func (f *fakeLink) connect(at time.Time) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.known, f.up, f.opened = true, true, at.UnixMilli()
+}
+
+func (f *fakeLink) close(at time.Time) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.up, f.closedAt = false, at.UnixMilli()
+}
+
+func (f *fakeLink) link(mac [6]byte) (bool, int64, int64, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	switch {
+	case mac != f.mac || !f.known:
+		return false, 0, 0, false
+	case f.up:
+		return true, f.opened, 0, true
+	}
+	return false, f.closedAt, f.closedAt - f.opened, true
+}
+
+// A gateway whose connection to the broker closes (a power cut) is
+// judged down by the sweep once it has stayed closed for linkGrace,
+// whether or not a tag is about and whether or not the site was
+// surveyed (silence alone needs both), and is back once it connects
+// again. Connections that only last a batch (a publisher that connects
+// for each) and closes that end within the grace judge nothing.
+func TestAClosedConnectionJudgesTheGatewayDown(t *testing.T) {
+	s := gridSite(3, 3, true)
+	for _, surveyed := range []bool{false, true} {
+		mac := gwMAC(5)
+		fl := &fakeLink{mac: mac}
+		var logs bytes.Buffer
+		h := newHarness(t, Options{Logger: slog.New(slog.NewTextHandler(&logs, nil)), GatewayLink: fl.link})
+		var samples []Sample
+		if surveyed {
+			samples = surveyShort(s, 50, 4, rand.New(rand.NewPCG(1, 2)))
+		}
+		h.e.Configure(s, samples)
+		if err := h.e.Start(AlgFilter); err != nil {
+			t.Fatal(err)
+		}
+		m := h.e.model.Load()
+		g := m.gwIdx[mac]
+		sweep := func(d time.Duration) {
+			for end := h.clk.Now().Add(d); h.clk.Now().Before(end); {
+				h.clk.Advance(h.e.sweepEvery())
+			}
+		}
+		down := func() bool { return len(h.e.Status().GatewaysDown) == 1 && m.live.isDown(g) }
+
+		// A publisher that connects for each batch: closed between them.
+		for range 10 {
+			fl.connect(h.clk.Now())
+			h.clk.Advance(2 * time.Second)
+			fl.close(h.clk.Now())
+			sweep(time.Minute)
+		}
+		if m.live.nDown.Load() != 0 {
+			t.Fatalf("surveyed %v: a connection per batch judged down", surveyed)
+		}
+		// A reconnect within the grace.
+		fl.connect(h.clk.Now())
+		sweep(5 * time.Minute)
+		fl.close(h.clk.Now())
+		h.clk.Advance(linkGrace * time.Millisecond / 2)
+		fl.connect(h.clk.Now())
+		sweep(time.Minute)
+		if m.live.nDown.Load() != 0 {
+			t.Fatalf("surveyed %v: a reconnect within the grace judged down", surveyed)
+		}
+		// The power cut: closed for good after ten minutes up.
+		sweep(10 * time.Minute)
+		fl.close(h.clk.Now())
+		h.clk.Advance(linkGrace*time.Millisecond - time.Second)
+		if down() {
+			t.Fatalf("surveyed %v: judged down within the grace", surveyed)
+		}
+		sweep(h.e.sweepEvery() + time.Second)
+		if !down() {
+			t.Fatalf("surveyed %v: closed for %v and not judged down (status %v)", surveyed, linkGrace*time.Millisecond+h.e.sweepEvery(), h.e.Status().GatewaysDown)
+		}
+		if n := strings.Count(logs.String(), "connection to the broker closed"); n != 1 {
+			t.Fatalf("surveyed %v: %d 'connection closed' lines:\n%s", surveyed, n, logs.String())
+		}
+		sweep(5 * time.Minute)
+		if !down() {
+			t.Fatalf("surveyed %v: back up with its connection still closed", surveyed)
+		}
+		// Powered up: it connects again, before it has anything to report.
+		fl.connect(h.clk.Now())
+		sweep(h.e.sweepEvery())
+		if down() || !strings.Contains(logs.String(), "gateway connected again") {
+			t.Fatalf("surveyed %v: connected again and still down (status %v)", surveyed, h.e.Status().GatewaysDown)
+		}
+		if n := strings.Count(logs.String(), "connection to the broker closed"); n != 1 {
+			t.Fatalf("surveyed %v: %d 'connection closed' lines after it came back", surveyed, n)
+		}
+	}
+}
+
+// A gateway judged down by its closed connection that reports (through
+// a connection the broker has not reported yet) is back at once, as
+// after any judgement; the sweep must not judge it down again from the
+// same closed connection.
+func TestAReportAfterTheCloseKeepsTheGatewayUp(t *testing.T) {
+	s := gridSite(3, 3, true)
+	mac := gwMAC(5)
+	fl := &fakeLink{mac: mac}
+	h := tracking(t, Options{GatewayLink: fl.link}, s, surveyShort(s, 50, 4, rand.New(rand.NewPCG(1, 2))), AlgFilter)
+	m := h.e.model.Load()
+	g := m.gwIdx[mac]
+	fl.connect(h.clk.Now())
+	h.clk.Advance(5 * time.Minute)
+	fl.close(h.clk.Now())
+	for range 3 {
+		h.clk.Advance(h.e.sweepEvery())
+	}
+	if !m.live.isDown(g) {
+		t.Fatal("closed and not judged down")
+	}
+	h.sight("WAT-1", mac, -60)
+	if m.live.isDown(g) {
+		t.Fatal("reported and still down")
+	}
+	for range 4 {
+		h.sight("WAT-1", mac, -60)
+		h.clk.Advance(h.e.sweepEvery())
+	}
+	if m.live.isDown(g) {
+		t.Fatal("judged down again from the connection it closed before it reported")
+	}
+}
+
+// A gateway still connected whose radio is dead (it reports nothing
+// under a tag standing in its zone) is judged down from its silence; its
+// open connection, opened before the judgement, must not bring it back
+// at every sweep.
+func TestAnOpenConnectionDoesNotUndoASilenceJudgement(t *testing.T) {
+	s := gridSite(3, 3, true)
+	mac := gwMAC(5)
+	fl := &fakeLink{mac: mac}
+	h := tracking(t, Options{GatewayLink: fl.link}, s, surveyShort(s, 200, 4, rand.New(rand.NewPCG(90, 91))), AlgBayes)
+	fl.connect(h.clk.Now())
+	m := h.e.model.Load()
+	g := m.gwIdx[mac]
+	standShort(h, s, "WAT-1", 150, 150, mac, 90, rand.New(rand.NewPCG(92, 93)))
+	if !m.live.isDown(g) {
+		t.Fatal("deaf under a tag for 90 s and not judged down")
+	}
+	for range 4 {
+		h.clk.Advance(h.e.sweepEvery())
+	}
+	if !m.live.isDown(g) {
+		t.Fatal("brought back by a connection opened before the judgement")
+	}
+}

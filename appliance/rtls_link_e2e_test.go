@@ -1,0 +1,115 @@
+package appliance_test
+
+import (
+	"context"
+	"net"
+	"net/url"
+	"slices"
+	"testing"
+	"time"
+
+	paho "github.com/eclipse/paho.mqtt.golang"
+
+	"beaconhub/appliance/clock"
+)
+
+// A gateway that loses power drops its connection to the embedded
+// broker: the tracking engine judges it down (GET
+// /api/v1/tracking/status lists it in gateways_down) once the
+// connection has stayed closed 20 s, with no tag about, and brings it
+// back when it connects again. A publisher that connects for each batch
+// (mosquitto_pub, a real one) is not judged down between batches.
+func TestAGatewayWhoseConnectionClosesIsJudgedDown(t *testing.T) {
+	clk := clock.NewFake(time.Now().Truncate(time.Second))
+	app := rtlsApp(t, t.TempDir(), clk)
+	t.Cleanup(func() { _ = app.Shutdown(context.Background()) })
+	c := &client{t: t, base: "http://" + app.HTTPAddr(), token: adminToken(t, app)}
+	hallSite(c)
+	down := func() []string {
+		var st struct {
+			GatewaysDown []string `json:"gateways_down"`
+		}
+		c.must("GET", "/api/v1/tracking/status", nil, &st)
+		return st.GatewaysDown
+	}
+	connected := func(want bool) func() bool {
+		return func() bool {
+			var st struct {
+				Pipeline struct {
+					Gateways []struct {
+						MAC       string `json:"mac"`
+						Connected bool   `json:"connected"`
+					} `json:"gateways"`
+				} `json:"pipeline"`
+			}
+			c.must("GET", "/api/v1/status/mqtt", nil, &st)
+			for _, g := range st.Pipeline.Gateways {
+				if g.MAC == "AC233FA0B1C2" {
+					return g.Connected == want
+				}
+			}
+			return false
+		}
+	}
+	advance := func(d time.Duration) {
+		for end := clk.Now().Add(d); clk.Now().Before(end); {
+			clk.Advance(time.Second)
+		}
+	}
+
+	publish := hallPublisher(t, app)
+	for range 4 {
+		publish()
+		advance(30 * time.Second)
+	}
+	if d := down(); len(d) != 0 {
+		t.Fatalf("a gateway that connects for each batch judged down: %v", d)
+	}
+
+	cfg := app.Live().Get()
+	var conn net.Conn
+	open := func() paho.Client {
+		opts := paho.NewClientOptions().AddBroker("tcp://" + app.MQTTAddr()).SetClientID("AC233FA0B1C2").
+			SetUsername(cfg.MQTTUser).SetPassword(cfg.MQTTPass).SetAutoReconnect(false).SetConnectRetry(false).
+			SetCustomOpenConnectionFn(func(u *url.URL, _ paho.ClientOptions) (net.Conn, error) {
+				nc, err := net.DialTimeout("tcp", u.Host, 5*time.Second)
+				conn = nc
+				return nc, err
+			})
+		cl := paho.NewClient(opts)
+		if tok := cl.Connect(); !tok.WaitTimeout(5*time.Second) || tok.Error() != nil {
+			t.Fatalf("connect: %v", tok.Error())
+		}
+		return cl
+	}
+	gw := open()
+	eventually(t, "the gateway connected", connected(true))
+	if tok := gw.Publish("gw/AC233FA0B1C2/adv1", 1, false, `{"reports":[{"mac":"C3:00:00:00:0B:01","rssi":-58}]}`); !tok.WaitTimeout(5*time.Second) || tok.Error() != nil {
+		t.Fatalf("publish: %v", tok.Error())
+	}
+	advance(2 * time.Minute)
+	if d := down(); len(d) != 0 {
+		t.Fatalf("a connected gateway judged down: %v", d)
+	}
+
+	// The power cut: the connection drops without a DISCONNECT.
+	_ = conn.Close()
+	eventually(t, "the broker seeing the connection closed", connected(false))
+	advance(15 * time.Second)
+	if d := down(); len(d) != 0 {
+		t.Fatalf("judged down within the 20 s grace: %v", d)
+	}
+	eventually(t, "the gateway judged down", func() bool {
+		clk.Advance(time.Second)
+		return slices.Contains(down(), "AC233FA0B1C2")
+	})
+
+	gw.Disconnect(0)
+	gw = open()
+	defer gw.Disconnect(0)
+	eventually(t, "the gateway connected again", connected(true))
+	eventually(t, "the gateway back up", func() bool {
+		clk.Advance(time.Second)
+		return len(down()) == 0
+	})
+}
