@@ -222,6 +222,7 @@ func (e *Engine) rebuild() {
 	old := e.model.Swap(m)
 	e.leaveVanishedZones(m)
 	e.announceEditedZones(old, m)
+	e.judgeLinks() // the new model's, now rather than at the next sweep
 }
 
 // announceEditedZones sends a track event for every beacon in a zone the

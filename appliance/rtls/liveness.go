@@ -61,6 +61,10 @@ type liveness struct {
 	nDown atomic.Int32
 	// downAt is when each gateway was last judged down (Unix ms).
 	downAt []atomic.Int64
+	// linked is whether each gateway's connection to the broker was open
+	// at the last look (judgeLinks): "where the tag was" (silence) does
+	// not charge such a gateway.
+	linked []atomic.Bool
 	// hears[z] are the gateways that usually hear zone z, with what a
 	// window of their silence there says.
 	hears [][]hearer
@@ -107,7 +111,7 @@ const (
 func (m *model) buildLiveness() {
 	nz, ng := len(m.zones), len(m.gwMAC)
 	lv := &liveness{ev: make([]atomic.Int64, ng), evAt: make([]atomic.Int64, ng), last: make([]atomic.Int64, ng), down: make([]atomic.Bool, ng),
-		downAt: make([]atomic.Int64, ng), hears: make([][]hearer, nz), loud: m.sens + loudMargin}
+		downAt: make([]atomic.Int64, ng), linked: make([]atomic.Bool, ng), hears: make([][]hearer, nz), loud: m.sens + loudMargin}
 	// Only the site's gateways: one the survey names but the site no
 	// longer has is silent for good and was listed down for good.
 	for g := range m.nSiteGW {
@@ -193,7 +197,13 @@ func (m *model) silentDown(b *beacon, w, now int64) iter.Seq[int] {
 // loud (loudElsewhere), and that silence is charged no more until the
 // gateway hears the tag again.
 // Where nothing but that gateway tells the two zones apart, a tag
-// leaving and a gateway dying look alike, and neither rule can tell.
+// leaving and a gateway dying look alike, and neither rule can tell: a
+// tag that left the corridor for a room's doorway, whose readings lie
+// halfway back towards the corridor's survey, took the healthy idle
+// corridor gateway down (a review). So this second rule leaves alone a
+// gateway whose connection to the broker is open (liveness.linked): a
+// dead one drops it, and judgeLinks judges that; what it then misses is
+// a gateway whose radio died while its connection stayed open.
 func (m *model) silence(p *Params, b *beacon, now int64, seen func([6]byte) int64) []int {
 	lv := m.live
 	dt := now - b.liveAt
@@ -232,7 +242,7 @@ func (m *model) silence(p *Params, b *beacon, now int64, seen func([6]byte) int6
 	}
 	for i := range b.rds {
 		r := &b.rds[i]
-		if r.held == 0 || uint64(r.held) == b.zoneID || r.g < 0 || !lv.quiet(p, b, r.g, win, now) {
+		if r.held == 0 || uint64(r.held) == b.zoneID || r.g < 0 || lv.linked[r.g].Load() || !lv.quiet(p, b, r.g, win, now) {
 			continue
 		}
 		z, ok := m.zoneIdx[uint64(r.held)]
@@ -465,6 +475,7 @@ func (e *Engine) judgeLinks() {
 	for g := range m.nSiteGW {
 		mac := m.gwMAC[g]
 		up, since, lasted, ok := link(mac)
+		lv.linked[g].Store(ok && up)
 		switch {
 		case !ok:
 		case lv.down[g].Load():
