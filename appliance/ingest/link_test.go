@@ -42,3 +42,35 @@ func TestGatewayLink(t *testing.T) {
 		t.Fatal("a link for a client that is not a gateway")
 	}
 }
+
+// Client ids that spell one MAC differently are different clients to
+// the broker, open at once: the gateway is connected while either is,
+// and its link closes with the last (a review: the first to close had a
+// healthy gateway read as gone, and judged down for good).
+func TestGatewayLinkAcrossSpellings(t *testing.T) {
+	clk := clock.NewFake(time.Date(2026, 11, 28, 10, 0, 0, 0, time.UTC))
+	s := newStats(clk)
+	gw, _ := ParseMAC("AC233FA0B1C2")
+	t0 := clk.Now().UnixMilli()
+	s.ClientConnected("AC233FA0B1C2", "127.0.0.1:5000")
+	clk.Advance(time.Minute)
+	s.ClientConnected("ac:23:3f:a0:b1:c2", "127.0.0.1:5001")
+	clk.Advance(time.Minute)
+	s.ClientDisconnected("ac:23:3f:a0:b1:c2")
+	if l, _ := s.Link(gw); l != (GatewayLink{Connected: true, Since: t0}) {
+		t.Fatalf("one of two connections closed: %+v", l)
+	}
+	if snap := s.Snapshot(); snap.Connected != 1 || !snap.Gateways[0].Connected {
+		t.Fatalf("status snapshot: %+v", snap)
+	}
+	clk.Advance(time.Minute)
+	s.ClientDisconnected("AC233FA0B1C2")
+	s.ClientDisconnected("AC233FA0B1C2") // a stray second close
+	if l, _ := s.Link(gw); l != (GatewayLink{Since: t0 + 180_000, Lasted: 180_000}) {
+		t.Fatalf("both closed: %+v", l)
+	}
+	s.ClientConnected("AC-23-3F-A0-B1-C2", "127.0.0.1:5002")
+	if l, _ := s.Link(gw); !l.Connected {
+		t.Fatalf("connected again after a stray close: %+v", l)
+	}
+}

@@ -45,9 +45,14 @@ type gwStats struct {
 	Uptime      int64
 	Connected   bool
 	Remote      string
-	// connectedAt and closedAt are when the gateway's last connection
-	// to the embedded broker opened and closed (Unix ms; 0 never).
-	connectedAt, closedAt int64
+	// open counts the gateway's connections to the embedded broker:
+	// client ids that spell its MAC differently (AC233FA0B1C2,
+	// ac:23:3f:a0:b1:c2) are different clients to the broker, both
+	// open at once, and the first to close had the gateway read as gone
+	// (a review). connectedAt and closedAt are when the count last left
+	// and reached 0 (zero time: never).
+	open                  int
+	connectedAt, closedAt time.Time
 }
 
 func newStats(c clock.Clock) *Stats {
@@ -153,7 +158,9 @@ func (s *Stats) ClientConnected(clientID, remote string) {
 	if m, ok := ParseMAC(clientID); ok {
 		g := s.gw(m)
 		g.Connected, g.Remote = true, remote
-		g.connectedAt = s.clock.Now().UnixMilli()
+		if g.open++; g.open == 1 {
+			g.connectedAt = s.clock.Now()
+		}
 		return
 	}
 	s.others++
@@ -164,9 +171,11 @@ func (s *Stats) ClientDisconnected(clientID string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if m, ok := ParseMAC(clientID); ok {
-		if g, ok := s.lookup(m); ok {
-			g.Connected = false
-			g.closedAt = s.clock.Now().UnixMilli()
+		if g, ok := s.lookup(m); ok && g.open > 0 {
+			if g.open--; g.open == 0 {
+				g.Connected = false
+				g.closedAt = s.clock.Now()
+			}
 		}
 		return
 	}
@@ -185,7 +194,8 @@ type GatewayLink struct {
 	// ms, the pipeline's clock).
 	Since int64
 	// Lasted is how long the closed connection had been open (ms; 0
-	// while connected).
+	// while connected), by the clock's monotonic reading where it has
+	// one: a wall clock stepped back while it was open made it 0.
 	Lasted int64
 }
 
@@ -199,13 +209,13 @@ func (s *Stats) Link(m MAC) (GatewayLink, bool) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if g.connectedAt == 0 {
+	if g.connectedAt.IsZero() {
 		return GatewayLink{}, false
 	}
-	if g.Connected {
-		return GatewayLink{Connected: true, Since: g.connectedAt}, true
+	if g.open > 0 {
+		return GatewayLink{Connected: true, Since: g.connectedAt.UnixMilli()}, true
 	}
-	return GatewayLink{Since: g.closedAt, Lasted: max(0, g.closedAt-g.connectedAt)}, true
+	return GatewayLink{Since: g.closedAt.UnixMilli(), Lasted: max(0, g.closedAt.Sub(g.connectedAt).Milliseconds())}, true
 }
 
 // Totals are the lifetime counters.

@@ -95,9 +95,13 @@ type Engine struct {
 
 	// runMu orders Start/Stop against the state reset they do; the
 	// ingest path only loads run.
-	runMu   sync.Mutex
-	run     atomic.Pointer[run]
-	reports atomic.Uint64
+	runMu sync.Mutex
+	run   atomic.Pointer[run]
+	// linkWarned is, per gateway, the close of its connection to the
+	// broker last warned of (linkJudged).
+	linkMu     sync.Mutex
+	linkWarned map[[6]byte]int64
+	reports    atomic.Uint64
 	// judgedDown counts the judgements "gateway down" since New
 	// (JudgedDown): on a recording where none went down, false alarms.
 	judgedDown atomic.Uint64
@@ -357,6 +361,7 @@ func (e *Engine) Start(name string) error {
 	e.reports.Store(0)
 	e.restartSweep()
 	e.run.Store(&run{name: name, alg: alg, since: now})
+	e.judgeLinks() // afresh, as resetState forgot every judgement
 	return nil
 }
 

@@ -1,7 +1,9 @@
 package rtls
 
 import (
+	"context"
 	"iter"
+	"log/slog"
 	"math"
 	"sync/atomic"
 
@@ -242,7 +244,7 @@ func (m *model) silence(p *Params, b *beacon, now int64, seen func([6]byte) int6
 	}
 	for i := range b.rds {
 		r := &b.rds[i]
-		if r.held == 0 || uint64(r.held) == b.zoneID || r.g < 0 || lv.linked[r.g].Load() || !lv.quiet(p, b, r.g, win, now) {
+		if r.held == 0 || uint64(r.held) == b.zoneID || r.g < 0 || !lv.quiet(p, b, r.g, win, now) {
 			continue
 		}
 		z, ok := m.zoneIdx[uint64(r.held)]
@@ -392,12 +394,14 @@ func hearerOf(hs []hearer, g int) (float64, bool) {
 }
 
 // quiet says whether g's silence to b may be charged at now: it is not
-// judged down already, has not heard b for the window win, and has
-// reported nothing for Stale. A last report more than clockStep in the
-// future is from before a backward clock step: it says nothing of now.
+// judged down already, its connection to the broker is not open
+// (linked: judgeLinks judges it when it closes), it has not heard b for
+// the window win, and has reported nothing for Stale. A last report
+// more than clockStep in the future is from before a backward clock
+// step: it says nothing of now.
 func (lv *liveness) quiet(p *Params, b *beacon, g int, win, now int64) bool {
 	l := lv.last[g].Load()
-	return !lv.down[g].Load() && !b.heardWithin(g, win, now) && (now-l >= p.Stale.Milliseconds() || beforeStepBack(l, now))
+	return !lv.down[g].Load() && !lv.linked[g].Load() && !b.heardWithin(g, win, now) && (now-l >= p.Stale.Milliseconds() || beforeStepBack(l, now))
 }
 
 // heardWithin says whether gateway g heard b in the last w ms.
@@ -461,38 +465,71 @@ const (
 	linkProof = 60_000
 )
 
-// judgeLinks judges down every gateway of the site whose connection to
-// the broker closed (Options.GatewayLink, above) and brings back one
-// judged down that connected again since: run by the sweep.
+// judgeLinks judges down every gateway the running algorithm uses
+// (placed, or in the survey) whose connection to the broker closed
+// (Options.GatewayLink, above), and brings back one judged down whose
+// connection is open: run by the sweep, and at once on a new model or
+// run, which judge afresh. Nothing is judged while tracking is stopped.
 func (e *Engine) judgeLinks() {
 	link := e.opts.GatewayLink
-	if link == nil {
+	if link == nil || e.run.Load() == nil {
 		return
 	}
 	m := e.model.Load()
 	lv := m.live
 	now := e.clock.Now().UnixMilli()
+	seen := e.opts.GatewaySeen
 	for g := range m.nSiteGW {
 		mac := m.gwMAC[g]
 		up, since, lasted, ok := link(mac)
 		lv.linked[g].Store(ok && up)
 		switch {
-		case !ok:
+		case !ok || !m.gwPlaced[g] && !m.hasEm[g]:
 		case lv.down[g].Load():
-			// Opened in the millisecond of the judgement: after the
-			// sweep read it closed (an e2e test on a stepped clock).
-			if up && since >= lv.downAt[g].Load() && lv.heard(g, since) {
+			// Open: whatever judged it (a closed connection, or silence
+			// before the sweep saw this one open), it is up.
+			if up && lv.heard(g, since) {
 				e.log.Info("rtls: gateway connected again; its silence counts again", "gateway", assets.FormatMAC(mac))
 			}
-		case !up && now-since >= linkGrace && lasted >= linkProof && lv.last[g].Load() < since:
+		// Closed for linkGrace, or since a time the wall clock has since
+		// stepped back from (waiting for it to come round again took an
+		// hour after a one-hour step: a review); nothing from the
+		// gateway since, the close's own millisecond included (its last
+		// batch and the close came off one read loop: a review), by the
+		// engine's reports or by the pipeline's word (which a new model
+		// does not forget).
+		case !up && (now-since >= linkGrace || beforeStepBack(since, now)) && lasted >= linkProof &&
+			lv.last[g].Load() <= since && (seen == nil || seen(mac) <= since):
 			if lv.down[g].CompareAndSwap(false, true) {
 				lv.downAt[g].Store(now)
 				lv.nDown.Add(1)
-				e.log.Warn("rtls: gateway judged down: its connection to the broker closed; its silence no longer counts until it reports or connects again",
-					"gateway", assets.FormatMAC(mac), "closed_at", since)
+				e.judgedDown.Add(1)
+				e.linkJudged(mac, since)
 			}
 		}
 	}
+}
+
+// linkJudged logs a judgement from a closed connection: a warning the
+// first time for that closure, then (a site edit, a start: a new
+// judgement of the same closure) at debug level, so that one power cut
+// is one warning (a review counted six for one closure and five edits).
+func (e *Engine) linkJudged(mac [6]byte, since int64) {
+	e.linkMu.Lock()
+	first := e.linkWarned[mac] != since
+	if first {
+		if e.linkWarned == nil {
+			e.linkWarned = map[[6]byte]int64{}
+		}
+		e.linkWarned[mac] = since
+	}
+	e.linkMu.Unlock()
+	level := slog.LevelDebug
+	if first {
+		level = slog.LevelWarn
+	}
+	e.log.Log(context.Background(), level, "rtls: gateway judged down: its connection to the broker closed; its silence no longer counts until it reports or connects again",
+		"gateway", assets.FormatMAC(mac), "closed_at", since)
 }
 
 // reset forgets every judgement (Start, Stop): a run starts with every
