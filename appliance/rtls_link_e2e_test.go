@@ -17,8 +17,9 @@ import (
 // broker: the tracking engine judges it down (GET
 // /api/v1/tracking/status lists it in gateways_down) once the
 // connection has stayed closed 20 s, with no tag about, and brings it
-// back when it connects again. A publisher that connects for each batch
-// (mosquitto_pub, a real one) is not judged down between batches.
+// back when it connects again, also after a takeover of its client id.
+// A publisher that connects for each batch (mosquitto_pub, a real one)
+// is not judged down between batches.
 func TestAGatewayWhoseConnectionClosesIsJudgedDown(t *testing.T) {
 	clk := clock.NewFake(time.Now().Truncate(time.Second))
 	app := rtlsApp(t, t.TempDir(), clk)
@@ -106,10 +107,30 @@ func TestAGatewayWhoseConnectionClosesIsJudgedDown(t *testing.T) {
 
 	gw.Disconnect(0)
 	gw = open()
-	defer gw.Disconnect(0)
 	eventually(t, "the gateway connected again", connected(true))
 	eventually(t, "the gateway back up", func() bool {
 		clk.Advance(time.Second)
 		return len(down()) == 0
+	})
+
+	// It reconnects with the same client id before the broker noticed
+	// the old connection dead (a takeover: the old one's close is not
+	// reported), runs a while, and loses power: judged down all the same.
+	first := conn
+	second := open()
+	defer second.Disconnect(0)
+	defer gw.Disconnect(0)
+	advance(2 * time.Minute)
+	if d := down(); len(d) != 0 {
+		t.Fatalf("judged down after a takeover: %v", d)
+	}
+	if conn == first {
+		t.Fatal("the second client reused the first connection")
+	}
+	_ = conn.Close()
+	eventually(t, "the broker seeing the newer connection closed", connected(false))
+	eventually(t, "the gateway judged down after the takeover", func() bool {
+		clk.Advance(time.Second)
+		return slices.Contains(down(), "AC233FA0B1C2")
 	})
 }

@@ -74,3 +74,23 @@ func TestGatewayLinkAcrossSpellings(t *testing.T) {
 		t.Fatalf("connected again after a stray close: %+v", l)
 	}
 }
+
+// A connection taken over by a newer one with the same client id is not
+// reported closed (broker/embedded.go): the gateway was connected twice
+// and closed once, and must read as closed when the newer one closes.
+func TestGatewayLinkAfterTakeover(t *testing.T) {
+	clk := clock.NewFake(time.Date(2026, 11, 28, 10, 0, 0, 0, time.UTC))
+	s := newStats(clk)
+	gw, _ := ParseMAC("AC233FA0B1C2")
+	s.ClientConnected("AC233FA0B1C2", "127.0.0.1:5000")
+	clk.Advance(time.Minute)
+	s.ClientConnected("AC233FA0B1C2", "127.0.0.1:5001") // the takeover
+	clk.Advance(time.Minute)
+	s.ClientDisconnected("AC233FA0B1C2")
+	if l, _ := s.Link(gw); l.Connected || l.Lasted != 120_000 {
+		t.Fatalf("after the newer connection closed: %+v", l)
+	}
+	if snap := s.Snapshot(); snap.Connected != 0 {
+		t.Fatalf("status snapshot: %d connected", snap.Connected)
+	}
+}

@@ -45,13 +45,15 @@ type gwStats struct {
 	Uptime      int64
 	Connected   bool
 	Remote      string
-	// open counts the gateway's connections to the embedded broker:
-	// client ids that spell its MAC differently (AC233FA0B1C2,
-	// ac:23:3f:a0:b1:c2) are different clients to the broker, both
-	// open at once, and the first to close had the gateway read as gone
-	// (a review). connectedAt and closedAt are when the count last left
-	// and reached 0 (zero time: never).
-	open                  int
+	// open holds the client ids of the gateway's open connections to
+	// the embedded broker: ids that spell its MAC differently
+	// (AC233FA0B1C2, ac:23:3f:a0:b1:c2) are different clients to the
+	// broker, both open at once, and the first to close had the gateway
+	// read as gone (a review). By id, not a count: a connection taken
+	// over by a newer one with the same id is reported connected twice
+	// and closed once (broker/embedded.go). connectedAt and closedAt are
+	// when the set last stopped and started being empty (zero: never).
+	open                  map[string]struct{}
 	connectedAt, closedAt time.Time
 }
 
@@ -158,9 +160,13 @@ func (s *Stats) ClientConnected(clientID, remote string) {
 	if m, ok := ParseMAC(clientID); ok {
 		g := s.gw(m)
 		g.Connected, g.Remote = true, remote
-		if g.open++; g.open == 1 {
+		if len(g.open) == 0 {
 			g.connectedAt = s.clock.Now()
 		}
+		if g.open == nil {
+			g.open = map[string]struct{}{}
+		}
+		g.open[clientID] = struct{}{}
 		return
 	}
 	s.others++
@@ -171,10 +177,13 @@ func (s *Stats) ClientDisconnected(clientID string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if m, ok := ParseMAC(clientID); ok {
-		if g, ok := s.lookup(m); ok && g.open > 0 {
-			if g.open--; g.open == 0 {
-				g.Connected = false
-				g.closedAt = s.clock.Now()
+		if g, ok := s.lookup(m); ok {
+			if _, open := g.open[clientID]; open {
+				delete(g.open, clientID)
+				if len(g.open) == 0 {
+					g.Connected = false
+					g.closedAt = s.clock.Now()
+				}
 			}
 		}
 		return
@@ -212,7 +221,7 @@ func (s *Stats) Link(m MAC) (GatewayLink, bool) {
 	if g.connectedAt.IsZero() {
 		return GatewayLink{}, false
 	}
-	if g.open > 0 {
+	if len(g.open) > 0 {
 		return GatewayLink{Connected: true, Since: g.connectedAt.UnixMilli()}, true
 	}
 	return GatewayLink{Since: g.closedAt.UnixMilli(), Lasted: max(0, g.closedAt.Sub(g.connectedAt).Milliseconds())}, true
