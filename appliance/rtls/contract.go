@@ -94,8 +94,9 @@ type Status struct {
 	Reports   uint64 `json:"reports"`         // sightings observed since Start
 	Samples   int    `json:"samples"`         // training samples loaded
 	// GatewaysDown are the gateways judged down (liveness.go): silent
-	// where the survey says they hear a tag, whose silence the
-	// algorithms no longer count until they report again.
+	// where they should hear a tag, or their broker connection closed;
+	// the algorithms no longer count their silence until they report or
+	// connect again.
 	GatewaysDown []string `json:"gateways_down"`
 	// Surveys are the survey recordings under way (any beacon, whether
 	// or not tracking runs).

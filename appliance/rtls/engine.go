@@ -93,7 +93,8 @@ type Engine struct {
 	gen     uint64
 	model   atomic.Pointer[model]
 
-	// runMu orders Start/Stop against the state reset they do; the
+	// runMu orders Start/Stop against the state reset they do, and the
+	// sweep's connection judgements (judgeLinks) against both; the
 	// ingest path only loads run.
 	runMu sync.Mutex
 	run   atomic.Pointer[run]
@@ -372,6 +373,10 @@ func needsGrid(name string) bool { return name == AlgGrid || name == AlgFusion }
 func (e *Engine) Stop() {
 	e.runMu.Lock()
 	defer e.runMu.Unlock()
+	// And cfgMu: a site edit's judgement (rebuild) does not land after
+	// the reset below.
+	e.cfgMu.Lock()
+	defer e.cfgMu.Unlock()
 	e.run.Store(nil)
 	e.resetState()
 }

@@ -64,8 +64,9 @@ type liveness struct {
 	// downAt is when each gateway was last judged down (Unix ms).
 	downAt []atomic.Int64
 	// linked is whether each gateway's connection to the broker was open
-	// at the last look (judgeLinks): "where the tag was" (silence) does
-	// not charge such a gateway.
+	// at the last look (judgeLinks): silence (quiet: both "where the tag
+	// was" and the held rule) does not judge such a gateway, its closing
+	// does.
 	linked []atomic.Bool
 	// hears[z] are the gateways that usually hear zone z, with what a
 	// window of their silence there says.
@@ -469,7 +470,9 @@ const (
 // (placed, or in the survey) whose connection to the broker closed
 // (Options.GatewayLink, above), and brings back one judged down whose
 // connection is open: run by the sweep, and at once on a new model or
-// run, which judge afresh. Nothing is judged while tracking is stopped.
+// run, which judge afresh. Nothing is judged while tracking is stopped:
+// callers hold runMu (Start, the sweep) or cfgMu (rebuild), which Stop
+// takes both of.
 func (e *Engine) judgeLinks() {
 	link := e.opts.GatewayLink
 	if link == nil || e.run.Load() == nil {

@@ -394,3 +394,46 @@ func TestClosedConnectionCases(t *testing.T) {
 		}
 	})
 }
+
+// A Stop while the sweep is judging connections does not leave a
+// gateway judged down behind it: the judgement begun before the stop's
+// reset landed after it (a review), and the status of a stopped engine
+// named a gateway down that a start would only clear.
+func TestAStopDuringTheSweepLeavesNoGatewayDown(t *testing.T) {
+	s := gridSite(3, 3, true)
+	fl := &fakeLink{mac: gwMAC(5)}
+	var h *harness
+	var closed time.Time
+	var once sync.Once
+	stopped := make(chan struct{})
+	link := func(mac [6]byte) (bool, int64, int64, bool) {
+		if mac == fl.mac && !closed.IsZero() && h.clk.Now().Sub(closed) >= linkGrace*time.Millisecond {
+			once.Do(func() {
+				go func() { h.e.Stop(); close(stopped) }()
+				// Without the fix the stop ends here; with it, it waits
+				// for the sweep: give it the time to, bounded.
+				select {
+				case <-stopped:
+				case <-time.After(200 * time.Millisecond):
+				}
+			})
+		}
+		return fl.link(mac)
+	}
+	h = tracking(t, Options{GatewayLink: link}, s, nil, AlgStrongest)
+	fl.connect(h.clk.Now())
+	h.clk.Advance(5 * time.Minute)
+	closed = h.clk.Now()
+	fl.close(closed)
+	for h.e.Current() != "" && h.clk.Now().Sub(closed) < time.Minute {
+		h.sweeps(1)
+	}
+	select {
+	case <-stopped:
+	case <-time.After(10 * time.Second):
+		t.Fatal("stop never returned")
+	}
+	if d := h.e.Status().GatewaysDown; len(d) != 0 || h.e.model.Load().live.nDown.Load() != 0 {
+		t.Fatalf("stopped engine has gateways down: %v", d)
+	}
+}
