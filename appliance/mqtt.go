@@ -94,6 +94,9 @@ func (a *App) buildIngest() error {
 		return c.MQTTUser, c.MQTTPass
 	}
 	if cfg.MQTTBroker == "external" {
+		// It reports no connections: the gateways whose connection
+		// lasted under the embedded one would all read as never back.
+		a.pipeline.Stats.RestoreLinks(nil, a.clock.Now())
 		// A stable client id: the session is persistent, and a random id
 		// would leave an orphaned session on the broker at every restart.
 		x, err := broker.NewExternal(broker.ExternalOptions{URL: cfg.MQTTURL, Credentials: creds, Sink: a.pipeline,

@@ -546,9 +546,8 @@ func (a *App) gatewaySeen(mac [6]byte) int64 { return a.pipeline.LastSeen().Gate
 
 // gatewayLink is rtls.Options.GatewayLink: a gateway's connection to the
 // embedded broker (none is known with an external one).
-func (a *App) gatewayLink(mac [6]byte) (connected bool, since, lasted int64, ok bool) {
-	l, ok := a.pipeline.Stats.Link(ingest.MAC(mac))
-	return l.Connected, l.Since, l.Lasted, ok
+func (a *App) gatewayLink(mac [6]byte) (ingest.GatewayLink, bool) {
+	return a.pipeline.Stats.Link(ingest.MAC(mac))
 }
 
 // keepSurveys stores the samples of surveys still recording at a

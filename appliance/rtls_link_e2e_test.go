@@ -10,7 +10,9 @@ import (
 
 	paho "github.com/eclipse/paho.mqtt.golang"
 
+	"beaconhub/appliance"
 	"beaconhub/appliance/clock"
+	"beaconhub/broker/brokertest"
 )
 
 // A gateway that loses power drops its connection to the embedded
@@ -132,5 +134,90 @@ func TestAGatewayWhoseConnectionClosesIsJudgedDown(t *testing.T) {
 	eventually(t, "the gateway judged down after the takeover", func() bool {
 		clk.Advance(time.Second)
 		return slices.Contains(down(), "AC233FA0B1C2")
+	})
+}
+
+// A gateway that kept its connection before the appliance restarted and
+// does not connect to the new one (it died across the restart: a power
+// cut that outlived the appliance's) is judged down two minutes after
+// the start, which a connection it never made could not otherwise say;
+// it is back once it connects.
+func TestAGatewayDeadAcrossARestartIsJudgedDown(t *testing.T) {
+	clk := clock.NewFake(time.Now().Truncate(time.Second))
+	home := t.TempDir()
+	app := rtlsApp(t, home, clk)
+	t.Cleanup(func() { _ = app.Shutdown(context.Background()) })
+	c := &client{t: t, base: "http://" + app.HTTPAddr(), token: adminToken(t, app)}
+	hallSite(c)
+	connect := func(app *appliance.App) paho.Client {
+		cfg := app.Live().Get()
+		opts := paho.NewClientOptions().AddBroker("tcp://" + app.MQTTAddr()).SetClientID("AC233FA0B1C2").
+			SetUsername(cfg.MQTTUser).SetPassword(cfg.MQTTPass).SetAutoReconnect(false).SetConnectRetry(false)
+		cl := paho.NewClient(opts)
+		if tok := cl.Connect(); !tok.WaitTimeout(5*time.Second) || tok.Error() != nil {
+			t.Fatalf("connect: %v", tok.Error())
+		}
+		return cl
+	}
+	gw := connect(app)
+	if tok := gw.Publish("gw/AC233FA0B1C2/adv1", 1, false, `{"reports":[{"mac":"C3:00:00:00:0B:01","rssi":-58}]}`); !tok.WaitTimeout(5*time.Second) || tok.Error() != nil {
+		t.Fatalf("publish: %v", tok.Error())
+	}
+	for range 90 {
+		clk.Advance(time.Second)
+	}
+	if err := app.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	gw.Disconnect(0)
+
+	down := func() []string {
+		var st struct {
+			Algorithm    string   `json:"algorithm"`
+			GatewaysDown []string `json:"gateways_down"`
+		}
+		c.must("GET", "/api/v1/tracking/status", nil, &st)
+		if st.Algorithm != "strongest" {
+			t.Fatalf("tracking after the restart: %q", st.Algorithm)
+		}
+		return st.GatewaysDown
+	}
+	// Restarted on an external broker, which reports no connections: no
+	// gateway reads as never back (it would, idle, be judged down).
+	m := brokertest.StartMosquitto(t, "gwuser", "gwpass-123")
+	app = rtlsAppWith(t, home, clk, `{"server_features":["service"],"server_mqtt_broker":"external","server_mqtt_url":"`+m.URL()+
+		`","server_mqtt_user":"gwuser","server_mqtt_pass":"gwpass-123"}`)
+	t.Cleanup(func() { _ = app.Shutdown(context.Background()) })
+	c = &client{t: t, base: "http://" + app.HTTPAddr(), token: c.token}
+	for range 180 {
+		clk.Advance(time.Second)
+	}
+	if d := down(); len(d) != 0 {
+		t.Fatalf("judged down on an external broker: %v", d)
+	}
+	if err := app.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+
+	// Back on the embedded broker: the gateway is still not back.
+	app = rtlsApp(t, home, clk)
+	t.Cleanup(func() { _ = app.Shutdown(context.Background()) })
+	c = &client{t: t, base: "http://" + app.HTTPAddr(), token: c.token}
+	start := clk.Now()
+	for clk.Now().Sub(start) < 110*time.Second {
+		clk.Advance(time.Second)
+		if d := down(); len(d) != 0 {
+			t.Fatalf("judged down %v after the start: %v", clk.Now().Sub(start), d)
+		}
+	}
+	eventually(t, "the gateway judged down", func() bool {
+		clk.Advance(time.Second)
+		return slices.Contains(down(), "AC233FA0B1C2")
+	})
+	gw = connect(app)
+	defer gw.Disconnect(0)
+	eventually(t, "the gateway back up", func() bool {
+		clk.Advance(time.Second)
+		return len(down()) == 0
 	})
 }

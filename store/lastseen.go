@@ -3,6 +3,7 @@ package store
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 
 	bolt "go.etcd.io/bbolt"
 	berrors "go.etcd.io/bbolt/errors"
@@ -92,4 +93,40 @@ func (db *DB) LoadDiscovered() ([]DiscoveredDevice, error) {
 		})
 	})
 	return out, err
+}
+
+// keyLastingLinks (kv bucket) holds the gateways whose latest connection
+// to the embedded broker lasted (ingest.LastingConnection): after a
+// restart the tracking engine judges down one of them that does not
+// connect again, which it otherwise could not tell from a gateway that
+// never kept a connection.
+const keyLastingLinks = "ingest/lasting_links"
+
+// PutLastingLinks returns a writer op storing the gateways (MACs) whose
+// connection lasted.
+func PutLastingLinks(macs []string) func(tx *bolt.Tx) error {
+	return func(tx *bolt.Tx) error {
+		data, err := json.Marshal(macs)
+		if err != nil {
+			return err
+		}
+		return tx.Bucket(bKV).Put([]byte(keyLastingLinks), data)
+	}
+}
+
+// LoadLastingLinks returns the gateways PutLastingLinks stored last (none
+// before the first).
+func (db *DB) LoadLastingLinks() ([]string, error) {
+	v, err := db.GetKV(keyLastingLinks)
+	if errors.Is(err, ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var macs []string
+	if err := json.Unmarshal(v, &macs); err != nil {
+		return nil, fmt.Errorf("%s: %w", keyLastingLinks, err)
+	}
+	return macs, nil
 }

@@ -1,6 +1,7 @@
 package ingest
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -92,5 +93,68 @@ func TestGatewayLinkAfterTakeover(t *testing.T) {
 	}
 	if snap := s.Snapshot(); snap.Connected != 0 {
 		t.Fatalf("status snapshot: %d connected", snap.Connected)
+	}
+}
+
+// The gateways whose latest connection lasted a minute or more are what
+// a restart remembers (lastingIfChanged, stored by the flush): open or
+// closed, but not a publisher that connects for each batch; one
+// restored reads as closed since the restart until it connects, and
+// stays remembered until a connection of its own says otherwise.
+func TestLastingLinksAcrossARestart(t *testing.T) {
+	clk := clock.NewFake(time.Date(2026, 11, 28, 10, 0, 0, 0, time.UTC))
+	s := newStats(clk)
+	lasting := func() []string {
+		t.Helper()
+		macs, _ := s.lastingIfChanged()
+		s.lastingWritten = "" // read again next time
+		return macs
+	}
+	s.ClientConnected("AC233FA0B1C1", "127.0.0.1:5000") // kept open
+	s.ClientConnected("AC233FA0B1C2", "127.0.0.1:5001") // closes after 2 min
+	for range 5 {                                       // per batch
+		s.ClientConnected("AC233FA0B1C3", "127.0.0.1:5002")
+		clk.Advance(2 * time.Second)
+		s.ClientDisconnected("AC233FA0B1C3")
+	}
+	if got := lasting(); len(got) != 0 {
+		t.Fatalf("lasting after 10 s: %v", got)
+	}
+	clk.Advance(2 * time.Minute)
+	s.ClientDisconnected("AC233FA0B1C2")
+	if got := strings.Join(lasting(), " "); got != "AC233FA0B1C1 AC233FA0B1C2" {
+		t.Fatalf("lasting: %q", got)
+	}
+	if _, changed := s.lastingIfChanged(); !changed {
+		t.Fatal("the first answer not a change")
+	}
+	if _, changed := s.lastingIfChanged(); changed {
+		t.Fatal("the same answer twice read as a change (stored every flush)")
+	}
+
+	// The restart: B1C1 comes back for 5 s and closes, B1C2 never does.
+	clk.Advance(time.Minute)
+	at := clk.Now().UnixMilli()
+	r := newStats(clk)
+	r.RestoreLinks([]string{"AC233FA0B1C1", "AC233FA0B1C2", "not a mac"}, clk.Now())
+	if _, changed := r.lastingIfChanged(); changed {
+		t.Fatal("what was restored read as a change")
+	}
+	c1, _ := ParseMAC("AC233FA0B1C1")
+	c2, _ := ParseMAC("AC233FA0B1C2")
+	for _, m := range []MAC{c1, c2} {
+		if l, ok := r.Link(m); !ok || l != (GatewayLink{Since: at, Restored: true}) {
+			t.Fatalf("%v restored: %+v %v", m, l, ok)
+		}
+	}
+	clk.Advance(10 * time.Second)
+	r.ClientConnected("AC233FA0B1C1", "127.0.0.1:5003")
+	if l, _ := r.Link(c1); l != (GatewayLink{Connected: true, Since: at + 10_000}) {
+		t.Fatalf("connected after the restart: %+v", l)
+	}
+	clk.Advance(5 * time.Second)
+	r.ClientDisconnected("AC233FA0B1C1")
+	if macs, changed := r.lastingIfChanged(); !changed || strings.Join(macs, " ") != "AC233FA0B1C2" {
+		t.Fatalf("lasting after B1C1's short connection: %v %v", macs, changed)
 	}
 }

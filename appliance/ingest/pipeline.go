@@ -271,7 +271,8 @@ func (p *Pipeline) LastSeen() *LastSeen { return p.seen }
 // Discovery exposes the list of unregistered MACs heard.
 func (p *Pipeline) Discovery() *Discovery { return p.discover }
 
-// Restore loads persisted last-seen times and the discovery list.
+// Restore loads persisted last-seen times, the discovery list and the
+// gateways whose connection to the broker lasted (Stats.RestoreLinks).
 func (p *Pipeline) Restore(db *store.DB) error {
 	ls, err := db.LoadLastSeen()
 	if err != nil {
@@ -283,6 +284,11 @@ func (p *Pipeline) Restore(db *store.DB) error {
 		return err
 	}
 	p.discover.restore(ds)
+	links, err := db.LoadLastingLinks()
+	if err != nil {
+		return err
+	}
+	p.Stats.RestoreLinks(links, p.clock.Now())
 	return nil
 }
 
@@ -308,6 +314,9 @@ func (p *Pipeline) flush(done func(error)) {
 	}
 	if list, dirty := p.discover.snapshotIfDirty(); dirty {
 		p.w.DoLazily(store.PutDiscovered(list), nil)
+	}
+	if macs, changed := p.Stats.lastingIfChanged(); changed {
+		p.w.DoLazily(store.PutLastingLinks(macs), nil)
 	}
 	if done != nil {
 		p.w.Do(func(*bolt.Tx) error { return nil }, done)

@@ -2,6 +2,7 @@ package ingest
 
 import (
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -30,6 +31,12 @@ type Stats struct {
 	gateways sync.Map
 	ngw      int // entries in gateways
 	others   int // connected clients whose id is not a gateway MAC
+	// restored are the gateways whose connection lasted before the
+	// restart (RestoreLinks), with when it was restored (Unix ms): Link
+	// reports them closed since then until they connect again.
+	restored map[MAC]int64
+	// lastingWritten is lastingIfChanged's last answer, joined.
+	lastingWritten string
 
 	ring rateRing
 }
@@ -206,25 +213,89 @@ type GatewayLink struct {
 	// while connected), by the clock's monotonic reading where it has
 	// one: a wall clock stepped back while it was open made it 0.
 	Lasted int64
+	// Restored: the gateway has not connected since the pipeline
+	// started, and its connection before the restart lasted
+	// LastingConnection or more (Since is the start; Lasted 0).
+	Restored bool
 }
+
+// LastingConnection is how long a gateway's connection must have lasted
+// to be read as the gateway's own: gateways that connect for each batch
+// of reports and leave again (as mosquitto_pub does) are closed most of
+// the time, and were judged down between batches they were not.
+const LastingConnection = time.Minute
 
 // Link is gateway m's connection to the embedded broker; false when it
 // never connected since the start (or the broker is external, which
 // reports no connections).
 func (s *Stats) Link(m MAC) (GatewayLink, bool) {
-	g, ok := s.lookup(m)
-	if !ok {
-		return GatewayLink{}, false
-	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if g.connectedAt.IsZero() {
+	g, ok := s.lookup(m)
+	if !ok || g.connectedAt.IsZero() {
+		if at, ok := s.restored[m]; ok {
+			return GatewayLink{Since: at, Restored: true}, true
+		}
 		return GatewayLink{}, false
 	}
 	if len(g.open) > 0 {
 		return GatewayLink{Connected: true, Since: g.connectedAt.UnixMilli()}, true
 	}
 	return GatewayLink{Since: g.closedAt.UnixMilli(), Lasted: max(0, g.closedAt.Sub(g.connectedAt).Milliseconds())}, true
+}
+
+// RestoreLinks records the gateways whose connection lasted before a
+// restart (store.LoadLastingLinks), as of at: each is reported closed
+// since at (Link, Restored) until it connects. MACs that do not parse
+// are skipped.
+func (s *Stats) RestoreLinks(macs []string, at time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.restored = make(map[MAC]int64, len(macs))
+	for _, v := range macs {
+		if m, ok := ParseMAC(v); ok {
+			s.restored[m] = at.UnixMilli()
+		}
+	}
+	s.lastingWritten = strings.Join(s.lastingLocked(), ",")
+}
+
+// lastingIfChanged returns the gateways whose latest connection lasted
+// LastingConnection or more (open or closed), with those restored that
+// have not connected since, sorted; changed is false when that is what
+// it returned last time (nothing to store).
+func (s *Stats) lastingIfChanged() (macs []string, changed bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	macs = s.lastingLocked()
+	key := strings.Join(macs, ",")
+	if key == s.lastingWritten {
+		return nil, false
+	}
+	s.lastingWritten = key
+	return macs, true
+}
+
+func (s *Stats) lastingLocked() []string {
+	now := s.clock.Now()
+	var out []string
+	s.gateways.Range(func(k, v any) bool {
+		g := v.(*gwStats)
+		switch {
+		case g.connectedAt.IsZero():
+		case len(g.open) > 0 && now.Sub(g.connectedAt) >= LastingConnection,
+			len(g.open) == 0 && g.closedAt.Sub(g.connectedAt) >= LastingConnection:
+			out = append(out, k.(MAC).String())
+		}
+		return true
+	})
+	for m := range s.restored {
+		if g, ok := s.lookup(m); !ok || g.connectedAt.IsZero() {
+			out = append(out, m.String())
+		}
+	}
+	sort.Strings(out)
+	return out
 }
 
 // Totals are the lifetime counters.

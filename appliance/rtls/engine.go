@@ -39,11 +39,10 @@ type Options struct {
 	// (liveness.go), and one judged down that talks again is back.
 	GatewaySeen func(mac [6]byte) int64
 	// GatewayLink, if set, is a gateway's connection to the embedded
-	// MQTT broker: open or not, since when (Unix ms), and how long the
-	// one that closed had been open (ms); ok false for a gateway that
-	// never connected (or an external broker). A gateway whose
-	// connection has closed is judged down (judgeLinks).
-	GatewayLink func(mac [6]byte) (connected bool, since, lasted int64, ok bool)
+	// MQTT broker (ingest.Stats.Link); ok false for a gateway that never
+	// connected (or an external broker). A gateway whose connection has
+	// closed is judged down (judgeLinks).
+	GatewayLink func(mac [6]byte) (ingest.GatewayLink, bool)
 	// Beacon, if set, is the registry's active beacon holding a uid:
 	// RegistryReloaded ends the stay of a beacon it no longer tracks.
 	Beacon func(uid string) (*assets.Asset, bool)

@@ -6,8 +6,10 @@ import (
 	"log/slog"
 	"math"
 	"sync/atomic"
+	"time"
 
 	"beaconhub/appliance/assets"
+	"beaconhub/appliance/ingest"
 )
 
 // A gateway that goes down (a power cut, a pulled cable) falls silent,
@@ -459,11 +461,15 @@ const (
 	// linkGrace (ms): a gateway that reconnects within it (a broker
 	// restart, a Wi-Fi roam) is not judged.
 	linkGrace = 20_000
-	// linkProof (ms): gateways that connect for each batch of reports
-	// and leave again (as mosquitto_pub does) are closed most of the
-	// time, and judged down between batches they were not: a
-	// connection is read as the gateway's only when it lasted this long.
-	linkProof = 60_000
+	// linkProof (ms): a connection is read as the gateway's only when
+	// it lasted this long (ingest.LastingConnection says why).
+	linkProof = int64(ingest.LastingConnection / time.Millisecond)
+	// restartGrace (ms): a gateway whose connection lasted before the
+	// appliance restarted and that has not connected since is judged
+	// down after this long. Longer than linkGrace: MQTT clients back
+	// off between attempts (paho doubles from 1 s), so one that saw the
+	// appliance gone for a minute may wait about as long again.
+	restartGrace = 120_000
 )
 
 // judgeLinks judges down every gateway the running algorithm uses
@@ -484,7 +490,8 @@ func (e *Engine) judgeLinks() {
 	seen := e.opts.GatewaySeen
 	for g := range m.nSiteGW {
 		mac := m.gwMAC[g]
-		up, since, lasted, ok := link(mac)
+		l, ok := link(mac)
+		up, since := l.Connected, l.Since
 		lv.linked[g].Store(ok && up)
 		switch {
 		case !ok || !m.gwPlaced[g] && !m.hasEm[g]:
@@ -501,13 +508,18 @@ func (e *Engine) judgeLinks() {
 		// batch and the close came off one read loop: a review), by the
 		// engine's reports or by the pipeline's word (which a new model
 		// does not forget).
-		case !up && (now-since >= linkGrace || beforeStepBack(since, now)) && lasted >= linkProof &&
+		//
+		// Or not connected since the appliance started, when its
+		// connection lasted before (ingest.Stats.RestoreLinks): a
+		// gateway that died across the restart, or before it.
+		case !up && (l.Restored && now-since >= restartGrace ||
+			!l.Restored && l.Lasted >= linkProof && (now-since >= linkGrace || beforeStepBack(since, now))) &&
 			lv.last[g].Load() <= since && (seen == nil || seen(mac) <= since):
 			if lv.down[g].CompareAndSwap(false, true) {
 				lv.downAt[g].Store(now)
 				lv.nDown.Add(1)
 				e.judgedDown.Add(1)
-				e.linkJudged(mac, since)
+				e.linkJudged(mac, since, l.Restored)
 			}
 		}
 	}
@@ -517,7 +529,7 @@ func (e *Engine) judgeLinks() {
 // first time for that closure, then (a site edit, a start: a new
 // judgement of the same closure) at debug level, so that one power cut
 // is one warning (a review counted six for one closure and five edits).
-func (e *Engine) linkJudged(mac [6]byte, since int64) {
+func (e *Engine) linkJudged(mac [6]byte, since int64, restored bool) {
 	e.linkMu.Lock()
 	first := e.linkWarned[mac] != since
 	if first {
@@ -530,6 +542,11 @@ func (e *Engine) linkJudged(mac [6]byte, since int64) {
 	level := slog.LevelDebug
 	if first {
 		level = slog.LevelWarn
+	}
+	if restored {
+		e.log.Log(context.Background(), level, "rtls: gateway judged down: it kept a connection to the broker before the appliance started and has not connected since; its silence no longer counts until it reports or connects again",
+			"gateway", assets.FormatMAC(mac), "started_at", since)
+		return
 	}
 	e.log.Log(context.Background(), level, "rtls: gateway judged down: its connection to the broker closed; its silence no longer counts until it reports or connects again",
 		"gateway", assets.FormatMAC(mac), "closed_at", since)

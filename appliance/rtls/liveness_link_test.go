@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"beaconhub/appliance/ingest"
 )
 
 // fakeLink is Options.GatewayLink for one gateway, set by hand.
@@ -17,6 +19,9 @@ type fakeLink struct {
 	mac              [6]byte
 	known, up        bool
 	opened, closedAt int64
+	// restored: the gateway's connection lasted before a restart at
+	// this time (Unix ms) and it has not connected since (!known).
+	restored int64
 }
 
 func (f *fakeLink) connect(at time.Time) {
@@ -31,16 +36,18 @@ func (f *fakeLink) close(at time.Time) {
 	f.up, f.closedAt = false, at.UnixMilli()
 }
 
-func (f *fakeLink) link(mac [6]byte) (bool, int64, int64, bool) {
+func (f *fakeLink) link(mac [6]byte) (ingest.GatewayLink, bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	switch {
-	case mac != f.mac || !f.known:
-		return false, 0, 0, false
+	case mac != f.mac || !f.known && f.restored == 0:
+		return ingest.GatewayLink{}, false
+	case !f.known:
+		return ingest.GatewayLink{Since: f.restored, Restored: true}, true
 	case f.up:
-		return true, f.opened, 0, true
+		return ingest.GatewayLink{Connected: true, Since: f.opened}, true
 	}
-	return false, f.closedAt, f.closedAt - f.opened, true
+	return ingest.GatewayLink{Since: f.closedAt, Lasted: f.closedAt - f.opened}, true
 }
 
 // A gateway whose connection to the broker closes (a power cut) is
@@ -406,7 +413,7 @@ func TestAStopDuringTheSweepLeavesNoGatewayDown(t *testing.T) {
 	var closed time.Time
 	var once sync.Once
 	stopped := make(chan struct{})
-	link := func(mac [6]byte) (bool, int64, int64, bool) {
+	link := func(mac [6]byte) (ingest.GatewayLink, bool) {
 		if mac == fl.mac && !closed.IsZero() && h.clk.Now().Sub(closed) >= linkGrace*time.Millisecond {
 			once.Do(func() {
 				go func() { h.e.Stop(); close(stopped) }()
@@ -435,5 +442,65 @@ func TestAStopDuringTheSweepLeavesNoGatewayDown(t *testing.T) {
 	}
 	if d := h.e.Status().GatewaysDown; len(d) != 0 || h.e.model.Load().live.nDown.Load() != 0 {
 		t.Fatalf("stopped engine has gateways down: %v", d)
+	}
+}
+
+// A gateway whose connection lasted before the appliance restarted and
+// that has not connected since (a power cut that outlived the
+// appliance's) is judged down restartGrace after the start, no sooner:
+// MQTT clients back off between attempts, and one back within it is
+// not judged. It is back when it connects; one that reports is not
+// judged.
+func TestAGatewayNotBackAfterARestartIsJudgedDown(t *testing.T) {
+	s := gridSite(3, 3, true)
+	for _, c := range []struct {
+		name           string
+		connectAfter   time.Duration // 0: never
+		reports, judge bool
+	}{
+		{name: "never back", judge: true},
+		{name: "back within the grace", connectAfter: 100 * time.Second},
+		{name: "back after the grace", connectAfter: 3 * time.Minute, judge: true},
+		{name: "reports", reports: true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			fl := &fakeLink{mac: gwMAC(5)}
+			var logs bytes.Buffer
+			h := newHarness(t, Options{Logger: slog.New(slog.NewTextHandler(&logs, nil)), GatewayLink: fl.link})
+			fl.restored = h.clk.Now().UnixMilli()
+			h.e.Configure(s, nil)
+			if err := h.e.Start(AlgStrongest); err != nil {
+				t.Fatal(err)
+			}
+			start := h.clk.Now()
+			judged := false
+			for h.clk.Now().Sub(start) < 5*time.Minute {
+				h.sweeps(1)
+				el := h.clk.Now().Sub(start)
+				if c.reports {
+					h.sight("WAT-1", gwMAC(5), -60)
+				}
+				if c.connectAfter > 0 && el >= c.connectAfter && !fl.known {
+					fl.connect(h.clk.Now())
+				}
+				down := len(h.e.Status().GatewaysDown) == 1
+				if down && el < 2*time.Minute {
+					t.Fatalf("judged down %v after the start", el)
+				}
+				judged = judged || down
+				if down && fl.known {
+					h.sweeps(1)
+					if len(h.e.Status().GatewaysDown) != 0 {
+						t.Fatal("connected and still down")
+					}
+				}
+			}
+			if judged != c.judge {
+				t.Fatalf("judged down: %v, want %v", judged, c.judge)
+			}
+			if c.judge && !strings.Contains(logs.String(), "has not connected since") {
+				t.Fatalf("log: %s", logs.String())
+			}
+		})
 	}
 }
