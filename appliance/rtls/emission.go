@@ -50,6 +50,7 @@ func (m *model) buildEmissions() {
 	m.hasEm = make([]bool, ng)
 	m.missZone = make([]float64, nz)
 	m.temper, m.knnW = uncalibrated, 0
+	m.findVoid()
 	if len(m.samples) > 0 {
 		m.learnEmissions()
 		return
@@ -70,6 +71,33 @@ func (m *model) buildEmissions() {
 			m.em[g*nz+z] = gaussian(p.rssiAt(d), p.Sigma)
 		}
 		m.hasEm[g] = true
+	}
+}
+
+// findVoid sets m.void: the zones neither surveyed nor on a map with a
+// placed gateway.
+func (m *model) findVoid() {
+	m.void = nil
+	placedOn := map[uint64]bool{}
+	for g, ok := range m.gwPlaced {
+		if ok {
+			placedOn[m.gwPos[g].mapID] = true
+		}
+	}
+	surveyed := make([]bool, len(m.zones))
+	for i := range m.samples {
+		surveyed[m.samples[i].zone] = true
+	}
+	void := make([]bool, len(m.zones))
+	n := 0
+	for z := range m.zones {
+		void[z] = !surveyed[z] && !placedOn[m.zones[z].MapID]
+		if void[z] {
+			n++
+		}
+	}
+	if n > 0 && n < len(m.zones) {
+		m.void = void
 	}
 }
 

@@ -169,16 +169,26 @@ func correct(m *model, p *Params, b *beacon, now int64, floor float64) (best int
 		return 0, false
 	}
 	knnLikelihood(m, p, b, now, cover, ll)
+	void := m.void
 	top := math.Inf(-1)
-	for _, v := range ll {
-		top = math.Max(top, v)
+	for z, v := range ll {
+		if void == nil || !void[z] {
+			top = math.Max(top, v)
+		}
 	}
 	var sum float64
 	for z := range b.belief {
+		if void != nil && void[z] {
+			b.belief[z] = 0
+			continue
+		}
 		b.belief[z] = b.prior[z] * math.Exp(b.weight*(ll[z]-top))
 		sum += b.belief[z]
 	}
 	for z := range b.belief {
+		if void != nil && void[z] {
+			continue
+		}
 		b.belief[z] = math.Max(b.belief[z]/sum, floor)
 		if b.belief[z] > b.belief[best] {
 			best = z

@@ -50,8 +50,17 @@ type model struct {
 	fadeSS, fadeDof, winInv, winN []float64
 	logN                          []float64 // per zone: log(number of samples), -Inf without
 	// emission tables for the adjacency filter, [g*nz+z] (emission.go)
-	em       []emission
-	hasEm    []bool    // per gateway: any emission information at all
+	em    []emission
+	hasEm []bool // per gateway: any emission information at all
+	// void[z]: nothing models the radio in zone z (no survey sample of
+	// it, no placed gateway on its map), so the zone filter never puts
+	// a beacon there; nil when no zone is void, or every zone is.
+	// Modelled as "every gateway barely heard" (or the site-wide mean,
+	// with a survey), such a zone fitted a tag quieter than the survey's
+	// better than where it stood: a floor drawn with no gateway yet took
+	// 88-100% of a tag 8 dB quieter than the survey tag under hmm and
+	// bayes (TestAFloorWithNothingToModelItCatchesNoTag).
+	void     []bool
 	missZone []float64 // per zone: sum over gateways of log P(not heard)
 	// sens is the survey's sensitivity floor (its quietest heard
 	// reading), and offs the emission tables of tags heard louder or
