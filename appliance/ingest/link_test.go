@@ -58,7 +58,7 @@ func TestGatewayLinkAcrossSpellings(t *testing.T) {
 	s.ClientConnected("ac:23:3f:a0:b1:c2", "127.0.0.1:5001")
 	clk.Advance(time.Minute)
 	s.ClientDisconnected("ac:23:3f:a0:b1:c2")
-	if l, _ := s.Link(gw); l != (GatewayLink{Connected: true, Since: t0}) {
+	if l, _ := s.Link(gw); l != (GatewayLink{Connected: true, Since: t0, For: 120_000}) {
 		t.Fatalf("one of two connections closed: %+v", l)
 	}
 	if snap := s.Snapshot(); snap.Connected != 1 || !snap.Gateways[0].Connected {
@@ -147,9 +147,23 @@ func TestLastingLinksAcrossARestart(t *testing.T) {
 			t.Fatalf("%v restored: %+v %v", m, l, ok)
 		}
 	}
+	// How long it has been away, from the start; a wall clock stepped
+	// back from the start moves the start to the step (never negative).
 	clk.Advance(10 * time.Second)
+	if l, _ := r.Link(c2); l != (GatewayLink{Since: at, Restored: true, For: 10_000}) {
+		t.Fatalf("restored 10 s: %+v", l)
+	}
+	clk.Advance(-time.Hour)
+	stepped := clk.Now().UnixMilli()
+	if l, _ := r.Link(c2); l != (GatewayLink{Since: stepped, Restored: true}) {
+		t.Fatalf("after a step back: %+v", l)
+	}
+	clk.Advance(time.Hour + 10*time.Second)
+	if l, _ := r.Link(c2); l.For != time.Hour.Milliseconds()+10_000 {
+		t.Fatalf("an hour after the step: %+v", l)
+	}
 	r.ClientConnected("AC233FA0B1C1", "127.0.0.1:5003")
-	if l, _ := r.Link(c1); l != (GatewayLink{Connected: true, Since: at + 10_000}) {
+	if l, _ := r.Link(c1); !l.Connected || l.Restored {
 		t.Fatalf("connected after the restart: %+v", l)
 	}
 	clk.Advance(5 * time.Second)

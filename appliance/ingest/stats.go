@@ -32,9 +32,9 @@ type Stats struct {
 	ngw      int // entries in gateways
 	others   int // connected clients whose id is not a gateway MAC
 	// restored are the gateways whose connection lasted before the
-	// restart (RestoreLinks), with when it was restored (Unix ms): Link
+	// restart (RestoreLinks), with when it was restored: Link
 	// reports them closed since then until they connect again.
-	restored map[MAC]int64
+	restored map[MAC]time.Time
 	// lastingWritten is lastingIfChanged's last answer, joined.
 	lastingWritten string
 
@@ -217,6 +217,14 @@ type GatewayLink struct {
 	// started, and its connection before the restart lasted
 	// LastingConnection or more (Since is the start; Lasted 0).
 	Restored bool
+	// For is how long (ms) the gateway has been as Link says (open,
+	// closed, or not back since the start), by the clock's monotonic
+	// reading where it has one, so that a wall clock stepped forward
+	// does not age it (a review: stepped an hour forward after a
+	// restart, gateways still reconnecting were judged down). Never
+	// negative: a start the wall clock has stepped back from (a clock
+	// without a monotonic reading, as in tests) moves to the step.
+	For int64
 }
 
 // LastingConnection is how long a gateway's connection must have lasted
@@ -232,16 +240,23 @@ func (s *Stats) Link(m MAC) (GatewayLink, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	g, ok := s.lookup(m)
+	now := s.clock.Now()
 	if !ok || g.connectedAt.IsZero() {
-		if at, ok := s.restored[m]; ok {
-			return GatewayLink{Since: at, Restored: true}, true
+		at, ok := s.restored[m]
+		if !ok {
+			return GatewayLink{}, false
 		}
-		return GatewayLink{}, false
+		if now.Before(at) {
+			at = now
+			s.restored[m] = at
+		}
+		return GatewayLink{Since: at.UnixMilli(), Restored: true, For: now.Sub(at).Milliseconds()}, true
 	}
 	if len(g.open) > 0 {
-		return GatewayLink{Connected: true, Since: g.connectedAt.UnixMilli()}, true
+		return GatewayLink{Connected: true, Since: g.connectedAt.UnixMilli(), For: max(0, now.Sub(g.connectedAt).Milliseconds())}, true
 	}
-	return GatewayLink{Since: g.closedAt.UnixMilli(), Lasted: max(0, g.closedAt.Sub(g.connectedAt).Milliseconds())}, true
+	return GatewayLink{Since: g.closedAt.UnixMilli(), Lasted: max(0, g.closedAt.Sub(g.connectedAt).Milliseconds()),
+		For: max(0, now.Sub(g.closedAt).Milliseconds())}, true
 }
 
 // RestoreLinks records the gateways whose connection lasted before a
@@ -251,10 +266,10 @@ func (s *Stats) Link(m MAC) (GatewayLink, bool) {
 func (s *Stats) RestoreLinks(macs []string, at time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.restored = make(map[MAC]int64, len(macs))
+	s.restored = make(map[MAC]time.Time, len(macs))
 	for _, v := range macs {
 		if m, ok := ParseMAC(v); ok {
-			s.restored[m] = at.UnixMilli()
+			s.restored[m] = at
 		}
 	}
 	s.lastingWritten = strings.Join(s.lastingLocked(), ",")

@@ -92,11 +92,14 @@ type Engine struct {
 	gen     uint64
 	model   atomic.Pointer[model]
 
-	// runMu orders Start/Stop against the state reset they do, and the
-	// sweep's connection judgements (judgeLinks) against both; the
-	// ingest path only loads run.
-	runMu sync.Mutex
-	run   atomic.Pointer[run]
+	// runMu orders Start/Stop against the state reset they do; the
+	// ingest path only loads run. judgeMu orders connection judgements
+	// (judgeLinks) against that reset (stopRun); it is taken last (the
+	// broker's link lookups, the log and the reset's beacon shards are
+	// locked under it, never the other way).
+	runMu   sync.Mutex
+	judgeMu sync.Mutex
+	run     atomic.Pointer[run]
 	// linkWarned is, per gateway, the close of its connection to the
 	// broker last warned of (linkJudged).
 	linkMu     sync.Mutex
@@ -356,8 +359,7 @@ func (e *Engine) Start(name string) error {
 		}
 	}
 	now := e.clock.Now().UnixMilli()
-	e.run.Store(nil)
-	e.resetState()
+	e.stopRun()
 	e.reports.Store(0)
 	e.restartSweep()
 	e.run.Store(&run{name: name, alg: alg, since: now})
@@ -372,13 +374,26 @@ func needsGrid(name string) bool { return name == AlgGrid || name == AlgFusion }
 func (e *Engine) Stop() {
 	e.runMu.Lock()
 	defer e.runMu.Unlock()
-	// And cfgMu: a site edit's judgement (rebuild) does not land after
-	// the reset below.
-	e.cfgMu.Lock()
-	defer e.cfgMu.Unlock()
+	e.stopRun()
+}
+
+// stopRun ends the run and forgets its state, under judgeMu: a
+// connection judgement (judgeLinks, run by the sweep and by site edits
+// without runMu) begun before it would land after the reset and leave
+// a gateway judged down while tracking is stopped (a review).
+func (e *Engine) stopRun() {
+	e.judgeMu.Lock()
+	defer e.judgeMu.Unlock()
+	if resetHook != nil {
+		resetHook(e)
+	}
 	e.run.Store(nil)
 	e.resetState()
 }
+
+// resetHook, when set (by tests only), is called as a run's state is
+// reset (Start, Stop), with judgeMu held.
+var resetHook func(*Engine)
 
 // Current is the running algorithm's name, "" when stopped.
 func (e *Engine) Current() string {

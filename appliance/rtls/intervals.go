@@ -125,12 +125,7 @@ func (e *Engine) sweepFrom(gen uint64) {
 		e.saveHeard()
 		e.rec.saveSurveys()
 		e.reviveTalking()
-		// Under runMu: a judgement begun before a Stop would land after
-		// its reset and leave a gateway down while tracking is stopped
-		// (a review).
-		e.runMu.Lock()
 		e.judgeLinks()
-		e.runMu.Unlock()
 		e.sweepMu.Lock()
 		e.sweepFrom(gen)
 		e.sweepMu.Unlock()

@@ -477,11 +477,16 @@ const (
 // (Options.GatewayLink, above), and brings back one judged down whose
 // connection is open: run by the sweep, and at once on a new model or
 // run, which judge afresh. Nothing is judged while tracking is stopped:
-// callers hold runMu (Start, the sweep) or cfgMu (rebuild), which Stop
-// takes both of.
+// under judgeMu, which Start and Stop hold around their reset, a
+// judgement begun before a Stop cannot land after its reset.
 func (e *Engine) judgeLinks() {
 	link := e.opts.GatewayLink
-	if link == nil || e.run.Load() == nil {
+	if link == nil {
+		return
+	}
+	e.judgeMu.Lock()
+	defer e.judgeMu.Unlock()
+	if e.run.Load() == nil {
 		return
 	}
 	m := e.model.Load()
@@ -501,8 +506,9 @@ func (e *Engine) judgeLinks() {
 			if up && lv.heard(g, since) {
 				e.log.Info("rtls: gateway connected again; its silence counts again", "gateway", assets.FormatMAC(mac))
 			}
-		// Closed for linkGrace, or since a time the wall clock has since
-		// stepped back from (waiting for it to come round again took an
+		// Closed for linkGrace (GatewayLink.For: on the monotonic clock,
+		// so a wall clock stepped forward does not age it), or since a
+		// time the wall clock has since stepped back from (waiting for it to come round again took an
 		// hour after a one-hour step: a review); nothing from the
 		// gateway since, the close's own millisecond included (its last
 		// batch and the close came off one read loop: a review), by the
@@ -511,10 +517,14 @@ func (e *Engine) judgeLinks() {
 		//
 		// Or not connected since the appliance started, when its
 		// connection lasted before (ingest.Stats.RestoreLinks): a
-		// gateway that died across the restart, or before it.
-		case !up && (l.Restored && now-since >= restartGrace ||
-			!l.Restored && l.Lasted >= linkProof && (now-since >= linkGrace || beforeStepBack(since, now))) &&
-			lv.last[g].Load() <= since && (seen == nil || seen(mac) <= since):
+		// gateway that died across the restart, or before it. Nothing
+		// can have come from it since through the embedded broker, and
+		// the pipeline's last word is from before the restart, in a
+		// clock that may have come up behind it (a review: then never
+		// judged): only the engine's own record counts.
+		case !up && !l.Restored && l.Lasted >= linkProof && (l.For >= linkGrace || beforeStepBack(since, now)) &&
+			lv.last[g].Load() <= since && (seen == nil || seen(mac) <= since),
+			!up && l.Restored && l.For >= restartGrace && lv.last[g].Load() <= since:
 			if lv.down[g].CompareAndSwap(false, true) {
 				lv.downAt[g].Store(now)
 				lv.nDown.Add(1)
