@@ -75,12 +75,15 @@ func (m *model) buildEmissions() {
 }
 
 // findVoid sets m.void: the zones neither surveyed nor on a map with a
-// placed gateway.
+// gateway placed, or learned from the survey (its zone's map: the
+// filter and grid model a skipped room from learned positions too; a
+// review found one-floor sites without placements losing every room
+// the survey skipped).
 func (m *model) findVoid() {
 	m.void = nil
 	placedOn := map[uint64]bool{}
 	for g, ok := range m.gwPlaced {
-		if ok {
+		if ok || m.gwZone[g] >= 0 {
 			placedOn[m.gwPos[g].mapID] = true
 		}
 	}

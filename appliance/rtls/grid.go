@@ -95,12 +95,16 @@ type gridModel struct {
 	// (offset.go; 0 dB, the survey tag's, at nOffsets/2), made with the
 	// fit.
 	offs *gridOffsets
-	// void is per map index whether no gateway is modelled on the map:
-	// its cells start and stay empty (stepGrid). Every gateway read as
-	// on another floor there, "practically never heard" with its
-	// readings flat, and a tag 8 dB quieter than the law stood on such
-	// a floor 80-100% of the time (TestAFloorWithNothingToModelItCatchesNoTag).
-	// nil when no map is void, or every map is.
+	// void is per cell whether its zone is void (model.void: no survey
+	// sample, no gateway on its map): such cells start and stay empty
+	// (stepGrid). Every gateway read as on another floor there,
+	// "practically never heard" with its readings flat, and a tag 8 dB
+	// quieter than the law stood on such a floor 80-100% of the time
+	// (TestAFloorWithNothingToModelItCatchesNoTag). The zone filter's
+	// rule, so that fusion's halves agree: a floor surveyed but without
+	// a gateway grid can model, voided by grid alone, was out of
+	// fusion's reach whatever the zone filter said (a review). nil when
+	// no zone is void.
 	void []bool
 	// anchors counts the gateways the tag offset estimate may read
 	// against the law (model.anchor), and ocells are the cells it reads
@@ -669,17 +673,12 @@ func (m *model) fitGridGateways() {
 			}
 		}
 	}
-	g.void = make([]bool, len(g.mapIDs))
-	for mi := range g.void {
-		g.void[mi] = true
-	}
-	for gi := range g.gw {
-		if g.gw[gi].ok {
-			g.void[g.gw[gi].mapIdx] = false
+	g.void = nil
+	if m.void != nil {
+		g.void = make([]bool, nc)
+		for c, z := range g.czone {
+			g.void[c] = m.void[z]
 		}
-	}
-	if !slices.Contains(g.void, true) || !slices.Contains(g.void, false) {
-		g.void = nil
 	}
 	g.mu = make([]float32, ng*nc)
 	for gi := range g.gw {
@@ -1180,14 +1179,14 @@ func stepGrid(m *model, p *Params, b *beacon, now int64, off float64) bool {
 		live := nc
 		if g.void != nil {
 			live = 0
-			for _, mi := range g.cmap {
-				if !g.void[mi] {
+			for _, v := range g.void {
+				if !v {
 					live++
 				}
 			}
 		}
 		for c := range b.cells {
-			if g.void != nil && g.void[g.cmap[c]] {
+			if g.void != nil && g.void[c] {
 				continue
 			}
 			b.cells[c] = (1 - standing) / float32(live)
@@ -1218,6 +1217,18 @@ func stepGrid(m *model, p *Params, b *beacon, now int64, off float64) bool {
 			switchModes(b.cells, b.still, dt, p)
 		}
 		g.predict(b.cells, sc.tmp, dt, p.Diffusion)
+		if g.void != nil {
+			// What the walk spread into a void zone from its neighbours
+			// on the map goes (the update renormalises).
+			for c, v := range g.void {
+				if v {
+					b.cells[c] = 0
+					if b.still != nil {
+						b.still[c] = 0
+					}
+				}
+			}
+		}
 		b.gstepped = now
 	}
 	// Evidence is per unit of time. A gateway banks a period's worth of
@@ -1359,8 +1370,8 @@ func stepGrid(m *model, p *Params, b *beacon, now int64, off float64) bool {
 	return true
 }
 
-// floorCells raises every cell but those of void maps to 1e-9 (stepGrid
-// says why); void maps' cells stay empty.
+// floorCells raises every cell but the void ones to 1e-9 (stepGrid says
+// why); void cells stay empty.
 func (g *gridModel) floorCells(cells []float32) {
 	if g.void == nil {
 		for c, v := range cells {
@@ -1368,13 +1379,9 @@ func (g *gridModel) floorCells(cells []float32) {
 		}
 		return
 	}
-	for mi, void := range g.void {
-		if void {
-			continue
-		}
-		run := cells[g.mapCells[mi]:g.mapCells[mi+1]]
-		for c, v := range run {
-			run[c] = max(v, 1e-9)
+	for c, v := range cells {
+		if !g.void[c] {
+			cells[c] = max(v, 1e-9)
 		}
 	}
 }
