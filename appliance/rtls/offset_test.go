@@ -760,17 +760,9 @@ func TestGridOffsetOfTheSurveyTagLosingReadings(t *testing.T) {
 // gateways a copy of the lower's; loss is how much quieter a gateway is
 // heard from the other floor.
 func twoFloors() Site {
-	s := gridSite(4, 3, true)
-	s.Maps = append(s.Maps, Map{ID: 2, Name: "upper", Width: s.Maps[0].Width, Height: s.Maps[0].Height, PixelsPerMeter: 10})
-	n := len(s.Zones)
-	for i := 0; i < n; i++ {
-		z := s.Zones[i]
-		z.ID, z.MapID, z.Name = z.ID+100, 2, z.Name+"'"
-		z.Adjacent = nil
-		for _, a := range s.Zones[i].Adjacent {
-			z.Adjacent = append(z.Adjacent, a+100)
-		}
-		s.Zones = append(s.Zones, z)
+	s := withEmptyFloor(gridSite(4, 3, true))
+	n := len(s.Gateways)
+	for i := range n {
 		g := s.Gateways[i]
 		g.MAC, g.MapID = gwMAC(100+i), 2
 		s.Gateways = append(s.Gateways, g)
