@@ -437,9 +437,14 @@ func (e *Engine) reviveTalking() {
 		// Sent since the judgement; or, when the judgement lies more
 		// than clockStep in the future (the wall clock stepped back
 		// since), sent since about the last sweep, in the new time.
+		// A word from more than clockStep in the future is from before
+		// the clock stepped back (or an appliance that came up behind
+		// the gateway's last message): not talk now (a review: a gateway
+		// dead across such a restart was judged down, then back for
+		// good at the next sweep).
 		t, d := seen(m.gwMAC[g]), m.live.downAt[g].Load()
 		lately := t <= now && now-t < e.sweepEvery().Milliseconds()+talkingWithin
-		if (t > d || beforeStepBack(d, now) && lately) && m.live.heard(g, t) {
+		if t <= now+clockStep && (t > d || beforeStepBack(d, now) && lately) && m.live.heard(g, t) {
 			e.log.Info("rtls: gateway talks again; its silence counts again", "gateway", assets.FormatMAC(m.gwMAC[g]))
 		}
 	}
@@ -521,10 +526,13 @@ func (e *Engine) judgeLinks() {
 		// can have come from it since through the embedded broker, and
 		// the pipeline's last word is from before the restart, in a
 		// clock that may have come up behind it (a review: then never
-		// judged): only the engine's own record counts.
+		// judged): a word later than the start counts only when it is
+		// not in the clock's future (a gateway talking through a client
+		// id that is not its MAC is not judged).
 		case !up && !l.Restored && l.Lasted >= linkProof && (l.For >= linkGrace || beforeStepBack(since, now)) &&
 			lv.last[g].Load() <= since && (seen == nil || seen(mac) <= since),
-			!up && l.Restored && l.For >= restartGrace && lv.last[g].Load() <= since:
+			!up && l.Restored && l.For >= restartGrace && lv.last[g].Load() <= since &&
+				(seen == nil || seen(mac) <= since || seen(mac) > now+clockStep):
 			if lv.down[g].CompareAndSwap(false, true) {
 				lv.downAt[g].Store(now)
 				lv.nDown.Add(1)

@@ -601,3 +601,75 @@ func TestARestoredGatewayAfterAClockStepBack(t *testing.T) {
 		}
 	}
 }
+
+// The appliance came up an hour behind the gateway's last message
+// (GatewaySeen, from before the restart), and the gateway never
+// connects: judged down, it stays down. The sweep read that message as
+// talk since the judgement and brought it back for good (a review).
+func TestARestoredGatewayBehindTheClockStaysDown(t *testing.T) {
+	s := gridSite(3, 3, true)
+	fl := &fakeLink{mac: gwMAC(5)}
+	var logs bytes.Buffer
+	var h *harness
+	seen := func(mac [6]byte) int64 {
+		if mac == gwMAC(5) {
+			return t0.Add(time.Hour).UnixMilli() // its last word, pre-restart
+		}
+		return 0
+	}
+	h = newHarness(t, Options{Logger: slog.New(slog.NewTextHandler(&logs, nil)), GatewayLink: fl.link, GatewaySeen: seen})
+	fl.clk = h.clk
+	fl.restored = h.clk.Now().UnixMilli()
+	h.e.Configure(s, nil)
+	if err := h.e.Start(AlgStrongest); err != nil {
+		t.Fatal(err)
+	}
+	wasDown := false
+	for h.clk.Now().Sub(t0) < 10*time.Minute {
+		h.sweeps(1)
+		down := len(h.e.Status().GatewaysDown) == 1
+		if down {
+			wasDown = true
+		}
+		if wasDown && !down {
+			t.Fatalf("%v after the start: judged down, then up again though it never connected nor sent anything\n%s", h.clk.Now().Sub(t0), logs.String())
+		}
+	}
+	if !wasDown {
+		t.Fatal("never judged down")
+	}
+}
+
+// A restored gateway that talks (a heartbeat every 10 s, no tag report)
+// through a connection not tied to its MAC (a client id that is not a
+// MAC) is not judged down: the restored rule had stopped asking the
+// pipeline's word, and judged it at 2 and 4 minutes (a review).
+func TestARestoredGatewayThatTalksIsNotJudged(t *testing.T) {
+	s := gridSite(3, 3, true)
+	fl := &fakeLink{mac: gwMAC(5)}
+	var logs bytes.Buffer
+	var h *harness
+	seen := func(mac [6]byte) int64 {
+		if mac == gwMAC(5) && h != nil {
+			n := h.clk.Now().UnixMilli()
+			return n - n%10_000
+		}
+		return 0
+	}
+	h = newHarness(t, Options{Logger: slog.New(slog.NewTextHandler(&logs, nil)), GatewayLink: fl.link, GatewaySeen: seen})
+	fl.clk = h.clk
+	fl.restored = h.clk.Now().UnixMilli()
+	h.e.Configure(s, nil)
+	if err := h.e.Start(AlgStrongest); err != nil {
+		t.Fatal(err)
+	}
+	for h.clk.Now().Sub(t0) < 5*time.Minute {
+		h.sweeps(1)
+		if h.clk.Now().Sub(t0) == 4*time.Minute {
+			h.e.SetSite(s)
+		}
+		if d := h.e.Status().GatewaysDown; len(d) != 0 {
+			t.Errorf("%v after the start, talking every 10 s: judged down %v", h.clk.Now().Sub(t0), d)
+		}
+	}
+}
