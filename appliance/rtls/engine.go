@@ -100,6 +100,12 @@ type Engine struct {
 	runMu   sync.Mutex
 	judgeMu sync.Mutex
 	run     atomic.Pointer[run]
+	// restoredWord is, per gateway restored from before a restart
+	// (ingest.GatewayLink.Restored), the restore it was read for and
+	// GatewaySeen then: the pipeline's last word from before the
+	// restart, which is no talk since, whatever the clock says of it
+	// (under judgeMu; judgeLinks).
+	restoredWord map[[6]byte][2]int64
 	// linkWarned is, per gateway, the close of its connection to the
 	// broker last warned of (linkJudged).
 	linkMu     sync.Mutex

@@ -438,13 +438,14 @@ func (e *Engine) reviveTalking() {
 		// than clockStep in the future (the wall clock stepped back
 		// since), sent since about the last sweep, in the new time.
 		// A word from more than clockStep in the future is from before
-		// the clock stepped back (or an appliance that came up behind
-		// the gateway's last message): not talk now (a review: a gateway
-		// dead across such a restart was judged down, then back for
-		// good at the next sweep).
+		// the clock stepped back, and the word a restored gateway had
+		// before the restart is from before it, whatever the clock says
+		// (an appliance that came up behind it): neither is talk now (a
+		// review: a gateway dead across such a restart was judged down,
+		// then back for good at the next sweep).
 		t, d := seen(m.gwMAC[g]), m.live.downAt[g].Load()
 		lately := t <= now && now-t < e.sweepEvery().Milliseconds()+talkingWithin
-		if t <= now+clockStep && (t > d || beforeStepBack(d, now) && lately) && m.live.heard(g, t) {
+		if t <= now+clockStep && !e.wordFromBefore(m.gwMAC[g], t) && (t > d || beforeStepBack(d, now) && lately) && m.live.heard(g, t) {
 			e.log.Info("rtls: gateway talks again; its silence counts again", "gateway", assets.FormatMAC(m.gwMAC[g]))
 		}
 	}
@@ -503,6 +504,9 @@ func (e *Engine) judgeLinks() {
 		l, ok := link(mac)
 		up, since := l.Connected, l.Since
 		lv.linked[g].Store(ok && up)
+		// Read at every look, from the first one on (Start's, right
+		// after the restart), so the word from before it is known.
+		talked := ok && l.Restored && e.talkedSinceRestore(mac, since)
 		switch {
 		case !ok || !m.gwPlaced[g] && !m.hasEm[g]:
 		case lv.down[g].Load():
@@ -526,13 +530,12 @@ func (e *Engine) judgeLinks() {
 		// can have come from it since through the embedded broker, and
 		// the pipeline's last word is from before the restart, in a
 		// clock that may have come up behind it (a review: then never
-		// judged): a word later than the start counts only when it is
-		// not in the clock's future (a gateway talking through a client
-		// id that is not its MAC is not judged).
+		// judged): only a word other than that one counts (a gateway
+		// talking through a client id that is not its MAC is not
+		// judged; talkedSinceRestore).
 		case !up && !l.Restored && l.Lasted >= linkProof && (l.For >= linkGrace || beforeStepBack(since, now)) &&
 			lv.last[g].Load() <= since && (seen == nil || seen(mac) <= since),
-			!up && l.Restored && l.For >= restartGrace && lv.last[g].Load() <= since &&
-				(seen == nil || seen(mac) <= since || seen(mac) > now+clockStep):
+			!up && l.Restored && l.For >= restartGrace && lv.last[g].Load() <= since && !talked:
 			if lv.down[g].CompareAndSwap(false, true) {
 				lv.downAt[g].Store(now)
 				lv.nDown.Add(1)
@@ -541,6 +544,35 @@ func (e *Engine) judgeLinks() {
 			}
 		}
 	}
+}
+
+// talkedSinceRestore reports whether GatewaySeen for mac moved since
+// the first look at its restore (since); called by judgeLinks, under
+// judgeMu.
+func (e *Engine) talkedSinceRestore(mac [6]byte, since int64) bool {
+	seen := e.opts.GatewaySeen
+	if seen == nil {
+		return false
+	}
+	t := seen(mac)
+	w, ok := e.restoredWord[mac]
+	if !ok || w[0] != since {
+		if e.restoredWord == nil {
+			e.restoredWord = map[[6]byte][2]int64{}
+		}
+		e.restoredWord[mac] = [2]int64{since, t}
+		return false
+	}
+	return t != w[1]
+}
+
+// wordFromBefore reports whether t is the word mac had before the
+// restart (restoredWord).
+func (e *Engine) wordFromBefore(mac [6]byte, t int64) bool {
+	e.judgeMu.Lock()
+	defer e.judgeMu.Unlock()
+	w, ok := e.restoredWord[mac]
+	return ok && t == w[1]
 }
 
 // linkJudged logs a judgement from a closed connection: a warning the
