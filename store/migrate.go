@@ -141,6 +141,7 @@ var migrations = []migration{
 			return err
 		})
 	}},
+	{"assignments indexed by the asset that holds them", indexAssignments},
 }
 
 // SchemaVersion is the version a fully migrated database has.

@@ -63,10 +63,8 @@ type GatewaySpell struct {
 func (s *Service) GatewaySpells() ([]GatewaySpell, error) {
 	var out []GatewaySpell
 	err := s.view(func(t *store.AssetTx) error {
-		return t.EachAssignment(func(a *store.Assignment) error {
-			if a.GatewayID != 0 {
-				out = append(out, GatewaySpell{ID: a.ID, MAC: a.MAC, GatewayID: a.GatewayID, From: a.From, To: a.To})
-			}
+		return t.EachAssignmentOfKind(store.KindGateway, func(a *store.Assignment) error {
+			out = append(out, GatewaySpell{ID: a.ID, MAC: a.MAC, GatewayID: a.GatewayID, From: a.From, To: a.To})
 			return nil
 		})
 	})
