@@ -125,7 +125,8 @@ func (t *AssetTx) EachAssignment(fn func(a *Assignment) error) error {
 }
 
 // EachAssignmentOf calls fn for every assignment held by ref, in id
-// order.
+// order. fn must not write assignments (it runs under the index's
+// cursor): collect, then write, as MoveAssignments does.
 func (t *AssetTx) EachAssignmentOf(ref AssetRef, fn func(a *Assignment) error) error {
 	return t.eachIndexed(holderPrefix(ref), fn)
 }
