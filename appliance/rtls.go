@@ -296,7 +296,7 @@ func (a *App) buildRTLS() error {
 		a.log.Info("rtls: parameters other than the defaults", "server_rtls_params", strings.Join(kept, " "))
 	}
 	eng := rtls.New(rtls.Options{Clock: a.clock, Logger: a.log, Writer: a.writer, Params: params, GatewaySeen: a.gatewaySeen,
-		GatewayLink: a.gatewayLink, Beacon: a.registry.BeaconByUID, Heard: a.pipeline.LastSeen().RaiseAsset})
+		GatewayMessages: a.gatewayMessages, GatewayLink: a.gatewayLink, Beacon: a.registry.BeaconByUID, Heard: a.pipeline.LastSeen().RaiseAsset})
 	c := &rtlsControl{Engine: eng, app: a, gatewaysChanged: make(chan struct{}, 1)}
 	if err := c.Reload(); err != nil {
 		return err
@@ -543,6 +543,10 @@ func nonEmpty(s assets.GatewaySpell) bool { return s.To == 0 || s.To > s.From }
 // gateway down while it still talks (docs/rtls.md, "Gateways that go
 // down").
 func (a *App) gatewaySeen(mac [6]byte) int64 { return a.pipeline.LastSeen().Gateway(ingest.MAC(mac)) }
+
+// gatewayMessages is rtls.Options.GatewayMessages: the messages of any
+// kind received from the gateway mac since the start.
+func (a *App) gatewayMessages(mac [6]byte) int64 { return a.pipeline.Stats.Messages(ingest.MAC(mac)) }
 
 // gatewayLink is rtls.Options.GatewayLink: a gateway's connection to the
 // embedded broker (none is known with an external one).

@@ -149,17 +149,7 @@ func TestAGatewayDeadAcrossARestartIsJudgedDown(t *testing.T) {
 	t.Cleanup(func() { _ = app.Shutdown(context.Background()) })
 	c := &client{t: t, base: "http://" + app.HTTPAddr(), token: adminToken(t, app)}
 	hallSite(c)
-	connect := func(app *appliance.App) paho.Client {
-		cfg := app.Live().Get()
-		opts := paho.NewClientOptions().AddBroker("tcp://" + app.MQTTAddr()).SetClientID("AC233FA0B1C2").
-			SetUsername(cfg.MQTTUser).SetPassword(cfg.MQTTPass).SetAutoReconnect(false).SetConnectRetry(false)
-		cl := paho.NewClient(opts)
-		if tok := cl.Connect(); !tok.WaitTimeout(5*time.Second) || tok.Error() != nil {
-			t.Fatalf("connect: %v", tok.Error())
-		}
-		return cl
-	}
-	gw := connect(app)
+	gw := gatewayClient(t, app, "AC233FA0B1C2")
 	for range 60 {
 		clk.Advance(time.Second)
 	}
@@ -224,10 +214,91 @@ func TestAGatewayDeadAcrossARestartIsJudgedDown(t *testing.T) {
 		clk.Advance(time.Second)
 		return slices.Contains(down(), "AC233FA0B1C2")
 	})
-	gw = connect(app)
+	gw = gatewayClient(t, app, "AC233FA0B1C2")
 	defer gw.Disconnect(0)
 	eventually(t, "the gateway back up", func() bool {
 		clk.Advance(time.Second)
 		return len(down()) == 0
 	})
+}
+
+// gatewayClient connects to app's embedded broker as client id, without
+// reconnecting: a gateway, or (id not a MAC) something talking for one.
+func gatewayClient(t *testing.T, app *appliance.App, id string) paho.Client {
+	t.Helper()
+	cfg := app.Live().Get()
+	opts := paho.NewClientOptions().AddBroker("tcp://" + app.MQTTAddr()).SetClientID(id).
+		SetUsername(cfg.MQTTUser).SetPassword(cfg.MQTTPass).SetAutoReconnect(false).SetConnectRetry(false)
+	cl := paho.NewClient(opts)
+	if tok := cl.Connect(); !tok.WaitTimeout(5*time.Second) || tok.Error() != nil {
+		t.Fatalf("connect: %v", tok.Error())
+	}
+	return cl
+}
+
+// The appliance restarts with tracking stopped; the hall gateway had
+// kept a lasting connection under its MAC before, and after the restart
+// talks (a status heartbeat every 10 s) only through a client id that is
+// not its MAC. Tracking started 5 minutes later must not judge it down:
+// it has talked since the restart (a review: the engine took the word it
+// found at its first look, at the start, for the one from before the
+// restart, and judged the gateway at once).
+func TestATalkingRestoredGatewayIsNotJudgedAtALateStart(t *testing.T) {
+	clk := clock.NewFake(time.Now().Truncate(time.Second))
+	home := t.TempDir()
+	app := rtlsApp(t, home, clk)
+	t.Cleanup(func() { _ = app.Shutdown(context.Background()) })
+	c := &client{t: t, base: "http://" + app.HTTPAddr(), token: adminToken(t, app)}
+	hallSite(c)
+	status := func(cl paho.Client) {
+		t.Helper()
+		// QoS 1: acknowledged once the pipeline has it.
+		if tok := cl.Publish("gw/AC233FA0B1C2/status", 1, false, `{"ip":"192.0.2.10","fw":"1.4.2","uptime":86400}`); !tok.WaitTimeout(5*time.Second) || tok.Error() != nil {
+			t.Fatalf("publish: %v", tok.Error())
+		}
+	}
+	gw := gatewayClient(t, app, "AC233FA0B1C2")
+	for range 90 {
+		clk.Advance(time.Second)
+	}
+	status(gw)
+	c.must("GET", "/api/v1/tracking/stop", nil, nil)
+	for range 30 {
+		clk.Advance(time.Second)
+	}
+	if err := app.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	gw.Disconnect(0)
+
+	clk.Advance(20 * time.Second) // the appliance's downtime
+	app = rtlsApp(t, home, clk)
+	t.Cleanup(func() { _ = app.Shutdown(context.Background()) })
+	c = &client{t: t, base: "http://" + app.HTTPAddr(), token: c.token}
+	down := func() []string {
+		var st struct {
+			GatewaysDown []string `json:"gateways_down"`
+		}
+		c.must("GET", "/api/v1/tracking/status", nil, &st)
+		return st.GatewaysDown
+	}
+	talker := gatewayClient(t, app, "hall-status")
+	defer talker.Disconnect(0)
+	start := clk.Now()
+	step := func() {
+		clk.Advance(time.Second)
+		if clk.Now().Sub(start)%(10*time.Second) == 0 {
+			status(talker)
+		}
+	}
+	for clk.Now().Sub(start) < 5*time.Minute {
+		step()
+	}
+	c.must("GET", "/api/v1/tracking/start/strongest", nil, nil)
+	for clk.Now().Sub(start) < 8*time.Minute {
+		if slices.Contains(down(), "AC233FA0B1C2") {
+			t.Fatalf("%v after the restart (tracking started at 5 min), talking every 10 s: judged down", clk.Now().Sub(start))
+		}
+		step()
+	}
 }

@@ -2,7 +2,6 @@ package rtls
 
 import (
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -117,15 +116,16 @@ func TestClockStepBackWhileSilent(t *testing.T) {
 func TestClockStepBackRevivesGateways(t *testing.T) {
 	for _, step := range []time.Duration{0, -time.Hour} {
 		t.Run(step.String(), func(t *testing.T) {
-			var seen atomic.Int64
-			clk, e, _ := steppedEngine(t, Options{GatewaySeen: func([6]byte) int64 { return seen.Load() }})
-			lv := e.model.Load().live
-			lv.down[0].Store(true) // judged down now, as silence() does
-			lv.downAt[0].Store(clk.Now().UnixMilli())
-			lv.nDown.Add(1)
+			var k talker
+			clk, e, _ := steppedEngine(t, k.options(Options{}))
+			m := e.model.Load()
+			lv := m.live
+			k.say(m.gwMAC[0], clk.Now().UnixMilli()-2000) // its last word, before the silence
+			lv.down[0].Store(true)                        // judged down now, as silence() does
+			lv.judged(0, clk.Now().UnixMilli(), m.gwMAC[0], k.msgs)
 			clk.Advance(time.Second)
 			clk.step(step)
-			seen.Store(clk.Now().UnixMilli()) // a heartbeat after the step
+			k.say(m.gwMAC[0], clk.Now().UnixMilli()) // a heartbeat after the step
 			clk.Advance(e.sweepEvery() + time.Millisecond)
 			if lv.down[0].Load() {
 				t.Fatalf("a gateway heartbeating after a step of %v is still judged down", step)

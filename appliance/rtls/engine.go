@@ -36,8 +36,17 @@ type Options struct {
 	// GatewaySeen, if set, is the Unix ms of a gateway's last message
 	// of any kind (a status heartbeat, reports of beacons the engine
 	// does not track): a gateway still talking is never judged down
-	// (liveness.go), and one judged down that talks again is back.
+	// from silence (liveness.go).
 	GatewaySeen func(mac [6]byte) int64
+	// GatewayMessages, if set, is how many messages of any kind the
+	// pipeline has received from a gateway since it started
+	// (ingest.Stats.Messages): one judged down that sent any since its
+	// judgement is back (reviveTalking), and one restored from before a
+	// restart that sent any is not judged for not connecting
+	// (judgeLinks). A count, not a time: the last word's time is from
+	// before the restart, and in a clock that came up behind it (or
+	// stepped back) newer messages do not move it (two reviews).
+	GatewayMessages func(mac [6]byte) int64
 	// GatewayLink, if set, is a gateway's connection to the embedded
 	// MQTT broker (ingest.Stats.Link); ok false for a gateway that never
 	// connected (or an external broker). A gateway whose connection has
@@ -100,12 +109,6 @@ type Engine struct {
 	runMu   sync.Mutex
 	judgeMu sync.Mutex
 	run     atomic.Pointer[run]
-	// restoredWord is, per gateway restored from before a restart
-	// (ingest.GatewayLink.Restored), the restore it was read for and
-	// GatewaySeen then: the pipeline's last word from before the
-	// restart, which is no talk since, whatever the clock says of it
-	// (under judgeMu; judgeLinks).
-	restoredWord map[[6]byte][2]int64
 	// linkWarned is, per gateway, the close of its connection to the
 	// broker last warned of (linkJudged).
 	linkMu     sync.Mutex
@@ -570,7 +573,7 @@ func (e *Engine) Observe(bt *ingest.Batch, w *ingest.Writes) {
 			z, pos = b.zone, b.pos
 		}
 		e.decide(m, b, z, pos, t, &w.Ops)
-		for _, g := range m.silence(&e.p, b, t, e.opts.GatewaySeen) {
+		for _, g := range m.silence(&e.p, b, t, e.opts.GatewaySeen, e.opts.GatewayMessages) {
 			downs = append(downs, m.gwMAC[g])
 		}
 		w.Hand() // under the shard lock: a beacon's intervals open before they close

@@ -63,8 +63,10 @@ type liveness struct {
 	last  []atomic.Int64
 	down  []atomic.Bool
 	nDown atomic.Int32
-	// downAt is when each gateway was last judged down (Unix ms).
-	downAt []atomic.Int64
+	// downAt is when each gateway was last judged down (Unix ms), and
+	// downMsgs Options.GatewayMessages then: one that sent more since
+	// is back (reviveTalking).
+	downAt, downMsgs []atomic.Int64
 	// linked is whether each gateway's connection to the broker was open
 	// at the last look (judgeLinks): silence (quiet: both "where the tag
 	// was" and the held rule) does not judge such a gateway, its closing
@@ -116,7 +118,7 @@ const (
 func (m *model) buildLiveness() {
 	nz, ng := len(m.zones), len(m.gwMAC)
 	lv := &liveness{ev: make([]atomic.Int64, ng), evAt: make([]atomic.Int64, ng), last: make([]atomic.Int64, ng), down: make([]atomic.Bool, ng),
-		downAt: make([]atomic.Int64, ng), linked: make([]atomic.Bool, ng), hears: make([][]hearer, nz), loud: m.sens + loudMargin}
+		downAt: make([]atomic.Int64, ng), downMsgs: make([]atomic.Int64, ng), linked: make([]atomic.Bool, ng), hears: make([][]hearer, nz), loud: m.sens + loudMargin}
 	// Only the site's gateways: one the survey names but the site no
 	// longer has is silent for good and was listed down for good.
 	for g := range m.nSiteGW {
@@ -150,6 +152,16 @@ func (lv *liveness) heard(g int, now int64) bool {
 		return true
 	}
 	return false
+}
+
+// judged records g, just set down, as judged at now: when, and how
+// many messages it had sent (msgs may be nil).
+func (lv *liveness) judged(g int, now int64, mac [6]byte, msgs func([6]byte) int64) {
+	lv.downAt[g].Store(now)
+	if msgs != nil {
+		lv.downMsgs[g].Store(msgs(mac))
+	}
+	lv.nDown.Add(1)
 }
 
 // isDown says whether g's silence is to be ignored.
@@ -209,7 +221,7 @@ func (m *model) silentDown(b *beacon, w, now int64) iter.Seq[int] {
 // gateway whose connection to the broker is open (liveness.linked): a
 // dead one drops it, and judgeLinks judges that; what it then misses is
 // a gateway whose radio died while its connection stayed open.
-func (m *model) silence(p *Params, b *beacon, now int64, seen func([6]byte) int64) []int {
+func (m *model) silence(p *Params, b *beacon, now int64, seen, msgs func([6]byte) int64) []int {
 	lv := m.live
 	dt := now - b.liveAt
 	if b.liveAt == 0 || dt < evidencePeriod {
@@ -231,8 +243,7 @@ func (m *model) silence(p *Params, b *beacon, now int64, seen func([6]byte) int6
 			return
 		}
 		if lv.down[g].CompareAndSwap(false, true) {
-			lv.downAt[g].Store(now)
-			lv.nDown.Add(1)
+			lv.judged(g, now, m.gwMAC[g], msgs)
 			out = append(out, g)
 		}
 	}
@@ -425,28 +436,34 @@ const talkingWithin = 10_000
 // reviveTalking brings back every gateway judged down that has sent
 // anything since (a status heartbeat, a beacon the engine does not
 // track): run by the timeout sweep, as such messages do not reach
-// Observe.
+// Observe. Talk is counted (Options.GatewayMessages), not read off the
+// last word's time: a word from before a restart that the clock came
+// up behind, or from before the clock stepped back, reads as newer than
+// the judgement, and newer messages do not move it (reviews: a gateway
+// dead across such a restart was brought back for good at the next
+// sweep; a talking one was held down until the clock caught up).
 func (e *Engine) reviveTalking() {
-	seen := e.opts.GatewaySeen
-	if seen == nil {
+	msgs := e.opts.GatewayMessages
+	if msgs == nil {
 		return
 	}
 	m := e.model.Load()
 	now := e.clock.Now().UnixMilli()
+	seen := e.opts.GatewaySeen
 	for g := range m.live.downs() {
-		// Sent since the judgement; or, when the judgement lies more
-		// than clockStep in the future (the wall clock stepped back
-		// since), sent since about the last sweep, in the new time.
-		// A word from more than clockStep in the future is from before
-		// the clock stepped back, and the word a restored gateway had
-		// before the restart is from before it, whatever the clock says
-		// (an appliance that came up behind it): neither is talk now (a
-		// review: a gateway dead across such a restart was judged down,
-		// then back for good at the next sweep).
-		t, d := seen(m.gwMAC[g]), m.live.downAt[g].Load()
-		lately := t <= now && now-t < e.sweepEvery().Milliseconds()+talkingWithin
-		if t <= now+clockStep && !e.wordFromBefore(m.gwMAC[g], t) && (t > d || beforeStepBack(d, now) && lately) && m.live.heard(g, t) {
-			e.log.Info("rtls: gateway talks again; its silence counts again", "gateway", assets.FormatMAC(m.gwMAC[g]))
+		mac := m.gwMAC[g]
+		if msgs(mac) <= m.live.downMsgs[g].Load() {
+			continue
+		}
+		// Heard when it last spoke, where the clock can say so.
+		at := now
+		if seen != nil {
+			if t := seen(mac); t > m.live.downAt[g].Load() && t <= now {
+				at = t
+			}
+		}
+		if m.live.heard(g, at) {
+			e.log.Info("rtls: gateway talks again; its silence counts again", "gateway", assets.FormatMAC(mac))
 		}
 	}
 }
@@ -498,15 +515,12 @@ func (e *Engine) judgeLinks() {
 	m := e.model.Load()
 	lv := m.live
 	now := e.clock.Now().UnixMilli()
-	seen := e.opts.GatewaySeen
+	seen, msgs := e.opts.GatewaySeen, e.opts.GatewayMessages
 	for g := range m.nSiteGW {
 		mac := m.gwMAC[g]
 		l, ok := link(mac)
 		up, since := l.Connected, l.Since
 		lv.linked[g].Store(ok && up)
-		// Read at every look, from the first one on (Start's, right
-		// after the restart), so the word from before it is known.
-		talked := ok && l.Restored && e.talkedSinceRestore(mac, since)
 		switch {
 		case !ok || !m.gwPlaced[g] && !m.hasEm[g]:
 		case lv.down[g].Load():
@@ -527,52 +541,22 @@ func (e *Engine) judgeLinks() {
 		// Or not connected since the appliance started, when its
 		// connection lasted before (ingest.Stats.RestoreLinks): a
 		// gateway that died across the restart, or before it. Nothing
-		// can have come from it since through the embedded broker, and
-		// the pipeline's last word is from before the restart, in a
-		// clock that may have come up behind it (a review: then never
-		// judged): only a word other than that one counts (a gateway
-		// talking through a client id that is not its MAC is not
-		// judged; talkedSinceRestore).
+		// can have come from it since through the embedded broker; one
+		// talking through a client id that is not its MAC has sent
+		// messages since the start, which is what is asked: the last
+		// word's time is from before the restart, in a clock that may
+		// have come up behind it (reviews: then never judged; or a
+		// talking one judged when tracking started late).
 		case !up && !l.Restored && l.Lasted >= linkProof && (l.For >= linkGrace || beforeStepBack(since, now)) &&
 			lv.last[g].Load() <= since && (seen == nil || seen(mac) <= since),
-			!up && l.Restored && l.For >= restartGrace && lv.last[g].Load() <= since && !talked:
+			!up && l.Restored && l.For >= restartGrace && lv.last[g].Load() <= since && (msgs == nil || msgs(mac) == 0):
 			if lv.down[g].CompareAndSwap(false, true) {
-				lv.downAt[g].Store(now)
-				lv.nDown.Add(1)
+				lv.judged(g, now, mac, msgs)
 				e.judgedDown.Add(1)
 				e.linkJudged(mac, since, l.Restored)
 			}
 		}
 	}
-}
-
-// talkedSinceRestore reports whether GatewaySeen for mac moved since
-// the first look at its restore (since); called by judgeLinks, under
-// judgeMu.
-func (e *Engine) talkedSinceRestore(mac [6]byte, since int64) bool {
-	seen := e.opts.GatewaySeen
-	if seen == nil {
-		return false
-	}
-	t := seen(mac)
-	w, ok := e.restoredWord[mac]
-	if !ok || w[0] != since {
-		if e.restoredWord == nil {
-			e.restoredWord = map[[6]byte][2]int64{}
-		}
-		e.restoredWord[mac] = [2]int64{since, t}
-		return false
-	}
-	return t != w[1]
-}
-
-// wordFromBefore reports whether t is the word mac had before the
-// restart (restoredWord).
-func (e *Engine) wordFromBefore(mac [6]byte, t int64) bool {
-	e.judgeMu.Lock()
-	defer e.judgeMu.Unlock()
-	w, ok := e.restoredWord[mac]
-	return ok && t == w[1]
 }
 
 // linkJudged logs a judgement from a closed connection: a warning the

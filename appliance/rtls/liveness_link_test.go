@@ -4,9 +4,9 @@ import (
 	"bytes"
 	"log/slog"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -314,21 +314,16 @@ func TestClosedConnectionCases(t *testing.T) {
 	// connection the broker has not reported yet) keeps it up, also on
 	// a new model, which forgets the engine's own record of its reports.
 	t.Run("a message after the close", func(t *testing.T) {
-		var seen atomic.Int64
+		var k talker
 		s := gridSite(3, 3, true)
 		fl := &fakeLink{mac: gwMAC(5)}
-		h := tracking(t, Options{GatewayLink: fl.link, GatewaySeen: func(mac [6]byte) int64 {
-			if mac == gwMAC(5) {
-				return seen.Load()
-			}
-			return 0
-		}}, s, nil, AlgStrongest)
+		h := tracking(t, k.options(Options{GatewayLink: fl.link}), s, nil, AlgStrongest)
 		fl.clk = h.clk
 		fl.connect(h.clk.Now())
 		h.clk.Advance(5 * time.Minute)
 		fl.close(h.clk.Now())
 		h.clk.Advance(time.Second)
-		seen.Store(h.clk.Now().UnixMilli())
+		k.say(gwMAC(5), h.clk.Now().UnixMilli())
 		h.e.Configure(s, nil)
 		h.sweeps(4)
 		if d := h.e.Status().GatewaysDown; len(d) != 0 {
@@ -602,74 +597,121 @@ func TestARestoredGatewayAfterAClockStepBack(t *testing.T) {
 	}
 }
 
-// The appliance came up 5 minutes behind the gateway's last message
-// (GatewaySeen, from before the restart), and the gateway never
-// connects: judged down, it stays down. The sweep read that message as
-// talk since the judgement and brought it back for good (a review).
-func TestARestoredGatewayBehindTheClockStaysDown(t *testing.T) {
-	s := gridSite(3, 3, true)
+// restoredAtT0 is an engine just restarted at t0 with gwMAC(5)
+// restored (its connection lasted before the restart and it has not
+// connected since), whose last word from before the restart was at pre
+// (Unix ms), tracking not started.
+func restoredAtT0(t *testing.T, pre int64) (*harness, *talker, *bytes.Buffer) {
+	t.Helper()
 	fl := &fakeLink{mac: gwMAC(5)}
+	k := &talker{}
+	k.said(gwMAC(5), pre)
 	var logs bytes.Buffer
-	var h *harness
-	seen := func(mac [6]byte) int64 {
-		if mac == gwMAC(5) {
-			return t0.Add(5 * time.Minute).UnixMilli() // its last word, pre-restart
-		}
-		return 0
-	}
-	h = newHarness(t, Options{Logger: slog.New(slog.NewTextHandler(&logs, nil)), GatewayLink: fl.link, GatewaySeen: seen})
+	h := newHarness(t, k.options(Options{Logger: slog.New(slog.NewTextHandler(&logs, nil)), GatewayLink: fl.link}))
 	fl.clk = h.clk
 	fl.restored = h.clk.Now().UnixMilli()
-	h.e.Configure(s, nil)
-	if err := h.e.Start(AlgStrongest); err != nil {
-		t.Fatal(err)
-	}
-	wasDown := false
-	for h.clk.Now().Sub(t0) < 10*time.Minute {
-		h.sweeps(1)
-		down := len(h.e.Status().GatewaysDown) == 1
-		if down {
-			wasDown = true
+	return h, k, &logs
+}
+
+// talkFor advances the clock by d in steps of 5 s, the restored gateway
+// sending a heartbeat every 10 s when talking (through a client id that
+// is not its MAC: no connection of its own is seen), and calls each after
+// every step.
+func talkFor(h *harness, k *talker, d time.Duration, talking bool, each func(el time.Duration)) {
+	for end := h.clk.Now().Add(d); h.clk.Now().Before(end); {
+		h.clk.Advance(5 * time.Second)
+		if talking && h.clk.Now().Unix()%10 == 0 {
+			k.say(gwMAC(5), h.clk.Now().UnixMilli())
 		}
-		if wasDown && !down {
-			t.Fatalf("%v after the start: judged down, then up again though it never connected nor sent anything\n%s", h.clk.Now().Sub(t0), logs.String())
+		if each != nil {
+			each(h.clk.Now().Sub(t0))
 		}
 	}
-	if !wasDown {
-		t.Fatal("never judged down")
+}
+
+func restoredDown(h *harness) bool { return slices.Contains(h.e.Status().GatewaysDown, "AC233F000005") }
+
+// A restored gateway that never connects nor sends anything is judged
+// down and stays down, whatever its last word from before the restart
+// says: the appliance came up 5 minutes behind it, or tracking started 5
+// minutes after the restart (judged at once). The sweep had read that
+// word as talk since the judgement and brought the gateway back for good
+// (a review).
+func TestARestoredGatewayBehindTheClockStaysDown(t *testing.T) {
+	for _, c := range []struct {
+		name       string
+		pre        time.Duration // its last word, against the restart
+		startAfter time.Duration
+	}{
+		{"clock behind its last word", 5 * time.Minute, 0},
+		{"tracking started late", -30 * time.Second, 5 * time.Minute},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			h, k, logs := restoredAtT0(t, t0.Add(c.pre).UnixMilli())
+			h.e.Configure(gridSite(3, 3, true), nil)
+			talkFor(h, k, c.startAfter, false, nil)
+			if err := h.e.Start(AlgStrongest); err != nil {
+				t.Fatal(err)
+			}
+			if c.startAfter > 0 && !restoredDown(h) {
+				t.Fatal("not back since the restart, long past the grace, and not judged at the start")
+			}
+			wasDown := false
+			talkFor(h, k, 10*time.Minute, false, func(el time.Duration) {
+				down := restoredDown(h)
+				if wasDown && !down {
+					t.Fatalf("%v after the restart: judged down, then up again though it never connected nor sent anything\n%s", el, logs)
+				}
+				wasDown = wasDown || down
+			})
+			if !wasDown {
+				t.Fatal("never judged down")
+			}
+		})
 	}
 }
 
 // A restored gateway that talks (a heartbeat every 10 s, no tag report)
 // through a connection not tied to its MAC (a client id that is not a
-// MAC) is not judged down: the restored rule had stopped asking the
-// pipeline's word, and judged it at 2 and 4 minutes (a review).
+// MAC) is never judged down: with tracking on from the restart; started
+// 5 minutes after it (its word had moved before the engine first looked:
+// a review, when the word at that look was taken for the restart's);
+// joining the site 5 minutes after it; with the appliance come up 5
+// minutes behind its last word (newer messages do not move that word:
+// a review had it listed down for 3 minutes); and across a site edit.
 func TestARestoredGatewayThatTalksIsNotJudged(t *testing.T) {
 	s := gridSite(3, 3, true)
-	fl := &fakeLink{mac: gwMAC(5)}
-	var logs bytes.Buffer
-	var h *harness
-	seen := func(mac [6]byte) int64 {
-		if mac == gwMAC(5) && h != nil {
-			n := h.clk.Now().UnixMilli()
-			return n - n%10_000
-		}
-		return 0
-	}
-	h = newHarness(t, Options{Logger: slog.New(slog.NewTextHandler(&logs, nil)), GatewayLink: fl.link, GatewaySeen: seen})
-	fl.clk = h.clk
-	fl.restored = h.clk.Now().UnixMilli()
-	h.e.Configure(s, nil)
-	if err := h.e.Start(AlgStrongest); err != nil {
-		t.Fatal(err)
-	}
-	for h.clk.Now().Sub(t0) < 5*time.Minute {
-		h.sweeps(1)
-		if h.clk.Now().Sub(t0) == 4*time.Minute {
-			h.e.SetSite(s)
-		}
-		if d := h.e.Status().GatewaysDown; len(d) != 0 {
-			t.Errorf("%v after the start, talking every 10 s: judged down %v", h.clk.Now().Sub(t0), d)
-		}
+	without := s
+	without.Gateways = slices.DeleteFunc(slices.Clone(s.Gateways), func(g Gateway) bool { return g.MAC == gwMAC(5) })
+	for _, c := range []struct {
+		name              string
+		pre, startAfter   time.Duration
+		joinAfter, editAt time.Duration
+	}{
+		{name: "tracking from the restart", pre: -30 * time.Second, editAt: 4 * time.Minute},
+		{name: "tracking started late", pre: -30 * time.Second, startAfter: 5 * time.Minute},
+		{name: "joins the site late", pre: -30 * time.Second, joinAfter: 5 * time.Minute},
+		{name: "clock behind its last word", pre: 5 * time.Minute},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			h, k, logs := restoredAtT0(t, t0.Add(c.pre).UnixMilli())
+			if c.joinAfter > 0 {
+				h.e.Configure(without, nil)
+			} else {
+				h.e.Configure(s, nil)
+			}
+			talkFor(h, k, c.startAfter, true, nil)
+			if err := h.e.Start(AlgStrongest); err != nil {
+				t.Fatal(err)
+			}
+			talkFor(h, k, 8*time.Minute, true, func(el time.Duration) {
+				if c.joinAfter > 0 && el == c.joinAfter || el == c.editAt {
+					h.e.SetSite(s)
+				}
+				if restoredDown(h) {
+					t.Fatalf("%v after the restart, talking every 10 s: judged down\n%s", el, logs)
+				}
+			})
+		})
 	}
 }

@@ -10,7 +10,7 @@ import (
 	"math/rand/v2"
 	"sort"
 	"strings"
-	"sync/atomic"
+	"sync"
 	"testing"
 	"time"
 
@@ -294,6 +294,55 @@ func TestKNNLeavesOutADeadGateway(t *testing.T) {
 	}
 }
 
+// talker stands for the pipeline's word on gateways: when each last
+// sent anything (Options.GatewaySeen: the receive time, raised only, as
+// ingest.LastSeen keeps it, and restored across a restart) and how many
+// messages it sent since the start (Options.GatewayMessages).
+type talker struct {
+	mu   sync.Mutex
+	word map[[6]byte]int64
+	n    map[[6]byte]int64
+}
+
+// said sets mac's word from before the start (a restored last-seen).
+func (k *talker) said(mac [6]byte, at int64) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.word == nil {
+		k.word = map[[6]byte]int64{}
+	}
+	k.word[mac] = max(k.word[mac], at)
+}
+
+// say is a message from mac received at at.
+func (k *talker) say(mac [6]byte, at int64) {
+	k.said(mac, at)
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.n == nil {
+		k.n = map[[6]byte]int64{}
+	}
+	k.n[mac]++
+}
+
+func (k *talker) seen(mac [6]byte) int64 {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.word[mac]
+}
+
+func (k *talker) msgs(mac [6]byte) int64 {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.n[mac]
+}
+
+// options sets o's GatewaySeen and GatewayMessages to k's.
+func (k *talker) options(o Options) Options {
+	o.GatewaySeen, o.GatewayMessages = k.seen, k.msgs
+	return o
+}
+
 // A gateway that still sends anything (Options.GatewaySeen: a status
 // heartbeat, beacons the engine does not track) is not down, however
 // silent it is to the tracked tags; once it stops it is judged down, and
@@ -302,14 +351,9 @@ func TestKNNLeavesOutADeadGateway(t *testing.T) {
 func TestATalkingGatewayIsNotJudgedDown(t *testing.T) {
 	s := gridSite(3, 3, true)
 	dead := gwMAC(5)
-	var lastWord atomic.Int64 // the dead gateway's last message, Unix ms
+	var k talker
 	var logs bytes.Buffer
-	h := newHarness(t, Options{Logger: slog.New(slog.NewTextHandler(&logs, nil)), GatewaySeen: func(mac [6]byte) int64 {
-		if mac == dead {
-			return lastWord.Load()
-		}
-		return 0
-	}})
+	h := newHarness(t, k.options(Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))}))
 	h.e.Configure(s, surveyShort(s, 200, 4, rand.New(rand.NewPCG(90, 91))))
 	if err := h.e.Start(AlgBayes); err != nil {
 		t.Fatal(err)
@@ -318,7 +362,7 @@ func TestATalkingGatewayIsNotJudgedDown(t *testing.T) {
 	g := m.gwIdx[dead]
 	rng := rand.New(rand.NewPCG(92, 93))
 	for range 120 { // heartbeats every second: talking throughout
-		lastWord.Store(h.clk.Now().UnixMilli())
+		k.say(dead, h.clk.Now().UnixMilli())
 		standShort(h, s, "WAT-1", 150, 150, dead, 1, rng)
 	}
 	if m.live.isDown(g) || strings.Contains(logs.String(), "judged down") {
@@ -328,8 +372,8 @@ func TestATalkingGatewayIsNotJudgedDown(t *testing.T) {
 	if !m.live.isDown(g) {
 		t.Fatalf("silent for a minute and not judged down (evidence %d)", m.live.ev[g].Load())
 	}
-	lastWord.Store(h.clk.Now().UnixMilli()) // one heartbeat
-	h.clk.Advance(h.e.sweepEvery())         // runs the sweep
+	k.say(dead, h.clk.Now().UnixMilli()) // one heartbeat
+	h.clk.Advance(h.e.sweepEvery())      // runs the sweep
 	if m.live.isDown(g) {
 		t.Fatal("talking again, still judged down after a sweep")
 	}
