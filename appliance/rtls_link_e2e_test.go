@@ -23,11 +23,7 @@ import (
 // A publisher that connects for each batch (mosquitto_pub, a real one)
 // is not judged down between batches.
 func TestAGatewayWhoseConnectionClosesIsJudgedDown(t *testing.T) {
-	clk := clock.NewFake(time.Now().Truncate(time.Second))
-	app := rtlsApp(t, t.TempDir(), clk)
-	t.Cleanup(func() { _ = app.Shutdown(context.Background()) })
-	c := &client{t: t, base: "http://" + app.HTTPAddr(), token: adminToken(t, app)}
-	hallSite(c)
+	clk, _, app, c := hallApp(t)
 	down := func() []string {
 		var st struct {
 			GatewaysDown []string `json:"gateways_down"`
@@ -143,12 +139,7 @@ func TestAGatewayWhoseConnectionClosesIsJudgedDown(t *testing.T) {
 // the start, which a connection it never made could not otherwise say,
 // also with the clock come up behind; it is back once it connects.
 func TestAGatewayDeadAcrossARestartIsJudgedDown(t *testing.T) {
-	clk := clock.NewFake(time.Now().Truncate(time.Second))
-	home := t.TempDir()
-	app := rtlsApp(t, home, clk)
-	t.Cleanup(func() { _ = app.Shutdown(context.Background()) })
-	c := &client{t: t, base: "http://" + app.HTTPAddr(), token: adminToken(t, app)}
-	hallSite(c)
+	clk, home, app, c := hallApp(t)
 	gw := gatewayClient(t, app, "AC233FA0B1C2")
 	for range 60 {
 		clk.Advance(time.Second)
@@ -244,12 +235,7 @@ func gatewayClient(t *testing.T, app *appliance.App, id string) paho.Client {
 // found at its first look, at the start, for the one from before the
 // restart, and judged the gateway at once).
 func TestATalkingRestoredGatewayIsNotJudgedAtALateStart(t *testing.T) {
-	clk := clock.NewFake(time.Now().Truncate(time.Second))
-	home := t.TempDir()
-	app := rtlsApp(t, home, clk)
-	t.Cleanup(func() { _ = app.Shutdown(context.Background()) })
-	c := &client{t: t, base: "http://" + app.HTTPAddr(), token: adminToken(t, app)}
-	hallSite(c)
+	clk, home, app, c := hallApp(t)
 	status := func(cl paho.Client) {
 		t.Helper()
 		// QoS 1: acknowledged once the pipeline has it.
@@ -301,4 +287,17 @@ func TestATalkingRestoredGatewayIsNotJudgedAtALateStart(t *testing.T) {
 		}
 		step()
 	}
+}
+
+// hallApp starts the appliance on a fake clock and a fresh home with
+// the hall site, tracking on: its clock, home, app and an admin client.
+func hallApp(t *testing.T) (*clock.Fake, string, *appliance.App, *client) {
+	t.Helper()
+	clk := clock.NewFake(time.Now().Truncate(time.Second))
+	home := t.TempDir()
+	app := rtlsApp(t, home, clk)
+	t.Cleanup(func() { _ = app.Shutdown(context.Background()) })
+	c := &client{t: t, base: "http://" + app.HTTPAddr(), token: adminToken(t, app)}
+	hallSite(c)
+	return clk, home, app, c
 }
