@@ -26,6 +26,7 @@ func (a *App) buildPush() error {
 	}
 	a.pushIDs = &pushIdentity{db: a.db, clock: a.clock}
 	svc.Identify = a.pushIDs.device
+	sp.SetQueue(svc.Held, svc.ServerAccepted)
 	a.monitor.Conditions().Subscribe(svc.OnHealth)
 	if c := a.SensorConditions(); c != nil {
 		c.Subscribe(svc.OnSensor)

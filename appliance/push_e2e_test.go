@@ -20,6 +20,13 @@ import (
 // sensor monitor.
 func startPushApp(t *testing.T) (*appliance.App, *ntfytest.Server) {
 	t.Helper()
+	app, fake, _ := startPushAppClock(t)
+	return app, fake
+}
+
+// startPushAppClock is startPushApp that also returns the app's clock.
+func startPushAppClock(t *testing.T) (*appliance.App, *ntfytest.Server, *clock.Fake) {
+	t.Helper()
 	fake := ntfytest.New()
 	t.Cleanup(fake.Close)
 	clk := clock.NewFake(time.Now())
@@ -30,7 +37,7 @@ func startPushApp(t *testing.T) (*appliance.App, *ntfytest.Server) {
 		t.Fatal("push not wired")
 	}
 	clk.Advance(sensors.NotSeenEvery)
-	return app, fake
+	return app, fake, clk
 }
 
 // TestSensorAlertReachesPushServer: an out-of-range reading over MQTT
@@ -86,4 +93,41 @@ func TestPushNamesASensorCreatedMomentsBefore(t *testing.T) {
 		}
 	}
 	t.Fatalf("no alert for the new sensor %s: %+v", v.AssetUID, fake.Messages())
+}
+
+// TestRateLimitedAlertsShowAndGoAfterARecheck: a 429 asking for an hour
+// holds an alert a minute at most, the dashboard says an alert waits
+// (a recheck's test publish had it read "last delivery ok" while the
+// alert waited out the hour), and a recheck that gets through sends it.
+func TestRateLimitedAlertsShowAndGoAfterARecheck(t *testing.T) {
+	app, fake, clk := startPushAppClock(t)
+	c := app.Live().Get()
+	fake.Set(func(s *ntfytest.Server) { s.RateLimited, s.RetryAfter = 1, 3600 })
+	brokertest.Pub(t, app.MQTTAddr(), c.MQTTUser, c.MQTTPass, "-q", "1", "-i", "AC233FA0B1C2", "-t", "gw/AC233FA0B1C2/adv1",
+		"-m", `{"reports":[{"mac":"C30000000A01","rssi":-70,"temperature":9.5}]}`)
+	app.Push().Idle()
+	if n, until := app.Push().Held(); n != 1 || until.Sub(clk.Now()) > push.MaxBackoff {
+		t.Fatalf("held %d until %v (now %v)", n, until, clk.Now())
+	}
+	ps := app.Monitor().Dashboard().Push
+	if ps.OK || !strings.HasPrefix(ps.Message, "1 alert(s) waiting for the push server, which is rate limiting") {
+		t.Fatalf("dashboard while an alert waits: %+v", ps)
+	}
+	d, err := app.Monitor().Recheck(t.Context(), "push")
+	if err != nil || !d.Push.Delivery.OK {
+		t.Fatalf("recheck: %+v %v", d.Push, err)
+	}
+	app.Push().Idle()
+	var got int
+	for _, m := range fake.Messages() {
+		if m.Topic == c.ServerID+"-sensors" {
+			got++
+		}
+	}
+	if n, _ := app.Push().Held(); got != 1 || n != 0 {
+		t.Fatalf("after the recheck: %d delivered, %d held", got, n)
+	}
+	if ps := app.Monitor().Dashboard().Push; !ps.OK || ps.Message != "push server reachable; last delivery ok" {
+		t.Fatalf("dashboard after delivery: %+v", ps)
+	}
 }

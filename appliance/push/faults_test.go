@@ -3,6 +3,7 @@ package push
 import (
 	"fmt"
 	"net"
+	"net/http"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -50,6 +51,47 @@ func TestRateLimitWithRetryAfter(t *testing.T) {
 	r.advance(7 * time.Second)
 	if m := r.msgs("TST000-sos"); len(m) != 1 {
 		t.Fatalf("got %d", len(m))
+	}
+}
+
+// TestRetryAfterIsCapped: nothing is posted to a server in its 429
+// pause, so a Retry-After of an hour (seconds or a date) held every SOS
+// for that hour; the pause is MaxBackoff at most, and a date already
+// past or a zero is no pause beyond the retry delay.
+func TestRetryAfterIsCapped(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		set  func(s *ntfytest.Server, now time.Time)
+		want time.Duration
+	}{
+		{"an hour in seconds", func(s *ntfytest.Server, _ time.Time) { s.RetryAfter = 3600 }, MaxBackoff},
+		{"beyond int64", func(s *ntfytest.Server, _ time.Time) { s.RetryAfterText = "99999999999999999999" }, DefaultBackoff},
+		{"a date an hour ahead", func(s *ntfytest.Server, now time.Time) {
+			s.RetryAfterText = now.Add(time.Hour).Format(http.TimeFormat)
+		}, MaxBackoff},
+		{"a date 10 s ahead", func(s *ntfytest.Server, now time.Time) {
+			s.RetryAfterText = now.Add(10 * time.Second).Format(http.TimeFormat)
+		}, 10 * time.Second},
+		{"a date past", func(s *ntfytest.Server, now time.Time) {
+			s.RetryAfterText = now.Add(-time.Hour).Format(http.TimeFormat)
+		}, 0},
+		{"zero", func(s *ntfytest.Server, _ time.Time) { s.RetryAfterText = "0" }, 0},
+		{"garbage", func(s *ntfytest.Server, _ time.Time) { s.RetryAfterText = "soon" }, DefaultBackoff},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newRig(t, false)
+			r.ntfy.Set(func(s *ntfytest.Server) { s.RateLimited = 1; tc.set(s, r.clk.Now()) })
+			alarm(r, 1)
+			if got := max(r.pub.BackoffUntil(r.ntfy.URL).Sub(r.clk.Now()), 0); got != tc.want {
+				t.Fatalf("backoff %v, want %v", got, tc.want)
+			}
+			// The retry delay is 2 s: the press goes at the later of
+			// that and the pause.
+			r.advance(max(tc.want, 2*time.Second))
+			if m := r.msgs("TST000-sos"); len(m) != 1 {
+				t.Fatalf("SOS delivered %d times after %v", len(m), tc.want)
+			}
+		})
 	}
 }
 
@@ -217,12 +259,12 @@ func TestOpsServerFailuresDoNotHoldStaffAlerts(t *testing.T) {
 		ops := ntfytest.New()
 		t.Cleanup(ops.Close)
 		ops.Set(func(s *ntfytest.Server) {
-			s.RateLimited, s.RetryAfter = 1, 600
+			s.RateLimited, s.RetryAfter = 1, 50
 			s.Tokens = map[string]bool{"tk_publish": true}
 		})
 		r := newRigWith(t, true, func(c *config.Config) { c.PushOpsServerURL = ops.URL })
 		fleet(r, "fleet:gw-1")
-		if got := r.pub.BackoffUntil(ops.URL).Sub(r.clk.Now()); got != 600*time.Second {
+		if got := r.pub.BackoffUntil(ops.URL).Sub(r.clk.Now()); got != 50*time.Second {
 			t.Fatalf("ops backoff %v", got)
 		}
 		alarm(r, 1)
@@ -230,7 +272,7 @@ func TestOpsServerFailuresDoNotHoldStaffAlerts(t *testing.T) {
 			t.Fatalf("the ops server's 429 paused staff alerts: %d delivered", len(m))
 		}
 		// The ops copy goes once its server's pause is over.
-		r.advance(600 * time.Second)
+		r.advance(50 * time.Second)
 		if n := len(ops.Messages()); n != 1 {
 			t.Fatalf("ops copies after the backoff: %d, want 1", n)
 		}

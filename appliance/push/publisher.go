@@ -17,8 +17,17 @@ import (
 	"beaconhub/appliance/status"
 )
 
-// DefaultBackoff is the pause after a 429 without Retry-After.
+// DefaultBackoff is the pause after a 429 without a Retry-After the
+// publisher understands.
 const DefaultBackoff = 30 * time.Second
+
+// MaxBackoff caps the pause a 429's Retry-After can ask for. Nothing is
+// posted to a pausing server, so an uncapped "Retry-After: 3600" (a
+// proxy in front of ntfy, say) held every SOS for an hour while the
+// dashboard said the last delivery was fine (a review). A minute is
+// one extra attempt a minute to a server that really is rate limiting,
+// and a press that waits at most that long for it.
+const MaxBackoff = time.Minute
 
 // Result of one publish attempt.
 type Result int
@@ -143,6 +152,28 @@ func backoffKey(base string) string {
 	return scheme + "://" + user + host + strings.TrimRight(u.EscapedPath(), "/")
 }
 
+// retryAfter is the pause a 429's Retry-After asks for (seconds or an
+// HTTP date, RFC 9110 10.2.3), DefaultBackoff when it says neither, and
+// never more than MaxBackoff.
+func retryAfter(h string, now time.Time) time.Duration {
+	h = strings.TrimSpace(h)
+	d := DefaultBackoff
+	if s, err := strconv.ParseInt(h, 10, 64); err == nil && s >= 0 {
+		d = time.Duration(min(s, int64(MaxBackoff/time.Second))) * time.Second
+	} else if t, err := http.ParseTime(h); err == nil {
+		d = max(t.Sub(now), 0)
+	}
+	return min(d, MaxBackoff)
+}
+
+// Resume ends base's 429 pause: the server has just accepted a post
+// (the dashboard's recheck), so what waits for it may go.
+func (p *Publisher) Resume(base string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	delete(p.backoffUntil, backoffKey(base))
+}
+
 // Post sends one rendered message to base (a server URL). staff says
 // whether it feeds the delivery probe (vendor ops copies do not).
 func (p *Publisher) Post(ctx context.Context, base string, r Rendered, staff bool) Result {
@@ -175,10 +206,7 @@ func (p *Publisher) Post(ctx context.Context, base string, r Rendered, staff boo
 		p.log.Warn("push publish failed", "topic", r.Topic, "err", err)
 		return Failed
 	case resp.Status == http.StatusTooManyRequests:
-		d := DefaultBackoff
-		if s, e := strconv.Atoi(strings.TrimSpace(resp.Header.Get("Retry-After"))); e == nil && s > 0 {
-			d = time.Duration(s) * time.Second
-		}
+		d := retryAfter(resp.Header.Get("Retry-After"), p.clk.Now())
 		p.mu.Lock()
 		if p.backoffUntil == nil {
 			p.backoffUntil = map[string]time.Time{}

@@ -485,3 +485,25 @@ func (s *Service) RetryQueued() int {
 	defer s.mu.Unlock()
 	return len(s.retry[laneStaff].items) + len(s.retry[laneOps].items)
 }
+
+// Held is the number of staff alerts waiting for the push server and
+// the end of that server's 429 pause (zero when none runs), for the
+// dashboard: a press held back must not read as "last delivery ok".
+func (s *Service) Held() (n int, pausedUntil time.Time) {
+	s.mu.Lock()
+	n = len(s.retry[laneStaff].items)
+	s.mu.Unlock()
+	if u := s.pub.BackoffUntil(s.live.Get().PushServerURL); u.After(s.clk.Now()) {
+		pausedUntil = u
+	}
+	return n, pausedUntil
+}
+
+// ServerAccepted is told that the staff push server has just accepted a
+// post outside the queues (the dashboard's recheck): its 429 pause is
+// over and what waits for it goes now. The recheck ignored the pause
+// while the queued SOS kept waiting it out (a review).
+func (s *Service) ServerAccepted() {
+	s.pub.Resume(s.live.Get().PushServerURL)
+	s.retryNow()
+}

@@ -47,6 +47,19 @@ type Push struct {
 
 	mu           sync.Mutex
 	reach, deliv Probe
+	// held reports the staff alerts waiting for the push server and the
+	// end of its 429 pause; accepted is told when a recheck publish got
+	// a 2xx. Both are the push subsystem's (SetQueue); nil without one.
+	held     func() (int, time.Time)
+	accepted func()
+}
+
+// SetQueue connects the push subsystem's retry queue: held feeds the
+// summary, accepted hears that a recheck publish went through.
+func (p *Push) SetQueue(held func() (int, time.Time), accepted func()) {
+	p.mu.Lock()
+	p.held, p.accepted = held, accepted
+	p.mu.Unlock()
 }
 
 // NewPush builds the push prober.
@@ -156,6 +169,12 @@ func (p *Push) CheckDelivery(ctx context.Context) Probe {
 	if pr.ErrorCode != "rate_limited" {
 		p.conds.Set(KeyPushTestFailed, !pr.OK, "test publish failed: "+pr.Message)
 	}
+	p.mu.Lock()
+	accepted := p.accepted
+	p.mu.Unlock()
+	if pr.OK && accepted != nil {
+		accepted()
+	}
 	return pr
 }
 
@@ -179,7 +198,7 @@ func (p *Push) set(dst *Probe, pr Probe) {
 // Status returns the cached push object.
 func (p *Push) Status() PushStatus {
 	p.mu.Lock()
-	r, d := p.reach, p.deliv
+	r, d, held := p.reach, p.deliv, p.held
 	p.mu.Unlock()
 	s := PushStatus{Reachability: r, Delivery: d}
 	switch {
@@ -199,6 +218,17 @@ func (p *Push) Status() PushStatus {
 		s.OK, s.Message = true, "push server reachable; no delivery yet"
 	default:
 		s.OK, s.Message = true, "push server reachable; last delivery ok"
+	}
+	// Alerts waiting for the server are not "ok" whatever the last probe
+	// said: a recheck can get through while a press is held.
+	if held != nil && p.live.Get().PushEnabled {
+		if n, until := held(); n > 0 {
+			msg := strconv.Itoa(n) + " alert(s) waiting for the push server"
+			if !until.IsZero() {
+				msg += ", which is rate limiting (HTTP 429) until " + until.UTC().Format(time.RFC3339)
+			}
+			s.OK, s.Message = false, msg+"; "+s.Message
+		}
 	}
 	return s
 }

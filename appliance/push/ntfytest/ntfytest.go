@@ -47,7 +47,10 @@ type Server struct {
 	// RateLimited answers the next RateLimited publishes with 429.
 	RateLimited int
 	// RetryAfter, when > 0, adds a Retry-After header (seconds) to 429s.
-	RetryAfter int
+	// ntfy itself sends none; a proxy in front of it may, in seconds or
+	// as an HTTP date (RetryAfterText, sent as it is, wins).
+	RetryAfter     int
+	RetryAfterText string
 	// FailStatus answers the next FailN publishes with this status (5xx).
 	FailStatus, FailN int
 	// Delay stalls every publish (for timeout tests).
@@ -144,7 +147,9 @@ func (s *Server) publish(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case s.RateLimited > 0:
 		s.RateLimited--
-		if s.RetryAfter > 0 {
+		if s.RetryAfterText != "" {
+			w.Header().Set("Retry-After", s.RetryAfterText)
+		} else if s.RetryAfter > 0 {
 			w.Header().Set("Retry-After", strconv.Itoa(s.RetryAfter))
 		}
 		apiError(w, 429, 42901, "limit reached: too many requests")
