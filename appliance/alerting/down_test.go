@@ -88,25 +88,37 @@ func TestAlertsysDown(t *testing.T) {
 		t.Errorf("while down: %+v", st)
 	}
 
-	// Alertsys comes back: the queue drains, the condition resolves.
+	// Alertsys comes back: the queue drains (presses held past the
+	// 5-minute bound fail without a request), the next press is convened
+	// and the condition resolves.
 	fake.Release()
 	poll(t, "queue drained", clk, time.Second, func() bool { return worker.Stats().QueueLen == 0 })
+	clk.Advance(41 * time.Second)
+	r.publish(1, false, press(panicMAC, "single", -50))
 	transitions := func() string {
 		mu.Lock()
 		defer mu.Unlock()
 		return fmt.Sprint(heard)
 	}
 	poll(t, "alertsys_down resolved", clk, 0, func() bool { return transitions() == "[alertsys_down:active alertsys_down:resolved]" })
-	if err := r.writer.Flush(); err != nil {
-		t.Fatal(err)
-	}
+	poll(t, "every press settled", clk, 0, func() bool {
+		if err := r.writer.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range r.events() {
+			if e.Alertsys == store.AlertsysPending {
+				return false
+			}
+		}
+		return true
+	})
 	states := map[string]int{}
 	for _, e := range r.events() {
 		states[e.Alertsys]++
 	}
 	st = worker.Stats()
 	if states[store.AlertsysPending] != 0 || states[store.AlertsysSent] == 0 || uint64(states[store.AlertsysDropped]) != st.Dropped ||
-		states[store.AlertsysSent]+states[store.AlertsysDropped]+states[store.AlertsysFailed] != presses {
+		states[store.AlertsysSent]+states[store.AlertsysDropped]+states[store.AlertsysFailed] != presses+1 {
 		t.Errorf("event states = %v, worker %+v", states, st)
 	}
 	if n := len(fake.Convenes()); n != states[store.AlertsysSent] {

@@ -30,11 +30,21 @@ type WorkerOptions struct {
 	Writer Writer
 	Clock  clock.Clock
 	Logger *slog.Logger
-	// QueueSize bounds the events waiting for alertsys (default 64). When it
-	// is full the oldest event not in flight is dropped, counted and logged:
-	// while alertsys is down the newest press matters most, and memory must
-	// not grow with the outage.
+	// QueueSize bounds the events held in memory for alertsys (default
+	// 64): memory must not grow with an outage. Past it a press waits in
+	// the store, where it is already pending, and Pending reads it back
+	// once the queue has room. Without Pending (tests of the worker
+	// alone) the oldest event not in flight is dropped, counted and
+	// logged: a 20 s outage under 100 presses lost the 36 oldest that way
+	// (a review).
 	QueueSize int
+	// Pending reads every event still pending for alertsys, oldest first
+	// (store.DB.PendingAlertsysEvents).
+	Pending func() ([]store.Event, error)
+	// Parallel is how many requests may be in flight at once (default 4):
+	// one at a time, an alertsys answering in 9.5 s convened the last of
+	// 100 presses after nearly six minutes (a review).
+	Parallel int
 	// GiveUpAfter bounds the retries of an event whose failures are
 	// retryable, counted from the press (its CreatedAt): an emergency
 	// convened a minute late still helps, and alertsys restarting for 30 s
@@ -64,6 +74,9 @@ type WorkerStats struct {
 	Dropped  uint64 `json:"dropped"`
 	Retries  uint64 `json:"retries"`
 	Disabled uint64 `json:"disabled"`
+	// Spilled counts presses that found the queue full and waited in the
+	// store for room instead.
+	Spilled  uint64 `json:"spilled"`
 	QueueLen int    `json:"queue_len"`
 	QueueCap int    `json:"queue_cap"`
 }
@@ -95,8 +108,20 @@ type Worker struct {
 	stats     WorkerStats
 	timer     clock.Timer
 	stopped   bool
-	started   bool // Start ran: Stop waits for the goroutine
+	started   bool // Start ran: Stop waits for the goroutines
 	listeners []func(store.Event, Result)
+	// in names the events in the queue and settled those whose outcome
+	// a refill's read may not have seen: not committed yet (false), or
+	// committed while the read ran (true). A refill must not bring
+	// either back, nor may a commit's Enqueue repeat a refill.
+	in, settled map[uint64]bool
+	reading     bool // a refill is reading the store
+	// spilled: presses wait in the store for room in the queue; until
+	// refill has brought them all, new ones join them there, so the
+	// queue stays in press order.
+	spilled     bool
+	refillAfter time.Time // after a failed read
+	runners     sync.WaitGroup
 
 	wake   chan struct{}
 	stop   chan struct{}
@@ -116,6 +141,9 @@ func NewWorker(o WorkerOptions) *Worker {
 	if o.QueueSize <= 0 {
 		o.QueueSize = 64
 	}
+	if o.Parallel <= 0 {
+		o.Parallel = 4
+	}
 	if o.GiveUpAfter <= 0 {
 		o.GiveUpAfter = RecoverWindow
 	}
@@ -124,6 +152,7 @@ func NewWorker(o WorkerOptions) *Worker {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Worker{o: o, log: o.Logger, clock: o.Clock, stats: WorkerStats{QueueCap: o.QueueSize},
+		in: map[uint64]bool{}, settled: map[uint64]bool{},
 		wake: make(chan struct{}, 1), stop: make(chan struct{}), exited: make(chan struct{}), ctx: ctx, cancel: cancel}
 }
 
@@ -134,12 +163,19 @@ func (w *Worker) OnResult(fn func(store.Event, Result)) { w.listeners = append(w
 // Configured reports whether alertsys has a base URL right now.
 func (w *Worker) Configured() bool { return w.o.Client.Configured() }
 
-// Start runs the worker goroutine.
+// Start runs the worker goroutines.
 func (w *Worker) Start() {
 	w.mu.Lock()
 	w.started = true
 	w.mu.Unlock()
-	go w.run()
+	w.runners.Add(w.o.Parallel)
+	for range w.o.Parallel {
+		go w.run()
+	}
+	go func() {
+		w.runners.Wait()
+		close(w.exited)
+	}()
 }
 
 // Stop aborts the request in flight and waits for the goroutine. Events
@@ -181,12 +217,27 @@ func (w *Worker) Enqueue(e store.Event) {
 		w.mu.Unlock()
 		return
 	}
+	if w.known(e.ID) {
+		w.mu.Unlock() // a refill read it first
+		return
+	}
+	if w.o.Pending != nil && (w.spilled || len(w.queue) >= w.o.QueueSize) {
+		if !w.spilled {
+			w.log.Warn("alertsys queue full: presses wait in the store", "queue_cap", w.o.QueueSize)
+		}
+		w.spilled = true
+		w.stats.Spilled++
+		w.mu.Unlock()
+		w.signal()
+		return
+	}
 	if len(w.queue) >= w.o.QueueSize {
 		for i, j := range w.queue {
 			if j.inflight {
 				continue
 			}
 			w.queue = append(w.queue[:i], w.queue[i+1:]...)
+			w.settleLocked(j.ev.ID)
 			w.stats.Dropped++
 			w.done = append(w.done, finished{j.ev, Result{State: store.AlertsysDropped, Attempts: j.attempts,
 				Err: errors.New("alertsys queue full")}})
@@ -194,9 +245,52 @@ func (w *Worker) Enqueue(e store.Event) {
 		}
 	}
 	w.queue = append(w.queue, &job{ev: e, queued: w.clock.Now()})
+	w.in[e.ID] = true
 	w.stats.Queued++
 	w.mu.Unlock()
 	w.signal()
+}
+
+// refill brings presses waiting in the store back into the queue, oldest
+// first, once it is at most half full. It runs on a worker goroutine.
+func (w *Worker) refill(now time.Time) {
+	w.mu.Lock()
+	due := w.spilled && !w.reading && len(w.queue) <= w.o.QueueSize/2 && !now.Before(w.refillAfter)
+	w.reading = w.reading || due
+	w.mu.Unlock()
+	if !due {
+		return
+	}
+	evs, err := w.o.Pending()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.reading = false
+	defer func() {
+		// Outcomes committed by now are in what any later read sees.
+		for id, committed := range w.settled {
+			if committed {
+				delete(w.settled, id)
+			}
+		}
+	}()
+	if err != nil {
+		w.log.Error("read presses waiting for alertsys", "err", err)
+		w.refillAfter = now.Add(time.Second)
+		return
+	}
+	w.spilled = false
+	for _, e := range evs {
+		if w.known(e.ID) {
+			continue
+		}
+		if len(w.queue) >= w.o.QueueSize {
+			w.spilled = true
+			break
+		}
+		w.queue = append(w.queue, &job{ev: e, queued: now})
+		w.in[e.ID] = true
+		w.stats.Queued++
+	}
 }
 
 func (w *Worker) signal() {
@@ -207,15 +301,21 @@ func (w *Worker) signal() {
 }
 
 func (w *Worker) run() {
-	defer close(w.exited)
+	defer w.runners.Done()
 	for {
 		now := w.clock.Now()
+		if w.o.Pending != nil {
+			w.refill(now)
+		}
 		w.mu.Lock()
 		done := w.done
 		w.done = nil
 		j, wait := w.pick(now)
 		if j != nil {
 			j.inflight = true
+			// Another runner may be idle with more ready: one wake per
+			// pick lets it look (a spare wake finds nothing and sleeps).
+			w.signal()
 		} else if wait > 0 {
 			if w.timer != nil {
 				w.timer.Stop()
@@ -265,6 +365,14 @@ func (w *Worker) attempt(j *job) {
 		w.finish(j, Result{State: store.AlertsysDisabled, Attempts: j.attempts})
 		return
 	}
+	if !w.inTime(j, w.clock.Now()) {
+		// Held in the queue (a slow alertsys, presses waiting in the
+		// store) past the bound its retries keep: an emergency convened
+		// this late would mislead.
+		w.finish(j, Result{State: store.AlertsysFailed, Attempts: j.attempts,
+			Err: errors.New("not convened within " + w.o.GiveUpAfter.String() + " of the press")})
+		return
+	}
 	j.attempts++
 	resp, err := w.o.Client.Convene(w.ctx, conveneRequest(j.ev))
 	if err == nil {
@@ -306,9 +414,17 @@ func (w *Worker) finish(j *job, r Result) {
 			break
 		}
 	}
+	w.settleLocked(j.ev.ID)
 	switch r.State {
 	case store.AlertsysSent:
 		w.stats.Sent++
+		// alertsys answers again: the presses waiting for their retry
+		// go now, oldest first, not when each one's backoff (up to 30 s)
+		// comes round; the oldest went last after an outage (a review).
+		for _, q := range w.queue {
+			q.notBefore = time.Time{}
+		}
+		w.signal()
 	case store.AlertsysFailed:
 		w.stats.Failed++
 	case store.AlertsysDisabled:
@@ -316,6 +432,22 @@ func (w *Worker) finish(j *job, r Result) {
 	}
 	w.mu.Unlock()
 	w.record(j.ev, r)
+}
+
+// known reports whether id is queued or settled (w.mu held).
+func (w *Worker) known(id uint64) bool {
+	_, settled := w.settled[id]
+	return w.in[id] || settled
+}
+
+// settleLocked moves an event out of the queue's names into settled,
+// in one step: a refill reading between the two found it in neither
+// and queued it again (the test saw presses convened twice).
+func (w *Worker) settleLocked(id uint64) {
+	delete(w.in, id)
+	if w.o.Pending != nil && w.o.Writer != nil {
+		w.settled[id] = false // until its outcome commits (record)
+	}
 }
 
 // record stores the outcome on the event and tells the listeners.
@@ -330,7 +462,19 @@ func (w *Worker) record(e store.Event, r Result) {
 		lg.Error("alertsys did not receive a press", "state", r.State, "err", r.Err)
 	}
 	if w.o.Writer != nil {
-		w.o.Writer.Do(store.SetEventAlertsys(e.ID, r.State, r.Message, w.clock.Now().UnixMilli()), nil)
+		var done func(error)
+		if w.o.Pending != nil {
+			done = func(error) {
+				w.mu.Lock()
+				if w.reading {
+					w.settled[e.ID] = true // the read may predate the commit
+				} else {
+					delete(w.settled, e.ID)
+				}
+				w.mu.Unlock()
+			}
+		}
+		w.o.Writer.Do(store.SetEventAlertsys(e.ID, r.State, r.Message, w.clock.Now().UnixMilli()), done)
 	}
 	for _, fn := range w.listeners {
 		fn(e, r)

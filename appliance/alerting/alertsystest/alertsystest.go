@@ -79,6 +79,7 @@ type Server struct {
 	BadJSON bool
 	// Hold makes handlers wait until Release (or the client gives up).
 	hold    chan struct{}
+	held    int // requests waiting in hold
 	logins  int
 	convs   []Convene
 	tokens  map[string]bool
@@ -154,6 +155,9 @@ func (s *Server) Convenes() []Convene {
 func (s *Server) wait(r *http.Request) {
 	s.mu.Lock()
 	h := s.hold
+	if h != nil {
+		s.held++
+	}
 	s.mu.Unlock()
 	if h == nil {
 		return
@@ -162,6 +166,16 @@ func (s *Server) wait(r *http.Request) {
 	case <-h:
 	case <-r.Context().Done():
 	}
+	s.mu.Lock()
+	s.held--
+	s.mu.Unlock()
+}
+
+// Held is how many requests are waiting in Hold now.
+func (s *Server) Held() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.held
 }
 
 func (s *Server) login(w http.ResponseWriter, r *http.Request) {

@@ -1,0 +1,153 @@
+package alerting_test
+
+import (
+	"fmt"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"beaconhub/appliance/alerting"
+	"beaconhub/appliance/alerting/alertsystest"
+	"beaconhub/appliance/clock"
+	"beaconhub/store"
+)
+
+// seedPanics stores n more panic buttons (PAN-X-i) in a fresh store in
+// dir besides the rig's usual assets, and returns their MACs.
+func seedPanics(t *testing.T, dir string, n int) []string {
+	t.Helper()
+	db, err := store.Open(filepath.Join(dir, "service.db"), store.OpenOptions{LockTimeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	seed(t, db)
+	macs := make([]string, n)
+	for i := range macs {
+		macs[i] = fmt.Sprintf("C30000001%03X", i)
+		b := store.Beacon{AssetUID: fmt.Sprintf("PAN-X-%d", i), MAC: macs[i], Name: fmt.Sprintf("Bed %d", i), Type: "panic", Active: true}
+		if err := db.CreateBeacon(&b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return macs
+}
+
+// TestAlertsysOutageLosesNoPress: more presses than the queue holds
+// arrive while alertsys fails. None is dropped: those past the queue
+// wait in the store and come back as it drains. Once alertsys answers,
+// every press is convened exactly once, and the presses waiting for a
+// retry go at once rather than at their backoff (up to 30 s; the oldest
+// went last). A 20 s outage under 100 presses lost the oldest 36 with a
+// queue of 64 (a review).
+func TestAlertsysOutageLosesNoPress(t *testing.T) {
+	fake := alertsystest.New()
+	defer fake.Close()
+	clk := clock.NewFake(t0)
+	live := liveConfig(t, fake.URL)
+	dir := t.TempDir()
+	const presses, queueCap = 30, 8
+	macs := seedPanics(t, dir, presses)
+
+	var r *rig
+	client := alerting.NewClient(alerting.ClientOptions{Live: live, Clock: clk, Timeout: time.Second})
+	worker := alerting.NewWorker(alerting.WorkerOptions{Client: client, Writer: lateWriter{&r}, Clock: clk, Logger: quiet,
+		QueueSize: queueCap, Pending: func() ([]store.Event, error) { return r.db.PendingAlertsysEvents() }})
+	r = newRigWith(t, dir, clk, live, worker)
+	worker.Start()
+	defer worker.Stop()
+
+	fake.Set(func(s *alertsystest.Server) { s.FailStatus = 503 })
+	for i, mac := range macs {
+		r.publish(1+i%5, false, press(mac, "single", -50))
+		if st := worker.Stats(); st.QueueLen > queueCap {
+			t.Fatalf("queue grew to %d, cap %d", st.QueueLen, queueCap)
+		}
+		clk.Advance(500 * time.Millisecond)
+	}
+	// Let every press held in memory fail a few times, so that each
+	// waits for a retry up to 30 s off.
+	poll(t, "failures", clk, time.Second, func() bool { return worker.Stats().Retries >= 3*queueCap })
+	if st := worker.Stats(); st.Dropped != 0 || st.Spilled == 0 {
+		t.Fatalf("while down: %+v", st)
+	}
+
+	fake.Set(func(s *alertsystest.Server) { s.FailStatus = 0 })
+	// One step of the clock brings the first retry; after its success
+	// the rest go without the clock moving.
+	poll(t, "a first convene", clk, time.Second, func() bool { return len(fake.Convenes()) > 0 })
+	poll(t, "every press settled", clk, 0, func() bool {
+		if err := r.writer.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range r.events() {
+			if e.Alertsys == store.AlertsysPending {
+				return false
+			}
+		}
+		return true
+	})
+	seen := map[uint64]int{}
+	for _, c := range fake.Convenes() {
+		seen[c.Body.EventID]++
+	}
+	states := map[string]int{}
+	for _, e := range r.events() {
+		states[e.Alertsys]++
+		if seen[e.ID] != 1 {
+			t.Errorf("event %d (%s) convened %d times", e.ID, e.AssetUID, seen[e.ID])
+		}
+	}
+	if states[store.AlertsysSent] != presses || len(seen) != presses {
+		t.Errorf("event states %v, %d convened, worker %+v", states, len(seen), worker.Stats())
+	}
+}
+
+// TestPressHeldPastTheBoundIsNotConvened: a press that waited in the
+// queue longer than GiveUpAfter (a slow alertsys ahead of it) is failed,
+// not convened minutes late; the bound held only between retries.
+func TestPressHeldPastTheBoundIsNotConvened(t *testing.T) {
+	clk := clock.NewFake(t0)
+	c := &scripted{configured: true, clock: clk}
+	w, result := startWorker(t, alerting.WorkerOptions{Client: c, Clock: clk, Logger: quiet})
+	w.Enqueue(store.Event{ID: 1, CreatedAt: t0.Add(-alerting.RecoverWindow - time.Second).UnixMilli()})
+	w.Enqueue(store.Event{ID: 2, CreatedAt: t0.Add(-alerting.RecoverWindow + time.Second).UnixMilli()})
+	poll(t, "both settled", clk, 0, func() bool {
+		_, a := result(1)
+		_, b := result(2)
+		return a && b
+	})
+	if r, _ := result(1); r.State != store.AlertsysFailed || r.Attempts != 0 {
+		t.Errorf("late press: %+v", r)
+	}
+	if r, _ := result(2); r.State != store.AlertsysSent {
+		t.Errorf("press in time: %+v", r)
+	}
+	if c.n() != 1 {
+		t.Errorf("convenes %v, want only event 2", c.calls)
+	}
+}
+
+// TestSlowAlertsysConvenesInParallel: requests to an alertsys that takes
+// seconds to answer overlap, up to Parallel; one at a time, 100 presses
+// at 9.5 s each had the last convened after six minutes (a review).
+func TestSlowAlertsysConvenesInParallel(t *testing.T) {
+	fake := alertsystest.New()
+	defer fake.Close()
+	defer fake.Release()
+	clk := clock.NewFake(t0)
+	client := alerting.NewClient(alerting.ClientOptions{Live: liveConfig(t, fake.URL), Clock: clk, Timeout: 10 * time.Second})
+	w, _ := startWorker(t, alerting.WorkerOptions{Client: client, Clock: clk, Logger: quiet, Parallel: 3})
+	// A token first, so the held requests are convenes.
+	w.Enqueue(store.Event{ID: 1, CreatedAt: t0.UnixMilli()})
+	poll(t, "first convene", clk, 0, func() bool { return len(fake.Convenes()) == 1 })
+	fake.Hold()
+	for id := uint64(2); id <= 6; id++ {
+		w.Enqueue(store.Event{ID: id, CreatedAt: t0.UnixMilli()})
+	}
+	poll(t, "three requests in flight", clk, 0, func() bool { return fake.Held() == 3 })
+	fake.Release()
+	poll(t, "all convened", clk, 0, func() bool { return len(fake.Convenes()) == 6 })
+}
