@@ -126,3 +126,55 @@ func TestResendAfterTheWindowIsTheSamePress(t *testing.T) {
 		t.Fatalf("after the hold: %+v", evs)
 	}
 }
+
+// TestResendFromAnyOfManyGateways: a press heard by more gateways than
+// the event's ring of last timestamps holds (each with its own clock,
+// some reporting twice) is still one press when the first of them
+// resends after the window, live and across a restart. The ring held
+// the last four timestamps only: the first gateway's resend made a
+// second event and a second convene (a review).
+func TestResendFromAnyOfManyGateways(t *testing.T) {
+	clk := clock.NewFake(t0)
+	live := liveConfig(t, "")
+	r := newRig(t, "", clk, live)
+	sent := clk.Now().UnixMilli()
+	msg := func(ts int64) []byte {
+		return []byte(fmt.Sprintf(`{"ts":%d,"reports":[%s]}`, ts, press(panicMAC, "single", -55)))
+	}
+	pub := func(r *rig, gw int, body []byte) {
+		t.Helper()
+		if err := r.pipe.HandlePublish(gatewayMAC(gw), "gw/"+gatewayMAC(gw)+"/adv4", body, 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const gateways = 6
+	for gw := 1; gw <= gateways; gw++ {
+		own := sent + int64(gw)*137 // each gateway's clock
+		pub(r, gw, msg(own))
+		pub(r, gw, msg(own+900)) // the button repeats its press
+	}
+	clk.Advance(50 * time.Second) // past the 40 s window
+	pub(r, 1, msg(sent+137))      // gateway 1 got no PUBACK for its first
+	pub(r, 2, msg(sent+2*137+900))
+	if evs := r.events(); len(evs) != 1 {
+		t.Fatalf("live resends: %d events", len(evs))
+	}
+	r.close()
+	clk.Advance(20 * time.Second)
+	r2 := newRig(t, r.dir, clk, live)
+	pub(r2, 1, msg(sent+137))
+	pub(r2, 3, msg(sent+3*137+450)) // between its two reports
+	evs := r2.events()
+	if len(evs) != 1 || evs[0].Reports != 2*gateways+4 {
+		t.Fatalf("events after the resends across a restart: %+v", evs)
+	}
+	if n := len(r.enq.events()) + len(r2.enq.events()); n != 1 {
+		t.Fatalf("alertsys convened %d times, want 1", n)
+	}
+	// A new press from gateway 1, with a later timestamp of its clock,
+	// is a new event.
+	pub(r2, 1, msg(sent+137+70_000))
+	if evs := r2.events(); len(evs) != 2 {
+		t.Fatalf("a new press after the window: %d events", len(evs))
+	}
+}
