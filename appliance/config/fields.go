@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"net/url"
 	"reflect"
 	"strings"
 )
@@ -61,6 +62,9 @@ func (e *ValidationError) Error() string {
 func shown(o Option, raw any) string {
 	if o.Secret {
 		return ""
+	}
+	if str, ok := raw.(string); ok {
+		raw = maskURL(str)
 	}
 	b, err := json.Marshal(raw)
 	if err != nil {
@@ -204,6 +208,8 @@ func (c *Config) Masked() map[string]any {
 			} else {
 				v = Mask
 			}
+		} else if str, ok := v.(string); ok {
+			v = maskURL(str)
 		}
 		out[o.Key] = v
 	}
@@ -212,3 +218,27 @@ func (c *Config) Masked() map[string]any {
 
 // Mask stands in for a set secret wherever configuration is shown.
 const Mask = "********"
+
+// maskURL masks the credentials of a URL-valued setting (an alertsys
+// base or a push server given as https://user:password@host/): the
+// password, or a user given alone (often a token). A review found
+// GET /settings showing them in clear. Other strings are returned as
+// they are. A form that sends the masked URL back unchanged keeps the
+// stored one (Live.Patch).
+func maskURL(s string) string {
+	if !strings.Contains(s, "@") || !strings.Contains(s, "://") {
+		return s
+	}
+	u, err := url.Parse(s)
+	if err != nil || u.User == nil {
+		return s
+	}
+	cred := Mask
+	if _, has := u.User.Password(); has {
+		cred = url.User(u.User.Username()).String() + ":" + Mask
+	}
+	u.User = nil
+	// Spliced in by hand: url.URL would escape the mask's asterisks.
+	scheme, rest, _ := strings.Cut(u.String(), "://")
+	return scheme + "://" + cred + "@" + rest
+}

@@ -247,3 +247,42 @@ func TestMaskedAndGroups(t *testing.T) {
 		t.Errorf("secrets not masked in Groups(): %v %v", editable["server_mqtt_pass"], readOnly["server_credentials_default_password"])
 	}
 }
+
+// TestURLCredentialsAreMasked: a URL setting given with credentials
+// (https://user:password@host/) is shown with them masked, in the
+// settings and in a validation error, and a form sending the masked URL
+// back keeps the stored one; a new URL replaces it. GET /settings showed
+// them in clear (a review).
+func TestURLCredentialsAreMasked(t *testing.T) {
+	l, _ := newLive(t)
+	const withPass = "https://ops:pa55-word@alertsys.example/api"
+	const userOnly = "https://tk_abc123@push.example"
+	if _, err := l.Patch(patch("server_alertsys_url_base", `"`+withPass+`"`)); err != nil {
+		t.Fatal(err)
+	}
+	m := l.Get().Masked()
+	if got := m["server_alertsys_url_base"]; got != "https://ops:"+Mask+"@alertsys.example/api" {
+		t.Fatalf("shown as %q", got)
+	}
+	if got := maskURL(userOnly); got != "https://"+Mask+"@push.example" {
+		t.Fatalf("a user alone shown as %q", got)
+	}
+	if got := maskURL("https://push.example/a@b"); got != "https://push.example/a@b" {
+		t.Fatalf("no credentials, shown as %q", got)
+	}
+	changed, err := l.Patch(patch("server_alertsys_url_base", `"https://ops:`+Mask+`@alertsys.example/api"`))
+	if err != nil || len(changed) != 0 || l.Get().AlertsysURLBase != withPass {
+		t.Fatalf("masked echo: %v %v, stored %q", changed, err, l.Get().AlertsysURLBase)
+	}
+	if _, err := l.Patch(patch("server_alertsys_url_base", `"https://ops:new-pass@alertsys.example/api"`)); err != nil || l.Get().AlertsysURLBase != "https://ops:new-pass@alertsys.example/api" {
+		t.Fatalf("new password: %v, stored %q", err, l.Get().AlertsysURLBase)
+	}
+	_, err = l.Patch(patch("server_alertsys_url_base", `"ftp://ops:leak-me@alertsys.example"`))
+	if err == nil || strings.Contains(err.Error(), "leak-me") {
+		t.Fatalf("validation error: %v", err)
+	}
+	var ve *ValidationError
+	if !errors.As(err, &ve) || strings.Contains(ve.Value, "leak-me") {
+		t.Fatalf("validation error value: %+v", ve)
+	}
+}
