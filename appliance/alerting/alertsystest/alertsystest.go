@@ -77,6 +77,9 @@ type Server struct {
 	FailLogin, FailConvene int
 	// BadJSON answers 200 with a body that is not JSON.
 	BadJSON bool
+	// Slow makes every convene take this long to answer (a loaded
+	// alertsys, for benchmarks; tests use Hold).
+	Slow time.Duration
 	// Hold makes handlers wait until Release (or the client gives up).
 	hold    chan struct{}
 	held    int // requests waiting in hold
@@ -214,6 +217,16 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) convene(w http.ResponseWriter, r *http.Request) {
 	s.wait(r)
+	s.mu.Lock()
+	slow := s.Slow
+	s.mu.Unlock()
+	if slow > 0 {
+		select {
+		case <-time.After(slow):
+		case <-r.Context().Done():
+			return
+		}
+	}
 	raw, _ := io.ReadAll(io.LimitReader(r.Body, 1<<20))
 	tok := ""
 	if h := r.Header.Get("Authorization"); len(h) > 7 {
