@@ -544,9 +544,11 @@ func nonEmpty(s assets.GatewaySpell) bool { return s.To == 0 || s.To > s.From }
 // down").
 func (a *App) gatewaySeen(mac [6]byte) int64 { return a.pipeline.LastSeen().Gateway(ingest.MAC(mac)) }
 
-// gatewayMessages is rtls.Options.GatewayMessages: the messages of any
-// kind received from the gateway mac since the start.
-func (a *App) gatewayMessages(mac [6]byte) int64 { return a.pipeline.Stats.Messages(ingest.MAC(mac)) }
+// gatewayMessages is rtls.Options.GatewayMessages: the messages received
+// from the gateway mac since the start that decoded.
+func (a *App) gatewayMessages(mac [6]byte) int64 {
+	return a.pipeline.LastSeen().GatewayMessages(ingest.MAC(mac))
+}
 
 // gatewayLink is rtls.Options.GatewayLink: a gateway's connection to the
 // embedded broker (none is known with an external one).

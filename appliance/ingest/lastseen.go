@@ -2,6 +2,7 @@ package ingest
 
 import (
 	"sync"
+	"sync/atomic"
 
 	"beaconhub/appliance/assets"
 )
@@ -27,6 +28,9 @@ type LastSeen struct {
 type gwSeen struct {
 	assets.Seen        // raised, not bumped: a gateway's time is exact
 	key         string // "gw:<MAC>"
+	// msgs counts the gateway's messages since the start that decoded
+	// (GatewayMessages).
+	msgs atomic.Int64
 }
 
 func newLastSeen(cells SeenCells) *LastSeen { return &LastSeen{cells: cells} }
@@ -67,7 +71,24 @@ func (l *LastSeen) gateway(m MAC, ts int64) {
 	if !ok {
 		v, _ = l.gw.LoadOrStore(m, &gwSeen{key: "gw:" + m.String()})
 	}
-	v.(*gwSeen).Raise(ts)
+	e := v.(*gwSeen)
+	e.Raise(ts)
+	e.msgs.Add(1)
+}
+
+// GatewayMessages is how many messages gateway m has sent since the
+// start that decoded (a status heartbeat, a report list, one with some
+// bad reports): that it talks, counted rather than timed, as its last
+// word's time may be from before a restart in a clock that came up
+// behind it. Messages that did not decode (an unknown kind, a body that
+// is not JSON) are not talk: a broker's will, say, from a dead gateway
+// brought it back when they counted (a review). Unlike Stats' gateway
+// table, this one has no cap a flood of random topics could fill.
+func (l *LastSeen) GatewayMessages(m MAC) int64 {
+	if v, ok := l.gw.Load(m); ok {
+		return v.(*gwSeen).msgs.Load()
+	}
+	return 0
 }
 
 // Asset returns when the asset was last heard (0 = never).

@@ -172,35 +172,3 @@ func TestLastingLinksAcrossARestart(t *testing.T) {
 		t.Fatalf("lasting after B1C1's short connection: %v %v", macs, changed)
 	}
 }
-
-// Messages counts what a gateway sent since the start, whatever it was
-// (a heartbeat, a report list, a message with bad reports) and however
-// the clock stood when it came: the tracking engine reads talk from it,
-// as a last word's time from before a restart may lie in the clock's
-// future.
-func TestGatewayMessagesAreCounted(t *testing.T) {
-	clk := clock.NewFake(time.Date(2026, 11, 28, 10, 0, 0, 0, time.UTC))
-	s := newStats(clk)
-	gw, _ := ParseMAC("AC233FA0B1C2")
-	other, _ := ParseMAC("AC233FA0B1C3")
-	if n := s.Messages(gw); n != 0 {
-		t.Fatalf("before any message: %d", n)
-	}
-	for i, payload := range []string{
-		`{"ip":"192.0.2.10","fw":"1.4.2","uptime":86400}`,
-		`{"reports":[{"mac":"C3:00:00:00:0B:01","rssi":-58}]}`,
-		`{"reports":[{"mac":"not a mac","rssi":-58}]}`,
-	} {
-		topic := "gw/AC233FA0B1C2/" + []string{"status", "adv1", "adv1"}[i]
-		var m Message
-		Decode(topic, []byte(payload), clk.Now().UnixMilli(), &m)
-		s.message(&m, clk.Now().UnixMilli())
-		clk.Advance(-time.Hour) // later messages, in a clock stepped back
-	}
-	if n := s.Messages(gw); n != 3 {
-		t.Fatalf("after three messages: %d", n)
-	}
-	if n := s.Messages(other); n != 0 {
-		t.Fatalf("another gateway: %d", n)
-	}
-}

@@ -382,3 +382,39 @@ func TestQoS1RefusedReadingsGetNoAck(t *testing.T) {
 		t.Fatalf("QoS 1 heartbeat: %v", err)
 	}
 }
+
+// TestGatewayMessagesAreCounted: LastSeen counts what a gateway sent
+// since the start that decoded (a heartbeat, a report list, one with a
+// bad report), however the clock stood when it came: the tracking
+// engine reads talk from it, as a last word's time from before a
+// restart may lie in the clock's future. What did not decode (an unknown
+// kind, a body that is not JSON: a broker's will, say) is not talk. A
+// flood of random gateway topics does not stop the count (the status
+// table's cap made a real gateway's count 0: a review).
+func TestGatewayMessagesAreCounted(t *testing.T) {
+	r := newRig(t, true)
+	gw, _ := ingest.ParseMAC("AC233FA0B1C2")
+	other, _ := ingest.ParseMAC("AC233FA0B1C3")
+	for i := range 20000 {
+		_ = r.p.HandlePublish("flood", fmt.Sprintf("gw/02%010X/adv1", i), []byte(`{"reports":[]}`), 0)
+	}
+	if n := r.p.LastSeen().GatewayMessages(gw); n != 0 {
+		t.Fatalf("before any message: %d", n)
+	}
+	for _, pub := range []struct{ kind, body string }{
+		{"status", `{"ip":"192.0.2.10","fw":"1.4.2","uptime":86400}`},
+		{"adv1", `{"reports":[{"mac":"C3:00:00:00:0B:01","rssi":-58}]}`},
+		{"adv1", `{"reports":[{"mac":"not a mac","rssi":-58}]}`},
+		{"lwt", `{"online":false}`},
+		{"status", `offline`},
+	} {
+		_ = r.p.HandlePublish("gw-lobby", "gw/AC233FA0B1C2/"+pub.kind, []byte(pub.body), 0)
+		r.clock.Advance(-time.Hour) // later messages, in a clock stepped back
+	}
+	if n := r.p.LastSeen().GatewayMessages(gw); n != 3 {
+		t.Fatalf("after three messages that decoded and two that did not: %d", n)
+	}
+	if n := r.p.LastSeen().GatewayMessages(other); n != 0 {
+		t.Fatalf("another gateway: %d", n)
+	}
+}

@@ -259,18 +259,6 @@ func (s *Stats) Link(m MAC) (GatewayLink, bool) {
 		For: max(0, now.Sub(g.closedAt).Milliseconds())}, true
 }
 
-// Messages is how many messages (of any kind, malformed ones included)
-// gateway m has sent since the pipeline started: that it talks, counted
-// rather than timed, as its last word's time may be from before a
-// restart in a clock that came up behind it.
-func (s *Stats) Messages(m MAC) int64 {
-	g, ok := s.lookup(m)
-	if !ok {
-		return 0
-	}
-	return g.messages.Load()
-}
-
 // RestoreLinks records the gateways whose connection lasted before a
 // restart (store.LoadLastingLinks), as of at: each is reported closed
 // since at (Link, Restored) until it connects. MACs that do not parse

@@ -120,9 +120,8 @@ func TestClockStepBackRevivesGateways(t *testing.T) {
 			clk, e, _ := steppedEngine(t, k.options(Options{}))
 			m := e.model.Load()
 			lv := m.live
-			k.say(m.gwMAC[0], clk.Now().UnixMilli()-2000) // its last word, before the silence
-			lv.down[0].Store(true)                        // judged down now, as silence() does
-			lv.judged(0, clk.Now().UnixMilli(), m.gwMAC[0], k.msgs)
+			k.say(m.gwMAC[0], clk.Now().UnixMilli()-2000)          // its last word, before the silence
+			lv.judge(0, clk.Now().UnixMilli(), k.msgs(m.gwMAC[0])) // judged down now, as silence() does
 			clk.Advance(time.Second)
 			clk.step(step)
 			k.say(m.gwMAC[0], clk.Now().UnixMilli()) // a heartbeat after the step

@@ -5,6 +5,7 @@ import (
 	"iter"
 	"log/slog"
 	"math"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -67,6 +68,7 @@ type liveness struct {
 	// downMsgs Options.GatewayMessages then: one that sent more since
 	// is back (reviveTalking).
 	downAt, downMsgs []atomic.Int64
+	judgeMu          sync.Mutex // judge
 	// linked is whether each gateway's connection to the broker was open
 	// at the last look (judgeLinks): silence (quiet: both "where the tag
 	// was" and the held rule) does not judge such a gateway, its closing
@@ -154,14 +156,23 @@ func (lv *liveness) heard(g int, now int64) bool {
 	return false
 }
 
-// judged records g, just set down, as judged at now: when, and how
-// many messages it had sent (msgs may be nil).
-func (lv *liveness) judged(g int, now int64, mac [6]byte, msgs func([6]byte) int64) {
-	lv.downAt[g].Store(now)
-	if msgs != nil {
-		lv.downMsgs[g].Store(msgs(mac))
+// judge sets g down, judged at now when it had sent n messages
+// (Options.GatewayMessages; 0 without), unless it is down already, and
+// reports whether it did. The record is written before the flag, under
+// judgeMu, so a sweep that sees g down reads its record: set after the
+// flag, a sweep in between read the last judgement's count (0 at the
+// first) and brought a gateway that ever talked back at once (a review).
+func (lv *liveness) judge(g int, now, n int64) bool {
+	lv.judgeMu.Lock()
+	defer lv.judgeMu.Unlock()
+	if lv.down[g].Load() {
+		return false
 	}
+	lv.downAt[g].Store(now)
+	lv.downMsgs[g].Store(n)
+	lv.down[g].Store(true)
 	lv.nDown.Add(1)
+	return true
 }
 
 // isDown says whether g's silence is to be ignored.
@@ -242,8 +253,14 @@ func (m *model) silence(p *Params, b *beacon, now int64, seen, msgs func([6]byte
 			lv.ev[g].Store(0)
 			return
 		}
-		if lv.down[g].CompareAndSwap(false, true) {
-			lv.judged(g, now, m.gwMAC[g], msgs)
+		if lv.down[g].Load() {
+			return
+		}
+		var n int64
+		if msgs != nil {
+			n = msgs(m.gwMAC[g])
+		}
+		if lv.judge(g, now, n) {
 			out = append(out, g)
 		}
 	}
@@ -519,6 +536,13 @@ func (e *Engine) judgeLinks() {
 	for g := range m.nSiteGW {
 		mac := m.gwMAC[g]
 		l, ok := link(mac)
+		// Read once: a message between a check and the judgement's
+		// record would be taken as sent before it, and the gateway held
+		// down until its next (a review).
+		var n int64
+		if msgs != nil {
+			n = msgs(mac)
+		}
 		up, since := l.Connected, l.Since
 		lv.linked[g].Store(ok && up)
 		switch {
@@ -549,9 +573,8 @@ func (e *Engine) judgeLinks() {
 		// talking one judged when tracking started late).
 		case !up && !l.Restored && l.Lasted >= linkProof && (l.For >= linkGrace || beforeStepBack(since, now)) &&
 			lv.last[g].Load() <= since && (seen == nil || seen(mac) <= since),
-			!up && l.Restored && l.For >= restartGrace && lv.last[g].Load() <= since && (msgs == nil || msgs(mac) == 0):
-			if lv.down[g].CompareAndSwap(false, true) {
-				lv.judged(g, now, mac, msgs)
+			!up && l.Restored && l.For >= restartGrace && lv.last[g].Load() <= since && (msgs == nil || n == 0):
+			if lv.judge(g, now, n) {
 				e.judgedDown.Add(1)
 				e.linkJudged(mac, since, l.Restored)
 			}

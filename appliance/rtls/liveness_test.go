@@ -1,7 +1,6 @@
 package rtls
 
 import (
-	"beaconhub/appliance/ingest"
 	"bytes"
 	"encoding/json"
 	"fmt"
@@ -15,6 +14,7 @@ import (
 	"time"
 
 	"beaconhub/appliance/assets"
+	"beaconhub/appliance/ingest"
 )
 
 // shortRange is the sensitivity of the site in these tests: a gateway
@@ -857,5 +857,54 @@ func TestAGatewayBackAfterItsTagLeftIsNotJudgedAgain(t *testing.T) {
 				})
 			}
 		}
+	}
+}
+
+// A sweep running while a gateway is being judged must read the
+// judgement's own record: written after the judgement's flag, a sweep in
+// between read the previous count (0 at a first judgement) and brought
+// a gateway that had ever talked back at once (a review). The sweep is
+// run from inside the judgement's read of the message count, the moment
+// it used to fall in.
+func TestASweepDuringAJudgementKeepsItsRecord(t *testing.T) {
+	s := gridSite(3, 3, true)
+	dead := gwMAC(5)
+	var k talker
+	var armed, inSweep bool
+	var h *harness
+	o := k.options(Options{})
+	o.GatewayMessages = func(mac [6]byte) int64 {
+		if armed && mac == dead && !inSweep {
+			// Another gateway down at that moment (a sweep looks only
+			// while one is).
+			lv := h.e.model.Load().live
+			if other := h.e.model.Load().gwIdx[gwMAC(1)]; !lv.down[other].Load() {
+				lv.down[other].Store(true)
+				lv.nDown.Add(1)
+			}
+			inSweep = true
+			h.e.reviveTalking()
+			inSweep = false
+		}
+		return k.msgs(mac)
+	}
+	var logs bytes.Buffer
+	o.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+	h = newHarness(t, o)
+	h.e.Configure(s, surveyShort(s, 200, 4, rand.New(rand.NewPCG(90, 91))))
+	if err := h.e.Start(AlgBayes); err != nil {
+		t.Fatal(err)
+	}
+	m := h.e.model.Load()
+	g := m.gwIdx[dead]
+	rng := rand.New(rand.NewPCG(92, 93))
+	for range 120 { // heartbeats every second: talking throughout
+		k.say(dead, h.clk.Now().UnixMilli())
+		standShort(h, s, "WAT-1", 150, 150, dead, 1, rng)
+	}
+	armed = true
+	standShort(h, s, "WAT-1", 150, 150, dead, 60, rng) // the heartbeats stop
+	if !m.live.isDown(g) || strings.Contains(logs.String(), "talks again") {
+		t.Fatalf("judged down %v; a sweep during the judgement:\n%s", m.live.isDown(g), logs.String())
 	}
 }
