@@ -69,6 +69,9 @@ type liveness struct {
 	// is back (reviveTalking).
 	downAt, downMsgs []atomic.Int64
 	judgeMu          sync.Mutex // judge
+	// talkN and talkAt are each gateway's message count as talking
+	// last read it and when (the engine's clock) it was seen to move.
+	talkN, talkAt []atomic.Int64
 	// linked is whether each gateway's connection to the broker was open
 	// at the last look (judgeLinks): silence (quiet: both "where the tag
 	// was" and the held rule) does not judge such a gateway, its closing
@@ -120,7 +123,7 @@ const (
 func (m *model) buildLiveness() {
 	nz, ng := len(m.zones), len(m.gwMAC)
 	lv := &liveness{ev: make([]atomic.Int64, ng), evAt: make([]atomic.Int64, ng), last: make([]atomic.Int64, ng), down: make([]atomic.Bool, ng),
-		downAt: make([]atomic.Int64, ng), downMsgs: make([]atomic.Int64, ng), linked: make([]atomic.Bool, ng), hears: make([][]hearer, nz), loud: m.sens + loudMargin}
+		downAt: make([]atomic.Int64, ng), downMsgs: make([]atomic.Int64, ng), talkN: make([]atomic.Int64, ng), talkAt: make([]atomic.Int64, ng), linked: make([]atomic.Bool, ng), hears: make([][]hearer, nz), loud: m.sens + loudMargin}
 	// Only the site's gateways: one the survey names but the site no
 	// longer has is silent for good and was listed down for good.
 	for g := range m.nSiteGW {
@@ -249,7 +252,7 @@ func (m *model) silence(p *Params, b *beacon, now int64, seen, msgs func([6]byte
 		if lv.add(g, int64(f*nats*1e6), now) < downNats*1e6 {
 			return
 		}
-		if seen != nil && now-seen(m.gwMAC[g]) < talkingWithin {
+		if seen != nil && lv.talking(g, now, seen, msgs, m.gwMAC[g]) {
 			lv.ev[g].Store(0)
 			return
 		}
@@ -449,6 +452,38 @@ func (b *beacon) heardWithin(g int, w, now int64) bool {
 // count as talking (Options.GatewaySeen): gateways batch their reports,
 // some every few seconds.
 const talkingWithin = 10_000
+
+// wordSlack is how far in the future a gateway's last word may be and
+// still be taken as of now: receive times are taken before the locks
+// the engine's clock is read under.
+const wordSlack = 1000
+
+// talking says whether gateway g sent anything within talkingWithin of
+// now. Its last word's time says so, unless it lies in the clock's
+// future (from before a restart the clock came up behind, or a step
+// back): then it says nothing of now, and a dead gateway went unjudged
+// until the clock caught up (a review: 5 min behind, judged after 5 min
+// 15 s instead of 45 s). Then the message count says it: talking if
+// the count moved within talkingWithin as the engine's clock saw it.
+// Without a count the word is believed, as before counts.
+func (lv *liveness) talking(g int, now int64, seen, msgs func([6]byte) int64, mac [6]byte) bool {
+	d := now - seen(mac)
+	if d >= -wordSlack || msgs == nil {
+		return d < talkingWithin
+	}
+	n := msgs(mac)
+	at := lv.talkAt[g].Load()
+	if n != lv.talkN[g].Load() || at == 0 || at > now {
+		// Moved since the last look, or not looked at yet (or the clock
+		// went back past that look): talking now, as far as can be
+		// told. Its evidence starts over, and the next look, when it has
+		// gathered again, tells whether the count has moved since.
+		lv.talkN[g].Store(n)
+		lv.talkAt[g].Store(now)
+		return true
+	}
+	return now-at < talkingWithin
+}
 
 // reviveTalking brings back every gateway judged down that has sent
 // anything since (a status heartbeat, a beacon the engine does not

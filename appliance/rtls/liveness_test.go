@@ -908,3 +908,48 @@ func TestASweepDuringAJudgementKeepsItsRecord(t *testing.T) {
 		t.Fatalf("judged down %v; a sweep during the judgement:\n%s", m.live.isDown(g), logs.String())
 	}
 }
+
+// A last word in the clock's future (from before a restart the clock
+// came up behind) says nothing of now: a dead gateway is judged down
+// about as soon as with its word in the past, not when the clock has
+// caught up with the word (5 min 15 s with the word 5 min ahead: a
+// review); one whose message count keeps moving is not judged.
+func TestAWordInTheFutureDelaysNoJudgement(t *testing.T) {
+	s := gridSite(3, 3, true)
+	dead := gwMAC(5)
+	judgedAfter := func(ahead time.Duration, talks bool) time.Duration {
+		var k talker
+		h := newHarness(t, k.options(Options{}))
+		h.e.Configure(s, surveyShort(s, 200, 4, rand.New(rand.NewPCG(90, 91))))
+		if err := h.e.Start(AlgBayes); err != nil {
+			t.Fatal(err)
+		}
+		m := h.e.model.Load()
+		g := m.gwIdx[dead]
+		k.said(dead, h.clk.Now().Add(ahead).UnixMilli())
+		rng := rand.New(rand.NewPCG(92, 93))
+		start := h.clk.Now()
+		for h.clk.Now().Sub(start) < 4*time.Minute {
+			if talks {
+				k.say(dead, h.clk.Now().Add(ahead).UnixMilli()) // still ahead
+			}
+			standShort(h, s, "WAT-1", 150, 150, dead, 1, rng)
+			if m.live.isDown(g) {
+				return h.clk.Now().Sub(start)
+			}
+		}
+		return -1
+	}
+	base := judgedAfter(-time.Minute, false)
+	if base < 0 {
+		t.Fatal("a dead gateway with its word a minute old is not judged in 4 minutes")
+	}
+	d5 := judgedAfter(5*time.Minute, false)
+	t.Logf("judged after %v with the word a minute old, %v with it 5 min ahead", base, d5)
+	if d := d5; d < 0 || d > 2*base+30*time.Second {
+		t.Fatalf("word 5 min ahead: judged after %v (word in the past: %v)", d, base)
+	}
+	if d := judgedAfter(5*time.Minute, true); d >= 0 {
+		t.Fatalf("a gateway talking with its word 5 min ahead judged down after %v", d)
+	}
+}
