@@ -65,6 +65,7 @@ type Client struct {
 	tokenExp time.Time
 	tokenID  string // base|user|password the token was issued for
 	health   healthRecorder
+	loginMu  chan struct{} // one login at a time (tokenFor); a channel, so a waiter's context can end its wait
 }
 
 // NewClient builds a client.
@@ -83,10 +84,10 @@ func NewClient(o ClientOptions) *Client {
 		DialContext:           (&net.Dialer{Timeout: o.ConnectTimeout, KeepAlive: 30 * time.Second}).DialContext,
 		TLSHandshakeTimeout:   o.ConnectTimeout,
 		ResponseHeaderTimeout: o.Timeout,
-		MaxIdleConnsPerHost:   2,
+		MaxIdleConnsPerHost:   4, // the worker's requests in flight
 		IdleConnTimeout:       90 * time.Second,
 	}
-	return &Client{live: o.Live, clock: o.Clock, timeout: o.Timeout,
+	return &Client{live: o.Live, clock: o.Clock, timeout: o.Timeout, loginMu: make(chan struct{}, 1),
 		http: &http.Client{Transport: tr, Timeout: o.Timeout, CheckRedirect: noRedirect}}
 }
 
@@ -111,7 +112,7 @@ func (c *Client) Configured() bool { return c.live.Get().AlertsysURLBase != "" }
 func (c *Client) Convene(ctx context.Context, req ConveneRequest) (ConveneResponse, error) {
 	ep := c.endpoints()
 	if ep.base == "" {
-		c.health.record(c.clock.Now(), "convene", 0, 0, ErrNotConfigured, false)
+		c.health.record(c.health.begin(), c.clock.Now(), "convene", 0, 0, ErrNotConfigured, false)
 		return ConveneResponse{}, ErrNotConfigured
 	}
 	req.ServerID = ep.serverID
@@ -122,6 +123,7 @@ func (c *Client) Convene(ctx context.Context, req ConveneRequest) (ConveneRespon
 		if err != nil {
 			return ConveneResponse{}, err
 		}
+		seq := c.health.begin()
 		status, raw, dur, err := c.post(ctx, ep.base+ep.convene, body, map[string]string{
 			"Authorization": "Bearer " + tok, "Idempotency-Key": key})
 		if err == nil && status == http.StatusUnauthorized && !relogin {
@@ -131,7 +133,7 @@ func (c *Client) Convene(ctx context.Context, req ConveneRequest) (ConveneRespon
 		if err == nil && (status < 200 || status > 299) {
 			err = statusError(status, "convene")
 		}
-		c.health.record(c.clock.Now(), "convene", status, dur, err, c.Configured())
+		c.health.record(seq, c.clock.Now(), "convene", status, dur, err, c.Configured())
 		if err != nil {
 			return ConveneResponse{}, err
 		}
@@ -148,7 +150,7 @@ func (c *Client) Convene(ctx context.Context, req ConveneRequest) (ConveneRespon
 func (c *Client) Check(ctx context.Context) error {
 	ep := c.endpoints()
 	if ep.base == "" {
-		c.health.record(c.clock.Now(), "probe", 0, 0, ErrNotConfigured, false)
+		c.health.record(c.health.begin(), c.clock.Now(), "probe", 0, 0, ErrNotConfigured, false)
 		return ErrNotConfigured
 	}
 	_, err := c.tokenFor(ctx, ep, true)
@@ -164,19 +166,36 @@ func (c *Client) dropToken(tok string) {
 }
 
 // tokenFor returns a valid token, logging in when there is none, it is
-// about to expire, the configuration changed, or force is set.
+// about to expire, the configuration changed, or force is set. One login
+// at a time (loginMu): the worker's parallel convenes each logged in at
+// start, and an alertsys keeping one session per user would refuse the
+// older tokens (a review); a caller that waited reuses the token the
+// login before it got, unless it was told to log in afresh (force).
 func (c *Client) tokenFor(ctx context.Context, ep endpoints, force bool) (string, error) {
 	ident := ep.base + "|" + ep.user + "|" + ep.pass
-	now := c.clock.Now()
-	c.mu.Lock()
-	if !force && c.token != "" && c.tokenID == ident && now.Add(tokenMargin).Before(c.tokenExp) {
-		tok := c.token
-		c.mu.Unlock()
+	valid := func() (string, bool) {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if c.token != "" && c.tokenID == ident && c.clock.Now().Add(tokenMargin).Before(c.tokenExp) {
+			return c.token, true
+		}
+		return "", false
+	}
+	if tok, ok := valid(); ok && !force {
 		return tok, nil
 	}
-	c.mu.Unlock()
-
+	select {
+	case c.loginMu <- struct{}{}:
+	case <-ctx.Done():
+		return "", transportError(ctx.Err())
+	}
+	defer func() { <-c.loginMu }()
+	if tok, ok := valid(); ok && !force {
+		return tok, nil
+	}
+	now := c.clock.Now()
 	body, _ := json.Marshal(LoginRequest{Username: ep.user, Password: ep.pass})
+	seq := c.health.begin()
 	status, raw, dur, err := c.post(ctx, ep.base+ep.login, body, nil)
 	var lr LoginResponse
 	switch {
@@ -188,7 +207,7 @@ func (c *Client) tokenFor(ctx context.Context, ep endpoints, force bool) (string
 	case json.Unmarshal(raw, &lr) != nil || lr.Token == "":
 		err = &Error{Code: "bad_response", HTTPStatus: status, Retryable: true, Msg: "login answer is not JSON with a token"}
 	}
-	c.health.record(c.clock.Now(), "login", status, dur, err, true)
+	c.health.record(seq, c.clock.Now(), "login", status, dur, err, true)
 	if err != nil {
 		return "", err
 	}

@@ -32,15 +32,39 @@ type Status struct {
 
 // healthRecorder keeps the snapshot and tells observers about every
 // outcome; the status package turns changes into alertsys_down.
+// Exchanges overlap (the worker has several requests in flight), so each
+// is numbered when it starts and an outcome of one that started before
+// the last outcome applied is stale: a request that hung through an
+// outage and timed out after a newer one succeeded raised alertsys_down
+// again after recovery (a review). Observers hear outcomes in the order
+// they are applied (order).
 type healthRecorder struct {
+	order     sync.Mutex // held from applying an outcome to telling it
 	mu        sync.Mutex
 	st        Status
 	observers []func(Status)
+	started   uint64 // exchanges begun
+	applied   uint64 // the number of the exchange whose outcome is in st
 }
 
-func (h *healthRecorder) record(now time.Time, step string, httpStatus int, dur time.Duration, err error, configured bool) {
-	ms := now.UnixMilli()
+// begin numbers an exchange about to start.
+func (h *healthRecorder) begin() uint64 {
 	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.started++
+	return h.started
+}
+
+func (h *healthRecorder) record(seq uint64, now time.Time, step string, httpStatus int, dur time.Duration, err error, configured bool) {
+	ms := now.UnixMilli()
+	h.order.Lock()
+	defer h.order.Unlock()
+	h.mu.Lock()
+	if seq < h.applied {
+		h.mu.Unlock()
+		return // stale: a newer exchange has spoken
+	}
+	h.applied = seq
 	st := Status{Configured: configured, Step: step, HTTPStatus: httpStatus, DurationMS: dur.Milliseconds(),
 		CheckedAt: &ms, LastOKAt: h.st.LastOKAt}
 	var ae *Error

@@ -1,8 +1,10 @@
 package alerting_test
 
 import (
+	"errors"
 	"fmt"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -10,6 +12,8 @@ import (
 	"beaconhub/appliance/alerting/alertsystest"
 	"beaconhub/appliance/clock"
 	"beaconhub/store"
+
+	bolt "go.etcd.io/bbolt"
 )
 
 // seedPanics stores n more panic buttons (PAN-X-i) in a fresh store in
@@ -150,4 +154,117 @@ func TestSlowAlertsysConvenesInParallel(t *testing.T) {
 	poll(t, "three requests in flight", clk, 0, func() bool { return fake.Held() == 3 })
 	fake.Release()
 	poll(t, "all convened", clk, 0, func() bool { return len(fake.Convenes()) == 6 })
+}
+
+// failingPending fails its first read, then reads the store's stand-in.
+type failingPending struct {
+	reads atomic.Int32
+	evs   []store.Event
+}
+
+func (f *failingPending) read() ([]store.Event, error) {
+	if f.reads.Add(1) == 1 {
+		return nil, errors.New("disk hiccup")
+	}
+	return f.evs, nil
+}
+
+// TestPressesInTheStoreOutliveAFailedRead: a failed read of the presses
+// waiting in the store is tried again, not left until the next press
+// comes (in a quiet ward, never: a review).
+func TestPressesInTheStoreOutliveAFailedRead(t *testing.T) {
+	clk := clock.NewFake(t0)
+	fake := alertsystest.New()
+	defer fake.Close()
+	defer fake.Release()
+	client := alerting.NewClient(alerting.ClientOptions{Live: liveConfig(t, fake.URL), Clock: clk, Timeout: 10 * time.Second})
+	p := &failingPending{evs: []store.Event{{ID: 3, CreatedAt: t0.UnixMilli()}}}
+	w, result := startWorker(t, alerting.WorkerOptions{Client: client, Clock: clk, Logger: quiet, QueueSize: 2, Pending: p.read})
+	w.Enqueue(store.Event{ID: 1, CreatedAt: t0.UnixMilli()})
+	poll(t, "a token", clk, 0, func() bool { return len(fake.Convenes()) == 1 })
+	fake.Hold()
+	w.Enqueue(store.Event{ID: 2, CreatedAt: t0.UnixMilli()})
+	w.Enqueue(store.Event{ID: 4, CreatedAt: t0.UnixMilli()})
+	poll(t, "two in flight", clk, 0, func() bool { return fake.Held() == 2 })
+	w.Enqueue(store.Event{ID: 3, CreatedAt: t0.UnixMilli()}) // past the queue: in the store
+	fake.Release()
+	poll(t, "the press from the store", clk, time.Second, func() bool {
+		r, ok := result(3)
+		return ok && r.State == store.AlertsysSent
+	})
+	if n := p.reads.Load(); n < 2 {
+		t.Fatalf("reads %d", n)
+	}
+}
+
+// errWriter fails every write: the outcome of a press is never stored.
+type errWriter struct{}
+
+func (errWriter) Do(_ func(tx *bolt.Tx) error, done func(error)) {
+	if done != nil {
+		done(errors.New("disk full"))
+	}
+}
+
+// TestAPressWhoseOutcomeIsNotStoredIsNotConvenedAgain: a press whose
+// outcome failed to commit stays pending in the store; a refill must not
+// convene it again (a failing disk convened presses dozens of times: a
+// review). The next start's recovery sends it.
+func TestAPressWhoseOutcomeIsNotStoredIsNotConvenedAgain(t *testing.T) {
+	clk := clock.NewFake(t0)
+	c := &scripted{configured: true, clock: clk}
+	var evs []store.Event
+	for id := uint64(1); id <= 12; id++ {
+		evs = append(evs, store.Event{ID: id, CreatedAt: t0.UnixMilli()})
+	}
+	w, result := startWorker(t, alerting.WorkerOptions{Client: c, Clock: clk, Logger: quiet, Writer: errWriter{}, QueueSize: 2,
+		Pending: func() ([]store.Event, error) { return evs, nil }})
+	for _, e := range evs {
+		w.Enqueue(e)
+	}
+	poll(t, "every press settled", clk, time.Second, func() bool {
+		for _, e := range evs {
+			if _, ok := result(e.ID); !ok {
+				return false
+			}
+		}
+		return true
+	})
+	clk.Advance(time.Minute) // more refills, if any were to come
+	w.Enqueue(store.Event{ID: 13, CreatedAt: clk.Now().UnixMilli()})
+	poll(t, "a later press", clk, 0, func() bool { _, ok := result(13); return ok })
+	seen := map[uint64]int{}
+	c.mu.Lock()
+	for _, id := range c.calls {
+		seen[id]++
+	}
+	c.mu.Unlock()
+	for id, n := range seen {
+		if n != 1 {
+			t.Errorf("press %d convened %d times", id, n)
+		}
+	}
+}
+
+// TestParallelConvenesLogInOnce: the first presses, convened at once
+// without a token, log in once between them; each logged in, and an
+// alertsys keeping one session per user would refuse the older tokens
+// (a review).
+func TestParallelConvenesLogInOnce(t *testing.T) {
+	fake := alertsystest.New()
+	defer fake.Close()
+	defer fake.Release()
+	clk := clock.NewFake(t0)
+	client := alerting.NewClient(alerting.ClientOptions{Live: liveConfig(t, fake.URL), Clock: clk, Timeout: 10 * time.Second})
+	w, _ := startWorker(t, alerting.WorkerOptions{Client: client, Clock: clk, Logger: quiet, Parallel: 4})
+	fake.Hold() // the first login waits, the other presses arrive meanwhile
+	for id := uint64(1); id <= 4; id++ {
+		w.Enqueue(store.Event{ID: id, CreatedAt: t0.UnixMilli()})
+	}
+	poll(t, "a login in flight", clk, 0, func() bool { return fake.Held() >= 1 })
+	fake.Release()
+	poll(t, "all convened", clk, 0, func() bool { return len(fake.Convenes()) == 4 })
+	if n := fake.Logins(); n != 1 {
+		t.Fatalf("%d logins for four parallel presses", n)
+	}
 }

@@ -94,9 +94,9 @@ type finished struct {
 	res Result
 }
 
-// Worker delivers SOS and watch events to alertsys, one request at a time,
-// oldest ready event first; an event waiting for its retry does not hold
-// up newer ones.
+// Worker delivers SOS and watch events to alertsys, up to Parallel
+// requests at a time, oldest ready event first; an event waiting for its
+// retry does not hold up newer ones.
 type Worker struct {
 	o     WorkerOptions
 	log   *slog.Logger
@@ -116,6 +116,9 @@ type Worker struct {
 	// either back, nor may a commit's Enqueue repeat a refill.
 	in, settled map[uint64]bool
 	reading     bool // a refill is reading the store
+	// unsaved names settled events whose outcome failed to commit: still
+	// pending in the store, never read back in this run.
+	unsaved map[uint64]bool
 	// spilled: presses wait in the store for room in the queue; until
 	// refill has brought them all, new ones join them there, so the
 	// queue stays in press order.
@@ -152,12 +155,13 @@ func NewWorker(o WorkerOptions) *Worker {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Worker{o: o, log: o.Logger, clock: o.Clock, stats: WorkerStats{QueueCap: o.QueueSize},
-		in: map[uint64]bool{}, settled: map[uint64]bool{},
+		in: map[uint64]bool{}, settled: map[uint64]bool{}, unsaved: map[uint64]bool{},
 		wake: make(chan struct{}, 1), stop: make(chan struct{}), exited: make(chan struct{}), ctx: ctx, cancel: cancel}
 }
 
-// OnResult registers fn to receive each event's final outcome, on the
-// worker goroutine. Register before Start.
+// OnResult registers fn to receive each event's final outcome, on one of
+// the worker's goroutines (several at once: fn must be safe for
+// concurrent use). Register before Start.
 func (w *Worker) OnResult(fn func(store.Event, Result)) { w.listeners = append(w.listeners, fn) }
 
 // Configured reports whether alertsys has a base URL right now.
@@ -276,6 +280,10 @@ func (w *Worker) refill(now time.Time) {
 	if err != nil {
 		w.log.Error("read presses waiting for alertsys", "err", err)
 		w.refillAfter = now.Add(time.Second)
+		// A wake to try again: with the queue empty nothing else comes,
+		// and the presses in the store waited for the next press (a
+		// review).
+		w.clock.AfterFunc(time.Second, w.signal)
 		return
 	}
 	w.spilled = false
@@ -397,13 +405,16 @@ func (w *Worker) attempt(j *job) {
 }
 
 // inTime reports whether an attempt at t is still within GiveUpAfter of
-// the press.
+// the press: the press's age when queued (wall clock: it may come from
+// before a restart) plus the time since (the monotonic clock, where the
+// clock has one: a wall clock stepped forward by NTP between the commit
+// and the first attempt failed a press never attempted, a review).
 func (w *Worker) inTime(j *job, t time.Time) bool {
-	pressed := j.queued
+	age := t.Sub(j.queued)
 	if j.ev.CreatedAt != 0 {
-		pressed = time.UnixMilli(j.ev.CreatedAt)
+		age += max(j.queued.Sub(time.UnixMilli(j.ev.CreatedAt)), 0)
 	}
-	return t.Sub(pressed) <= w.o.GiveUpAfter
+	return age <= w.o.GiveUpAfter
 }
 
 func (w *Worker) finish(j *job, r Result) {
@@ -437,7 +448,7 @@ func (w *Worker) finish(j *job, r Result) {
 // known reports whether id is queued or settled (w.mu held).
 func (w *Worker) known(id uint64) bool {
 	_, settled := w.settled[id]
-	return w.in[id] || settled
+	return w.in[id] || settled || w.unsaved[id]
 }
 
 // settleLocked moves an event out of the queue's names into settled,
@@ -464,9 +475,16 @@ func (w *Worker) record(e store.Event, r Result) {
 	if w.o.Writer != nil {
 		var done func(error)
 		if w.o.Pending != nil {
-			done = func(error) {
+			done = func(err error) {
 				w.mu.Lock()
-				if w.reading {
+				if err != nil {
+					// Still pending in the store: a refill would convene
+					// it again, and again at each (a review: a failing
+					// disk convened 20 presses 22-74 times). Settled for
+					// this run; the next start's recovery sends it.
+					w.unsaved[e.ID] = true
+					delete(w.settled, e.ID)
+				} else if w.reading {
 					w.settled[e.ID] = true // the read may predate the commit
 				} else {
 					delete(w.settled, e.ID)
