@@ -95,6 +95,25 @@ func TestRetryAfterIsCapped(t *testing.T) {
 	}
 }
 
+// TestRepeated429sHoldAPressNoLongerThanThePause: the retry waited the
+// later of the pause and the doubling delay, which repeated 429s grew to
+// 2 min: a press held twice the pause the server asked for (a review).
+func TestRepeated429sHoldAPressNoLongerThanThePause(t *testing.T) {
+	r := newRig(t, false)
+	r.ntfy.Set(func(s *ntfytest.Server) { s.RateLimited, s.RetryAfter = 8, 3600 })
+	alarm(r, 1)
+	for r.ntfy.Attempts() < 8 {
+		r.advance(time.Second)
+	}
+	last := r.clk.Now()
+	for len(r.msgs("TST000-sos")) == 0 {
+		r.advance(time.Second)
+	}
+	if d := r.clk.Now().Sub(last); d > MaxBackoff {
+		t.Fatalf("delivered %v after the last 429", d)
+	}
+}
+
 func TestServerErrorsTimeoutsAndRefusedAreRetried(t *testing.T) {
 	r := newRig(t, true)
 	r.ntfy.Set(func(s *ntfytest.Server) { s.FailStatus, s.FailN = 503, 2 })

@@ -368,17 +368,19 @@ func (s *Service) saveRetryLocked() {
 	}
 }
 
-// armRetryLocked schedules a lane's next retry: after its server's 429
-// backoff when one runs, else with a doubling delay (2 s .. 2 min).
+// armRetryLocked schedules a lane's next retry: when its server's 429
+// backoff ends if one runs, else with a doubling delay (2 s .. 2 min).
+// Not the later of the two: the delay doubled across repeated 429s and
+// held a press 2 min where the server had asked for one (a review).
 func (s *Service) armRetryLocked(lane int) {
 	l := &s.retry[lane]
 	if l.timer != nil || s.stopped || len(l.items) == 0 {
 		return
 	}
-	l.delay = min(max(2*l.delay, 2*time.Second), 2*time.Minute)
-	d := l.delay
-	if w := s.pub.BackoffUntil(l.items[0].Base).Sub(s.clk.Now()); w > d {
-		d = w
+	d := s.pub.BackoffUntil(l.items[0].Base).Sub(s.clk.Now())
+	if d <= 0 {
+		l.delay = min(max(2*l.delay, 2*time.Second), 2*time.Minute)
+		d = l.delay
 	}
 	w := s.laneWorker(lane)
 	l.timer = s.clk.AfterFunc(d, func() { w.do(func() { s.runRetry(lane) }) })
