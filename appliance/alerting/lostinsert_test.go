@@ -163,7 +163,7 @@ func TestResendFromAnyOfManyGateways(t *testing.T) {
 	clk.Advance(20 * time.Second)
 	r2 := newRig(t, r.dir, clk, live)
 	pub(r2, 1, msg(sent+137))
-	pub(r2, 3, msg(sent+3*137+450)) // between its two reports
+	pub(r2, 3, msg(sent+3*137+900)) // its second report
 	evs := r2.events()
 	if len(evs) != 1 || evs[0].Reports != 2*gateways+4 {
 		t.Fatalf("events after the resends across a restart: %+v", evs)
@@ -176,5 +176,33 @@ func TestResendFromAnyOfManyGateways(t *testing.T) {
 	pub(r2, 1, msg(sent+137+70_000))
 	if evs := r2.events(); len(evs) != 2 {
 		t.Fatalf("a new press after the window: %d events", len(evs))
+	}
+}
+
+// TestANewPressAfterAClockStepBackIsNotAResend: a gateway whose clock ran
+// two minutes ahead is set right (NTP) between two presses; the second
+// press carries a timestamp between two of the first's. It is a new
+// press: only an exact timestamp marks a resend (a span of each
+// gateway's timestamps merged it away: a review).
+func TestANewPressAfterAClockStepBackIsNotAResend(t *testing.T) {
+	clk := clock.NewFake(t0)
+	r := newRig(t, "", clk, liveConfig(t, ""))
+	msg := func(ts int64) []byte {
+		return []byte(fmt.Sprintf(`{"ts":%d,"reports":[%s]}`, ts, press(panicMAC, "single", -55)))
+	}
+	pub := func(b []byte) {
+		t.Helper()
+		if err := r.pipe.HandlePublish(gatewayMAC(1), "gw/"+gatewayMAC(1)+"/adv4", b, 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	real0 := clk.Now().UnixMilli()
+	pub(msg(real0 + 120_000)) // two minutes ahead
+	clk.Advance(2 * time.Second)
+	pub(msg(real0 + 122_000))
+	clk.Advance(119 * time.Second) // the gateway's clock set right
+	pub(msg(clk.Now().UnixMilli()))
+	if n, c := len(r.events()), len(r.enq.events()); n != 2 || c != 2 {
+		t.Fatalf("%d events, %d convened: the second press was taken for a resend", n, c)
 	}
 }

@@ -113,10 +113,15 @@ type openEvent struct {
 	// event's last few reports, in a ring at next: a resend carries its
 	// timestamp again (ResendHoldMS). With more gateways than the ring
 	// holds, the first gateways' timestamps left it and their resends
-	// made a second event (a review), so each gateway's span of
-	// timestamps is kept too (nearTS, farTS).
-	sent [4]int64
-	next uint8
+	// made a second event (a review), so a press keeps those too
+	// (evicted); motion, which repeats for minutes and is no alert, only
+	// the ring.
+	sent  [4]int64
+	next  uint8
+	press bool
+	// evicted holds a press's timestamps pushed out of sent, up to
+	// store.MaxAuditReports (as many as its audit keeps).
+	evicted []int64
 	// The gateways that reported it, compared raw (motion repeats from
 	// every gateway, rendering costs). A beacon is heard by a handful of
 	// gateways, so they sit in the event itself, not behind a pointer:
@@ -124,64 +129,32 @@ type openEvent struct {
 	near [inlineGateways]ingest.MAC
 	n    int          // gateways in near
 	far  []ingest.MAC // the rest, up to store.MaxEventGateways in all
-	// nearTS and farTS are the spans of the timestamps each gateway in
-	// near and far sent for the event, by index.
-	nearTS [inlineGateways]tsSpan
-	farTS  []tsSpan
 }
-
-// tsSpan is the first and last timestamp (a gateway's clock, Unix ms)
-// one gateway sent for an event; zero when it sent none.
-type tsSpan struct{ first, last int64 }
 
 const inlineGateways = 6
 
 func (oe *openEvent) open() bool { return oe.id != 0 }
 
-// resent reports whether a report from gateway g with timestamp ts,
-// arriving after the event's window, is one of its reports sent again:
-// one of its last timestamps, or within the span g sent for it (its
-// clock only moves on, so a new press from g has a later timestamp).
-// (Within ResendHoldMS: the sweep forgets the event after that.)
-func (oe *openEvent) resent(g ingest.MAC, ts int64) bool {
-	if ts == 0 {
-		return false
-	}
-	if slices.Contains(oe.sent[:], ts) {
-		return true
-	}
-	sp := oe.span(g)
-	return sp != nil && sp.first != 0 && ts >= sp.first && ts <= sp.last
-}
-
-// span is g's timestamp span in the event, nil when g is not in it.
-func (oe *openEvent) span(g ingest.MAC) *tsSpan {
-	if i := slices.Index(oe.near[:oe.n], g); i >= 0 {
-		return &oe.nearTS[i]
-	}
-	if i := slices.Index(oe.far, g); i >= 0 {
-		return &oe.farTS[i]
-	}
-	return nil
-}
-
-// noteFrom remembers a report of gateway g (added first) for resent.
-func (oe *openEvent) noteFrom(g ingest.MAC, ts int64) {
-	oe.note(ts)
-	if sp := oe.span(g); sp != nil && ts != 0 {
-		if sp.first == 0 || ts < sp.first {
-			sp.first = ts
-		}
-		sp.last = max(sp.last, ts)
-	}
+// resent reports whether a report with timestamp ts, arriving after the
+// event's window, is one of its reports sent again: it carries one of
+// their timestamps exactly. (Within ResendHoldMS: the sweep forgets the
+// event after that.) Only exactly: a gateway's clock stepped back (NTP)
+// can give a new press a timestamp between two of the old one's, and a
+// span of each gateway's timestamps merged that press away (a review).
+func (oe *openEvent) resent(ts int64) bool {
+	return ts != 0 && (slices.Contains(oe.sent[:], ts) || slices.Contains(oe.evicted, ts))
 }
 
 // note remembers a report's timestamp for resent.
 func (oe *openEvent) note(ts int64) {
-	if ts == 0 || slices.Contains(oe.sent[:], ts) {
+	if ts == 0 || oe.resent(ts) {
 		return
 	}
-	oe.sent[oe.next%uint8(len(oe.sent))] = ts
+	i := oe.next % uint8(len(oe.sent))
+	if old := oe.sent[i]; old != 0 && oe.press && len(oe.evicted) < store.MaxAuditReports {
+		oe.evicted = append(oe.evicted, old)
+	}
+	oe.sent[i] = ts
 	oe.next++
 }
 
@@ -202,7 +175,6 @@ func (oe *openEvent) addGateway(g ingest.MAC) bool {
 		oe.n++
 	} else {
 		oe.far = append(oe.far, g)
-		oe.farTS = append(oe.farTS, tsSpan{})
 	}
 	return true
 }
@@ -296,28 +268,19 @@ func (s *Service) Restore() error {
 		if e.Type == typeMotion {
 			c = classMotion
 		}
-		oe := openEvent{id: e.ID, anchor: e.CreatedAt, reports: e.Reports}
+		oe := openEvent{id: e.ID, anchor: e.CreatedAt, reports: e.Reports, press: c == classPress}
 		for _, g := range e.Gateways {
 			if m, ok := ingest.ParseMAC(g); ok {
 				oe.addGateway(m)
 			}
 		}
-		if m, ok := ingest.ParseMAC(e.Gateway); ok {
-			oe.noteFrom(m, e.ReportedAt)
-		} else {
-			oe.note(e.ReportedAt)
-		}
+		oe.note(e.ReportedAt)
 		if c == classPress && within(now, e.CreatedAt, ResendHoldMS) {
 			// Any of its gateways may resend, not only the first: the
-			// audit lists every press report with its gateway and
-			// timestamp.
+			// audit lists every press report with its timestamp.
 			if a, err := s.db.GetButtonAudit(e.AssetUID, e.ID); err == nil {
 				for _, r := range a.Reports {
-					if m, ok := ingest.ParseMAC(r.Gateway); ok {
-						oe.noteFrom(m, r.ReportedAt)
-					} else {
-						oe.note(r.ReportedAt)
-					}
+					oe.note(r.ReportedAt)
 				}
 			}
 		}
@@ -424,11 +387,11 @@ func (s *Service) Observe(b *ingest.Batch, w *ingest.Writes) {
 		sh.Lock()
 		sh.V.sweep(now, window)
 		oe := sh.V.open.Of(o.Asset).at(c, b.IsTest)
-		if oe.open() && (within(now, oe.anchor, window) || oe.resent(b.Gateway, o.TS)) && !s.wasLost(oe.id, now) {
+		if oe.open() && (within(now, oe.anchor, window) || oe.resent(o.TS)) && !s.wasLost(oe.id, now) {
 			oe.reports++
+			oe.note(o.TS)
 			sh.V.merged++
 			newGW := oe.addGateway(b.Gateway)
-			oe.noteFrom(b.Gateway, o.TS)
 			// Motion repeats every second or so from every gateway: only a
 			// new gateway is worth a write. Every press report is audited.
 			if newGW || press != nil {
@@ -469,9 +432,9 @@ func (s *Service) Observe(b *ingest.Batch, w *ingest.Writes) {
 		})
 		w.Hand()
 		s.idMu.Unlock()
-		*oe = openEvent{id: e.ID, anchor: now, reports: 1}
+		*oe = openEvent{id: e.ID, anchor: now, reports: 1, press: c == classPress}
+		oe.note(o.TS)
 		oe.addGateway(b.Gateway)
-		oe.noteFrom(b.Gateway, o.TS)
 		sh.Unlock()
 	}
 }
@@ -593,7 +556,10 @@ func mergeWindows(dst, src *slots) {
 	for c := range src.ev {
 		for t, oe := range src.ev[c] {
 			if d := &dst.ev[c][t]; oe.open() && (!d.open() || oe.anchor > d.anchor) {
+				// Own slices: both uids' windows live until Rename, and
+				// an append to one must not write into the other's.
 				*d = oe
+				d.far, d.evicted = slices.Clone(oe.far), slices.Clone(oe.evicted)
 			}
 		}
 	}
