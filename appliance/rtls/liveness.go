@@ -70,8 +70,10 @@ type liveness struct {
 	downAt, downMsgs []atomic.Int64
 	judgeMu          sync.Mutex // judge
 	// talkN and talkAt are each gateway's message count as talking
-	// last read it and when (the engine's clock) it was seen to move.
-	talkN, talkAt []atomic.Int64
+	// last read it and when (the engine's clock) it was seen to move,
+	// under talkMu.
+	talkMu        sync.Mutex
+	talkN, talkAt []int64
 	// linked is whether each gateway's connection to the broker was open
 	// at the last look (judgeLinks): silence (quiet: both "where the tag
 	// was" and the held rule) does not judge such a gateway, its closing
@@ -123,7 +125,7 @@ const (
 func (m *model) buildLiveness() {
 	nz, ng := len(m.zones), len(m.gwMAC)
 	lv := &liveness{ev: make([]atomic.Int64, ng), evAt: make([]atomic.Int64, ng), last: make([]atomic.Int64, ng), down: make([]atomic.Bool, ng),
-		downAt: make([]atomic.Int64, ng), downMsgs: make([]atomic.Int64, ng), talkN: make([]atomic.Int64, ng), talkAt: make([]atomic.Int64, ng), linked: make([]atomic.Bool, ng), hears: make([][]hearer, nz), loud: m.sens + loudMargin}
+		downAt: make([]atomic.Int64, ng), downMsgs: make([]atomic.Int64, ng), talkN: make([]int64, ng), talkAt: make([]int64, ng), linked: make([]atomic.Bool, ng), hears: make([][]hearer, nz), loud: m.sens + loudMargin}
 	// Only the site's gateways: one the survey names but the site no
 	// longer has is silent for good and was listed down for good.
 	for g := range m.nSiteGW {
@@ -252,16 +254,19 @@ func (m *model) silence(p *Params, b *beacon, now int64, seen, msgs func([6]byte
 		if lv.add(g, int64(f*nats*1e6), now) < downNats*1e6 {
 			return
 		}
-		if seen != nil && lv.talking(g, now, seen, msgs, m.gwMAC[g]) {
+		// The count read once, for the look and the judgement: a message
+		// between two reads would be taken as sent before the judgement,
+		// and the gateway held down until its next (a review).
+		n, counted := int64(0), msgs != nil
+		if counted {
+			n = msgs(m.gwMAC[g])
+		}
+		if seen != nil && lv.talking(g, now, seen(m.gwMAC[g]), n, counted) {
 			lv.ev[g].Store(0)
 			return
 		}
 		if lv.down[g].Load() {
 			return
-		}
-		var n int64
-		if msgs != nil {
-			n = msgs(m.gwMAC[g])
 		}
 		if lv.judge(g, now, n) {
 			out = append(out, g)
@@ -458,28 +463,35 @@ const talkingWithin = 10_000
 // the engine's clock is read under.
 const wordSlack = 1000
 
-// talking says whether gateway g sent anything within talkingWithin of
-// now. Its last word's time says so, unless it lies in the clock's
-// future (from before a restart the clock came up behind, or a step
-// back): then it says nothing of now, and a dead gateway went unjudged
-// until the clock caught up (a review: 5 min behind, judged after 5 min
-// 15 s instead of 45 s). Then the message count says it: talking if
-// the count moved within talkingWithin as the engine's clock saw it.
-// Without a count the word is believed, as before counts.
-func (lv *liveness) talking(g int, now int64, seen, msgs func([6]byte) int64, mac [6]byte) bool {
-	d := now - seen(mac)
-	if d >= -wordSlack || msgs == nil {
+// talking says whether gateway g, whose last word was at seen and whose
+// message count is n (counted: there is a count), is talking. The word
+// says so when it is within talkingWithin of now, unless it lies in the
+// clock's future (from before a restart the clock came up behind, or a
+// step back): then it says nothing of now, and a dead gateway went
+// unjudged until the clock caught up (a review: 5 min behind, judged
+// after 5 min 15 s instead of 41 s). Then the count says it, looked at
+// each time the gateway's evidence reaches the judgement: talking if it
+// moved since the last look (however long ago that was), or if this is
+// the first look or the last was less than talkingWithin ago; so a dead
+// gateway is judged at its second look with an unmoved count (1 min
+// 20 s in the review's case). Without a count the word is believed.
+func (lv *liveness) talking(g int, now, seen, n int64, counted bool) bool {
+	d := now - seen
+	if d >= -wordSlack || !counted {
 		return d < talkingWithin
 	}
-	n := msgs(mac)
-	at := lv.talkAt[g].Load()
-	if n != lv.talkN[g].Load() || at == 0 || at > now {
+	// One look at a time: read loops charge concurrently, and a look
+	// between another's reads of the pair took its old time with its
+	// new count and judged a talking gateway down (a review).
+	lv.talkMu.Lock()
+	defer lv.talkMu.Unlock()
+	at := lv.talkAt[g]
+	if n != lv.talkN[g] || at == 0 || at > now {
 		// Moved since the last look, or not looked at yet (or the clock
 		// went back past that look): talking now, as far as can be
 		// told. Its evidence starts over, and the next look, when it has
 		// gathered again, tells whether the count has moved since.
-		lv.talkN[g].Store(n)
-		lv.talkAt[g].Store(now)
+		lv.talkN[g], lv.talkAt[g] = n, now
 		return true
 	}
 	return now-at < talkingWithin

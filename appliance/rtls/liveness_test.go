@@ -953,3 +953,31 @@ func TestAWordInTheFutureDelaysNoJudgement(t *testing.T) {
 		t.Fatalf("a gateway talking with its word 5 min ahead judged down after %v", d)
 	}
 }
+
+// talking with a last word in the clock's future: the first look is
+// talking, an unmoved count at a later look (10 s or more on) is not,
+// a moved one is, and a look the clock has gone back past starts over.
+func TestTalkingByCountWhenTheWordIsAhead(t *testing.T) {
+	lv := &liveness{talkN: make([]int64, 1), talkAt: make([]int64, 1)}
+	ahead := int64(300_000)
+	look := func(now, n int64) bool { return lv.talking(0, now, now+ahead, n, true) }
+	for i, c := range []struct {
+		now, n int64
+		want   bool
+	}{
+		{100_000, 5, true},  // first look
+		{105_000, 5, true},  // within 10 s of it
+		{140_000, 5, false}, // unmoved for 40 s
+		{141_000, 6, true},  // moved
+		{160_000, 6, false}, // unmoved again
+		{50_000, 6, true},   // the clock went back past the last look
+		{70_000, 6, false},
+	} {
+		if got := look(c.now, c.n); got != c.want {
+			t.Fatalf("look %d at %d with count %d: talking %v", i, c.now, c.n, got)
+		}
+	}
+	if !lv.talking(0, 100_000, 95_000, 0, true) || lv.talking(0, 100_000, 80_000, 0, true) {
+		t.Fatal("a word in the past decides by its time")
+	}
+}
