@@ -230,7 +230,10 @@ func maskURL(s string) string {
 		return s
 	}
 	u, err := url.Parse(s)
-	if err != nil || u.User == nil {
+	if err != nil {
+		return maskAuthority(s)
+	}
+	if u.User == nil {
 		return s
 	}
 	cred := Mask
@@ -241,4 +244,25 @@ func maskURL(s string) string {
 	// Spliced in by hand: url.URL would escape the mask's asterisks.
 	scheme, rest, _ := strings.Cut(u.String(), "://")
 	return scheme + "://" + cred + "@" + rest
+}
+
+// maskAuthority masks a URL that does not parse (a bad escape in the
+// password, a bad port) by hand: whatever precedes the last "@" of the
+// authority. Validation refuses such a URL and shows the value in its
+// error, which went to the start error and `config check` with the
+// password in it (a review).
+func maskAuthority(s string) string {
+	scheme, rest, ok := strings.Cut(s, "://")
+	if !ok {
+		return s
+	}
+	end := strings.IndexAny(rest, "/?#")
+	if end < 0 {
+		end = len(rest)
+	}
+	at := strings.LastIndexByte(rest[:end], '@')
+	if at < 0 {
+		return s
+	}
+	return scheme + "://" + Mask + rest[at:]
 }

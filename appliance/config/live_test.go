@@ -267,6 +267,18 @@ func TestURLCredentialsAreMasked(t *testing.T) {
 	if got := maskURL(userOnly); got != "https://"+Mask+"@push.example" {
 		t.Fatalf("a user alone shown as %q", got)
 	}
+	for in, want := range map[string]string{
+		"https://ops:pa%ss@alertsys.example/": "https://" + Mask + "@alertsys.example/",
+		"https://ops:pw@host:80x/api?q=a@b":   "https://" + Mask + "@host:80x/api?q=a@b",
+		"https://ops:p w@bad host/":           "https://" + Mask + "@bad host/",
+	} {
+		if got := maskURL(in); got != want {
+			t.Errorf("unparseable %q shown as %q", in, got)
+		}
+	}
+	if _, err := l.Patch(patch("server_alertsys_url_base", `"https://ops:pa%ss@alertsys.example/"`)); err == nil || strings.Contains(err.Error(), "pa%ss") {
+		t.Fatalf("validation error of an unparseable URL: %v", err)
+	}
 	if got := maskURL("https://push.example/a@b"); got != "https://push.example/a@b" {
 		t.Fatalf("no credentials, shown as %q", got)
 	}
