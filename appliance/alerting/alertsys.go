@@ -118,8 +118,9 @@ func (c *Client) Convene(ctx context.Context, req ConveneRequest) (ConveneRespon
 	req.ServerID = ep.serverID
 	body, _ := json.Marshal(req)
 	key := ep.serverID + "-" + strconv.FormatUint(req.EventID, 10)
+	rejected := ""
 	for relogin := false; ; relogin = true {
-		tok, err := c.tokenFor(ctx, ep, relogin)
+		tok, err := c.tokenFor(ctx, ep, rejected, false)
 		if err != nil {
 			return ConveneResponse{}, err
 		}
@@ -128,10 +129,18 @@ func (c *Client) Convene(ctx context.Context, req ConveneRequest) (ConveneRespon
 			"Authorization": "Bearer " + tok, "Idempotency-Key": key})
 		if err == nil && status == http.StatusUnauthorized && !relogin {
 			c.dropToken(tok)
+			rejected = tok
 			continue
 		}
 		if err == nil && (status < 200 || status > 299) {
 			err = statusError(status, "convene")
+			if status == http.StatusUnauthorized {
+				// A token refused right after a login: another login (a
+				// probe's, another convene's) may have replaced it at an
+				// alertsys that keeps one session per user. Worth a
+				// retry, not a final failure (a review).
+				err.(*Error).Retryable = true
+			}
 		}
 		c.health.record(seq, c.clock.Now(), "convene", status, dur, err, c.Configured())
 		if err != nil {
@@ -153,7 +162,7 @@ func (c *Client) Check(ctx context.Context) error {
 		c.health.record(c.health.begin(), c.clock.Now(), "probe", 0, 0, ErrNotConfigured, false)
 		return ErrNotConfigured
 	}
-	_, err := c.tokenFor(ctx, ep, true)
+	_, err := c.tokenFor(ctx, ep, "", true)
 	return err
 }
 
@@ -165,18 +174,21 @@ func (c *Client) dropToken(tok string) {
 	c.mu.Unlock()
 }
 
-// tokenFor returns a valid token, logging in when there is none, it is
-// about to expire, the configuration changed, or force is set. One login
-// at a time (loginMu): the worker's parallel convenes each logged in at
-// start, and an alertsys keeping one session per user would refuse the
-// older tokens (a review); a caller that waited reuses the token the
-// login before it got, unless it was told to log in afresh (force).
-func (c *Client) tokenFor(ctx context.Context, ep endpoints, force bool) (string, error) {
+// tokenFor returns a valid token other than rejected (one alertsys just
+// refused), logging in when there is none, it is about to expire, the
+// configuration changed, or force is set (the probe, which checks the
+// login itself). One login at a time (loginMu): the worker's parallel
+// convenes each logged in at start, and several refused at once each
+// logged in again, one after the other; at an alertsys keeping one
+// session per user each login killed the token the one before had just
+// got (reviews). A caller that waited reuses the token the login before
+// it got.
+func (c *Client) tokenFor(ctx context.Context, ep endpoints, rejected string, force bool) (string, error) {
 	ident := ep.base + "|" + ep.user + "|" + ep.pass
 	valid := func() (string, bool) {
 		c.mu.Lock()
 		defer c.mu.Unlock()
-		if c.token != "" && c.tokenID == ident && c.clock.Now().Add(tokenMargin).Before(c.tokenExp) {
+		if c.token != "" && c.token != rejected && c.tokenID == ident && c.clock.Now().Add(tokenMargin).Before(c.tokenExp) {
 			return c.token, true
 		}
 		return "", false

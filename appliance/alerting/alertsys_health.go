@@ -33,18 +33,20 @@ type Status struct {
 // healthRecorder keeps the snapshot and tells observers about every
 // outcome; the status package turns changes into alertsys_down.
 // Exchanges overlap (the worker has several requests in flight), so each
-// is numbered when it starts and an outcome of one that started before
-// the last outcome applied is stale: a request that hung through an
+// is numbered when it starts, and a failure of one that started before
+// the last success applied is stale: a request that hung through an
 // outage and timed out after a newer one succeeded raised alertsys_down
-// again after recovery (a review). Observers hear outcomes in the order
-// they are applied (order).
+// again after recovery (a review). A success always counts: alertsys
+// answered, whenever the request began (ignoring those by start order
+// held alertsys_down after a later success: a review). Observers hear
+// outcomes in the order they are applied (order).
 type healthRecorder struct {
 	order     sync.Mutex // held from applying an outcome to telling it
 	mu        sync.Mutex
 	st        Status
 	observers []func(Status)
 	started   uint64 // exchanges begun
-	applied   uint64 // the number of the exchange whose outcome is in st
+	okSeq     uint64 // the newest exchange number that succeeded
 }
 
 // begin numbers an exchange about to start.
@@ -60,11 +62,13 @@ func (h *healthRecorder) record(seq uint64, now time.Time, step string, httpStat
 	h.order.Lock()
 	defer h.order.Unlock()
 	h.mu.Lock()
-	if seq < h.applied {
+	if err != nil && seq < h.okSeq {
 		h.mu.Unlock()
-		return // stale: a newer exchange has spoken
+		return // stale: an exchange begun after it succeeded
 	}
-	h.applied = seq
+	if err == nil {
+		h.okSeq = max(h.okSeq, seq)
+	}
 	st := Status{Configured: configured, Step: step, HTTPStatus: httpStatus, DurationMS: dur.Milliseconds(),
 		CheckedAt: &ms, LastOKAt: h.st.LastOKAt}
 	var ae *Error

@@ -28,3 +28,18 @@ func TestStaleAlertsysOutcomesAreIgnored(t *testing.T) {
 		t.Fatalf("a newer failure: state %s, heard %v", h.st.State, heard)
 	}
 }
+
+// A success counts whenever its exchange began: alertsys answered. By
+// start order alone, a success finishing after a newer exchange's
+// failure was dropped and alertsys_down held until the next probe (a
+// review).
+func TestALateSuccessCounts(t *testing.T) {
+	var h healthRecorder
+	now := time.Date(2026, 11, 29, 5, 0, 0, 0, time.UTC)
+	a, b := h.begin(), h.begin()
+	h.record(b, now, "convene", 400, time.Millisecond, &Error{Code: "http_status", Msg: "bad"}, true)
+	h.record(a, now.Add(time.Second), "convene", 200, time.Millisecond, nil, true)
+	if h.st.State != StateOK {
+		t.Fatalf("state %s after the late success", h.st.State)
+	}
+}

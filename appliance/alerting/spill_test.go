@@ -268,3 +268,45 @@ func TestParallelConvenesLogInOnce(t *testing.T) {
 		t.Fatalf("%d logins for four parallel presses", n)
 	}
 }
+
+// TestConvenesRefusedTogetherLogInOnce: four convenes in flight when
+// alertsys forgets its sessions are all refused (401); one logs in again
+// and the others use its token. Each logged in again in turn, and at an
+// alertsys keeping one session per user each login killed the token the
+// one before had just got: three of the four presses failed for good (a
+// review).
+func TestConvenesRefusedTogetherLogInOnce(t *testing.T) {
+	fake := alertsystest.New()
+	defer fake.Close()
+	defer fake.Release()
+	fake.Set(func(s *alertsystest.Server) { s.OneSession = true })
+	clk := clock.NewFake(t0)
+	client := alerting.NewClient(alerting.ClientOptions{Live: liveConfig(t, fake.URL), Clock: clk, Timeout: 10 * time.Second})
+	if err := client.Check(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	w, result := startWorker(t, alerting.WorkerOptions{Client: client, Clock: clk, Logger: quiet, Parallel: 4})
+	fake.Hold()
+	for id := uint64(1); id <= 4; id++ {
+		w.Enqueue(store.Event{ID: id, CreatedAt: t0.UnixMilli()})
+	}
+	poll(t, "four convenes in flight", clk, 0, func() bool { return fake.Held() == 4 })
+	fake.ExpireTokens()
+	fake.Release()
+	poll(t, "all settled", clk, 0, func() bool {
+		for id := uint64(1); id <= 4; id++ {
+			if _, ok := result(id); !ok {
+				return false
+			}
+		}
+		return true
+	})
+	for id := uint64(1); id <= 4; id++ {
+		if r, _ := result(id); r.State != store.AlertsysSent {
+			t.Errorf("press %d: %+v", id, r)
+		}
+	}
+	if n := fake.Logins(); n != 2 {
+		t.Errorf("%d logins, want 2 (the probe's and one after the refusals)", n)
+	}
+}

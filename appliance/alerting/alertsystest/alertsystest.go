@@ -80,6 +80,9 @@ type Server struct {
 	// Slow makes every convene take this long to answer (a loaded
 	// alertsys, for benchmarks; tests use Hold).
 	Slow time.Duration
+	// OneSession makes each login end the user's earlier sessions: only
+	// the newest token is accepted, as some servers do.
+	OneSession bool
 	// Hold makes handlers wait until Release (or the client gives up).
 	hold    chan struct{}
 	held    int // requests waiting in hold
@@ -205,6 +208,9 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 	default:
 		s.seq++
 		tok := "tok-" + strconv.Itoa(s.seq)
+		if s.OneSession {
+			s.tokens = map[string]bool{}
+		}
 		s.tokens[tok] = true
 		out := map[string]any{"token": tok}
 		if s.TokenTTL > 0 {
