@@ -133,3 +133,42 @@ func TestPrepareRenameKeepsAPressOneEvent(t *testing.T) {
 		t.Fatalf("%d events, %d merged reports; want 1 event and 3 merged", st.Events, st.Merged)
 	}
 }
+
+// pressAt observes one press report of uid received at recv with the
+// gateway's timestamp ts.
+func pressAt(s *Service, uid string, recv, ts int64) {
+	var w ingest.Writes
+	s.Observe(&ingest.Batch{Kind: ingest.KindAdv4, Received: recv, Gateway: ingest.MAC{0xAC, 1},
+		Obs: []ingest.Observation{{Report: ingest.Report{TS: ts, Pushed: true, Press: ingest.PressSingle},
+			Asset: &assets.Asset{UID: uid, Type: "panic", Kind: "beacon"}}}}, &w)
+}
+
+// A report merged under the old uid between PrepareRename and Rename
+// keeps its timestamp in the event the new uid keeps: its resend after
+// the window is the same press (the old copy's timestamps were dropped
+// when both anchors were equal: a review).
+func TestARenameKeepsTheTimestampsOfBothCopies(t *testing.T) {
+	s := New(Options{Live: config.NewLive(config.Defaults(config.ActiveBrand()), nil, "")})
+	pressAt(s, "OLD", 1_000_000, 5_000)
+	s.PrepareRename("OLD", "NEW")
+	pressAt(s, "OLD", 1_000_500, 5_500)
+	s.Rename("OLD", "NEW")
+	pressAt(s, "NEW", 1_090_000, 5_500) // its resend, after the window
+	if st := s.Stats(); st.Events != 1 {
+		t.Fatalf("%d events, want 1", st.Events)
+	}
+}
+
+// A press held long enough to report 600 times still knows its newest
+// timestamps: a reconnecting gateway resends those (the first 500 were
+// kept and the rest forgotten: a review).
+func TestALongPressKnowsItsNewestTimestamps(t *testing.T) {
+	s := New(Options{Live: config.NewLive(config.Defaults(config.ActiveBrand()), nil, "")})
+	for i := range int64(6000) {
+		pressAt(s, "P", 1_000_000+i*5, 5_000_000+i*5)
+	}
+	pressAt(s, "P", 1_090_000, 5_000_000+5500*5) // a resend of report 5500, 60 s on
+	if st := s.Stats(); st.Events != 1 {
+		t.Fatalf("%d events, want 1", st.Events)
+	}
+}

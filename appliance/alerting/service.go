@@ -119,8 +119,10 @@ type openEvent struct {
 	sent  [4]int64
 	next  uint8
 	press bool
-	// evicted holds a press's timestamps pushed out of sent, up to
-	// store.MaxAuditReports (as many as its audit keeps).
+	// evicted holds a press's timestamps pushed out of sent: the newest
+	// maxEvicted at least (the oldest half goes when it fills). Kept
+	// first-come, a press held long enough lost its newest, which a
+	// reconnecting gateway resends (a review).
 	evicted []int64
 	// The gateways that reported it, compared raw (motion repeats from
 	// every gateway, rendering costs). A beacon is heard by a handful of
@@ -132,6 +134,10 @@ type openEvent struct {
 }
 
 const inlineGateways = 6
+
+// maxEvicted: a press remembers at least this many of its newest
+// timestamps beyond the ring, at most twice as many (32 KB).
+const maxEvicted = 2048
 
 func (oe *openEvent) open() bool { return oe.id != 0 }
 
@@ -151,7 +157,10 @@ func (oe *openEvent) note(ts int64) {
 		return
 	}
 	i := oe.next % uint8(len(oe.sent))
-	if old := oe.sent[i]; old != 0 && oe.press && len(oe.evicted) < store.MaxAuditReports {
+	if old := oe.sent[i]; old != 0 && oe.press {
+		if len(oe.evicted) >= 2*maxEvicted {
+			oe.evicted = append(oe.evicted[:0], oe.evicted[maxEvicted:]...)
+		}
 		oe.evicted = append(oe.evicted, old)
 	}
 	oe.sent[i] = ts
@@ -555,7 +564,25 @@ func (s *Service) PrepareRename(oldUID, newUID string) {
 func mergeWindows(dst, src *slots) {
 	for c := range src.ev {
 		for t, oe := range src.ev[c] {
-			if d := &dst.ev[c][t]; oe.open() && (!d.open() || oe.anchor > d.anchor) {
+			d := &dst.ev[c][t]
+			switch {
+			case oe.open() && d.open() && oe.id == d.id:
+				// One event under both uids (copied by PrepareRename,
+				// then merged into under the old): the timestamps either
+				// noted are its own (a review: a report merged under the
+				// old uid lost its timestamp, and its resend made a
+				// second event).
+				for _, ts := range oe.evicted {
+					d.note(ts)
+				}
+				for _, ts := range oe.sent {
+					d.note(ts)
+				}
+				d.reports = max(d.reports, oe.reports)
+				for _, g := range append(oe.near[:oe.n:oe.n], oe.far...) {
+					d.addGateway(g)
+				}
+			case oe.open() && (!d.open() || oe.anchor > d.anchor):
 				// Own slices: both uids' windows live until Rename, and
 				// an append to one must not write into the other's.
 				*d = oe
