@@ -23,6 +23,11 @@ type SeenCells interface {
 type LastSeen struct {
 	cells SeenCells
 	gw    sync.Map // MAC -> *gwSeen
+	// ngw counts gw's entries: one for a gateway not registered is made
+	// only below maxGateways, so a flood of random gateway topics neither
+	// grows memory nor the stored last-seen times without end (a
+	// review). A registered gateway always gets one.
+	ngw atomic.Int64
 }
 
 type gwSeen struct {
@@ -48,7 +53,9 @@ func (l *LastSeen) restore(m map[string]int64) {
 				e := &gwSeen{key: k}
 				e.Raise(v)
 				e.TakeDirty() // restored, not changed
-				l.gw.Store(mac, e)
+				if _, had := l.gw.Swap(mac, e); !had {
+					l.ngw.Add(1)
+				}
 				continue
 			}
 		}
@@ -66,10 +73,18 @@ func (l *LastSeen) asset(a *assets.Asset, ts int64) {
 	l.cells.SeenCell(a.UID).Bump(ts)
 }
 
-func (l *LastSeen) gateway(m MAC, ts int64) {
+// gateway notes a decoded message from gateway m; registered says it is
+// a registered gateway, which is noted however many others are.
+func (l *LastSeen) gateway(m MAC, ts int64, registered bool) {
 	v, ok := l.gw.Load(m)
 	if !ok {
-		v, _ = l.gw.LoadOrStore(m, &gwSeen{key: "gw:" + m.String()})
+		if !registered && l.ngw.Load() >= maxGateways {
+			return
+		}
+		var loaded bool
+		if v, loaded = l.gw.LoadOrStore(m, &gwSeen{key: "gw:" + m.String()}); !loaded {
+			l.ngw.Add(1)
+		}
 	}
 	e := v.(*gwSeen)
 	e.Raise(ts)
@@ -82,8 +97,9 @@ func (l *LastSeen) gateway(m MAC, ts int64) {
 // word's time may be from before a restart in a clock that came up
 // behind it. Messages that did not decode (an unknown kind, a body that
 // is not JSON) are not talk: a broker's will, say, from a dead gateway
-// brought it back when they counted (a review). Unlike Stats' gateway
-// table, this one has no cap a flood of random topics could fill.
+// brought it back when they counted (a review). A registered gateway is
+// counted however many unregistered ones a flood of random topics made
+// (Stats' gateway table, whose cap such a flood fills, once held it).
 func (l *LastSeen) GatewayMessages(m MAC) int64 {
 	if v, ok := l.gw.Load(m); ok {
 		return v.(*gwSeen).msgs.Load()

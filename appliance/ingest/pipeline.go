@@ -401,7 +401,7 @@ func (p *Pipeline) process(m *Message, recv int64, ack func(error)) {
 	if gwAsset == nil {
 		p.discover.gateway(m.Gateway, m.Kind, recv)
 	}
-	p.seen.gateway(m.Gateway, recv)
+	p.seen.gateway(m.Gateway, recv, gwAsset != nil)
 	if m.Kind == KindStatus {
 		p.Stats.status(m.Gateway, m.Status)
 	}

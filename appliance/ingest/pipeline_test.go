@@ -396,7 +396,7 @@ func TestGatewayMessagesAreCounted(t *testing.T) {
 	gw, _ := ingest.ParseMAC("AC233FA0B1C2")
 	other, _ := ingest.ParseMAC("AC233FA0B1C3")
 	for i := range 20000 {
-		_ = r.p.HandlePublish("flood", fmt.Sprintf("gw/02%010X/adv1", i), []byte(`{"reports":[]}`), 0)
+		_ = r.p.HandlePublish("flood", fmt.Sprintf("gw/02%010X/adv1", i), []byte(`{"reports":[{"mac":"C3:00:00:00:0B:09","rssi":-70}]}`), 0)
 	}
 	if n := r.p.LastSeen().GatewayMessages(gw); n != 0 {
 		t.Fatalf("before any message: %d", n)
@@ -416,5 +416,16 @@ func TestGatewayMessagesAreCounted(t *testing.T) {
 	}
 	if n := r.p.LastSeen().GatewayMessages(other); n != 0 {
 		t.Fatalf("another gateway: %d", n)
+	}
+	// An unregistered gateway is noted while the table has room (the
+	// flood's first) and not past it: a flood of random topics does not
+	// grow it, or the stored times, without end.
+	first, _ := ingest.ParseMAC("020000000000")
+	if n := r.p.LastSeen().GatewayMessages(first); n != 1 {
+		t.Fatalf("the flood's first gateway: %d", n)
+	}
+	_ = r.p.HandlePublish("flood", "gw/AC233FA0B1C3/status", []byte(`{"uptime":5}`), 0)
+	if n, ts := r.p.LastSeen().GatewayMessages(other), r.p.LastSeen().Gateway(other); n != 0 || ts != 0 {
+		t.Fatalf("an unregistered gateway past the table's room: %d messages, last seen %d", n, ts)
 	}
 }
