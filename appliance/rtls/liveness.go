@@ -124,8 +124,8 @@ const (
 // silence (buildEmissions), and nothing is ever judged down.
 func (m *model) buildLiveness() {
 	nz, ng := len(m.zones), len(m.gwMAC)
-	lv := &liveness{ev: make([]atomic.Int64, ng), evAt: make([]atomic.Int64, ng), last: make([]atomic.Int64, ng), down: make([]atomic.Bool, ng),
-		downAt: make([]atomic.Int64, ng), downMsgs: make([]atomic.Int64, ng), talkN: make([]int64, ng), talkAt: make([]int64, ng), linked: make([]atomic.Bool, ng), hears: make([][]hearer, nz), loud: m.sens + loudMargin}
+	lv := newLiveness(ng, nz)
+	lv.loud = m.sens + loudMargin
 	// Only the site's gateways: one the survey names but the site no
 	// longer has is silent for good and was listed down for good.
 	for g := range m.nSiteGW {
@@ -141,6 +141,11 @@ func (m *model) buildLiveness() {
 		}
 	}
 	m.live = lv
+}
+
+func newLiveness(ng, nz int) *liveness {
+	return &liveness{ev: make([]atomic.Int64, ng), evAt: make([]atomic.Int64, ng), last: make([]atomic.Int64, ng), down: make([]atomic.Bool, ng),
+		downAt: make([]atomic.Int64, ng), downMsgs: make([]atomic.Int64, ng), talkN: make([]int64, ng), talkAt: make([]int64, ng), linked: make([]atomic.Bool, ng), hears: make([][]hearer, nz)}
 }
 
 // heard is a report from gateway g: it is up. It reports whether g was
@@ -658,13 +663,20 @@ func (e *Engine) linkJudged(mac [6]byte, since int64, restored bool) {
 
 // reset forgets every judgement (Start, Stop): a run starts with every
 // gateway up, so one run's judgement does not carry into the next
-// (rtls-eval runs several algorithms on one engine).
+// (rtls-eval runs several algorithms on one engine). Each flag it
+// clears takes one off the count, as a report's does (heard), and under
+// judgeMu, as a judgement sets one: storing 0 raced a report clearing
+// one, left the count at -1, and the next judgement's gateway counted
+// as up in isDown (its silence charged again).
 func (lv *liveness) reset() {
+	lv.judgeMu.Lock()
+	defer lv.judgeMu.Unlock()
 	for g := range lv.ev {
 		lv.ev[g].Store(0)
 		lv.evAt[g].Store(0)
 		lv.last[g].Store(0)
-		lv.down[g].Store(false)
+		if lv.down[g].CompareAndSwap(true, false) {
+			lv.nDown.Add(-1)
+		}
 	}
-	lv.nDown.Store(0)
 }
