@@ -15,7 +15,7 @@ import (
 	"beaconhub/web"
 )
 
-func newPushHarness(t *testing.T, users map[string]string) (*harness, *ntfytest.Server) {
+func newPushHarness(t *testing.T, users map[string]string, edits ...func(*config.Config)) (*harness, *ntfytest.Server) {
 	t.Helper()
 	fake := ntfytest.New()
 	t.Cleanup(fake.Close)
@@ -25,6 +25,9 @@ func newPushHarness(t *testing.T, users map[string]string) (*harness, *ntfytest.
 		c.PushServerURL = fake.URL
 		if users != nil {
 			c.PushTokenManagerUser, c.PushTokenManagerPassword = "manager", "s3cret-manager-pw"
+		}
+		for _, e := range edits {
+			e(c)
 		}
 	}))
 	tr := status.NewTransport(status.Limits{Total: 2 * time.Second}, false)
@@ -93,5 +96,26 @@ func TestCompanionQRConfirmationAndTokenAPI(t *testing.T) {
 	}
 	if strings.Contains(h.logBuf.String(), "s3cret-manager-pw") {
 		t.Fatal("manager password logged")
+	}
+}
+
+// TestCompanionQRCarriesNoURLCredential: a push server URL with a user
+// and password in it (the publisher's) is the appliance's own; the QR
+// reaches every staff phone, which subscribes with the minted token.
+func TestCompanionQRCarriesNoURLCredential(t *testing.T) {
+	h, fake := newPushHarness(t, nil, func(c *config.Config) {
+		c.PushServerURL = strings.Replace(c.PushServerURL, "http://", "http://publisher:pw-in-url@", 1) + "/"
+	})
+	res := h.send("POST", "/api/v1/companion/qr", h.token("admin"), map[string]any{}).expect(t, http.StatusOK)
+	var out struct {
+		Text    string         `json:"text"`
+		Payload push.QRPayload `json:"payload"`
+	}
+	res.decodePayload(t, &out)
+	if strings.Contains(res.Body, "pw-in-url") || strings.Contains(out.Text, "publisher") {
+		t.Fatalf("the QR carries the URL's credential: %s", out.Text)
+	}
+	if out.Payload.ServerURL != fake.URL+"/" || !strings.HasPrefix(out.Payload.SubscribeAt, fake.URL+"/TST000-sensors,") {
+		t.Fatalf("server %q, subscribe %q", out.Payload.ServerURL, out.Payload.SubscribeAt)
 	}
 }

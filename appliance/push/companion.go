@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 
@@ -87,11 +88,15 @@ func (s *Service) Companion(ctx context.Context, options []string, confirm bool)
 	if err != nil {
 		return nil, err
 	}
-	p := QRPayload{V: 1, ServerID: cfg.ServerID, ServerURL: cfg.PushServerURL, Token: tok, Categories: cats, DebugAccess: debug}
+	server, err := withoutUserinfo(cfg.PushServerURL)
+	if err != nil {
+		return nil, err
+	}
+	p := QRPayload{V: 1, ServerID: cfg.ServerID, ServerURL: server, Token: tok, Categories: cats, DebugAccess: debug}
 	for _, c := range cats {
 		p.Topics = append(p.Topics, Topic(cfg.ServerID, c))
 	}
-	p.SubscribeAt = strings.TrimRight(cfg.PushServerURL, "/") + "/" + strings.Join(p.Topics, ",") + "/json"
+	p.SubscribeAt = strings.TrimRight(server, "/") + "/" + strings.Join(p.Topics, ",") + "/json"
 	text, _ := json.Marshal(p)
 	png, err := qrcode.Encode(string(text), qrcode.Medium, 512)
 	if err != nil {
@@ -99,6 +104,22 @@ func (s *Service) Companion(ctx context.Context, options []string, confirm bool)
 	}
 	n := s.Snapshot(cats)
 	return &QR{PNG: png, Payload: p, Text: string(text), TokenKind: kind, Snapshots: n}, nil
+}
+
+// withoutUserinfo drops a user and password from the push server URL:
+// they are the appliance's publishing credential, and the QR reaches
+// every staff phone, which subscribes with the token beside it.
+func withoutUserinfo(raw string) (string, error) {
+	u, err := url.Parse(raw)
+	if err != nil {
+		// Settings refuse such a URL; never show it (it may hold a password).
+		return "", errors.New("the push server URL does not parse")
+	}
+	if u.User == nil {
+		return raw, nil
+	}
+	u.User = nil
+	return u.String(), nil
 }
 
 // SubscribeToken mints a subscribe token through the push server's token
