@@ -63,8 +63,8 @@ func shown(o Option, raw any) string {
 	if o.Secret {
 		return ""
 	}
-	if str, ok := raw.(string); ok {
-		raw = maskURL(str)
+	if o.URL {
+		raw = maskURLs(raw)
 	}
 	b, err := json.Marshal(raw)
 	if err != nil {
@@ -74,6 +74,29 @@ func shown(o Option, raw any) string {
 		b = append(b[:77], "..."...)
 	}
 	return string(b)
+}
+
+// maskURLs masks URL credentials wherever a value holds a string: a
+// list or object sent where a URL belongs showed the URL in it, password
+// and all, in its refusal (a review).
+func maskURLs(v any) any {
+	switch x := v.(type) {
+	case string:
+		return maskURL(x)
+	case []any:
+		out := make([]any, len(x))
+		for i := range x {
+			out[i] = maskURLs(x[i])
+		}
+		return out
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			out[maskURL(k)] = maskURLs(e)
+		}
+		return out
+	}
+	return v
 }
 
 // coerce turns a decoded JSON value into the option's Go type, strictly: a
@@ -208,7 +231,7 @@ func (c *Config) Masked() map[string]any {
 			} else {
 				v = Mask
 			}
-		} else if str, ok := v.(string); ok {
+		} else if str, ok := v.(string); ok && o.URL {
 			v = maskURL(str)
 		}
 		out[o.Key] = v
@@ -222,12 +245,20 @@ const Mask = "********"
 // maskURL masks the credentials of a URL-valued setting (an alertsys
 // base or a push server given as https://user:password@host/): the
 // password, or a user given alone (often a token). A review found
-// GET /settings showing them in clear. Other strings are returned as
-// they are. A form that sends the masked URL back unchanged keeps the
-// stored one (Live.Patch).
+// GET /settings showing them in clear. Only URL options' values are
+// masked (Option.URL): a footer text with a link and a mail address
+// was shown masked, and an edit of it stored the mask (a review). A
+// form that sends the masked URL back unchanged keeps the stored one
+// (Live.Patch).
 func maskURL(s string) string {
-	if !strings.Contains(s, "@") || !strings.Contains(s, "://") {
+	if !strings.Contains(s, "@") {
 		return s
+	}
+	if !strings.Contains(s, "://") {
+		// Mistyped ("https:/ops:pw@host/", "//ops:pw@host"), so refused,
+		// and shown in the refusal: all before the last "@" may be the
+		// credential (a review).
+		return Mask + s[strings.LastIndexByte(s, '@'):]
 	}
 	u, err := url.Parse(s)
 	if err != nil || u.User == nil {

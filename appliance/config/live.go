@@ -87,7 +87,7 @@ func (l *Live) Patch(changes map[string]json.RawMessage) ([]string, error) {
 		if o.Secret && raw == Mask {
 			continue
 		}
-		if str, ok := raw.(string); ok && str != fmt.Sprint(old.Get(k)) && str == maskURL(fmt.Sprint(old.Get(k))) {
+		if str, ok := raw.(string); ok && o.URL && str != fmt.Sprint(old.Get(k)) && str == maskURL(fmt.Sprint(old.Get(k))) {
 			continue // a URL shown with its credentials masked, sent back
 		}
 		if err := next.apply(o, raw); err != nil {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -299,5 +300,91 @@ func TestURLCredentialsAreMasked(t *testing.T) {
 	var ve *ValidationError
 	if !errors.As(err, &ve) || strings.Contains(ve.Value, "leak-me") {
 		t.Fatalf("validation error value: %+v", ve)
+	}
+}
+
+// maskURL ran on every string setting, and a string
+// that parses with no user but holds an "@" is now masked from "://" to
+// its last "@". A free-text footer naming a link and a mail address is
+// shown mangled in GET /settings and `config check` (before a3dce9b it
+// was shown as stored), and an admin who edits any word of what the
+// settings form shows stores the mangled text: the link and the
+// address are gone from the footer every user sees.
+func TestAFooterWithALinkAndAMailAddressIsNotMasked(t *testing.T) {
+	l, _ := newLive(t)
+	const footer = "Help: https://wiki.example/sos - duty nurse ops@example.org"
+	if _, err := l.Patch(patch("server_ui_footer_text", strconv.Quote(footer))); err != nil {
+		t.Fatal(err)
+	}
+	editable, _ := l.Groups()
+	shownAs := editable["server_ui_footer_text"].(string)
+	if shownAs != footer {
+		t.Errorf("footer shown in the settings as %q", shownAs)
+	}
+	// The admin fixes one word of what the form shows and saves.
+	edited := strings.Replace(shownAs, "Help:", "Help (24/7):", 1)
+	if _, err := l.Patch(patch("server_ui_footer_text", strconv.Quote(edited))); err != nil {
+		t.Fatal(err)
+	}
+	if got := l.Get().UIFooterText; !strings.Contains(got, "wiki.example/sos") || !strings.Contains(got, "ops@example.org") {
+		t.Errorf("after editing one word the footer is stored as %q", got)
+	}
+}
+
+// A URL with credentials typed with one slash too few (or none,
+// or no colon) is refused by validation, and the refusal shows it in
+// clear: maskURL returns strings without "://" unchanged. The value goes
+// to the PATCH answer, the start error and `config check`.
+func TestAMistypedURLIsMaskedInValidationErrors(t *testing.T) {
+	l, _ := newLive(t)
+	for _, v := range []string{
+		"https:/ops:leak-me@alertsys.example/",
+		"https//ops:leak-me@alertsys.example/",
+		"//ops:leak-me@alertsys.example/",
+		"https:ops:leak-me@alertsys.example/",
+	} {
+		_, err := l.Patch(patch("server_alertsys_url_base", strconv.Quote(v)))
+		if err == nil {
+			t.Errorf("%q accepted", v)
+			continue
+		}
+		if strings.Contains(err.Error(), "leak-me") {
+			t.Errorf("validation error shows the password: %v", err)
+		}
+	}
+	// The same at start (file or environment value, Config.Validate).
+	c := Defaults(testBrand)
+	c.PushServerURL = "https:/ops:leak-me@push.example/"
+	if err := c.Validate(); err == nil || strings.Contains(err.Error(), "leak-me") {
+		t.Errorf("start validation: %v", err)
+	}
+}
+
+// A URL setting given as a JSON value of the wrong type (a list,
+// an object) is refused with the value shown unmasked.
+func TestAURLOfTheWrongTypeIsMaskedInValidationErrors(t *testing.T) {
+	l, _ := newLive(t)
+	for _, raw := range []string{`["https://ops:leak-me@alertsys.example/"]`, `{"url":"https://ops:leak-me@alertsys.example/"}`, `{"https://ops:leak-me@alertsys.example/":1}`} {
+		_, err := l.Patch(patch("server_alertsys_url_base", raw))
+		if err == nil || strings.Contains(err.Error(), "leak-me") {
+			t.Errorf("validation error of %s: %v", raw, err)
+		}
+	}
+}
+
+// Every URL-valued option is marked URL, so its credentials are masked:
+// a new one left unmarked would show them in clear. JWT issuer and
+// audience are names compared as text, never fetched, and route
+// prefixes are paths.
+func TestURLOptionsAreMarked(t *testing.T) {
+	for _, o := range Options {
+		if o.Key == "server_auth_jwt_issuer" || o.Key == "server_auth_jwt_audience" {
+			continue
+		}
+		def, _ := o.Default(testBrand).(string)
+		looksURL := strings.HasSuffix(o.Key, "_url") || strings.HasSuffix(o.Key, "_url_base") || strings.Contains(def, "://")
+		if looksURL != o.URL && !strings.HasPrefix(o.Key, "server_url_") {
+			t.Errorf("%s: URL %v, default %q", o.Key, o.URL, def)
+		}
 	}
 }

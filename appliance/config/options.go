@@ -36,6 +36,9 @@ type Option struct {
 	UI bool
 	// Secret values are masked wherever the configuration is shown.
 	Secret bool
+	// URL marks URL-valued keys: credentials in them (user:password@)
+	// are masked wherever the configuration is shown (maskURL).
+	URL bool
 	// Restricted secrets never leave the process, not even masked as set.
 	Restricted bool
 	// Restart marks keys that take effect only after a restart.
@@ -240,11 +243,11 @@ var Options = []Option{
 
 	{Key: "server_mqtt_broker", Group: "mqtt", Default: str("embedded"), Restart: true, Validate: oneOf("embedded", "external")},
 	{Key: "server_mqtt_listen", Group: "mqtt", Default: str(":1883"), Restart: true, Validate: listenAddr},
-	{Key: "server_mqtt_url", Group: "mqtt", Default: str("mqtt://localhost:1883"), Restart: true, Validate: mqttURL},
+	{Key: "server_mqtt_url", Group: "mqtt", URL: true, Default: str("mqtt://localhost:1883"), Restart: true, Validate: mqttURL},
 	{Key: "server_mqtt_user", Group: "mqtt", Default: str("service"), UI: true, Validate: nonEmpty},
 	{Key: "server_mqtt_pass", Group: "mqtt", Default: str("service"), UI: true, Secret: true, Validate: nonEmpty},
 
-	{Key: "server_bridge_server_url", Group: "bridge", Default: str("http://localhost:8088/"), Restart: true, Validate: httpURL(false)},
+	{Key: "server_bridge_server_url", Group: "bridge", URL: true, Default: str("http://localhost:8088/"), Restart: true, Validate: httpURL(false)},
 	{Key: "server_bridge_monitor_host", Group: "bridge", Default: str("localhost"), Restart: true, Validate: nonEmpty},
 	{Key: "server_bridge_monitor_port", Group: "bridge", Kind: KindInt, Default: num(10051), Restart: true, Validate: intRange(1, 65535)},
 	{Key: "server_bridge_endpoint_beacon", Group: "bridge", Default: str("lld/beacons"), Restart: true, Validate: nonEmpty},
@@ -253,7 +256,7 @@ var Options = []Option{
 	{Key: "server_bridge_delay_gateway", Group: "bridge", Kind: KindInt, Default: num(300), Restart: true, Validate: intRange(1, 86400)},
 	{Key: "server_bridge_cache_update_interval", Group: "bridge", Kind: KindInt, Default: num(3600), Restart: true, Validate: intRange(10, 604800)},
 
-	{Key: "server_alertsys_url_base", Group: "alertsys", Default: str(""), UI: true, Validate: httpURL(true)},
+	{Key: "server_alertsys_url_base", Group: "alertsys", URL: true, Default: str(""), UI: true, Validate: httpURL(true)},
 	{Key: "server_alertsys_url_path_login", Group: "alertsys", Default: str("/api/Mobile/LoginUser"), Restart: true, Validate: apiPrefix},
 	{Key: "server_alertsys_url_path_convene", Group: "alertsys", Default: str("/api/Mobile/ExecuteConveneByRule"), Restart: true, Validate: apiPrefix},
 	{Key: "server_alertsys_credentials_username", Group: "alertsys", Default: str(""), UI: true},
@@ -305,9 +308,9 @@ var Options = []Option{
 	{Key: "server_push_calibration_interval_seconds", Group: "push", Kind: KindInt, Default: num(86400), UI: true, Validate: intRange(60, 604800)},
 	{Key: "server_push_fleet_health_mode", Group: "push", Default: str("bulk"), UI: true, Validate: modes},
 	{Key: "server_push_fleet_health_interval_seconds", Group: "push", Kind: KindInt, Default: num(86400), UI: true, Validate: intRange(60, 604800)},
-	{Key: "server_push_server_url", Group: "push", Default: func(b Brand) any { return b.PushServerURL }, Restart: true, Validate: httpURL(true)},
+	{Key: "server_push_server_url", Group: "push", URL: true, Default: func(b Brand) any { return b.PushServerURL }, Restart: true, Validate: httpURL(true)},
 	{Key: "server_push_ops_enabled", Group: "push", Kind: KindBool, Default: boolean(true), UI: true},
-	{Key: "server_push_ops_server_url", Group: "push", Default: func(b Brand) any { return b.PushServerURL }, Restart: true, Validate: httpURL(true)},
+	{Key: "server_push_ops_server_url", Group: "push", URL: true, Default: func(b Brand) any { return b.PushServerURL }, Restart: true, Validate: httpURL(true)},
 	{Key: "server_push_ops_topic", Group: "push", Default: func(b Brand) any { return b.BinaryName + "-ops" }, Restart: true, Validate: topicName},
 	{Key: "server_push_publish_token", Group: "push", Default: str(""), Secret: true, Restricted: true, Restart: true},
 	{Key: "server_push_token_manager_user", Group: "push", Default: str(""), Restart: true},
