@@ -134,11 +134,15 @@ func (c *Client) Convene(ctx context.Context, req ConveneRequest) (ConveneRespon
 		}
 		if err == nil && (status < 200 || status > 299) {
 			err = statusError(status, "convene")
-			if status == http.StatusUnauthorized {
-				// A token refused right after a login: another login (a
-				// probe's, another convene's) may have replaced it at an
-				// alertsys that keeps one session per user. Worth a
-				// retry, not a final failure (a review).
+			if status == http.StatusUnauthorized && c.replaced(tok) {
+				// A token refused right after a login, and another login
+				// (a probe's, another convene's) has replaced it since: at
+				// an alertsys that keeps one session per user that ended
+				// ours. Worth a retry, not a final failure (a review).
+				// With no other login, alertsys refuses the user a fresh
+				// token allows (its rights): retrying only repeated the
+				// refusal for 5 minutes, each login flapping alertsys_down
+				// (a review).
 				err.(*Error).Retryable = true
 			}
 		}
@@ -164,6 +168,13 @@ func (c *Client) Check(ctx context.Context) error {
 	}
 	_, err := c.tokenFor(ctx, ep, "", true)
 	return err
+}
+
+// replaced says whether a login since tok's has replaced it.
+func (c *Client) replaced(tok string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.token != "" && c.token != tok
 }
 
 func (c *Client) dropToken(tok string) {
