@@ -138,27 +138,80 @@ func (s *Service) mode(cat string) (bulk bool, interval time.Duration) {
 	return false, 0
 }
 
-// announce applies a repeat cooldown to one condition key: an activation
-// is announced unless one was announced less than cooldown ago; a
-// recovery is announced only when its activation was, so a flapping
-// device costs one alert and one recovery per cooldown.
-func (s *Service) announce(key string, active bool, cooldown time.Duration) bool {
+// announce applies a repeat cooldown to one condition key and says
+// whether m, the activation or recovery, goes now. An activation is
+// announced unless one was less than cooldown ago and staff have not
+// heard it recover since. A recovery is announced when its activation
+// was, at once the first time in a cooldown; a condition announced
+// active again within that cooldown (Flap) has its next recovery held
+// until the cooldown ends (Held, sent by remind if nothing re-activated
+// it). So a flapping device costs at most two alerts and two recoveries
+// per cooldown, and the last message staff have is never "resolved"
+// while it is active: the activation after an announced recovery used
+// to fall within the cooldown and go unsent, and a review saw staff
+// told "Resolved: alertsys_down" for the rest of an outage. ops says m
+// also goes to the vendor ops topic when a held recovery is sent.
+func (s *Service) announce(key string, active bool, cooldown time.Duration, m Message, ops bool) bool {
 	now := s.clk.Now().UnixMilli()
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	last, announced := s.st.Alerted[key]
+	within := announced && now-last < cooldown.Milliseconds()
 	if !active {
 		if !s.st.Open[key] {
 			return false
 		}
+		if s.st.Flap[key] && within {
+			s.st.Held[key] = heldRecovery{Due: last + cooldown.Milliseconds(), Msg: m, Ops: ops}
+			return false
+		}
 		delete(s.st.Open, key)
+		delete(s.st.Flap, key)
+		delete(s.st.Held, key)
 		return true
 	}
-	if last, ok := s.st.Alerted[key]; ok && now-last < cooldown.Milliseconds() {
-		return false
+	if s.st.Open[key] {
+		// Staff last heard it active: true again, whether or not a
+		// recovery was waiting.
+		delete(s.st.Held, key)
+		if within {
+			return false
+		}
+	} else if within {
+		// Heard recovered within the cooldown: say it is back, and hold
+		// its next recovery.
+		s.st.Flap[key] = true
+		s.st.Open[key] = true
+		return true
 	}
 	s.st.Alerted[key] = now
 	s.st.Open[key] = true
+	delete(s.st.Flap, key)
 	return true
+}
+
+// heldRecovery is a flapping condition's recovery waiting for its
+// cooldown to end (announce).
+type heldRecovery struct {
+	Due int64   `json:"due"` // Unix ms
+	Msg Message `json:"msg"`
+	Ops bool    `json:"ops,omitempty"`
+}
+
+// dueRecoveries takes the held recoveries whose cooldown ended, with
+// s.mu held.
+func (s *Service) dueRecoveriesLocked(now int64) []heldRecovery {
+	var due []heldRecovery
+	for key, h := range s.st.Held {
+		if now < h.Due {
+			continue
+		}
+		due = append(due, h)
+		delete(s.st.Held, key)
+		delete(s.st.Open, key)
+		delete(s.st.Flap, key)
+	}
+	return due
 }
 
 // track keeps a stateful category's active set (for digests and QR
@@ -198,19 +251,24 @@ func (s *Service) sensor(r store.SensorConditionRecord) {
 		// Individual with a per-asset cooldown (the key covers temperature
 		// and humidity); the range set also feeds the daily snapshot.
 		s.track(CatSensors, r.Key, phaseOf(r.Phase), r.Message, r.Since, r.At, false)
-		send = s.announce(r.Key, active, secs(cfg.PushSensorsCooldownSeconds))
 		if active {
 			msg = SensorAlert(r, d)
 		} else {
 			msg = SensorRecovery(r, d)
 		}
+		send = s.announce(r.Key, active, secs(cfg.PushSensorsCooldownSeconds), msg, false)
 	case condNotSeen:
 		if d.Type == "panic" || d.Type == "watch" {
 			s.mu.Lock()
-			s.critical[r.Key] = true
+			if active {
+				s.st.Critical[r.Key] = true
+			} else {
+				delete(s.st.Critical, r.Key)
+			}
 			s.mu.Unlock()
 			s.track(CatNotSeen, r.Key, phaseOf(r.Phase), r.Message, r.Since, r.At, false)
-			send, msg = s.announce(r.Key, active, secs(cfg.PushCriticalCooldownSeconds)), NotSeenAlert(r, d)
+			msg = NotSeenAlert(r, d)
+			send = s.announce(r.Key, active, secs(cfg.PushCriticalCooldownSeconds), msg, false)
 			break
 		}
 		send, msg = s.bulkOrIndividual(CatNotSeen, r, NotSeenAlert(r, d))
@@ -233,7 +291,7 @@ func (s *Service) bulkOrIndividual(cat string, r store.SensorConditionRecord, m 
 	if bulk {
 		return false, m
 	}
-	return s.announce(r.Key, r.Phase != store.HealthResolved, iv), m
+	return s.announce(r.Key, r.Phase != store.HealthResolved, iv, m, false), m
 }
 
 func (s *Service) health(h store.HealthRecord) {
@@ -249,7 +307,7 @@ func (s *Service) health(h store.HealthRecord) {
 	if strings.HasPrefix(h.Key, "fleet:") {
 		bulk, iv := s.mode(CatHealth)
 		s.track(CatHealth, h.Key, phaseOf(h.Phase), m.Title, h.Since, h.At, bulk)
-		if !bulk && s.announce(h.Key, active, iv) {
+		if !bulk && s.announce(h.Key, active, iv, m, false) { // ops hears every fleet change below
 			s.immediate(m)
 		}
 		s.ops(m) // the vendor sees every fleet change
@@ -258,7 +316,7 @@ func (s *Service) health(h store.HealthRecord) {
 	}
 	// Infrastructure: immediate with the critical repeat cooldown.
 	s.track(CatHealth, h.Key, phaseOf(h.Phase), m.Title, h.Since, h.At, false)
-	if s.announce(h.Key, active, secs(s.live.Get().PushCriticalCooldownSeconds)) {
+	if s.announce(h.Key, active, secs(s.live.Get().PushCriticalCooldownSeconds), m, true) {
 		s.immediate(m)
 		s.ops(m)
 	}
@@ -290,6 +348,29 @@ func (s *Service) Rename(oldUID, newUID string) {
 		if nk, ok := move(k); ok {
 			delete(s.st.Open, k)
 			s.st.Open[nk] = v || s.st.Open[nk]
+			changed = true
+		}
+	}
+	for k, v := range s.st.Flap {
+		if nk, ok := move(k); ok {
+			delete(s.st.Flap, k)
+			s.st.Flap[nk] = v || s.st.Flap[nk]
+			changed = true
+		}
+	}
+	for k, v := range s.st.Critical {
+		if nk, ok := move(k); ok {
+			delete(s.st.Critical, k)
+			s.st.Critical[nk] = v
+			changed = true
+		}
+	}
+	for k, h := range s.st.Held {
+		if nk, ok := move(k); ok {
+			delete(s.st.Held, k)
+			if _, taken := s.st.Held[nk]; !taken {
+				s.st.Held[nk] = h
+			}
 			changed = true
 		}
 	}

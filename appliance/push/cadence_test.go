@@ -2,9 +2,11 @@ package push
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
+	"beaconhub/appliance/config"
 	"beaconhub/appliance/push/ntfytest"
 
 	"beaconhub/store"
@@ -22,22 +24,53 @@ func TestSensorCooldownPerAssetAndQuietRecovery(t *testing.T) {
 	}
 	on("temperature 9 °C outside 2..8")
 	off()
-	r.advance(time.Hour)
-	on("humidity 90 % outside 20..80") // humidity does not bypass the asset's cooldown
-	off()
 	got := r.msgs("TST000-sensors")
 	if len(got) != 2 || got[0].Priority != 5 || got[1].Priority != 1 || got[1].Title != "Back in range" {
 		t.Fatalf("want alert + quiet recovery, got %+v", got)
 	}
-	r.advance(6 * time.Hour) // past server_push_sensors_cooldown_seconds (21600)
-	on("temperature 10 °C outside 2..8")
+	r.advance(time.Hour)
+	// Out again within the cooldown, humidity this time (one condition
+	// per asset): staff last heard it recovered, so they hear it again;
+	// its recovery waits for the cooldown's end.
+	on("humidity 90 % outside 20..80")
+	off()
+	got = r.msgs("TST000-sensors")
+	if len(got) != 3 || got[2].Priority != 5 || phases(t, got) != "active resolved active" {
+		t.Fatalf("want a second alert and no recovery yet, got %s", phases(t, got))
+	}
+	r.advance(5*time.Hour - time.Minute) // the cooldown (21600 s) from the first alert not yet over
 	if n := len(r.msgs("TST000-sensors")); n != 3 {
+		t.Fatalf("the held recovery went early: %d messages", n)
+	}
+	r.advance(2 * time.Minute)
+	got = r.msgs("TST000-sensors")
+	if len(got) != 4 || got[3].Priority != 1 || phases(t, got) != "active resolved active resolved" {
+		t.Fatalf("at the cooldown's end want the held recovery, got %s", phases(t, got))
+	}
+	on("temperature 10 °C outside 2..8")
+	if n := len(r.msgs("TST000-sensors")); n != 5 {
 		t.Fatalf("after cooldown want a new alert, have %d", n)
 	}
 }
 
+// phases lists the record phases of msgs in order.
+func phases(t *testing.T, msgs []ntfytest.Message) string {
+	t.Helper()
+	var out []string
+	for _, m := range msgs {
+		rec, err := ParseRecord(m.Message)
+		if err != nil {
+			t.Fatalf("%q: %v", m.Message, err)
+		}
+		out = append(out, rec.Phase)
+	}
+	return strings.Join(out, " ")
+}
+
 // TestBurstOfExcursions: 1,000 flapping excursions of 10 fridges in one
-// minute produce one alert and one quiet recovery per fridge.
+// minute produce, per fridge, an alert, a quiet recovery and a second
+// alert (it was heard recovered), and the recovery that ends the burst
+// once the cooldown has passed: the last message for each is true.
 func TestBurstOfExcursions(t *testing.T) {
 	r := newRig(t, false)
 	for i := 0; i < 1000; i++ {
@@ -50,11 +83,33 @@ func TestBurstOfExcursions(t *testing.T) {
 		r.svc.OnSensor(sensorRec("range", subj, phase, "temperature 9 °C outside 2..8", r.clk.Now()))
 	}
 	r.svc.Idle()
-	if n := len(r.msgs("TST000-sensors")); n > 20 {
-		t.Fatalf("burst produced %d messages, cadence allows 20", n)
+	if n := len(r.msgs("TST000-sensors")); n > 30 {
+		t.Fatalf("burst produced %d messages, cadence allows 30", n)
+	}
+	r.advance(6 * time.Hour)
+	last := map[string]string{}
+	got := r.msgs("TST000-sensors")
+	for _, m := range got {
+		rec, err := ParseRecord(m.Message)
+		if err != nil {
+			t.Fatal(err)
+		}
+		last[rec.Subject] = rec.Phase
+	}
+	if len(got) > 40 || len(last) != 10 {
+		t.Fatalf("%d messages about %d fridges", len(got), len(last))
+	}
+	for subj, ph := range last {
+		if ph != PhaseResolved {
+			t.Errorf("%s: staff last heard %s, it is back in range", subj, ph)
+		}
 	}
 }
 
+// TestCriticalCooldownPanicNotSeenAndHealth: five flaps a minute apart
+// cost an activation, a recovery and the activation after it (staff
+// heard it recovered); the last recovery waits for the critical
+// cooldown to end, and a later activation starts a new one.
 func TestCriticalCooldownPanicNotSeenAndHealth(t *testing.T) {
 	r := newRig(t, false)
 	for i := 0; i < 5; i++ {
@@ -64,17 +119,20 @@ func TestCriticalCooldownPanicNotSeenAndHealth(t *testing.T) {
 		r.svc.OnHealth(store.HealthRecord{Key: "mqtt_down", Phase: "resolved", At: r.clk.Now().UnixMilli()})
 		r.advance(time.Minute)
 	}
-	if n := len(r.msgs("TST000-notseen")); n != 2 {
-		t.Fatalf("panic not-seen: want activation + recovery, got %d", n)
+	if got := phases(t, r.msgs("TST000-notseen")); got != "active resolved active" {
+		t.Fatalf("panic not-seen: %s", got)
 	}
-	if n := len(r.msgs("TST000-health")); n != 2 {
-		t.Fatalf("mqtt_down: want activation + recovery, got %d", n)
+	if got := phases(t, r.msgs("TST000-health")); got != "active resolved active" {
+		t.Fatalf("mqtt_down: %s", got)
 	}
 	r.advance(6 * time.Hour)
+	if got := phases(t, r.msgs("TST000-notseen")); got != "active resolved active resolved" {
+		t.Fatalf("panic not-seen after the cooldown: %s", got)
+	}
 	r.svc.OnHealth(store.HealthRecord{Key: "mqtt_down", Phase: "active", At: r.clk.Now().UnixMilli(), Message: "MQTT down"})
 	r.svc.Idle()
-	if n := len(r.msgs("TST000-health")); n != 3 {
-		t.Fatalf("after the critical cooldown want a repeat, got %d", n)
+	if got := phases(t, r.msgs("TST000-health")); got != "active resolved active resolved active" {
+		t.Fatalf("after the critical cooldown want the held recovery and a new activation: %s", got)
 	}
 }
 
@@ -171,5 +229,39 @@ func TestStillActiveCriticalConditionRepeatsAfterCooldown(t *testing.T) {
 	got := r.msgs("TST000-health")
 	if len(got) != 2 || got[1].Title != "alertsys unreachable" || got[1].Priority != 4 {
 		t.Fatalf("%+v", got)
+	}
+}
+
+// A recovery held for a flapping condition survives a restart and goes
+// when the cooldown ends, to the ops topic too for infrastructure
+// health; an activation after the restart cancels it.
+func TestAHeldRecoveryOutlivesARestart(t *testing.T) {
+	r := newRigWith(t, false, func(c *config.Config) { c.PushOpsEnabled = true })
+	flap := func(key string) {
+		for _, ph := range []string{"active", "resolved", "active", "resolved"} {
+			r.svc.OnHealth(store.HealthRecord{Key: key, Phase: ph, At: r.clk.Now().UnixMilli(), Message: key})
+			r.advance(time.Minute)
+		}
+	}
+	flap("mqtt_down")
+	flap("alertsys_down")
+	r.restart()
+	r.svc.OnHealth(store.HealthRecord{Key: "alertsys_down", Phase: "active", At: r.clk.Now().UnixMilli(), Message: "alertsys_down"})
+	r.svc.Idle()
+	if got := phases(t, r.msgs("TST000-health")); got != "active resolved active active resolved active" {
+		t.Fatalf("before the cooldown's end: %s", got)
+	}
+	r.advance(6 * time.Hour)
+	// alertsys_down, active all along, is reminded of; mqtt_down's
+	// recovery goes.
+	got := r.msgs("TST000-health")
+	if phases(t, got) != "active resolved active active resolved active active resolved" {
+		t.Fatalf("after it: %s", phases(t, got))
+	}
+	if rec, _ := ParseRecord(got[len(got)-1].Message); rec.Subject != "mqtt_down" {
+		t.Fatalf("the held recovery is %s's", rec.Subject)
+	}
+	if ops := r.msgs("beaconhub-ops"); phases(t, ops) != "active resolved active active resolved active resolved" {
+		t.Fatalf("ops: %s", phases(t, ops))
 	}
 }

@@ -15,6 +15,15 @@ type state struct {
 	Active     map[string]map[string]Item `json:"active"`  // category -> subject -> item
 	Changes    map[string][]Item          `json:"changes"` // category -> since last bucket
 	LastBucket map[string]int64           `json:"last_bucket"`
+	// Flap marks a condition announced active again within the cooldown
+	// of its first announcement (announce); Held its recovery, waiting
+	// for that cooldown to end.
+	Flap map[string]bool         `json:"flap,omitempty"`
+	Held map[string]heldRecovery `json:"held,omitempty"`
+	// Critical marks active panic/watch not-seen keys, repeated on the
+	// critical cooldown: in memory only, a restart dropped them to the
+	// bulk sensor rule and their repeats stopped (a review).
+	Critical map[string]bool `json:"critical,omitempty"`
 	// LastDelivery is the last acknowledged outbox publish (ms).
 	LastDelivery int64 `json:"last_delivery"`
 	// LastEvent is the highest event id whose press was posted or queued
@@ -43,6 +52,15 @@ func loadState(db *store.DB) (*state, error) {
 	}
 	if st.LastBucket == nil {
 		st.LastBucket = map[string]int64{}
+	}
+	if st.Flap == nil {
+		st.Flap = map[string]bool{}
+	}
+	if st.Held == nil {
+		st.Held = map[string]heldRecovery{}
+	}
+	if st.Critical == nil {
+		st.Critical = map[string]bool{}
 	}
 	return st, nil
 }

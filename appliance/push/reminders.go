@@ -27,7 +27,8 @@ func (s *Service) armReminder() {
 // repeat interval passed: sensors after the sensors cooldown, panic/watch
 // not-seen and infrastructure health after the critical cooldown, and
 // individual-mode categories after their interval. Bulk categories repeat
-// through their digest instead.
+// through their digest instead. It also sends the recoveries held for a
+// flapping condition whose cooldown ended (announce).
 func (s *Service) remind() {
 	cfg := s.live.Get()
 	now := s.clk.Now().UnixMilli()
@@ -46,7 +47,7 @@ func (s *Service) remind() {
 				every = secs(cfg.PushSensorsCooldownSeconds)
 			case cat == CatHealth && !strings.HasPrefix(key, "fleet:"):
 				every, prio = secs(cfg.PushCriticalCooldownSeconds), PrioHigh
-			case cat == CatNotSeen && s.critical[key]:
+			case cat == CatNotSeen && s.st.Critical[key]:
 				every, tags = secs(cfg.PushCriticalCooldownSeconds), tagsButton
 			default:
 				bulk, iv := s.mode(cat)
@@ -72,11 +73,18 @@ func (s *Service) remind() {
 				Tags: tags, Priority: prio, Record: Record{Category: cat, Kind: KindCondition, Phase: PhaseActive, Intent: IntentAlert, Subject: key, Device: dev, At: now}})
 		}
 	}
+	held := s.dueRecoveriesLocked(now)
 	s.mu.Unlock()
 	for _, m := range due {
 		s.immediate(m)
 	}
-	if len(due) > 0 {
+	for _, h := range held {
+		s.immediate(h.Msg)
+		if h.Ops {
+			s.ops(h.Msg)
+		}
+	}
+	if len(due) > 0 || len(held) > 0 {
 		s.save()
 	}
 }

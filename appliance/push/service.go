@@ -89,9 +89,6 @@ type Service struct {
 	outDelay time.Duration
 	digTimer clock.Timer
 	remTimer clock.Timer
-	// critical marks panic/watch not-seen keys (repeat on the critical
-	// cooldown); rebuilt from transitions, so not persisted.
-	critical map[string]bool
 	stopped  bool
 	// handed is when the staff worker's running job was handed to it
 	// (do): what push received waited from then, behind other jobs'
@@ -108,7 +105,7 @@ func New(live *config.Live, clk clock.Clock, db *store.DB, pub *Publisher, log *
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	s := &Service{live: live, clk: clk, db: db, pub: pub, log: log, ctx: context.Background(), done: make(chan struct{}), critical: map[string]bool{},
+	s := &Service{live: live, clk: clk, db: db, pub: pub, log: log, ctx: context.Background(), done: make(chan struct{}),
 		staff: newWorker(), opsw: newWorker()}
 	st, err := loadState(db)
 	if err != nil {
