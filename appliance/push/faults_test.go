@@ -57,7 +57,7 @@ func TestRateLimitWithRetryAfter(t *testing.T) {
 // TestRetryAfterIsCapped: nothing is posted to a server in its 429
 // pause, so a Retry-After of an hour (seconds or a date) held every SOS
 // for that hour; the pause is MaxBackoff at most, and a date already
-// past or a zero is no pause beyond the retry delay.
+// past or a zero is MinBackoff.
 func TestRetryAfterIsCapped(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -74,8 +74,8 @@ func TestRetryAfterIsCapped(t *testing.T) {
 		}, 10 * time.Second},
 		{"a date past", func(s *ntfytest.Server, now time.Time) {
 			s.RetryAfterText = now.Add(-time.Hour).Format(http.TimeFormat)
-		}, 0},
-		{"zero", func(s *ntfytest.Server, _ time.Time) { s.RetryAfterText = "0" }, 0},
+		}, MinBackoff},
+		{"zero", func(s *ntfytest.Server, _ time.Time) { s.RetryAfterText = "0" }, MinBackoff},
 		{"garbage", func(s *ntfytest.Server, _ time.Time) { s.RetryAfterText = "soon" }, DefaultBackoff},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -85,9 +85,8 @@ func TestRetryAfterIsCapped(t *testing.T) {
 			if got := max(r.pub.BackoffUntil(r.ntfy.URL).Sub(r.clk.Now()), 0); got != tc.want {
 				t.Fatalf("backoff %v, want %v", got, tc.want)
 			}
-			// The retry delay is 2 s: the press goes at the later of
-			// that and the pause.
-			r.advance(max(tc.want, 2*time.Second))
+			// The retry comes when the pause ends.
+			r.advance(tc.want)
 			if m := r.msgs("TST000-sos"); len(m) != 1 {
 				t.Fatalf("SOS delivered %d times after %v", len(m), tc.want)
 			}
@@ -99,18 +98,31 @@ func TestRetryAfterIsCapped(t *testing.T) {
 // later of the pause and the doubling delay, which repeated 429s grew to
 // 2 min: a press held twice the pause the server asked for (a review).
 func TestRepeated429sHoldAPressNoLongerThanThePause(t *testing.T) {
-	r := newRig(t, false)
-	r.ntfy.Set(func(s *ntfytest.Server) { s.RateLimited, s.RetryAfter = 8, 3600 })
-	alarm(r, 1)
-	for r.ntfy.Attempts() < 8 {
-		r.advance(time.Second)
-	}
-	last := r.clk.Now()
-	for len(r.msgs("TST000-sos")) == 0 {
-		r.advance(time.Second)
-	}
-	if d := r.clk.Now().Sub(last); d > MaxBackoff {
-		t.Fatalf("delivered %v after the last 429", d)
+	// A pause of an hour (capped), and pauses of nothing: "0" and a date
+	// passed, which left the retry to the doubling delay, 2 minutes
+	// apart by the eighth 429 (a review).
+	for name, set := range map[string]func(*ntfytest.Server, time.Time){
+		"3600": func(s *ntfytest.Server, _ time.Time) { s.RetryAfter = 3600 },
+		"0":    func(s *ntfytest.Server, _ time.Time) { s.RetryAfterText = "0" },
+		"date past": func(s *ntfytest.Server, now time.Time) {
+			s.RetryAfterText = now.Add(-time.Hour).Format(http.TimeFormat)
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			r := newRig(t, false)
+			r.ntfy.Set(func(s *ntfytest.Server) { s.RateLimited = 8; set(s, r.clk.Now()) })
+			alarm(r, 1)
+			for r.ntfy.Attempts() < 8 {
+				r.advance(time.Second)
+			}
+			last := r.clk.Now()
+			for len(r.msgs("TST000-sos")) == 0 {
+				r.advance(time.Second)
+			}
+			if d := r.clk.Now().Sub(last); d > MaxBackoff {
+				t.Fatalf("delivered %v after the last 429", d)
+			}
+		})
 	}
 }
 

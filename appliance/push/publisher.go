@@ -154,7 +154,9 @@ func backoffKey(base string) string {
 
 // retryAfter is the pause a 429's Retry-After asks for (seconds or an
 // HTTP date, RFC 9110 10.2.3), DefaultBackoff when it says neither, and
-// never more than MaxBackoff.
+// never more than MaxBackoff nor less than MinBackoff: a pause of 0 ("0",
+// a date passed) left the retry to the doubling delay, and repeated 429s
+// held an SOS 2 minutes apart (a review).
 func retryAfter(h string, now time.Time) time.Duration {
 	h = strings.TrimSpace(h)
 	d := DefaultBackoff
@@ -163,8 +165,11 @@ func retryAfter(h string, now time.Time) time.Duration {
 	} else if t, err := http.ParseTime(h); err == nil {
 		d = max(t.Sub(now), 0)
 	}
-	return min(d, MaxBackoff)
+	return min(max(d, MinBackoff), MaxBackoff)
 }
+
+// MinBackoff is the least pause after a 429.
+const MinBackoff = time.Second
 
 // Resume ends base's 429 pause: the server has just accepted a post
 // (the dashboard's recheck), so what waits for it may go.
