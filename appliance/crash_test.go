@@ -6,11 +6,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"beaconhub/appliance/push"
+	"beaconhub/appliance/push/ntfytest"
 	"beaconhub/broker/brokertest"
 	"beaconhub/store"
 
@@ -173,5 +176,108 @@ func TestKill9KeepsEveryAcknowledgedReading(t *testing.T) {
 	t.Logf("acknowledged %d, stored %d, acknowledged but missing %d", len(acked), len(stored), missing)
 	if missing > 0 {
 		t.Fatalf("%d acknowledged readings lost after kill -9", missing)
+	}
+}
+
+// Twenty fridges go out of range in one QoS 1 message. The PUBACK means
+// their range conditions are committed. The push server is slow (0.5 s
+// an answer, so the alerts wait on the push worker), and the appliance
+// is killed (SIGKILL: power cut, OOM) a moment after the first alert
+// went out. After the restart every fridge is announced: push hears
+// transitions live only, and those the dead process had not posted are
+// found at the start in the store's active conditions (push.reconcile).
+// Before, 18 of the 20 were never announced (a review): no transition
+// happens again while the fridges stay warm.
+func TestACrashAfterTheAckLosesNoSensorAlert(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binary")
+	}
+	const fridges = 20
+	bin := beaconhubBinary(t)
+	fake := ntfytest.New()
+	t.Cleanup(fake.Close)
+	fake.Set(func(s *ntfytest.Server) { s.Delay = 500 * time.Millisecond })
+	home := t.TempDir()
+	httpPort, mqttPort := brokertest.FreePort(t), brokertest.FreePort(t)
+	cfg, _ := json.Marshal(map[string]any{"server_features": []string{"service"},
+		"server_mqtt_listen":      fmt.Sprintf("127.0.0.1:%d", mqttPort),
+		"server_push_server_url":  fake.URL,
+		"server_push_ops_enabled": false})
+	_ = os.MkdirAll(filepath.Join(home, "config"), 0o750)
+	if err := os.WriteFile(filepath.Join(home, "config", "main.config.json"), cfg, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	db, err := store.Open(filepath.Join(home, "db", "service.db"), store.OpenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var reports []string
+	for i := 0; i < fridges; i++ {
+		mac := fmt.Sprintf("C300000010%02X", i)
+		if err := db.CreateBeacon(&store.Beacon{AssetUID: fmt.Sprintf("SEN-ZZ-%d", i), MAC: mac, Name: fmt.Sprintf("Fridge %d", i),
+			Type: "sensor", Active: true, TemperatureRange: &store.Range{Min: 2, Max: 8}}); err != nil {
+			t.Fatal(err)
+		}
+		reports = append(reports, fmt.Sprintf(`{"mac":"%s","rssi":-70,"temperature":12.5}`, mac))
+	}
+	if err := db.CreateGateway(&store.Gateway{AssetUID: "GW-ZZ-1", MAC: "AC233FA0B1C2", Name: "Kitchen"}); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+
+	srv := startServer(t, bin, home, httpPort, mqttPort)
+	addr := fmt.Sprintf("127.0.0.1:%d", mqttPort)
+	brokertest.Pub(t, addr, "service", "service", "-q", "1", "-i", "AC233FA0B1C2", "-t", "gw/AC233FA0B1C2/adv1",
+		"-m", `{"reports":[`+strings.Join(reports, ",")+`]}`)
+	// PUBACK received: the conditions are durable. Kill once the first
+	// alert reached the push server (the rest wait behind it).
+	sensorsTopic := "TST000-sensors"
+	alerted := func() map[string]bool {
+		got := map[string]bool{}
+		for _, m := range fake.Messages() {
+			if rec, err := push.ParseRecord(m.Message); err == nil && m.Topic == sensorsTopic && rec.Phase == push.PhaseActive {
+				got[rec.Subject] = true
+			}
+		}
+		return got
+	}
+	eventually(t, "the first sensor alert", func() bool { return len(alerted()) >= 1 })
+	_ = srv.cmd.Process.Signal(syscall.SIGKILL)
+	<-srv.done
+	before := len(alerted())
+
+	fake.Set(func(s *ntfytest.Server) { s.Delay = 0 })
+	srv = startServer(t, bin, home, httpPort, mqttPort)
+	// Give the restarted appliance a generous, bounded time: it has
+	// nothing slow to do (the push server answers at once now).
+	deadline := time.Now().Add(20 * time.Second)
+	for len(alerted()) < fridges && time.Now().Before(deadline) {
+		time.Sleep(100 * time.Millisecond) // polling, bounded by the deadline
+	}
+	got := alerted()
+	_ = srv.cmd.Process.Signal(syscall.SIGTERM)
+	<-srv.done
+	db, err = store.Open(filepath.Join(home, "db", "service.db"), store.OpenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	active, _ := db.ActiveSensorConditions()
+	nActive := 0
+	for _, c := range active {
+		if c.Kind == "range" {
+			nActive++
+		}
+	}
+	t.Logf("alerted before the kill: %d; after restart: %d of %d; range conditions active in the store: %d", before, len(got), fridges, nActive)
+	if len(got) < fridges {
+		var missing []string
+		for i := 0; i < fridges; i++ {
+			if k := fmt.Sprintf("range:SEN-ZZ-%d", i); !got[k] {
+				missing = append(missing, k)
+			}
+		}
+		t.Fatalf("%d fridges out of range (conditions active in the store: %d) were never announced after a crash: %v",
+			len(missing), nActive, missing)
 	}
 }

@@ -105,6 +105,88 @@ func (s *Service) replayEvents() {
 	}
 }
 
+// sensorCats are the categories whose Active set is keyed by sensor
+// condition keys (store.SensorCondition.Key).
+var sensorCats = []string{CatSensors, CatNotSeen, CatBatteries, CatCalibration}
+
+// reconcile brings the cadence state in line with the conditions the
+// store holds, at start: push hears transitions live only, so those a
+// crash kept from it (committed, not yet handled) were never announced,
+// nor their recoveries, nor reminded of: a review killed the process
+// with 20 fridges out of range committed and 18 were never announced.
+// A condition active in the store and unknown here is handled as an
+// activation; one active here and not in the store as a recovery. The
+// cadence rules apply as to any transition (a condition already
+// announced is not announced again).
+func (s *Service) reconcile() {
+	conds, err := s.db.ActiveSensorConditions()
+	if err != nil {
+		s.log.Error("push: active sensor conditions for the start", "err", err)
+		return
+	}
+	health, err := s.db.ActiveHealth()
+	if err != nil {
+		s.log.Error("push: active health conditions for the start", "err", err)
+		return
+	}
+	now := s.clk.Now().UnixMilli()
+	inStore := make(map[string]bool, len(conds)+len(health))
+	s.mu.Lock()
+	known := func(cat, key string) bool { _, ok := s.st.Active[cat][key]; return ok }
+	var raise []store.SensorConditionRecord
+	for _, c := range conds {
+		inStore[c.Key] = true
+		if !known(catOf(c.Kind), c.Key) {
+			raise = append(raise, store.SensorConditionRecord{Key: c.Key, Kind: c.Kind, Subject: c.Subject, Phase: store.HealthActive, At: c.At, Since: c.Since, Message: c.Message})
+		}
+	}
+	var raiseH []store.HealthRecord
+	for _, h := range health {
+		inStore[h.Key] = true
+		if !known(CatHealth, h.Key) {
+			raiseH = append(raiseH, store.HealthRecord{Key: h.Key, Phase: store.HealthActive, At: h.UpdatedAt, Since: h.Since, Message: h.Message})
+		}
+	}
+	var clear []store.SensorConditionRecord
+	for _, cat := range sensorCats {
+		for key, it := range s.st.Active[cat] {
+			if kind, subject, ok := strings.Cut(key, ":"); ok && !inStore[key] {
+				clear = append(clear, store.SensorConditionRecord{Key: key, Kind: kind, Subject: subject, Phase: store.HealthResolved, At: now, Since: it.Since})
+			}
+		}
+	}
+	var clearH []store.HealthRecord
+	for key, it := range s.st.Active[CatHealth] {
+		if !inStore[key] {
+			clearH = append(clearH, store.HealthRecord{Key: key, Phase: store.HealthResolved, At: now, Since: it.Since})
+		}
+	}
+	s.mu.Unlock()
+	slices.SortFunc(clear, func(a, b store.SensorConditionRecord) int { return cmp.Compare(a.Key, b.Key) })
+	slices.SortFunc(clearH, func(a, b store.HealthRecord) int { return cmp.Compare(a.Key, b.Key) })
+	for _, r := range append(raise, clear...) {
+		s.log.Warn("push: a condition transition the previous run had not handled", "key", r.Key, "phase", r.Phase)
+		s.sensor(r)
+	}
+	for _, h := range append(raiseH, clearH...) {
+		s.log.Warn("push: a health transition the previous run had not handled", "key", h.Key, "phase", h.Phase)
+		s.health(h)
+	}
+}
+
+// catOf is the category a sensor condition kind is tracked under.
+func catOf(kind string) string {
+	switch kind {
+	case condRange:
+		return CatSensors
+	case condBattery:
+		return CatBatteries
+	case condCalibration:
+		return CatCalibration
+	}
+	return CatNotSeen
+}
+
 func (s *Service) identify(subject string) Device {
 	if s.Identify != nil {
 		if d := s.Identify(subject); d != (Device{}) {

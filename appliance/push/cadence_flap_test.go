@@ -80,7 +80,7 @@ func TestPanicNotSeenRepeatSurvivesRestart(t *testing.T) {
 		}
 		t.Run(name, func(t *testing.T) {
 			r := newRig(t, false)
-			r.svc.OnSensor(sensorRec("notseen", "P1", "active", "Not seen for more than 30 minutes", r.clk.Now()))
+			r.sensor(sensorRec("notseen", "P1", "active", "Not seen for more than 30 minutes", r.clk.Now()))
 			r.svc.Idle()
 			if n := len(r.msgs("TST000-notseen")); n != 1 {
 				t.Fatalf("panic not-seen: want 1 immediate, got %d", n)

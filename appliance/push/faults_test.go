@@ -271,7 +271,7 @@ func TestOpsServerFailuresDoNotHoldStaffAlerts(t *testing.T) {
 			s.Tokens = map[string]bool{"tk_publish": true}
 		})
 		r := newRigWith(t, true, func(c *config.Config) { c.PushOpsServerURL = ops.URL })
-		r.svc.OnHealth(store.HealthRecord{Key: "fleet:gw-1", Phase: "active", At: r.clk.Now().UnixMilli(), Since: r.clk.Now().UnixMilli(), Message: "gateway offline"})
+		r.health(store.HealthRecord{Key: "fleet:gw-1", Phase: "active", At: r.clk.Now().UnixMilli(), Since: r.clk.Now().UnixMilli(), Message: "gateway offline"})
 		r.svc.staff.idle()
 		r.svc.OnEvent(store.Event{ID: 1, Status: "alert", BeaconType: "panic", CreatedAt: r.clk.Now().UnixMilli()})
 		r.svc.staff.idle()
@@ -433,7 +433,7 @@ func TestLateDeliveryIsMarked(t *testing.T) {
 	}
 	// A reading stamped by a gateway whose clock is 4 minutes behind is
 	// not late: push did not hold it.
-	r.svc.OnSensor(sensorRec("range", "F1", "active", "temperature 9.1 °C", r.clk.Now().Add(-4*time.Minute)))
+	r.sensor(sensorRec("range", "F1", "active", "temperature 9.1 °C", r.clk.Now().Add(-4*time.Minute)))
 	r.svc.Idle()
 	if m := r.msgs("TST000-sensors"); len(m) != 1 || strings.Contains(m[0].Message, "Delivered late") {
 		t.Fatalf("a fresh reading from a skewed gateway: %+v", m)
@@ -442,7 +442,7 @@ func TestLateDeliveryIsMarked(t *testing.T) {
 	pressed := r.clk.Now()
 	r.ntfy.Set(func(s *ntfytest.Server) { s.FailN = 1 << 30 })
 	alarm(r, 2)
-	r.svc.OnHealth(store.HealthRecord{Key: "mqtt_down", Phase: "active", At: pressed.UnixMilli(), Since: pressed.UnixMilli(), Message: "MQTT down"})
+	r.health(store.HealthRecord{Key: "mqtt_down", Phase: "active", At: pressed.UnixMilli(), Since: pressed.UnixMilli(), Message: "MQTT down"})
 	r.svc.Idle()
 	r.advance(time.Hour)
 	r.restart() // the queue, with each alert's time, is persisted
@@ -600,7 +600,7 @@ func TestQueuedOpsCopiesTakeTheTopicInForce(t *testing.T) {
 		s.FailStatus, s.FailN = 503, 1<<30
 	})
 	r := newRigWith(t, true, func(c *config.Config) { c.PushOpsServerURL = ops.URL })
-	r.svc.OnHealth(store.HealthRecord{Key: "fleet:gw-1", Phase: "active", At: r.clk.Now().UnixMilli(), Since: r.clk.Now().UnixMilli(), Message: "gateway offline"})
+	r.health(store.HealthRecord{Key: "fleet:gw-1", Phase: "active", At: r.clk.Now().UnixMilli(), Since: r.clk.Now().UnixMilli(), Message: "gateway offline"})
 	r.svc.Idle()
 	if r.svc.RetryQueued() != 1 {
 		t.Fatalf("ops copies queued: %d, want 1", r.svc.RetryQueued())

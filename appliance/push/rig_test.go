@@ -12,6 +12,8 @@ import (
 	"beaconhub/appliance/push/ntfytest"
 	"beaconhub/appliance/status"
 	"beaconhub/store"
+
+	bolt "go.etcd.io/bbolt"
 )
 
 var t0 = time.Date(2026, 3, 28, 10, 0, 0, 0, time.UTC)
@@ -121,4 +123,23 @@ func (r *rig) msgs(topic string) []ntfytest.Message {
 
 func sensorRec(kind, subject, phase, msg string, at time.Time) store.SensorConditionRecord {
 	return store.SensorConditionRecord{Key: kind + ":" + subject, Kind: kind, Subject: subject, Phase: phase, At: at.UnixMilli(), Since: at.UnixMilli(), Message: msg}
+}
+
+// sensor hands push a sensor condition transition the way the appliance
+// does: committed to the store (which a start reconciles with) and heard.
+func (r *rig) sensor(rec store.SensorConditionRecord) {
+	r.t.Helper()
+	if err := r.db.Update(func(tx *bolt.Tx) error { return store.ApplySensorConditions(tx, []store.SensorConditionRecord{rec}) }); err != nil {
+		r.t.Fatal(err)
+	}
+	r.svc.OnSensor(rec)
+}
+
+// health does the same for a health transition.
+func (r *rig) health(rec store.HealthRecord) {
+	r.t.Helper()
+	if _, err := r.db.ApplyHealth([]store.HealthRecord{rec}); err != nil {
+		r.t.Fatal(err)
+	}
+	r.svc.OnHealth(rec)
 }

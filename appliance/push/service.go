@@ -154,6 +154,7 @@ func (s *Service) Start(ctx context.Context) {
 	s.do(s.flushOutbox)
 	s.do(func() { s.runRetry(laneStaff) }) // alerts a previous run could not deliver
 	s.replayEvents()                       // and presses it never got to
+	s.do(s.reconcile)                      // and condition transitions
 	s.opsw.do(func() { s.runRetry(laneOps) })
 	s.do(s.armDigest)
 	s.armReminder()
