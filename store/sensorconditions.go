@@ -24,6 +24,11 @@ var (
 	bSensorIntervals   = []byte("sensor_intervals")    // asset_uid -> update interval (s, uint32)
 )
 
+// ConditionUnmonitored is the message of a sensor condition resolved
+// because its device was deleted or retired: no reading can resolve it
+// any more.
+const ConditionUnmonitored = "No longer monitored (deleted or retired)"
+
 // SensorCondition is a currently active sensor condition.
 type SensorCondition struct {
 	Key     string `json:"key"`

@@ -20,8 +20,17 @@ func SensorAlert(r store.SensorConditionRecord, d Device) Message {
 // SensorRecovery is the quiet state update when a reading is back in
 // range: minimum priority, so phones do not ring.
 func SensorRecovery(r store.SensorConditionRecord, d Device) Message {
-	return Message{Category: CatSensors, Title: "Back in range", Body: "Device: " + d.String(),
+	return Message{Category: CatSensors, Title: resolvedTitle(r, "Back in range"), Body: "Device: " + d.String(),
 		Tags: tagsSensor, Priority: PrioMin, Record: condRecord(CatSensors, r, d, IntentState)}
+}
+
+// resolvedTitle is a recovery's title: usual, or the reason when the
+// device was deleted or retired (it is not back in range, nor seen).
+func resolvedTitle(r store.SensorConditionRecord, usual string) string {
+	if r.Message == store.ConditionUnmonitored {
+		return r.Message
+	}
+	return usual
 }
 
 // ButtonPress maps a committed press event: panic -> sos, watch ->
@@ -62,7 +71,7 @@ func BatteryAlert(r store.SensorConditionRecord, d Device) Message {
 		title = fmt.Sprintf("Low battery %.2f V", float64(mv)/1000)
 	}
 	if r.Phase == store.HealthResolved {
-		title = "Battery ok"
+		title = resolvedTitle(r, "Battery ok")
 	}
 	return Message{Category: CatBatteries, Title: title, Body: "Device: " + d.String(),
 		Tags: tagsBattery, Priority: PrioUrgent, Record: condRecord(CatBatteries, r, d, IntentAlert)}
@@ -77,7 +86,7 @@ func NotSeenAlert(r store.SensorConditionRecord, d Device) Message {
 	}
 	title := r.Message
 	if r.Phase == store.HealthResolved {
-		title = "Seen again"
+		title = resolvedTitle(r, "Seen again")
 	}
 	return Message{Category: CatNotSeen, Title: title, Body: "Device: " + d.String(),
 		Tags: tags, Priority: PrioUrgent, Record: condRecord(CatNotSeen, r, d, IntentAlert)}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"beaconhub/appliance/assets"
 	"beaconhub/store"
 )
 
@@ -115,7 +116,34 @@ func (m *Monitor) CheckNotSeen() error {
 		}
 		sh.Unlock()
 	})
+	m.resolveUnmonitored(bs, now, cw)
 	return cw.wait()
+}
+
+// resolveUnmonitored resolves the reading-path conditions (range,
+// not-seen, battery) of assets the snapshot no longer has: deleted or
+// retired, no reading can resolve them, and push reminded staff of a
+// deleted fridge every cooldown for good (a review). Their state goes
+// too.
+func (m *Monitor) resolveUnmonitored(bs *assets.UIDMap[beaconInfo], now int64, cw *checkWrites) {
+	for _, c := range m.Conds.Active() {
+		bit := kindBit(c.Kind)
+		if bit == 0 || bs.Get(assets.UIDHash(c.Subject), c.Subject) != nil {
+			continue
+		}
+		sh := m.state.OfUID(c.Subject)
+		sh.Lock()
+		if s := sh.V.Get(assets.UIDHash(c.Subject), c.Subject); s != nil {
+			m.mark(s, c.Subject, bit, false)
+			if s.active == 0 {
+				sh.V.Delete(assets.UIDHash(c.Subject), c.Subject)
+			}
+		}
+		if r, ok := m.Conds.decide(c.Kind, c.Subject, false, store.ConditionUnmonitored, now); ok {
+			cw.hand([]store.SensorConditionRecord{r})
+		}
+		sh.Unlock()
+	}
 }
 
 // checkNotSeen decides not-seen for one beacon; call with its shard lock.

@@ -15,7 +15,7 @@ import (
 )
 
 type condRig struct {
-	t     *testing.T
+	t     testing.TB
 	db    *store.DB
 	clk   *clock.Fake
 	m     *Monitor
@@ -30,7 +30,7 @@ type condRig struct {
 // assetsWithLocation builds the asset service over db with one location
 // (Hospital, H1) and returns it with a function that creates a beacon
 // there from JSON-shaped fields, as the API takes them.
-func assetsWithLocation(t *testing.T, db *store.DB, clk clock.Clock) (*assets.Service, func(fields map[string]any) assets.BeaconView) {
+func assetsWithLocation(t testing.TB, db *store.DB, clk clock.Clock) (*assets.Service, func(fields map[string]any) assets.BeaconView) {
 	t.Helper()
 	svc, err := assets.NewService(assets.Options{DB: db, Clock: clk})
 	if err != nil {
@@ -58,7 +58,7 @@ func assetsWithLocation(t *testing.T, db *store.DB, clk clock.Clock) (*assets.Se
 	}
 }
 
-func newCondRig(t *testing.T) *condRig {
+func newCondRig(t testing.TB) *condRig {
 	r := &condRig{t: t, db: openDB(t), clk: clock.NewFake(time.Date(2026, 5, 1, 8, 0, 0, 0, time.UTC)),
 		uids: map[string]string{}, types: map[string]string{}}
 	_, create := assetsWithLocation(t, r.db, r.clk)

@@ -51,6 +51,11 @@ type assetState struct {
 	humOut, tempOut bool
 	seen            int64
 	interval        uint32 // sData update interval (s), 0 unknown
+	// rangeAt and battAt are the times (report ts) of the newest reading
+	// judged for range and for battery: an older one arriving later (a
+	// gateway whose uplink was slow) is not judged, or it flipped the
+	// condition against the newer reading (a review).
+	rangeAt, battAt int64
 	// active mirrors which of the ingest-path conditions (not seen, range,
 	// battery) are active in Conds, so the common case — a report that
 	// changes nothing — costs no lock, key string or map lookup there.
@@ -337,21 +342,23 @@ func (m *Monitor) Observe(b *ingest.Batch, w *ingest.Writes) {
 		add(m.set(st, CondNotSeen, uid, false, seenAgain, b.Received))
 		switch b.Kind {
 		case ingest.KindAdv1, ingest.KindSData:
-			info, _ := m.beacon(o.Asset)
-			msg := ""
-			if o.Has&ingest.HasHumidity != 0 {
-				v := round2(o.Humidity)
-				if st.humOut = outside(info.hum, v); st.humOut {
-					msg = fmt.Sprintf("humidity %.2f %% outside %g..%g", v, info.hum.Min, info.hum.Max)
+			// A reading older than the one judged last is not judged.
+			if o.Has&(ingest.HasHumidity|ingest.HasTemperature) != 0 && o.TS >= st.rangeAt {
+				st.rangeAt = o.TS
+				info, _ := m.beacon(o.Asset)
+				msg := ""
+				if o.Has&ingest.HasHumidity != 0 {
+					v := round2(o.Humidity)
+					if st.humOut = outside(info.hum, v); st.humOut {
+						msg = fmt.Sprintf("humidity %.2f %% outside %g..%g", v, info.hum.Min, info.hum.Max)
+					}
 				}
-			}
-			if o.Has&ingest.HasTemperature != 0 {
-				v := round2(o.Temperature)
-				if st.tempOut = outside(info.temp, v); st.tempOut {
-					msg = fmt.Sprintf("temperature %.2f °C outside %g..%g", v, info.temp.Min, info.temp.Max)
+				if o.Has&ingest.HasTemperature != 0 {
+					v := round2(o.Temperature)
+					if st.tempOut = outside(info.temp, v); st.tempOut {
+						msg = fmt.Sprintf("temperature %.2f °C outside %g..%g", v, info.temp.Min, info.temp.Max)
+					}
 				}
-			}
-			if o.Has&(ingest.HasHumidity|ingest.HasTemperature) != 0 {
 				switch {
 				case msg == "" && (st.humOut || st.tempOut):
 					msg = "still out of range"
@@ -366,7 +373,8 @@ func (m *Monitor) Observe(b *ingest.Batch, w *ingest.Writes) {
 				w.AddOp(func(tx *bolt.Tx) error { return store.PutSensorInterval(tx, uid, iv) }, false)
 			}
 		case ingest.KindAdv8:
-			if o.Has&ingest.HasVBatt != 0 {
+			if o.Has&ingest.HasVBatt != 0 && o.TS >= st.battAt {
+				st.battAt = o.TS
 				low := o.VBatt < LowBatteryMV
 				mv := o.VBatt
 				add(m.set(st, CondBattery, uid, low, func() string { return fmt.Sprintf("battery %d mV", mv) }, o.TS))
