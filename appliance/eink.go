@@ -3,6 +3,7 @@ package appliance
 import (
 	"context"
 
+	"beaconhub/appliance/config"
 	"beaconhub/appliance/eink"
 	"beaconhub/store"
 )
@@ -17,11 +18,16 @@ func (a *App) buildEink() {
 		w = store.NewWriter(a.db, store.WriterOptions{Logger: a.log})
 		a.onStop(func(context.Context) error { return w.Close() })
 	}
-	o := eink.Options{DB: a.db, Writer: w, Clock: a.clock, Logger: a.log}
+	// The neutral screen names the product as the UI does (a branded
+	// build showed "BeaconHub": a review).
+	o := eink.Options{DB: a.db, Writer: w, Clock: a.clock, Logger: a.log, ProductName: config.ActiveBrand().Product}
 	if a.recorder != nil {
 		o.Readings = a.recorder // only when it exists: no typed nil in the interface
 	}
 	a.eink = eink.New(o)
+	if a.pipeline != nil {
+		a.renameAlso(a.eink) // a layout's sensor follows a remint at once
+	}
 }
 
 // EInk returns the e-ink service (nil without a database).

@@ -33,8 +33,13 @@ type Device struct {
 	// it does not lapse.
 	CalibrationIntervalDays int    `json:"calibration_interval_days,omitempty"`
 	AssignmentID            uint64 `json:"assignment_id,omitempty"` // the open assignment, 0 = none
-	CreatedAt               int64  `json:"created_at"`
-	UpdatedAt               int64  `json:"updated_at"`
+	// EInkVersion is the version an e-ink device was last served on the
+	// row it left (deleted, replaced): a row it joins later starts past
+	// it, so its first screen there is drawn. Starting at 1, a device
+	// that had last drawn 1 kept its old screen (a review).
+	EInkVersion int   `json:"eink_version,omitempty"`
+	CreatedAt   int64 `json:"created_at"`
+	UpdatedAt   int64 `json:"updated_at"`
 }
 
 // Errors of device attachment; the registry service turns them into

@@ -22,6 +22,9 @@ func (s *Service) Delete(id uint64) error {
 			if err := t.Detach(d.MAC, t.Now, "deleted", store.DeviceAvailable); err != nil && !errors.Is(err, store.ErrNotFound) {
 				return err
 			}
+			if err := s.keepVersion(t, d.ID, d.MAC); err != nil {
+				return err
+			}
 		}
 		if err := t.ReleaseUID(d.AssetUID); err != nil {
 			return err
@@ -34,6 +37,28 @@ func (s *Service) Delete(id uint64) error {
 		delete(s.polls, id)
 		return nil
 	})
+}
+
+// keepVersion records on device mac the version display id last served
+// it (the poll state in memory is newer than the store's until the
+// writer commits it), with s.mu held (adminWrite).
+func (s *Service) keepVersion(t *store.AssetTx, id uint64, mac string) error {
+	v := 0
+	if st := s.polls[id]; st != nil {
+		st.mu.Lock()
+		v = st.p.Version
+		st.mu.Unlock()
+	} else if p, err := t.EInkPollState(id); err == nil {
+		v = p.Version
+	}
+	dev, err := t.Device(mac)
+	if errors.Is(err, store.ErrNotFound) || v == 0 {
+		return nil
+	} else if err != nil {
+		return err
+	}
+	dev.EInkVersion = v
+	return t.PutDevice(dev)
 }
 
 // ReplaceDevice attaches another physical display to the same asset: the
@@ -62,6 +87,9 @@ func (s *Service) ReplaceDevice(id uint64, rawMAC string) (DisplayView, error) {
 		old := d.MAC
 		if old != "" {
 			if err := t.Detach(old, t.Now, "replaced", store.DeviceAvailable); err != nil && !errors.Is(err, store.ErrNotFound) {
+				return err
+			}
+			if err := s.keepVersion(t, d.ID, old); err != nil {
 				return err
 			}
 		}

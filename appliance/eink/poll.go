@@ -231,6 +231,13 @@ func (s *Service) register(mac string, now time.Time) (bool, error) {
 		if err := t.PutEInk(d, ""); err != nil {
 			return err
 		}
+		// A device back after its row was deleted starts past the version
+		// it last drew there (store.Device.EInkVersion).
+		if dev, err := t.Device(mac); err == nil && dev.EInkVersion > 0 {
+			if err := t.PutEInkPollState(d.ID, &store.EInkPoll{Version: dev.EInkVersion}); err != nil {
+				return err
+			}
+		}
 		ref := store.AssetRef{Kind: store.KindEInk, ID: d.ID}
 		if err := t.ClaimUID(d.AssetUID, ref); err != nil {
 			return err

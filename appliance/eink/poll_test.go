@@ -259,3 +259,40 @@ func TestSensorRemintFollowedAtPoll(t *testing.T) {
 		t.Errorf("stored layout rewritten by a poll: %s", d.Layout)
 	}
 }
+
+// The display redraws only when its version changes. A device whose row
+// is deleted, or replaced by another device, and that keeps polling gets
+// a fresh row: it starts past the version the device last drew, which
+// its device record keeps. Starting at 1, a device that had last drawn
+// version 1 (every 99th change) kept its old screen, a patient's name
+// on a door, under a pending display (a review).
+func TestADisplayBackOnANewRowStartsPastItsVersion(t *testing.T) {
+	r := newRig(t)
+	uid := r.sensor("112233445566", "SEN-K1-1")
+	id := r.approve(mac1, `{"objects":[{"t":0,"x":1,"y":2,"s":"Room 12 - patient A"},{"t":"sensor","sensor_uid":"SEN-K1-1","metric":2,"decimals":1}]}`)
+	r.poll(mac1)
+	st := r.svc.polls[id]
+	st.mu.Lock()
+	st.p.Version = 99
+	st.mu.Unlock()
+	r.rd.set(uid, 2, 1)
+	last := r.poll(mac1) // 99 -> 1: what the device shows now, not yet committed
+	if last.Version != 1 {
+		t.Fatalf("setup: version = %d", last.Version)
+	}
+	if err := r.svc.Delete(id); err != nil {
+		t.Fatal(err)
+	}
+	if next := r.poll(mac1); next.Version == last.Version {
+		t.Fatalf("back after a delete: version %d, the one it drew last", next.Version)
+	}
+	// Replaced away: the old device polls on and gets a row of its own.
+	id = r.idOf(mac1)
+	drawn := r.poll(mac1).Version
+	if _, err := r.svc.ReplaceDevice(id, "A0B1C2D3E4F9"); err != nil {
+		t.Fatal(err)
+	}
+	if next := r.poll(mac1); next.Version == drawn {
+		t.Fatalf("back after a replace: version %d, the one it drew last", next.Version)
+	}
+}

@@ -112,6 +112,17 @@ func (s *Service) adminWrite(fn func(t *store.AssetTx) error) error {
 	return err
 }
 
+// Rename (an assets.Renamer, told after a remint or merge moved the
+// sensor readings) drops the poll cache: a cached layout names a sensor
+// by its old uid, and a display polling more often than cacheTTL drew
+// "--" until the entry expired, then the value again, two full e-ink
+// refreshes (a review). The next poll re-resolves through the aliases.
+func (s *Service) Rename(_, _ string) {
+	s.mu.Lock()
+	clear(s.byMAC)
+	s.mu.Unlock()
+}
+
 // ResolveID accepts a display's numeric id or its asset_uid (also a
 // former uid, which follows the remint).
 func (s *Service) ResolveID(raw string) (uint64, error) {
