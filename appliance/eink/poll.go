@@ -92,7 +92,8 @@ func (s *Service) Poll(dst []byte, req PollRequest) ([]byte, error) {
 	dst, sum := render(dst, &sc, rd)
 
 	st.mu.Lock()
-	if sum != st.hash || st.p.Version == 0 {
+	bumped := sum != st.hash || st.p.Version == 0
+	if bumped {
 		st.p.Version = st.p.Version%99 + 1
 		st.hash, st.p.RenderedHash = sum, strconv.FormatUint(sum, 16)
 	}
@@ -115,7 +116,19 @@ func (s *Service) Poll(dst []byte, req PollRequest) ([]byte, error) {
 	queue := !st.queued
 	st.queued = true
 	st.mu.Unlock()
-	if queue {
+	switch {
+	case bumped:
+		// A new version is committed before it is served: written after
+		// the reply, a crash in between handed the same number out again
+		// after the restart, for other content, and the device kept its
+		// stale screen (a review). Content changes are rare; a poll that
+		// draws one waits for a group commit.
+		done := make(chan error, 1)
+		s.w.Do(st.flush, func(err error) { done <- err })
+		if err := <-done; err != nil {
+			s.log.Warn("eink: storing a display's new version", "mac", req.MAC, "err", err)
+		}
+	case queue:
 		s.w.Do(st.flush, nil)
 	}
 	return finish(dst, version), nil

@@ -296,3 +296,28 @@ func TestADisplayBackOnANewRowStartsPastItsVersion(t *testing.T) {
 		t.Fatalf("back after a replace: version %d, the one it drew last", next.Version)
 	}
 }
+
+// A new version is durable before it is served: written after the
+// reply, a crash before the commit (one group commit's window) handed
+// the same number out again after the restart, for other content, and
+// the device kept its stale screen (a review).
+func TestANewVersionIsStoredBeforeItIsServed(t *testing.T) {
+	r := newRig(t)
+	uid := r.sensor("112233445566", "SEN-K1-1")
+	id := r.approve(mac1, `{"objects":[{"t":"sensor","sensor_uid":"SEN-K1-1","metric":2,"decimals":1}]}`)
+	for i := range 20 {
+		r.rd.set(uid, 2, float64(i))
+		served := r.poll(mac1).Version
+		var stored store.EInkPoll
+		if err := r.db.ViewAssets(func(t *store.AssetTx) error {
+			var err error
+			stored, err = t.EInkPollState(id)
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if stored.Version != served {
+			t.Fatalf("change %d: version %d served, %d stored", i, served, stored.Version)
+		}
+	}
+}
