@@ -64,8 +64,12 @@ type Client struct {
 	token    string
 	tokenExp time.Time
 	tokenID  string // base|user|password the token was issued for
-	health   healthRecorder
-	loginMu  chan struct{} // one login at a time (tokenFor); a channel, so a waiter's context can end its wait
+	// logins counts the logins begun, and tokenLogin is the one that got
+	// token: a login begun after the one that got a refused token may
+	// have ended its session, even before its own answer is in.
+	logins, tokenLogin uint64
+	health             healthRecorder
+	loginMu            chan struct{} // one login at a time (tokenFor); a channel, so a waiter's context can end its wait
 }
 
 // NewClient builds a client.
@@ -120,7 +124,7 @@ func (c *Client) Convene(ctx context.Context, req ConveneRequest) (ConveneRespon
 	key := ep.serverID + "-" + strconv.FormatUint(req.EventID, 10)
 	rejected := ""
 	for relogin := false; ; relogin = true {
-		tok, err := c.tokenFor(ctx, ep, rejected, false)
+		tok, login, err := c.tokenFor(ctx, ep, rejected, false)
 		if err != nil {
 			return ConveneResponse{}, err
 		}
@@ -134,15 +138,16 @@ func (c *Client) Convene(ctx context.Context, req ConveneRequest) (ConveneRespon
 		}
 		if err == nil && (status < 200 || status > 299) {
 			err = statusError(status, "convene")
-			if status == http.StatusUnauthorized && c.replaced(tok) {
+			if status == http.StatusUnauthorized && c.loginSince(login) {
 				// A token refused right after a login, and another login
-				// (a probe's, another convene's) has replaced it since: at
-				// an alertsys that keeps one session per user that ended
-				// ours. Worth a retry, not a final failure (a review).
-				// With no other login, alertsys refuses the user a fresh
-				// token allows (its rights): retrying only repeated the
-				// refusal for 5 minutes, each login flapping alertsys_down
-				// (a review).
+				// (a probe's, another convene's) has begun since, whose
+				// answer may not be in yet: at an alertsys that keeps one
+				// session per user it ended ours. Worth a retry, not a
+				// final failure (reviews: comparing tokens missed a login
+				// alertsys had done and the client not yet heard). With no
+				// other login, alertsys refuses the user a fresh token
+				// allows (its rights): retrying only repeated the refusal
+				// for 5 minutes, each login flapping alertsys_down.
 				err.(*Error).Retryable = true
 			}
 		}
@@ -166,15 +171,16 @@ func (c *Client) Check(ctx context.Context) error {
 		c.health.record(c.health.begin(), c.clock.Now(), "probe", 0, 0, ErrNotConfigured, false)
 		return ErrNotConfigured
 	}
-	_, err := c.tokenFor(ctx, ep, "", true)
+	_, _, err := c.tokenFor(ctx, ep, "", true)
 	return err
 }
 
-// replaced says whether a login since tok's has replaced it.
-func (c *Client) replaced(tok string) bool {
+// loginSince says whether a login has begun since login, the one that
+// got a token.
+func (c *Client) loginSince(login uint64) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.token != "" && c.token != tok
+	return c.logins > login
 }
 
 func (c *Client) dropToken(tok string) {
@@ -194,28 +200,32 @@ func (c *Client) dropToken(tok string) {
 // session per user each login killed the token the one before had just
 // got (reviews). A caller that waited reuses the token the login before
 // it got.
-func (c *Client) tokenFor(ctx context.Context, ep endpoints, rejected string, force bool) (string, error) {
+func (c *Client) tokenFor(ctx context.Context, ep endpoints, rejected string, force bool) (token string, login uint64, err error) {
 	ident := ep.base + "|" + ep.user + "|" + ep.pass
-	valid := func() (string, bool) {
+	valid := func() (string, uint64, bool) {
 		c.mu.Lock()
 		defer c.mu.Unlock()
 		if c.token != "" && c.token != rejected && c.tokenID == ident && c.clock.Now().Add(tokenMargin).Before(c.tokenExp) {
-			return c.token, true
+			return c.token, c.tokenLogin, true
 		}
-		return "", false
+		return "", 0, false
 	}
-	if tok, ok := valid(); ok && !force {
-		return tok, nil
+	if tok, n, ok := valid(); ok && !force {
+		return tok, n, nil
 	}
 	select {
 	case c.loginMu <- struct{}{}:
 	case <-ctx.Done():
-		return "", transportError(ctx.Err())
+		return "", 0, transportError(ctx.Err())
 	}
 	defer func() { <-c.loginMu }()
-	if tok, ok := valid(); ok && !force {
-		return tok, nil
+	if tok, n, ok := valid(); ok && !force {
+		return tok, n, nil
 	}
+	c.mu.Lock()
+	c.logins++
+	login = c.logins
+	c.mu.Unlock()
 	now := c.clock.Now()
 	body, _ := json.Marshal(LoginRequest{Username: ep.user, Password: ep.pass})
 	seq := c.health.begin()
@@ -232,16 +242,16 @@ func (c *Client) tokenFor(ctx context.Context, ep endpoints, rejected string, fo
 	}
 	c.health.record(seq, c.clock.Now(), "login", status, dur, err, true)
 	if err != nil {
-		return "", err
+		return "", 0, err
 	}
 	ttl := time.Duration(lr.ExpiresIn) * time.Second
 	if ttl <= 0 {
 		ttl = DefaultTokenTTL
 	}
 	c.mu.Lock()
-	c.token, c.tokenExp, c.tokenID = lr.Token, now.Add(ttl), ident
+	c.token, c.tokenExp, c.tokenID, c.tokenLogin = lr.Token, now.Add(ttl), ident, login
 	c.mu.Unlock()
-	return lr.Token, nil
+	return lr.Token, login, nil
 }
 
 func statusError(status int, what string) *Error {
