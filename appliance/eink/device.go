@@ -39,9 +39,13 @@ func (s *Service) Delete(id uint64) error {
 	})
 }
 
-// keepVersion records on device mac the version display id last served
-// it (the poll state in memory is newer than the store's until the
-// writer commits it), with s.mu held (adminWrite).
+// keepVersion records on device mac, leaving display id, a version past
+// the one the display last served it (the poll state in memory is newer
+// than the store's until the writer commits it), with s.mu held
+// (adminWrite). One past: a poll rendering now, outside s.mu, may still
+// bump and serve the next one (a review). A row the device joins later
+// starts at the kept version, so it first serves the one after: neither
+// what the device drew nor what that poll may have served.
 func (s *Service) keepVersion(t *store.AssetTx, id uint64, mac string) error {
 	v := 0
 	if st := s.polls[id]; st != nil {
@@ -57,8 +61,17 @@ func (s *Service) keepVersion(t *store.AssetTx, id uint64, mac string) error {
 	} else if err != nil {
 		return err
 	}
-	dev.EInkVersion = v
+	dev.EInkVersion = v%99 + 1
 	return t.PutDevice(dev)
+}
+
+// keptVersion is the version device mac keeps from a row it left (0:
+// none).
+func keptVersion(t *store.AssetTx, mac string) int {
+	if dev, err := t.Device(mac); err == nil {
+		return dev.EInkVersion
+	}
+	return 0
 }
 
 // ReplaceDevice attaches another physical display to the same asset: the
@@ -106,12 +119,23 @@ func (s *Service) ReplaceDevice(id uint64, rawMAC string) (DisplayView, error) {
 			return err
 		}
 		p.RenderedHash = ""
+		// The incoming device may have drawn a version on a row it left
+		// (a spare whose pending row was deleted): the row goes on from
+		// the one it keeps, or its first screen here could carry the
+		// number it drew last and not be drawn (a review).
+		kept := keptVersion(t, mac)
+		if kept > 0 {
+			p.Version = kept
+		}
 		if err := t.PutEInkPollState(d.ID, &p); err != nil {
 			return err
 		}
 		if st := s.polls[d.ID]; st != nil {
 			st.mu.Lock()
 			st.hash, st.p.RenderedHash = 0, ""
+			if kept > 0 {
+				st.p.Version = kept
+			}
 			st.mu.Unlock()
 		}
 		v, err = s.view(t, d)

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"strconv"
+	"strings"
+	"unicode"
 
 	"beaconhub/appliance/apperr"
 )
@@ -147,6 +149,30 @@ func (l *Layout) validate() error {
 		}
 	}
 	return nil
+}
+
+// plainText refuses text (s, label, unit) with control characters.
+// Checked where a layout is saved or applied, not where it is read: a
+// stored one with them still renders. The displays draw one line per
+// text object and take no \u escapes, which is how JSON sends a newline
+// or a tab (a review): as for names, refused.
+func (l *Layout) plainText() error {
+	for i := range l.Objects {
+		o := &l.Objects[i]
+		for _, txt := range []string{deref(o.S), o.Label, o.Unit} {
+			if strings.IndexFunc(txt, unicode.IsControl) >= 0 {
+				return apperr.InvalidField("layout", "object %d: text may not contain control characters (newlines, tabs, escapes): use one text object per line", i)
+			}
+		}
+	}
+	return nil
+}
+
+func deref(p *string) string {
+	if p == nil {
+		return ""
+	}
+	return *p
 }
 
 // sensorUIDs returns the distinct sensor uids the layout references, in

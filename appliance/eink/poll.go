@@ -68,7 +68,7 @@ func (s *Service) Poll(dst []byte, req PollRequest) ([]byte, error) {
 		return dst, err
 	}
 	if c == nil {
-		ok, err := s.register(req.MAC, now)
+		ok, kept, err := s.register(req.MAC, now)
 		if err != nil {
 			return dst, err
 		}
@@ -76,7 +76,9 @@ func (s *Service) Poll(dst []byte, req PollRequest) ([]byte, error) {
 			d := store.EInkDisplay{MAC: req.MAC, State: store.EInkPending, Width: DefaultWidth, Height: DefaultHeight}
 			sc := s.neutral(&d)
 			dst, _ = render(dst, &sc, nil)
-			return finish(dst, 1), nil
+			// Past a version the device keeps from a row it left, or it
+			// may not draw this screen (a review).
+			return finish(dst, kept%99+1), nil
 		}
 		if c, st, err = s.lookup(req.MAC, now); err != nil || c == nil {
 			return dst, errors.Join(err, errors.New("eink: registered display vanished"))
@@ -222,16 +224,17 @@ func resolveAliases(t *store.AssetTx, l *Layout) {
 // belongs to another kind of asset, or a retired device). The count is
 // re-checked inside the write transaction, which bbolt serialises, so
 // concurrent polls from new MACs never create more than MaxPending rows.
-func (s *Service) register(mac string, now time.Time) (bool, error) {
+func (s *Service) register(mac string, now time.Time) (registered bool, kept int, err error) {
 	full := false
 	if err := s.db.ViewAssets(func(t *store.AssetTx) error {
 		full = t.EInkPendingCount() >= MaxPending
+		kept = keptVersion(t, mac)
 		return nil
 	}); err != nil || full {
-		return false, err
+		return false, kept, err
 	}
 	refused := false
-	err := s.db.UpdateAssets(now, func(t *store.AssetTx) error {
+	err = s.db.UpdateAssets(now, func(t *store.AssetTx) error {
 		if t.EInkIDByMAC(mac) != 0 {
 			return nil // registered by a concurrent poll
 		}
@@ -246,8 +249,8 @@ func (s *Service) register(mac string, now time.Time) (bool, error) {
 		}
 		// A device back after its row was deleted starts past the version
 		// it last drew there (store.Device.EInkVersion).
-		if dev, err := t.Device(mac); err == nil && dev.EInkVersion > 0 {
-			if err := t.PutEInkPollState(d.ID, &store.EInkPoll{Version: dev.EInkVersion}); err != nil {
+		if k := keptVersion(t, mac); k > 0 {
+			if err := t.PutEInkPollState(d.ID, &store.EInkPoll{Version: k}); err != nil {
 				return err
 			}
 		}
@@ -263,10 +266,10 @@ func (s *Service) register(mac string, now time.Time) (bool, error) {
 	})
 	if refused {
 		s.log.Info("e-ink poll from a MAC that cannot be registered", "mac", mac, "err", err)
-		return false, nil
+		return false, kept, nil
 	}
 	if err != nil {
-		return false, err
+		return false, kept, err
 	}
-	return !full, nil
+	return !full, kept, nil
 }

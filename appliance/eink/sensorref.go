@@ -3,8 +3,6 @@ package eink
 import (
 	"encoding/json"
 	"errors"
-	"strings"
-	"unicode"
 
 	"beaconhub/appliance/apperr"
 	"beaconhub/store"
@@ -19,17 +17,8 @@ func normalizeLayout(t *store.AssetTx, raw json.RawMessage) (json.RawMessage, *L
 	if err != nil {
 		return nil, nil, err
 	}
-	for i := range l.Objects {
-		// Only on saving: a stored layout with them still renders.
-		o := &l.Objects[i]
-		for _, txt := range []string{deref(o.S), o.Label, o.Unit} {
-			if strings.IndexFunc(txt, unicode.IsControl) >= 0 {
-				// The displays draw one line per text object and take no
-				// \u escapes, which is how JSON sends a newline or a tab (a
-				// review): as for names, refused.
-				return nil, nil, apperr.InvalidField("layout", "object %d: text may not contain control characters (newlines, tabs, escapes): use one text object per line", i)
-			}
-		}
+	if err := l.plainText(); err != nil {
+		return nil, nil, err
 	}
 	for i := range l.Objects {
 		o := &l.Objects[i]
@@ -88,11 +77,4 @@ func currentSensorUID(t *store.AssetTx, uid string) (string, error) {
 		return "", errors.New("sensor_uid " + uid + " is not a beacon")
 	}
 	return uid, nil
-}
-
-func deref(p *string) string {
-	if p == nil {
-		return ""
-	}
-	return *p
 }

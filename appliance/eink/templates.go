@@ -128,6 +128,9 @@ func (s *Service) ApplyTemplate(displayID uint64, in ApplyInput) (DisplayView, e
 		if err != nil {
 			return err
 		}
+		if err := l.plainText(); err != nil { // a template saved before they were refused
+			return err
+		}
 		if err := checkMapping(t, l.sensorUIDs(), in.SensorMap); err != nil {
 			return err
 		}
