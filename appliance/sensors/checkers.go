@@ -126,9 +126,34 @@ func (m *Monitor) CheckNotSeen() error {
 // deleted fridge every cooldown for good (a review). Their state goes
 // too.
 func (m *Monitor) resolveUnmonitored(bs *assets.UIDMap[beaconInfo], now int64, cw *checkWrites) {
+	var gone []store.SensorCondition
 	for _, c := range m.Conds.Active() {
+		if kindBit(c.Kind) != 0 && bs.Get(assets.UIDHash(c.Subject), c.Subject) == nil {
+			gone = append(gone, c)
+		}
+	}
+	if len(gone) == 0 {
+		return
+	}
+	// A former uid (a remint or merge committed, its rename not yet
+	// followed here) is not gone: the rename moves its conditions. A
+	// review ran this check in that window and ended a live fridge's
+	// alarm, leaving the renamed condition active in the store for good.
+	renamed := map[string]bool{}
+	if err := m.db.ViewAssets(func(t *store.AssetTx) error {
+		for _, c := range gone {
+			if t.Alias(c.Subject) != "" {
+				renamed[c.Subject] = true
+			}
+		}
+		return nil
+	}); err != nil {
+		m.log.Warn("sensors: reading aliases", "err", err)
+		return
+	}
+	for _, c := range gone {
 		bit := kindBit(c.Kind)
-		if bit == 0 || bs.Get(assets.UIDHash(c.Subject), c.Subject) != nil {
+		if renamed[c.Subject] {
 			continue
 		}
 		sh := m.state.OfUID(c.Subject)

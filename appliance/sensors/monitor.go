@@ -51,11 +51,6 @@ type assetState struct {
 	humOut, tempOut bool
 	seen            int64
 	interval        uint32 // sData update interval (s), 0 unknown
-	// rangeAt and battAt are the times (report ts) of the newest reading
-	// judged for range and for battery: an older one arriving later (a
-	// gateway whose uplink was slow) is not judged, or it flipped the
-	// condition against the newer reading (a review).
-	rangeAt, battAt int64
 	// active mirrors which of the ingest-path conditions (not seen, range,
 	// battery) are active in Conds, so the common case — a report that
 	// changes nothing — costs no lock, key string or map lookup there.
@@ -342,9 +337,14 @@ func (m *Monitor) Observe(b *ingest.Batch, w *ingest.Writes) {
 		add(m.set(st, CondNotSeen, uid, false, seenAgain, b.Received))
 		switch b.Kind {
 		case ingest.KindAdv1, ingest.KindSData:
-			// A reading older than the one judged last is not judged.
-			if o.Has&(ingest.HasHumidity|ingest.HasTemperature) != 0 && o.TS >= st.rangeAt {
-				st.rangeAt = o.TS
+			// Judged in the order readings arrive, not by their ts:
+			// gateways' clocks may differ by 5 minutes (the contract), and
+			// skipping readings older than the newest judged hid a
+			// gateway's genuine readings for as long as another's clock
+			// was ahead, and all of them after the server's clock stepped
+			// back (a review of that rule, which a review had asked for
+			// against a late reading from a slow gateway).
+			if o.Has&(ingest.HasHumidity|ingest.HasTemperature) != 0 {
 				info, _ := m.beacon(o.Asset)
 				msg := ""
 				if o.Has&ingest.HasHumidity != 0 {
@@ -373,8 +373,7 @@ func (m *Monitor) Observe(b *ingest.Batch, w *ingest.Writes) {
 				w.AddOp(func(tx *bolt.Tx) error { return store.PutSensorInterval(tx, uid, iv) }, false)
 			}
 		case ingest.KindAdv8:
-			if o.Has&ingest.HasVBatt != 0 && o.TS >= st.battAt {
-				st.battAt = o.TS
+			if o.Has&ingest.HasVBatt != 0 {
 				low := o.VBatt < LowBatteryMV
 				mv := o.VBatt
 				add(m.set(st, CondBattery, uid, low, func() string { return fmt.Sprintf("battery %d mV", mv) }, o.TS))
@@ -398,18 +397,39 @@ func (m *Monitor) Observe(b *ingest.Batch, w *ingest.Writes) {
 // the survivor's state wins where both exist.
 func (m *Monitor) Rename(oldUID, newUID string) {
 	from, to, unlock := m.state.LockPair(oldUID, newUID)
-	if s, ok := from.V.Delete(assets.UIDHash(oldUID), oldUID); ok {
-		missing := m.mark(&s, oldUID, bitNotSeen, false)
-		if nh := assets.UIDHash(newUID); to.V.Get(nh, newUID) == nil {
-			d := to.V.Add(nh, newUID)
-			*d = s
-			if missing {
-				m.mark(d, newUID, bitNotSeen, true)
-			}
-		} // else the survivor's state stands for both
+	defer unlock()
+	s, had := from.V.Delete(assets.UIDHash(oldUID), oldUID)
+	if had {
+		m.mark(&s, oldUID, bitNotSeen, false)
 	}
-	unlock()
+	// Under the shard locks, so no reading of either uid is judged
+	// between the conditions' move and the state's.
 	m.Conds.Rename(oldUID, newUID)
+	if !had {
+		return
+	}
+	nh := assets.UIDHash(newUID)
+	d := to.V.Get(nh, newUID)
+	switch {
+	case d == nil:
+		d = to.V.Add(nh, newUID)
+		*d = s
+	case *d == (assetState{}):
+		// Made blank by the minute's check, which found the new uid in
+		// the registry before this rename came: not a survivor's state.
+		// Kept, it stood for both and dropped the old one's condition
+		// bits while the conditions moved, and the fridge's alarm could
+		// not end any more (a review).
+		*d = s
+	} // else the survivor's state stands for both
+	// The bits follow the conditions the rename kept (the survivor's
+	// where both had one).
+	for _, k := range []string{CondNotSeen, CondRange, CondBattery} {
+		m.mark(d, newUID, kindBit(k), m.Conds.IsActive(k, newUID))
+	}
+	if d.active&bitRange != 0 && !d.humOut && !d.tempOut {
+		d.humOut, d.tempOut = s.humOut, s.tempOut
+	}
 }
 
 // RegistryReloaded (assets.ReloadFollower) reloads the beacon snapshot
