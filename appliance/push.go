@@ -26,6 +26,7 @@ func (a *App) buildPush() error {
 	}
 	a.pushIDs = &pushIdentity{db: a.db, clock: a.clock}
 	svc.Identify = a.pushIDs.device
+	svc.Alias = a.pushIDs.alias
 	sp.SetQueue(svc.Held, svc.ServerAccepted)
 	a.monitor.Conditions().Subscribe(svc.OnHealth)
 	if c := a.SensorConditions(); c != nil {
@@ -105,6 +106,17 @@ func (p *pushIdentity) device(subject string) push.Device {
 		}
 	}
 	return p.byKey[subject]
+}
+
+// alias is the current uid of a former one ("" when uid is none), read
+// from the store: push's start (reconcile) only.
+func (p *pushIdentity) alias(uid string) string {
+	var cur string
+	_ = p.db.ViewAssets(func(t *store.AssetTx) error {
+		cur = t.Alias(uid)
+		return nil
+	})
+	return cur
 }
 
 // Rename (assets.Renamer) and RegistryReloaded (assets.ReloadFollower)

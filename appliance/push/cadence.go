@@ -129,20 +129,34 @@ func (s *Service) reconcile() {
 		s.log.Error("push: active health conditions for the start", "err", err)
 		return
 	}
-	now := s.clk.Now().UnixMilli()
 	inStore := make(map[string]bool, len(conds)+len(health))
+	for _, c := range conds {
+		inStore[c.Key] = true
+	}
+	for _, h := range health {
+		inStore[h.Key] = true
+	}
+	s.followRenames(inStore)
+	s.mu.Lock()
+	s.deferSave = true
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		s.deferSave = false
+		s.mu.Unlock()
+		s.save()
+	}()
+	now := s.clk.Now().UnixMilli()
 	s.mu.Lock()
 	known := func(cat, key string) bool { _, ok := s.st.Active[cat][key]; return ok }
 	var raise []store.SensorConditionRecord
 	for _, c := range conds {
-		inStore[c.Key] = true
 		if !known(catOf(c.Kind), c.Key) {
 			raise = append(raise, store.SensorConditionRecord{Key: c.Key, Kind: c.Kind, Subject: c.Subject, Phase: store.HealthActive, At: c.At, Since: c.Since, Message: c.Message})
 		}
 	}
 	var raiseH []store.HealthRecord
 	for _, h := range health {
-		inStore[h.Key] = true
 		if !known(CatHealth, h.Key) {
 			raiseH = append(raiseH, store.HealthRecord{Key: h.Key, Phase: store.HealthActive, At: h.UpdatedAt, Since: h.Since, Message: h.Message})
 		}
@@ -161,7 +175,25 @@ func (s *Service) reconcile() {
 			clearH = append(clearH, store.HealthRecord{Key: key, Phase: store.HealthResolved, At: now, Since: it.Since})
 		}
 	}
+	// Panic/watch not-seen conditions active before an upgrade to a
+	// state that records them (Critical) repeat on the critical
+	// cooldown from now on (they stopped: a review).
+	var notSeen []string
+	for key := range s.st.Active[CatNotSeen] {
+		if !s.st.Critical[key] {
+			notSeen = append(notSeen, key)
+		}
+	}
 	s.mu.Unlock()
+	for _, key := range notSeen {
+		if _, subject, ok := strings.Cut(key, ":"); ok {
+			if t := s.identify(subject).Type; t == "panic" || t == "watch" {
+				s.mu.Lock()
+				s.st.Critical[key] = true
+				s.mu.Unlock()
+			}
+		}
+	}
 	slices.SortFunc(clear, func(a, b store.SensorConditionRecord) int { return cmp.Compare(a.Key, b.Key) })
 	slices.SortFunc(clearH, func(a, b store.HealthRecord) int { return cmp.Compare(a.Key, b.Key) })
 	for _, r := range append(raise, clear...) {
@@ -171,6 +203,42 @@ func (s *Service) reconcile() {
 	for _, h := range append(raiseH, clearH...) {
 		s.log.Warn("push: a health transition the previous run had not handled", "key", h.Key, "phase", h.Phase)
 		s.health(h)
+	}
+}
+
+// followRenames moves the cadence state of keys whose subject is a
+// former uid (Alias) to the current uid when the store holds the
+// condition under it: a crash between a remint's commit and push's
+// Rename left them, and reconcile announced the new key again and said
+// "Back in range" for the old one, of a fridge still out (a review).
+func (s *Service) followRenames(inStore map[string]bool) {
+	if s.Alias == nil {
+		return
+	}
+	s.mu.Lock()
+	var stale []string
+	for _, cat := range append(slices.Clone(sensorCats), CatHealth) {
+		for key := range s.st.Active[cat] {
+			if !inStore[key] {
+				stale = append(stale, key)
+			}
+		}
+	}
+	s.mu.Unlock()
+	moved := map[string]bool{}
+	for _, key := range stale {
+		i := strings.LastIndexByte(key, ':')
+		if i < 0 {
+			continue
+		}
+		old := key[i+1:]
+		if moved[old] {
+			continue
+		}
+		if cur := s.Alias(old); cur != "" && cur != old && inStore[key[:i+1]+cur] {
+			s.Rename(old, cur)
+			moved[old] = true
+		}
 	}
 }
 
@@ -243,8 +311,11 @@ func (s *Service) announce(key string, active bool, cooldown time.Duration, m Me
 		if !s.st.Open[key] {
 			return false
 		}
-		if s.st.Flap[key] && within {
-			s.st.Held[key] = heldRecovery{Due: last + cooldown.Milliseconds(), Msg: m, Ops: ops}
+		// Held until the cooldown from the first activation ends: not
+		// from Alerted, which a reminder moves (a review saw a recovery
+		// held 5 h past the fridge's return).
+		if until := s.st.Flap[key]; now < until {
+			s.st.Held[key] = heldRecovery{Due: until, Msg: m, Ops: ops}
 			return false
 		}
 		delete(s.st.Open, key)
@@ -262,7 +333,7 @@ func (s *Service) announce(key string, active bool, cooldown time.Duration, m Me
 	} else if within {
 		// Heard recovered within the cooldown: say it is back, and hold
 		// its next recovery.
-		s.st.Flap[key] = true
+		s.st.Flap[key] = last + cooldown.Milliseconds()
 		s.st.Open[key] = true
 		return true
 	}
@@ -307,6 +378,10 @@ func (s *Service) track(cat, subject, phase, text string, since, at int64, bulk 
 	}
 	if phase == PhaseActive {
 		s.st.Active[cat][subject] = it
+		// Active again: a recovery held for it must not go, whatever
+		// path the activation takes (in bulk mode it does not reach
+		// announce: a review saw "Battery ok" sent while low).
+		delete(s.st.Held, subject)
 	} else {
 		delete(s.st.Active[cat], subject)
 	}
@@ -340,7 +415,13 @@ func (s *Service) sensor(r store.SensorConditionRecord) {
 		}
 		send = s.announce(r.Key, active, secs(cfg.PushSensorsCooldownSeconds), msg, false)
 	case condNotSeen:
-		if d.Type == "panic" || d.Type == "watch" {
+		s.mu.Lock()
+		wasCritical := s.st.Critical[r.Key]
+		s.mu.Unlock()
+		// A panic or watch; or one that was, now deleted (it identifies
+		// with no type, and its recovery took the bulk sensor path: a
+		// review).
+		if d.Type == "panic" || d.Type == "watch" || wasCritical {
 			s.mu.Lock()
 			if active {
 				s.st.Critical[r.Key] = true
@@ -436,7 +517,7 @@ func (s *Service) Rename(oldUID, newUID string) {
 	for k, v := range s.st.Flap {
 		if nk, ok := move(k); ok {
 			delete(s.st.Flap, k)
-			s.st.Flap[nk] = v || s.st.Flap[nk]
+			s.st.Flap[nk] = max(v, s.st.Flap[nk])
 			changed = true
 		}
 	}

@@ -15,10 +15,10 @@ type state struct {
 	Active     map[string]map[string]Item `json:"active"`  // category -> subject -> item
 	Changes    map[string][]Item          `json:"changes"` // category -> since last bucket
 	LastBucket map[string]int64           `json:"last_bucket"`
-	// Flap marks a condition announced active again within the cooldown
-	// of its first announcement (announce); Held its recovery, waiting
-	// for that cooldown to end.
-	Flap map[string]bool         `json:"flap,omitempty"`
+	// Flap is, for a condition announced active again within the
+	// cooldown of its first announcement (announce), when that cooldown
+	// ends (Unix ms); Held its recovery, waiting for then.
+	Flap map[string]int64        `json:"flap_until,omitempty"`
 	Held map[string]heldRecovery `json:"held,omitempty"`
 	// Critical marks active panic/watch not-seen keys, repeated on the
 	// critical cooldown: in memory only, a restart dropped them to the
@@ -54,7 +54,7 @@ func loadState(db *store.DB) (*state, error) {
 		st.LastBucket = map[string]int64{}
 	}
 	if st.Flap == nil {
-		st.Flap = map[string]bool{}
+		st.Flap = map[string]int64{}
 	}
 	if st.Held == nil {
 		st.Held = map[string]heldRecovery{}
@@ -69,6 +69,9 @@ func loadState(db *store.DB) (*state, error) {
 func (s *Service) save() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.deferSave {
+		return // reconcile saves once at its end
+	}
 	if err := s.db.PutPushState(stateName, s.st); err != nil {
 		s.log.Error("persist push state", "err", err)
 	}

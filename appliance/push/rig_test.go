@@ -75,6 +75,14 @@ func (r *rig) open() {
 		}
 		return Device{Name: "Fridge " + subject, AssetUID: subject, Type: "sensor"}
 	}
+	r.svc.Alias = func(uid string) string {
+		var cur string
+		_ = db.ViewAssets(func(t *store.AssetTx) error {
+			cur = t.Alias(uid)
+			return nil
+		})
+		return cur
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	r.stop = cancel
 	r.svc.Start(ctx)

@@ -76,6 +76,10 @@ type Service struct {
 	db   *store.DB
 	pub  *Publisher
 	log  *slog.Logger
+	// Alias, if set, is the current uid of a former one (a remint's or a
+	// merge's), "" when uid is none: reconcile follows a rename a crash
+	// kept from push instead of taking the old key for a recovery.
+	Alias func(uid string) string
 	// Identify resolves a condition subject (asset_uid or MAC) to a
 	// device; nil leaves only the subject.
 	Identify func(subject string) Device
@@ -90,6 +94,10 @@ type Service struct {
 	digTimer clock.Timer
 	remTimer clock.Timer
 	stopped  bool
+	// deferSave, under mu, makes save a no-op while reconcile runs: a
+	// save per transition (the whole state each time) held an SOS 51 s
+	// behind 10,000 conditions found at a start (a review).
+	deferSave bool
 	// handed is when the staff worker's running job was handed to it
 	// (do): what push received waited from then, behind other jobs'
 	// posts, and heldSince counts from it. Staff worker only.
