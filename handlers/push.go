@@ -36,6 +36,8 @@ func (s *Server) companionQR(w http.ResponseWriter, r *http.Request, _ httproute
 		return apperr.InvalidField("confirm_unchecked", "%s", err.Error())
 	case errors.Is(err, push.ErrTokenAPI):
 		return apperr.Unavailable("could not mint a subscribe token: %s", err.Error())
+	case errors.Is(err, push.ErrServerURLAt):
+		return apperr.Conflict("%s", err.Error())
 	case err != nil:
 		return apperr.InvalidField("categories", "%s", err.Error())
 	}

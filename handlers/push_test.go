@@ -119,3 +119,15 @@ func TestCompanionQRCarriesNoURLCredential(t *testing.T) {
 		t.Fatalf("server %q, subscribe %q", out.Payload.ServerURL, out.Payload.SubscribeAt)
 	}
 }
+
+// A push server URL whose password ends its host early (an unescaped
+// '#') makes no QR: 409, and the answer holds none of the password.
+func TestCompanionQRRefusesAURLWithAnAtOutsideItsUser(t *testing.T) {
+	h, _ := newPushHarness(t, nil, func(c *config.Config) {
+		c.PushServerURL = strings.Replace(c.PushServerURL, "http://", "http://publisher:12#pw-in-url@", 1)
+	})
+	res := h.send("POST", "/api/v1/companion/qr", h.token("admin"), map[string]any{}).expect(t, http.StatusConflict)
+	if strings.Contains(res.Body, "pw-in-url") || !strings.Contains(res.Body, "%23") {
+		t.Fatalf("%s", res.Body)
+	}
+}

@@ -283,13 +283,14 @@ func maskURL(s string) string {
 // second, in the settings. An "@" that really is in a path or query
 // masks that much of a harmless URL too: shown, not stored.
 func maskAuthority(s string) string {
-	scheme, rest, ok := strings.Cut(s, "://")
-	if !ok {
-		return s
-	}
-	at := strings.LastIndexByte(rest, '@')
+	at := strings.LastIndexByte(s, '@')
 	if at < 0 {
 		return s
 	}
-	return scheme + "://" + Mask + rest[at:]
+	if i := strings.Index(s, "://"); i >= 0 && i < at {
+		return s[:i] + "://" + Mask + s[at:]
+	}
+	// Credentials typed before the scheme ("ops:pw@https://host/"): all
+	// before the "@" (a review found them shown).
+	return Mask + s[at:]
 }

@@ -388,3 +388,50 @@ func TestURLOptionsAreMarked(t *testing.T) {
 		}
 	}
 }
+
+// Values an admin may type for a URL setting with credentials in them;
+// each refused (or accepted) value must not show "leak-me" in the
+// refusal, in Masked() or in Validate's error (a review found the first,
+// typed before the scheme, shown).
+func TestURLCredentialsNeverShown(t *testing.T) {
+	vals := []string{
+		"ops:leak-me@https://alertsys.example/",        // credentials typed before the scheme
+		"ops:leak-me@alertsys.example",                 // no scheme at all
+		"https://ops:leak-me@[fd00::1]:8443/api",       // IPv6
+		"https://ops:leak-me@alertsys.example:99999/",  // bad port
+		"https://ops:leak%ZZme@alertsys.example/",      // bad escape
+		" https://ops:leak-me@alertsys.example/",       // leading space
+		"https://ops:leak-me@alertsys.example/\n",      // trailing newline (pasted)
+		"https://ops:leak-me@alertsys.example/path@x/", // '@' in path too
+		"https://ops:leak-me#x@alertsys.example/",      // unescaped '#'
+		"mailto:ops:leak-me@alertsys.example",
+	}
+	for _, v := range vals {
+		l, _ := newLive(t)
+		_, err := l.Patch(patch("server_alertsys_url_base", strconv.Quote(v)))
+		if err != nil && strings.Contains(err.Error(), "leak-me") {
+			t.Errorf("%q: refusal shows the password: %v", v, err)
+		}
+		if err == nil {
+			m := l.Get().Masked()
+			if s, _ := m["server_alertsys_url_base"].(string); strings.Contains(s, "leak-me") {
+				t.Errorf("%q: accepted and shown as %q", v, s)
+			}
+		}
+		c := Defaults(testBrand)
+		c.PushServerURL = v
+		if err := c.Validate(); err != nil && strings.Contains(err.Error(), "leak-me") {
+			t.Errorf("%q: start validation shows the password: %v", v, err)
+		}
+	}
+}
+
+// A long URL: the refusal is cut to 80 characters after masking.
+func TestALongURLRefusalIsMaskedBeforeTheCut(t *testing.T) {
+	l, _ := newLive(t)
+	v := "https:/" + strings.Repeat("a", 60) + ":leak-me@alertsys.example/"
+	_, err := l.Patch(patch("server_alertsys_url_base", strconv.Quote(v)))
+	if err == nil || strings.Contains(err.Error(), "leak") {
+		t.Errorf("%v", err)
+	}
+}

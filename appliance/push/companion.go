@@ -106,6 +106,13 @@ func (s *Service) Companion(ctx context.Context, options []string, confirm bool)
 	return &QR{PNG: png, Payload: p, Text: string(text), TokenKind: kind, Snapshots: n}, nil
 }
 
+// ErrServerURLAt refuses a QR for a push server URL holding an "@"
+// outside a user part: an unescaped "#", "/" or "?" in a password ends
+// the host early (http://pub:12#pw@host/ parses as host pub, port 12),
+// and the password went into every phone's QR (a review). Which part is
+// the host cannot be told, so no QR is made.
+var ErrServerURLAt = errors.New("the push server URL holds an '@' outside a user part: write an '@', '#', '/' or '?' in its password as %40, %23, %2F, %3F")
+
 // withoutUserinfo drops a user and password from the push server URL:
 // they are the appliance's publishing credential, and the QR reaches
 // every staff phone, which subscribes with the token beside it.
@@ -116,6 +123,9 @@ func withoutUserinfo(raw string) (string, error) {
 		return "", errors.New("the push server URL does not parse")
 	}
 	if u.User == nil {
+		if strings.Contains(raw, "@") {
+			return "", ErrServerURLAt
+		}
 		return raw, nil
 	}
 	u.User = nil
