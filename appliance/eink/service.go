@@ -112,12 +112,18 @@ func (s *Service) adminWrite(fn func(t *store.AssetTx) error) error {
 	return err
 }
 
-// Rename (an assets.Renamer, told after a remint or merge moved the
-// sensor readings) drops the poll cache: a cached layout names a sensor
-// by its old uid, and a display polling more often than cacheTTL drew
-// "--" until the entry expired, then the value again, two full e-ink
-// refreshes (a review). The next poll re-resolves through the aliases.
-func (s *Service) Rename(_, _ string) {
+// Rename and RenamesDone (an assets.BatchRenamer, told after a remint or
+// merge moved the sensor readings) drop the poll cache once per batch of
+// renames: a cached layout names a sensor by its old uid, and a display
+// polling more often than cacheTTL drew "--" until the entry expired,
+// then the value again, two full e-ink refreshes (a review). The next
+// poll re-resolves through the aliases. Once per batch: a remint apply
+// renames thousands of assets, and clearing per rename took the service
+// lock each time (a review measured polls 25 times slower meanwhile).
+func (s *Service) Rename(_, _ string) {}
+
+// RenamesDone: see Rename.
+func (s *Service) RenamesDone() {
 	s.mu.Lock()
 	clear(s.byMAC)
 	s.mu.Unlock()
