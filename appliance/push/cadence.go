@@ -136,16 +136,16 @@ func (s *Service) reconcile() {
 	for _, h := range health {
 		inStore[h.Key] = true
 	}
-	s.followRenames(inStore)
 	s.mu.Lock()
 	s.deferSave = true
 	s.mu.Unlock()
 	defer func() {
 		s.mu.Lock()
-		s.deferSave = false
+		s.deferSave, s.sentUnsaved = false, false
 		s.mu.Unlock()
 		s.save()
 	}()
+	s.followRenames(inStore) // after deferSave: a save per rename was quadratic too (a review)
 	now := s.clk.Now().UnixMilli()
 	s.mu.Lock()
 	known := func(cat, key string) bool { _, ok := s.st.Active[cat][key]; return ok }
@@ -305,7 +305,14 @@ func (s *Service) announce(key string, active bool, cooldown time.Duration, m Me
 	now := s.clk.Now().UnixMilli()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	last, announced := s.st.Alerted[key]
+	// The cooldown window starts at the activation that began it
+	// (Window), not at a reminder, which moves Alerted: anchored there, a
+	// flap after a reminder held its recovery a whole cooldown from the
+	// reminder (a review). A state from before Window has Alerted only.
+	last, announced := s.st.Window[key]
+	if !announced {
+		last, announced = s.st.Alerted[key]
+	}
 	within := announced && now-last < cooldown.Milliseconds()
 	if !active {
 		if !s.st.Open[key] {
@@ -338,6 +345,7 @@ func (s *Service) announce(key string, active bool, cooldown time.Duration, m Me
 		return true
 	}
 	s.st.Alerted[key] = now
+	s.st.Window[key] = now
 	s.st.Open[key] = true
 	delete(s.st.Flap, key)
 	return true
@@ -511,6 +519,13 @@ func (s *Service) Rename(oldUID, newUID string) {
 		if nk, ok := move(k); ok {
 			delete(s.st.Open, k)
 			s.st.Open[nk] = v || s.st.Open[nk]
+			changed = true
+		}
+	}
+	for k, v := range s.st.Window {
+		if nk, ok := move(k); ok {
+			delete(s.st.Window, k)
+			s.st.Window[nk] = max(v, s.st.Window[nk])
 			changed = true
 		}
 	}

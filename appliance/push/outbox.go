@@ -18,8 +18,11 @@ type state struct {
 	// Flap is, for a condition announced active again within the
 	// cooldown of its first announcement (announce), when that cooldown
 	// ends (Unix ms); Held its recovery, waiting for then.
-	Flap map[string]int64        `json:"flap_until,omitempty"`
-	Held map[string]heldRecovery `json:"held,omitempty"`
+	Flap map[string]int64 `json:"flap_until,omitempty"`
+	// Window is when each condition's cooldown window began: its last
+	// activation announced as new (not a reminder, not a flap).
+	Window map[string]int64        `json:"window,omitempty"`
+	Held   map[string]heldRecovery `json:"held,omitempty"`
 	// Critical marks active panic/watch not-seen keys, repeated on the
 	// critical cooldown: in memory only, a restart dropped them to the
 	// bulk sensor rule and their repeats stopped (a review).
@@ -53,6 +56,9 @@ func loadState(db *store.DB) (*state, error) {
 	if st.LastBucket == nil {
 		st.LastBucket = map[string]int64{}
 	}
+	if st.Window == nil {
+		st.Window = map[string]int64{}
+	}
 	if st.Flap == nil {
 		st.Flap = map[string]int64{}
 	}
@@ -69,9 +75,10 @@ func loadState(db *store.DB) (*state, error) {
 func (s *Service) save() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.deferSave {
-		return // reconcile saves once at its end
+	if s.deferSave && !s.sentUnsaved {
+		return // reconcile saves at its end, and after what it posted
 	}
+	s.sentUnsaved = false
 	if err := s.db.PutPushState(stateName, s.st); err != nil {
 		s.log.Error("persist push state", "err", err)
 	}

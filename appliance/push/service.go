@@ -94,10 +94,15 @@ type Service struct {
 	digTimer clock.Timer
 	remTimer clock.Timer
 	stopped  bool
-	// deferSave, under mu, makes save a no-op while reconcile runs: a
+	// deferSave, under mu, makes save a no-op while reconcile runs,
+	// except after a message went out (sentUnsaved, set by immediate): a
 	// save per transition (the whole state each time) held an SOS 51 s
-	// behind 10,000 conditions found at a start (a review).
-	deferSave bool
+	// behind 10,000 conditions found at a start, and a save only at the
+	// end made a crash during it repeat every alert it had sent (both
+	// reviews). What is saved after a post is what a restart must not
+	// announce again; the rest (bulk tracking, suppressed transitions)
+	// waits for the end.
+	deferSave, sentUnsaved bool
 	// handed is when the staff worker's running job was handed to it
 	// (do): what push received waited from then, behind other jobs'
 	// posts, and heldSince counts from it. Staff worker only.
@@ -197,6 +202,7 @@ func (s *Service) immediate(m Message) {
 	m.Record.Seq = s.pub.NextSeq()
 	q := queued{Base: cfg.PushServerURL, R: m.Render(Topic(cfg.ServerID, m.Category)), Staff: true, At: s.heldSince(m)}
 	s.mu.Lock()
+	s.sentUnsaved = true
 	waiting := len(s.retry[laneStaff].items) > 0
 	s.mu.Unlock()
 	if waiting && m.Category != CatTest {
