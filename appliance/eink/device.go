@@ -65,6 +65,27 @@ func (s *Service) keepVersion(t *store.AssetTx, id uint64, mac string) error {
 	return t.PutDevice(dev)
 }
 
+// replacedStart is the version a row's poll state starts at when a
+// device is replaced in: its first screen there is served the one after,
+// the row's next unless that is one the device may show already: the
+// version it was served on a row it left (kept-1, or kept for a poll
+// under way then), and the neutral screen's at the pending cap, which
+// stores nothing (kept%99+1, or 1 for a device that keeps none). A spare
+// replaced in after either kept its old screen (a review).
+func replacedStart(cur, kept int) int {
+	next := func(v int) int { return v%99 + 1 }
+	prev := func(v int) int { return (v+97)%99 + 1 }
+	avoid := map[int]bool{1: kept == 0}
+	if kept > 0 {
+		avoid[prev(kept)], avoid[kept], avoid[next(kept)] = true, true, true
+	}
+	v := next(cur)
+	for avoid[v] {
+		v = next(v)
+	}
+	return prev(v)
+}
+
 // keptVersion is the version device mac keeps from a row it left (0:
 // none).
 func keptVersion(t *store.AssetTx, mac string) int {
@@ -120,22 +141,24 @@ func (s *Service) ReplaceDevice(id uint64, rawMAC string) (DisplayView, error) {
 		}
 		p.RenderedHash = ""
 		// The incoming device may have drawn a version on a row it left
-		// (a spare whose pending row was deleted): the row goes on from
+		// (a spare whose pending row was deleted): the row goes on past
 		// the one it keeps, or its first screen here could carry the
 		// number it drew last and not be drawn (a review).
-		kept := keptVersion(t, mac)
-		if kept > 0 {
-			p.Version = kept
+		cur := p.Version
+		if st := s.polls[d.ID]; st != nil {
+			st.mu.Lock()
+			cur = st.p.Version
+			st.mu.Unlock()
 		}
+		start := replacedStart(cur, keptVersion(t, mac))
+		p.Version = start
 		if err := t.PutEInkPollState(d.ID, &p); err != nil {
 			return err
 		}
 		if st := s.polls[d.ID]; st != nil {
 			st.mu.Lock()
 			st.hash, st.p.RenderedHash = 0, ""
-			if kept > 0 {
-				st.p.Version = kept
-			}
+			st.p.Version = start
 			st.mu.Unlock()
 		}
 		v, err = s.view(t, d)

@@ -95,10 +95,14 @@ func (s *Service) Poll(dst []byte, req PollRequest) ([]byte, error) {
 
 	st.mu.Lock()
 	bumped := sum != st.hash || st.p.Version == 0
+	var committed chan struct{}
 	if bumped {
 		st.p.Version = st.p.Version%99 + 1
 		st.hash, st.p.RenderedHash = sum, strconv.FormatUint(sum, 16)
+		committed = make(chan struct{})
+		st.committing = committed
 	}
+	pending := st.committing
 	ms := now.UnixMilli()
 	if st.p.FirstSeen == 0 {
 		st.p.FirstSeen = ms
@@ -130,6 +134,18 @@ func (s *Service) Poll(dst []byte, req PollRequest) ([]byte, error) {
 		if err := <-done; err != nil {
 			s.log.Warn("eink: storing a display's new version", "mac", req.MAC, "err", err)
 		}
+		st.mu.Lock()
+		if st.committing == committed {
+			st.committing = nil
+		}
+		st.mu.Unlock()
+		close(committed)
+	case pending != nil:
+		// Served the version another poll is committing: after it.
+		if queue {
+			s.w.Do(st.flush, nil)
+		}
+		<-pending
 	case queue:
 		s.w.Do(st.flush, nil)
 	}

@@ -85,6 +85,10 @@ type pollState struct {
 	p      store.EInkPoll
 	hash   uint64 // p.RenderedHash parsed
 	queued bool
+	// committing is closed when the newest version's commit is in: a
+	// poll served that version while it was not waited too (a review:
+	// a device retrying a slow answer got it before it was stored).
+	committing chan struct{}
 }
 
 // New builds the service.
