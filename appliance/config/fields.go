@@ -269,6 +269,12 @@ func maskURL(s string) string {
 		cred = url.User(u.User.Username()).String() + ":" + Mask
 	}
 	u.User = nil
+	if strings.Contains(u.String(), "@") {
+		// The user part ended early ("https://ops:Pa@ss#pw@host/": an
+		// "@" and a "#" in the password): the rest of it is in what
+		// follows (a review found "ss#pw" shown).
+		return maskAuthority(s)
+	}
 	// Spliced in by hand: url.URL would escape the mask's asterisks.
 	scheme, rest, _ := strings.Cut(u.String(), "://")
 	return scheme + "://" + cred + "@" + rest

@@ -129,7 +129,13 @@ func withoutUserinfo(raw string) (string, error) {
 		return raw, nil
 	}
 	u.User = nil
-	return u.String(), nil
+	if out := u.String(); !strings.Contains(out, "@") {
+		return out, nil
+	}
+	// "https://ops:Pa@ss#pw@host/": the user part ended at the first "@"
+	// of a password whose "#" cut the authority short, and the rest of
+	// the password went on in the fragment (a review).
+	return "", ErrServerURLAt
 }
 
 // SubscribeToken mints a subscribe token through the push server's token

@@ -41,3 +41,20 @@ func TestNoQRForAURLWithAnAtOutsideItsUser(t *testing.T) {
 		t.Fatalf("QR server_url %q, %v", got, err)
 	}
 }
+
+// A password with an "@" and a "#": the user part ends at the first "@"
+// and the rest of the password goes on in the fragment. No QR (it
+// carried "ss#leak@..." whole: a review), and the settings mask all of
+// it.
+func TestNoQRForAURLWhoseUserPartEndsEarly(t *testing.T) {
+	for _, v := range []string{"https://ops:Pa@ss#leak@push.example/", "https://ops:Pa@ss?leak@push.example/"} {
+		if got, err := withoutUserinfo(v); !errors.Is(err, ErrServerURLAt) || strings.Contains(got, "leak") {
+			t.Errorf("%s: QR server_url %q, %v", v, got, err)
+		}
+		c := config.Defaults(config.ActiveBrand())
+		c.PushServerURL = v
+		if s := c.Masked()["server_push_server_url"].(string); strings.Contains(s, "leak") || strings.Contains(s, "ss") {
+			t.Errorf("%s: settings show %q", v, s)
+		}
+	}
+}
