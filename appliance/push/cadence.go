@@ -321,8 +321,10 @@ func (s *Service) announce(key string, active bool, cooldown time.Duration, m Me
 		// Held until the cooldown from the first activation ends: not
 		// from Alerted, which a reminder moves (a review saw a recovery
 		// held 5 h past the fridge's return).
-		if until := s.st.Flap[key]; now < until {
-			s.st.Held[key] = heldRecovery{Due: until, Msg: m, Ops: ops}
+		// With the cooldown in force now: fixed at the flap, a cooldown
+		// lowered since still held it the old length (a review).
+		if start, flapped := s.st.Flap[key]; flapped && now < start+cooldown.Milliseconds() {
+			s.st.Held[key] = heldRecovery{Due: start + cooldown.Milliseconds(), Msg: m, Ops: ops}
 			return false
 		}
 		delete(s.st.Open, key)
@@ -340,7 +342,7 @@ func (s *Service) announce(key string, active bool, cooldown time.Duration, m Me
 	} else if within {
 		// Heard recovered within the cooldown: say it is back, and hold
 		// its next recovery.
-		s.st.Flap[key] = last + cooldown.Milliseconds()
+		s.st.Flap[key] = last
 		s.st.Open[key] = true
 		return true
 	}

@@ -16,9 +16,10 @@ type state struct {
 	Changes    map[string][]Item          `json:"changes"` // category -> since last bucket
 	LastBucket map[string]int64           `json:"last_bucket"`
 	// Flap is, for a condition announced active again within the
-	// cooldown of its first announcement (announce), when that cooldown
-	// ends (Unix ms); Held its recovery, waiting for then.
-	Flap map[string]int64 `json:"flap_until,omitempty"`
+	// cooldown window of its first announcement (announce), when that
+	// window began (Unix ms); Held its recovery, waiting for the window's
+	// end.
+	Flap map[string]int64 `json:"flap_window,omitempty"`
 	// Window is when each condition's cooldown window began: its last
 	// activation announced as new (not a reminder, not a flap).
 	Window map[string]int64        `json:"window,omitempty"`

@@ -228,6 +228,9 @@ func (s *Service) ops(m Message) {
 	}
 	m = OpsCopy(cfg.ServerID, m)
 	m.Record.Seq = s.pub.NextSeq()
+	s.mu.Lock()
+	s.sentUnsaved = true // a reconcile saves after it (staff push may be off)
+	s.mu.Unlock()
 	q := queued{Base: cfg.PushOpsServerURL, R: m.Render(cfg.PushOpsTopic), At: s.heldSince(m)}
 	s.opsw.do(func() { s.postOps(q) })
 }
