@@ -47,6 +47,10 @@ type EInkPoll struct {
 	PollCount    uint64   `json:"poll_count"`
 	FirstSeen    int64    `json:"first_seen,omitempty"`
 	LastSeen     int64    `json:"last_seen,omitempty"`
+	// Fresh: the display's device was attached (replace-device) and has
+	// not been served since, so the row's versions say nothing of what
+	// that device shows.
+	Fresh bool `json:"fresh,omitempty"`
 }
 
 // EInkTemplate is a saved, reusable layout.

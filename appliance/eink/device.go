@@ -47,13 +47,20 @@ func (s *Service) Delete(id uint64) error {
 // starts at the kept version, so it first serves the one after: neither
 // what the device drew nor what that poll may have served.
 func (s *Service) keepVersion(t *store.AssetTx, id uint64, mac string) error {
-	v := 0
+	v, fresh := 0, false
 	if st := s.polls[id]; st != nil {
 		st.mu.Lock()
-		v = st.p.Version
+		v, fresh = st.p.Version, st.p.Fresh
 		st.mu.Unlock()
 	} else if p, err := t.EInkPollState(id); err == nil {
-		v = p.Version
+		v, fresh = p.Version, p.Fresh
+	}
+	if fresh {
+		// Attached and removed before it polled here: what it keeps
+		// from before still says what it shows; overwritten, a spare put
+		// on the wrong row and taken off again was later served the
+		// number it showed (a review).
+		return nil
 	}
 	dev, err := t.Device(mac)
 	if errors.Is(err, store.ErrNotFound) || v == 0 {
@@ -151,14 +158,14 @@ func (s *Service) ReplaceDevice(id uint64, rawMAC string) (DisplayView, error) {
 			st.mu.Unlock()
 		}
 		start := replacedStart(cur, keptVersion(t, mac))
-		p.Version = start
+		p.Version, p.Fresh = start, true
 		if err := t.PutEInkPollState(d.ID, &p); err != nil {
 			return err
 		}
 		if st := s.polls[d.ID]; st != nil {
 			st.mu.Lock()
 			st.hash, st.p.RenderedHash = 0, ""
-			st.p.Version = start
+			st.p.Version, st.p.Fresh = start, true
 			st.mu.Unlock()
 		}
 		v, err = s.view(t, d)

@@ -94,6 +94,7 @@ func (s *Service) Poll(dst []byte, req PollRequest) ([]byte, error) {
 	dst, sum := render(dst, &sc, rd)
 
 	st.mu.Lock()
+	st.p.Fresh = false // served: the row's versions are this device's now
 	bumped := sum != st.hash || st.p.Version == 0
 	var committed chan struct{}
 	if bumped {
