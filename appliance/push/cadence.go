@@ -496,6 +496,24 @@ func (s *Service) health(h store.HealthRecord) {
 	s.save()
 }
 
+// moveKeys moves m's keys that move renames, merging a value with the
+// one already under the new key (merge(moved, there)); it reports whether
+// any moved.
+func moveKeys[V any](m map[string]V, move func(string) (string, bool), merge func(moved, there V) V) bool {
+	changed := false
+	for k, v := range m {
+		if nk, ok := move(k); ok {
+			delete(m, k)
+			if there, taken := m[nk]; taken {
+				v = merge(v, there)
+			}
+			m[nk] = v
+			changed = true
+		}
+	}
+	return changed
+}
+
 // Rename moves the cadence state of condition keys ending in oldUID to
 // newUID (remint, merge) and persists it at once, so an alert announced
 // under the old uid is not announced again under the new one and its
@@ -510,50 +528,13 @@ func (s *Service) Rename(oldUID, newUID string) {
 		}
 		return head + ":" + newUID, true
 	}
-	for k, v := range s.st.Alerted {
-		if nk, ok := move(k); ok {
-			delete(s.st.Alerted, k)
-			s.st.Alerted[nk] = max(v, s.st.Alerted[nk])
-			changed = true
-		}
-	}
-	for k, v := range s.st.Open {
-		if nk, ok := move(k); ok {
-			delete(s.st.Open, k)
-			s.st.Open[nk] = v || s.st.Open[nk]
-			changed = true
-		}
-	}
-	for k, v := range s.st.Window {
-		if nk, ok := move(k); ok {
-			delete(s.st.Window, k)
-			s.st.Window[nk] = max(v, s.st.Window[nk])
-			changed = true
-		}
-	}
-	for k, v := range s.st.Flap {
-		if nk, ok := move(k); ok {
-			delete(s.st.Flap, k)
-			s.st.Flap[nk] = max(v, s.st.Flap[nk])
-			changed = true
-		}
-	}
-	for k, v := range s.st.Critical {
-		if nk, ok := move(k); ok {
-			delete(s.st.Critical, k)
-			s.st.Critical[nk] = v
-			changed = true
-		}
-	}
-	for k, h := range s.st.Held {
-		if nk, ok := move(k); ok {
-			delete(s.st.Held, k)
-			if _, taken := s.st.Held[nk]; !taken {
-				s.st.Held[nk] = h
-			}
-			changed = true
-		}
-	}
+	later := func(a, b int64) int64 { return max(a, b) }
+	changed = moveKeys(s.st.Alerted, move, later) || changed
+	changed = moveKeys(s.st.Open, move, func(a, b bool) bool { return a || b }) || changed
+	changed = moveKeys(s.st.Window, move, later) || changed
+	changed = moveKeys(s.st.Flap, move, later) || changed
+	changed = moveKeys(s.st.Critical, move, func(moved, _ bool) bool { return moved }) || changed
+	changed = moveKeys(s.st.Held, move, func(_, survivor heldRecovery) heldRecovery { return survivor }) || changed
 	for _, items := range s.st.Active {
 		for subj, it := range items {
 			if nk, ok := move(subj); ok {
