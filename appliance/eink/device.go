@@ -34,6 +34,11 @@ func (s *Service) Delete(id uint64) error {
 		}
 		// Dropped now, inside the lock; a failed commit only costs a
 		// reload of the poll state from the store.
+		if st := s.polls[id]; st != nil {
+			st.mu.Lock()
+			st.mac = "" // a poll rendering now is not served the deleted row
+			st.mu.Unlock()
+		}
 		delete(s.polls, id)
 		return nil
 	})
@@ -166,6 +171,7 @@ func (s *Service) ReplaceDevice(id uint64, rawMAC string) (DisplayView, error) {
 			st.mu.Lock()
 			st.hash, st.p.RenderedHash = 0, ""
 			st.p.Version, st.p.Fresh = start, true
+			st.mac = mac
 			st.mu.Unlock()
 		}
 		v, err = s.view(t, d)

@@ -62,15 +62,27 @@ func ParseVoltage(s string) (float64, bool) {
 // MaxPending rows are pending; otherwise it gets the neutral screen and
 // nothing is stored.
 func (s *Service) Poll(dst []byte, req PollRequest) ([]byte, error) {
+	base := len(dst)
+	for range 3 {
+		out, err, again := s.poll(dst, req)
+		if !again {
+			return out, err
+		}
+		dst = out[:base] // the row changed devices while it rendered: again
+	}
+	return dst, errors.New("eink: the display's device keeps changing")
+}
+
+func (s *Service) poll(dst []byte, req PollRequest) (out []byte, err error, again bool) {
 	now := s.clock.Now()
 	c, st, err := s.lookup(req.MAC, now)
 	if err != nil {
-		return dst, err
+		return dst, err, false
 	}
 	if c == nil {
 		ok, kept, err := s.register(req.MAC, now)
 		if err != nil {
-			return dst, err
+			return dst, err, false
 		}
 		if !ok {
 			d := store.EInkDisplay{MAC: req.MAC, State: store.EInkPending, Width: DefaultWidth, Height: DefaultHeight}
@@ -78,10 +90,10 @@ func (s *Service) Poll(dst []byte, req PollRequest) ([]byte, error) {
 			dst, _ = render(dst, &sc, nil)
 			// Past a version the device keeps from a row it left, or it
 			// may not draw this screen (a review).
-			return finish(dst, kept%99+1), nil
+			return finish(dst, kept%99+1), nil, false
 		}
 		if c, st, err = s.lookup(req.MAC, now); err != nil || c == nil {
-			return dst, errors.Join(err, errors.New("eink: registered display vanished"))
+			return dst, errors.Join(err, errors.New("eink: registered display vanished")), false
 		}
 	}
 	var sc screen
@@ -94,6 +106,11 @@ func (s *Service) Poll(dst []byte, req PollRequest) ([]byte, error) {
 	dst, sum := render(dst, &sc, rd)
 
 	st.mu.Lock()
+	if st.mac != req.MAC {
+		st.mu.Unlock()
+		s.forget(req.MAC)
+		return dst, nil, true
+	}
 	st.p.Fresh = false // served: the row's versions are this device's now
 	bumped := sum != st.hash || st.p.Version == 0
 	var committed chan struct{}
@@ -150,7 +167,14 @@ func (s *Service) Poll(dst []byte, req PollRequest) ([]byte, error) {
 	case queue:
 		s.w.Do(st.flush, nil)
 	}
-	return finish(dst, version), nil
+	return finish(dst, version), nil, false
+}
+
+// forget drops mac's cache entry, so the next lookup reads the store.
+func (s *Service) forget(mac string) {
+	s.mu.Lock()
+	delete(s.byMAC, mac)
+	s.mu.Unlock()
 }
 
 // flush writes the current poll state; the writer runs it inside a group
@@ -207,7 +231,7 @@ func (s *Service) lookup(mac string, now time.Time) (*cached, *pollState, error)
 				return err
 			}
 			h, _ := strconv.ParseUint(p.RenderedHash, 16, 64)
-			st = &pollState{id: id, p: p, hash: h}
+			st = &pollState{id: id, p: p, hash: h, mac: d.MAC}
 			s.polls[id] = st
 		}
 		s.byMAC[mac] = c

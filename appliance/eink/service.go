@@ -85,6 +85,12 @@ type pollState struct {
 	p      store.EInkPoll
 	hash   uint64 // p.RenderedHash parsed
 	queued bool
+	// mac is the device the row serves now ("" once the row is
+	// deleted): a poll rendered for another device (replaced away, or
+	// replaced in, while it rendered) is not served this row's version
+	// (a review: the old device's poll cleared the new one's Fresh, and a
+	// spare's poll served after its removal went unkept).
+	mac string
 	// committing is closed when the newest version's commit is in: a
 	// poll served that version while it was not waited too (a review:
 	// a device retrying a slow answer got it before it was stored).
