@@ -321,11 +321,15 @@ func (s *Service) announce(key string, active bool, cooldown time.Duration, m Me
 		// Held until the cooldown from the first activation ends: not
 		// from Alerted, which a reminder moves (a review saw a recovery
 		// held 5 h past the fridge's return).
-		// With the cooldown in force now: fixed at the flap, a cooldown
-		// lowered since still held it the old length (a review).
-		if start, flapped := s.st.Flap[key]; flapped && now < start+cooldown.Milliseconds() {
-			s.st.Held[key] = heldRecovery{Due: start + cooldown.Milliseconds(), Msg: m, Ops: ops}
-			return false
+		// The window ends with the shorter of the cooldown then and now:
+		// fixed at the flap, a cooldown lowered since still held it the
+		// old length, and measured by the cooldown now alone, one raised
+		// since held a flap whose window had ended (reviews).
+		if f, flapped := s.st.Flap[key]; flapped {
+			if end := f.end(cooldown); now < end {
+				s.st.Held[key] = heldRecovery{Due: end, Msg: m, Ops: ops, Window: f}
+				return false
+			}
 		}
 		delete(s.st.Open, key)
 		delete(s.st.Flap, key)
@@ -342,7 +346,7 @@ func (s *Service) announce(key string, active bool, cooldown time.Duration, m Me
 	} else if within {
 		// Heard recovered within the cooldown: say it is back, and hold
 		// its next recovery.
-		s.st.Flap[key] = last
+		s.st.Flap[key] = flapWindow{Start: last, Cooldown: cooldown.Milliseconds()}
 		s.st.Open[key] = true
 		return true
 	}
@@ -356,17 +360,37 @@ func (s *Service) announce(key string, active bool, cooldown time.Duration, m Me
 // heldRecovery is a flapping condition's recovery waiting for its
 // cooldown to end (announce).
 type heldRecovery struct {
-	Due int64   `json:"due"` // Unix ms
-	Msg Message `json:"msg"`
-	Ops bool    `json:"ops,omitempty"`
+	Due    int64      `json:"due"` // Unix ms, with the cooldown when it was held
+	Msg    Message    `json:"msg"`
+	Ops    bool       `json:"ops,omitempty"`
+	Window flapWindow `json:"window"`
+}
+
+// flapWindow is a flapping condition's cooldown window: when it began
+// and the cooldown then (ms).
+type flapWindow struct {
+	Start    int64 `json:"start"`
+	Cooldown int64 `json:"cooldown_ms"`
+}
+
+// end is when the window ends, by the shorter of its cooldown and now's.
+func (f flapWindow) end(now time.Duration) int64 {
+	return f.Start + min(f.Cooldown, now.Milliseconds())
 }
 
 // dueRecoveries takes the held recoveries whose cooldown ended, with
 // s.mu held.
 func (s *Service) dueRecoveriesLocked(now int64) []heldRecovery {
+	cfg := s.live.Get()
 	var due []heldRecovery
 	for key, h := range s.st.Held {
-		if now < h.Due {
+		// A cooldown lowered since it was held ends the hold sooner (a
+		// review: held to the old 6 h after a change to 10 min).
+		end := h.Due
+		if cd, ok := s.cooldownFor(cfg, h.Msg.Category, key); ok && h.Window.Start > 0 {
+			end = min(end, h.Window.end(cd))
+		}
+		if now < end {
 			continue
 		}
 		due = append(due, h)
@@ -496,6 +520,16 @@ func (s *Service) health(h store.HealthRecord) {
 	s.save()
 }
 
+// activeLocked says whether key is active in any category's set.
+func (s *Service) activeLocked(key string) bool {
+	for _, items := range s.st.Active {
+		if _, ok := items[key]; ok {
+			return true
+		}
+	}
+	return false
+}
+
 // moveKeys moves m's keys that move renames, merging a value with the
 // one already under the new key (merge(moved, there)); it reports whether
 // any moved.
@@ -532,9 +566,23 @@ func (s *Service) Rename(oldUID, newUID string) {
 	changed = moveKeys(s.st.Alerted, move, later) || changed
 	changed = moveKeys(s.st.Open, move, func(a, b bool) bool { return a || b }) || changed
 	changed = moveKeys(s.st.Window, move, later) || changed
-	changed = moveKeys(s.st.Flap, move, later) || changed
+	changed = moveKeys(s.st.Flap, move, func(a, b flapWindow) flapWindow {
+		if a.Start > b.Start {
+			return a
+		}
+		return b
+	}) || changed
 	changed = moveKeys(s.st.Critical, move, func(moved, _ bool) bool { return moved }) || changed
 	changed = moveKeys(s.st.Held, move, func(_, survivor heldRecovery) heldRecovery { return survivor }) || changed
+	// A recovery held for the merged-away subject must not end a
+	// survivor that is active: sent, it closed the survivor's open alert
+	// and stopped its reminders (a review).
+	for key := range s.st.Held {
+		if strings.HasSuffix(key, ":"+newUID) && s.activeLocked(key) {
+			delete(s.st.Held, key)
+			delete(s.st.Flap, key)
+		}
+	}
 	for _, items := range s.st.Active {
 		for subj, it := range items {
 			if nk, ok := move(subj); ok {

@@ -17,9 +17,9 @@ type state struct {
 	LastBucket map[string]int64           `json:"last_bucket"`
 	// Flap is, for a condition announced active again within the
 	// cooldown window of its first announcement (announce), when that
-	// window began (Unix ms); Held its recovery, waiting for the window's
-	// end.
-	Flap map[string]int64 `json:"flap_window,omitempty"`
+	// window began and the cooldown then; Held its recovery, waiting for
+	// the window's end.
+	Flap map[string]flapWindow `json:"flaps,omitempty"`
 	// Window is when each condition's cooldown window began: its last
 	// activation announced as new (not a reminder, not a flap).
 	Window map[string]int64        `json:"window,omitempty"`
@@ -61,7 +61,7 @@ func loadState(db *store.DB) (*state, error) {
 		st.Window = map[string]int64{}
 	}
 	if st.Flap == nil {
-		st.Flap = map[string]int64{}
+		st.Flap = map[string]flapWindow{}
 	}
 	if st.Held == nil {
 		st.Held = map[string]heldRecovery{}

@@ -3,6 +3,8 @@ package push
 import (
 	"strings"
 	"time"
+
+	"beaconhub/appliance/config"
 )
 
 // reminderEvery is how often still-active conditions are checked for a
@@ -23,6 +25,25 @@ func (s *Service) armReminder() {
 	})
 }
 
+// cooldownFor is key's repeat cooldown in category cat, with s.mu held:
+// the sensors cooldown for sensors, the critical one for panic/watch
+// not-seen and infrastructure health, the category's interval in
+// individual mode; false in bulk mode (its digest repeats it).
+func (s *Service) cooldownFor(cfg *config.Config, cat, key string) (time.Duration, bool) {
+	switch {
+	case cat == CatSensors:
+		return secs(cfg.PushSensorsCooldownSeconds), true
+	case cat == CatHealth && !strings.HasPrefix(key, "fleet:"):
+		return secs(cfg.PushCriticalCooldownSeconds), true
+	case cat == CatNotSeen && s.st.Critical[key]:
+		return secs(cfg.PushCriticalCooldownSeconds), true
+	}
+	if bulk, iv := s.mode(cat); !bulk {
+		return iv, true
+	}
+	return 0, false
+}
+
 // remind repeats announced conditions that are still active once their
 // repeat interval passed: sensors after the sensors cooldown, panic/watch
 // not-seen and infrastructure health after the critical cooldown, and
@@ -39,27 +60,19 @@ func (s *Service) remind() {
 			if !s.st.Open[key] {
 				continue
 			}
-			var every time.Duration
+			every, ok := s.cooldownFor(cfg, cat, key)
+			if !ok {
+				continue // bulk: repeated through its digest
+			}
 			tags := categoryTags(cat)
 			prio := PrioUrgent
 			switch {
-			case cat == CatSensors:
-				every = secs(cfg.PushSensorsCooldownSeconds)
-			case cat == CatHealth && !strings.HasPrefix(key, "fleet:"):
-				every, prio = secs(cfg.PushCriticalCooldownSeconds), PrioHigh
+			case cat == CatHealth:
+				prio = PrioHigh
 			case cat == CatNotSeen && s.st.Critical[key]:
-				every, tags = secs(cfg.PushCriticalCooldownSeconds), tagsButton
-			default:
-				bulk, iv := s.mode(cat)
-				if bulk {
-					continue
-				}
-				every = iv
-				if cat == CatHealth {
-					prio = PrioHigh
-				} else if cat == CatCalibration {
-					prio = PrioDefault
-				}
+				tags = tagsButton
+			case cat == CatCalibration:
+				prio = PrioDefault
 			}
 			if every <= 0 || now-s.st.Alerted[key] < every.Milliseconds() {
 				continue
