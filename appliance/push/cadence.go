@@ -397,6 +397,7 @@ func (s *Service) dueRecoveriesLocked(now int64) []heldRecovery {
 		delete(s.st.Held, key)
 		delete(s.st.Open, key)
 		delete(s.st.Flap, key)
+		delete(s.st.Critical, key)
 	}
 	return due
 }
@@ -459,13 +460,19 @@ func (s *Service) sensor(r store.SensorConditionRecord) {
 			s.mu.Lock()
 			if active {
 				s.st.Critical[r.Key] = true
-			} else {
-				delete(s.st.Critical, r.Key)
 			}
 			s.mu.Unlock()
 			s.track(CatNotSeen, r.Key, phaseOf(r.Phase), r.Message, r.Since, r.At, false)
 			msg = NotSeenAlert(r, d)
 			send = s.announce(r.Key, active, secs(cfg.PushCriticalCooldownSeconds), msg, false)
+			if !active && send {
+				// Critical until its recovery goes: a held one is re-checked
+				// against the critical cooldown, not the sensor not-seen
+				// interval (a review saw it go 5.5 h early).
+				s.mu.Lock()
+				delete(s.st.Critical, r.Key)
+				s.mu.Unlock()
+			}
 			break
 		}
 		send, msg = s.bulkOrIndividual(CatNotSeen, r, NotSeenAlert(r, d))
@@ -574,15 +581,6 @@ func (s *Service) Rename(oldUID, newUID string) {
 	}) || changed
 	changed = moveKeys(s.st.Critical, move, func(moved, _ bool) bool { return moved }) || changed
 	changed = moveKeys(s.st.Held, move, func(_, survivor heldRecovery) heldRecovery { return survivor }) || changed
-	// A recovery held for the merged-away subject must not end a
-	// survivor that is active: sent, it closed the survivor's open alert
-	// and stopped its reminders (a review).
-	for key := range s.st.Held {
-		if strings.HasSuffix(key, ":"+newUID) && s.activeLocked(key) {
-			delete(s.st.Held, key)
-			delete(s.st.Flap, key)
-		}
-	}
 	for _, items := range s.st.Active {
 		for subj, it := range items {
 			if nk, ok := move(subj); ok {
@@ -593,6 +591,16 @@ func (s *Service) Rename(oldUID, newUID string) {
 				}
 				changed = true
 			}
+		}
+	}
+	// After the active sets moved: a recovery held for either subject
+	// must not go while the merged key is active (the survivor's, or the
+	// merged-away one's condition moved onto it). Sent, it closed an
+	// alert that was still on and stopped its reminders (two reviews).
+	// The flap window stays: it bounds the survivor's next recovery.
+	for key := range s.st.Held {
+		if strings.HasSuffix(key, ":"+newUID) && s.activeLocked(key) {
+			delete(s.st.Held, key)
 		}
 	}
 	s.mu.Unlock()
