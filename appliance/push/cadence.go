@@ -465,12 +465,14 @@ func (s *Service) sensor(r store.SensorConditionRecord) {
 			s.track(CatNotSeen, r.Key, phaseOf(r.Phase), r.Message, r.Since, r.At, false)
 			msg = NotSeenAlert(r, d)
 			send = s.announce(r.Key, active, secs(cfg.PushCriticalCooldownSeconds), msg, false)
-			if !active && send {
+			if !active {
 				// Critical until its recovery goes: a held one is re-checked
 				// against the critical cooldown, not the sensor not-seen
 				// interval (a review saw it go 5.5 h early).
 				s.mu.Lock()
-				delete(s.st.Critical, r.Key)
+				if _, held := s.st.Held[r.Key]; !held {
+					delete(s.st.Critical, r.Key)
+				}
 				s.mu.Unlock()
 			}
 			break
