@@ -15,7 +15,8 @@ import (
 // TestRemintDuringActiveAlertIsNotDoubled: a fridge is out of range, its
 // uid is reminted (it moved to another location), it stays out of range,
 // then comes back. The staff get one alert and one recovery, the recovery
-// under the new uid, and no condition is left behind under the old one.
+// under the new uid, each subject's last word right (the old one's quiet
+// "continues as"), and no condition is left behind under the old one.
 func TestRemintDuringActiveAlertIsNotDoubled(t *testing.T) {
 	fake := ntfytest.New()
 	t.Cleanup(fake.Close)
@@ -68,12 +69,16 @@ func TestRemintDuringActiveAlertIsNotDoubled(t *testing.T) {
 	}
 
 	pub("9.7") // still out of range: the same condition, not a new one
-	if got := sensorMsgs(); len(got) != 1 {
-		t.Fatalf("after remint, still out of range: %d messages, want 1: %+v", len(got), got)
+	// No second alert: the old subject's last word is that it continues
+	// under the new uid, the new one's that it is active, both quiet.
+	got := sensorMsgs()
+	if len(got) != 3 || got[1].Subject != "range:LEGACY-C30000000A01" || got[1].Phase != push.PhaseResolved || got[1].Intent != push.IntentState ||
+		got[2].Subject != "range:SEN-W1-1" || got[2].Phase != push.PhaseActive || got[2].Intent != push.IntentState {
+		t.Fatalf("after remint, still out of range: %d messages, want the alert and the quiet pair: %+v", len(got), got)
 	}
 	pub("5.0")
-	got := sensorMsgs()
-	if len(got) != 2 || got[1].Subject != "range:SEN-W1-1" || got[1].Phase != push.PhaseResolved {
+	got = sensorMsgs()
+	if len(got) != 4 || got[3].Subject != "range:SEN-W1-1" || got[3].Phase != push.PhaseResolved {
 		t.Fatalf("recovery: %+v", got)
 	}
 	active, err := db.ActiveSensorConditions()

@@ -206,6 +206,73 @@ func (s *Service) reconcile() {
 	}
 }
 
+// toIndividual brings a category just switched from bulk to individual
+// mode in line with what staff were told: its conditions active and not
+// open (no digest told them yet) are announced, and those open and no
+// longer active recover: their change waited for a digest that
+// individual mode does not send (a review saw a replaced battery left
+// "low" for good). The cadence rules apply as to any transition.
+func (s *Service) toIndividual(cat string) {
+	if bulk, _ := s.mode(cat); bulk {
+		return // switched back meanwhile
+	}
+	now := s.clk.Now().UnixMilli()
+	s.mu.Lock()
+	raise := map[string]bool{}
+	for key := range s.st.Active[cat] {
+		if !s.st.Open[key] {
+			raise[key] = true
+		}
+	}
+	var clear []string
+	for key, on := range s.st.Open {
+		_, active := s.st.Active[cat][key]
+		_, held := s.st.Held[key]
+		if on && !active && !held && catOfKey(key) == cat {
+			clear = append(clear, key)
+		}
+	}
+	delete(s.st.Changes, cat) // told one by one from now on
+	s.mu.Unlock()
+	slices.Sort(clear)
+	if cat == CatHealth {
+		health, err := s.db.ActiveHealth()
+		if err != nil {
+			s.log.Error("push: active health conditions for a mode switch", "err", err)
+			return
+		}
+		_, iv := s.mode(cat)
+		for _, h := range health {
+			if raise[h.Key] {
+				if m := HealthAlert(store.HealthRecord{Key: h.Key, Phase: store.HealthActive, At: h.UpdatedAt, Since: h.Since, Message: h.Message}); s.announce(h.Key, true, iv, m, false) {
+					s.immediate(m) // the vendor heard it when it happened
+				}
+			}
+		}
+		for _, key := range clear {
+			if m := HealthAlert(store.HealthRecord{Key: key, Phase: store.HealthResolved, At: now}); s.announce(key, false, iv, m, false) {
+				s.immediate(m)
+			}
+		}
+		s.save()
+		return
+	}
+	conds, err := s.db.ActiveSensorConditions()
+	if err != nil {
+		s.log.Error("push: active sensor conditions for a mode switch", "err", err)
+		return
+	}
+	for _, c := range conds {
+		if raise[c.Key] {
+			s.sensor(store.SensorConditionRecord{Key: c.Key, Kind: c.Kind, Subject: c.Subject, Phase: store.HealthActive, At: c.At, Since: c.Since, Message: c.Message})
+		}
+	}
+	for _, key := range clear {
+		kind, subject, _ := strings.Cut(key, ":")
+		s.sensor(store.SensorConditionRecord{Key: key, Kind: kind, Subject: subject, Phase: store.HealthResolved, At: now})
+	}
+}
+
 // followRenames moves the cadence state of keys whose subject is a
 // former uid (Alias) to the current uid when the store holds the
 // condition under it: a crash between a remint's commit and push's
@@ -571,6 +638,21 @@ func (s *Service) Rename(oldUID, newUID string) {
 		}
 		return head + ":" + newUID, true
 	}
+	// Staff were told these keys are active, under a subject that ends
+	// here: the app keeps a subject's last word, so theirs stayed
+	// "active" for good, and a survivor last heard "resolved" read so
+	// while the merged condition went on (a review).
+	type told struct {
+		old, nu      string
+		survivorOpen bool
+	}
+	var open []told
+	for key, on := range s.st.Open {
+		if nu, ok := move(key); ok && on {
+			open = append(open, told{key, nu, s.st.Open[nu]})
+		}
+	}
+	slices.SortFunc(open, func(a, b told) int { return strings.Compare(a.old, b.old) })
 	later := func(a, b int64) int64 { return max(a, b) }
 	changed = moveKeys(s.st.Alerted, move, later) || changed
 	changed = moveKeys(s.st.Open, move, func(a, b bool) bool { return a || b }) || changed
@@ -605,8 +687,56 @@ func (s *Service) Rename(oldUID, newUID string) {
 			delete(s.st.Held, key)
 		}
 	}
+	// Each subject announced active gets its last word: the old one that
+	// it continues under the new uid, the new one (unless staff last
+	// heard it active) that it is active. In bulk mode the next digest
+	// says both.
+	cfg := s.live.Get()
+	now := s.clk.Now().UnixMilli()
+	var msgs []Message
+	for _, o := range open {
+		cat := catOfKey(o.old)
+		if _, individual := s.cooldownFor(cfg, cat, o.nu); !individual {
+			s.st.Changes[cat] = append(s.st.Changes[cat], Item{Subject: o.old, Phase: PhaseResolved, At: now, Text: continuesAs(oldUID, newUID)})
+			continue
+		}
+		msgs = append(msgs, Message{Category: cat, Title: continuesAs(oldUID, newUID), Body: "Its conditions continue under " + o.nu + ".",
+			Tags: categoryTags(cat), Priority: PrioMin,
+			Record: Record{Category: cat, Kind: KindCondition, Phase: PhaseResolved, Intent: IntentState, Subject: o.old, Device: s.identify(newUID), At: now}})
+		if it, on := s.st.Active[cat][o.nu]; on && !o.survivorOpen {
+			// Quiet: staff were alerted under the old uid; this is its
+			// current state under the new one.
+			m := s.stillActiveLocked(cat, o.nu, it, now, "Formerly "+o.old+": "+continuesAs(oldUID, newUID)+".")
+			m.Priority, m.Record.Intent = PrioMin, IntentState
+			msgs = append(msgs, m)
+			s.st.Alerted[o.nu] = now // a repeat: the next one a cooldown on
+		}
+	}
 	s.mu.Unlock()
+	if len(msgs) > 0 {
+		// On the worker: a rename's caller (the asset service, after its
+		// commit) must not wait for the push server.
+		s.do(func() {
+			for _, m := range msgs {
+				s.immediate(m)
+			}
+			s.save()
+		})
+	}
 	if changed {
 		s.save()
 	}
+}
+
+// continuesAs says that an asset's uid changed (remint or merge).
+func continuesAs(oldUID, newUID string) string { return oldUID + " continues as " + newUID }
+
+// catOfKey is the category a condition key is tracked under: a sensor
+// condition's by its kind, else health (infrastructure and fleet keys).
+func catOfKey(key string) string {
+	switch kind, _, _ := strings.Cut(key, ":"); kind {
+	case condRange, condBattery, condNotSeen, condCalibration:
+		return catOf(kind)
+	}
+	return CatHealth
 }

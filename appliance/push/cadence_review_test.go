@@ -219,8 +219,16 @@ func TestRemintCrashWindowDoesNotSayBackInRange(t *testing.T) {
 		got = append(got, rec.Subject+" "+rec.Phase+" "+m.Title)
 	}
 	for _, m := range r.msgs("TST000-sensors") {
-		if rec, _ := ParseRecord(m.Message); rec.Phase == PhaseResolved {
+		if rec, _ := ParseRecord(m.Message); rec.Phase == PhaseResolved && (rec.Subject != "range:LEGACY-C3000000000D" || m.Title != "LEGACY-C3000000000D continues as SEN-H1-1") {
 			t.Fatalf("fridge still out of range, reminted before a crash: sensors topic %q", got)
 		}
+	}
+	// The old subject's last word is that it continues under the new
+	// uid; the new one's that it is out of range.
+	if rec, _, ok := lastFor(t, r.msgs("TST000-sensors"), "range:SEN-H1-1"); !ok || rec.Phase != PhaseActive {
+		t.Fatalf("reminted fridge still out of range: sensors topic %q", got)
+	}
+	if rec, _, ok := lastFor(t, r.msgs("TST000-sensors"), "range:LEGACY-C3000000000D"); !ok || rec.Phase != PhaseResolved {
+		t.Fatalf("the old uid's alert was never closed: sensors topic %q", got)
 	}
 }

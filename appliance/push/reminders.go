@@ -64,26 +64,11 @@ func (s *Service) remind() {
 			if !ok {
 				continue // bulk: repeated through its digest
 			}
-			tags := categoryTags(cat)
-			prio := PrioUrgent
-			switch {
-			case cat == CatHealth:
-				prio = PrioHigh
-			case cat == CatNotSeen && s.st.Critical[key]:
-				tags = tagsButton
-			case cat == CatCalibration:
-				prio = PrioDefault
-			}
 			if every <= 0 || now-s.st.Alerted[key] < every.Milliseconds() {
 				continue
 			}
 			s.st.Alerted[key] = now
-			var dev Device
-			if i := strings.Index(key, ":"); i > 0 && cat != CatHealth {
-				dev = s.identify(key[i+1:]) // Identify takes no service lock
-			}
-			due = append(due, Message{Category: cat, Title: it.Text, Body: "Still active since " + time.UnixMilli(it.Since).UTC().Format(time.RFC3339),
-				Tags: tags, Priority: prio, Record: Record{Category: cat, Kind: KindCondition, Phase: PhaseActive, Intent: IntentAlert, Subject: key, Device: dev, At: now}})
+			due = append(due, s.stillActiveLocked(cat, key, it, now, ""))
 		}
 	}
 	held := s.dueRecoveriesLocked(now)
@@ -100,4 +85,29 @@ func (s *Service) remind() {
 	if len(due) > 0 || len(held) > 0 {
 		s.save()
 	}
+}
+
+// stillActiveLocked is a repeat of an active condition (a reminder, or
+// its continuation under a new uid: note), with s.mu held.
+func (s *Service) stillActiveLocked(cat, key string, it Item, now int64, note string) Message {
+	tags := categoryTags(cat)
+	prio := PrioUrgent
+	switch {
+	case cat == CatHealth:
+		prio = PrioHigh
+	case cat == CatNotSeen && s.st.Critical[key]:
+		tags = tagsButton
+	case cat == CatCalibration:
+		prio = PrioDefault
+	}
+	var dev Device
+	if i := strings.Index(key, ":"); i > 0 && cat != CatHealth {
+		dev = s.identify(key[i+1:]) // Identify takes no service lock
+	}
+	body := "Still active since " + time.UnixMilli(it.Since).UTC().Format(time.RFC3339)
+	if note != "" {
+		body += "\n" + note
+	}
+	return Message{Category: cat, Title: it.Text, Body: body,
+		Tags: tags, Priority: prio, Record: Record{Category: cat, Kind: KindCondition, Phase: PhaseActive, Intent: IntentAlert, Subject: key, Device: dev, At: now}}
 }

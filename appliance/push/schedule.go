@@ -2,6 +2,8 @@ package push
 
 import (
 	"time"
+
+	"beaconhub/appliance/config"
 )
 
 // armDigest schedules the next digest run at the earliest next boundary
@@ -34,6 +36,38 @@ func (s *Service) armDigest() {
 	s.digTimer = s.clk.AfterFunc(next.Sub(now), func() { s.do(s.runDigest) })
 }
 
+// settingsChanged follows a change of the live settings: the digest
+// timer re-armed for a changed interval, anchor or time zone (armed for
+// the old one, an interval cut from a day to an hour waited for the old
+// day's boundary: a review), and a category switched from bulk to
+// individual brought in line at once.
+func (s *Service) settingsChanged(old, cur *config.Config) {
+	s.mu.Lock()
+	stopped := s.stopped
+	s.mu.Unlock()
+	if stopped {
+		return
+	}
+	if old.PushDigestTime != cur.PushDigestTime || old.PushDigestTimezone != cur.PushDigestTimezone ||
+		old.PushBatteriesIntervalSeconds != cur.PushBatteriesIntervalSeconds ||
+		old.PushSensorNotseenIntervalSeconds != cur.PushSensorNotseenIntervalSeconds ||
+		old.PushCalibrationIntervalSeconds != cur.PushCalibrationIntervalSeconds ||
+		old.PushFleetHealthIntervalSeconds != cur.PushFleetHealthIntervalSeconds {
+		s.do(s.armDigest)
+	}
+	for _, m := range []struct{ cat, was, now string }{
+		{CatBatteries, old.PushBatteriesMode, cur.PushBatteriesMode},
+		{CatNotSeen, old.PushSensorNotseenMode, cur.PushSensorNotseenMode},
+		{CatCalibration, old.PushCalibrationMode, cur.PushCalibrationMode},
+		{CatHealth, old.PushFleetHealthMode, cur.PushFleetHealthMode},
+	} {
+		if m.was != "individual" && m.now == "individual" {
+			cat := m.cat
+			s.do(func() { s.toIndividual(cat) })
+		}
+	}
+}
+
 // runDigest emits one digest per category whose bucket closed since its
 // last digest (once, however many boundaries a downtime skipped), puts
 // the messages in the durable outbox together with the new bucket marks,
@@ -61,12 +95,43 @@ func (s *Service) runDigest() {
 			active = append(active, it)
 		}
 		msgs = append(msgs, Digest(cat, active, changes, now.UnixMilli(), cat == CatSensors)...)
+		if cat != CatSensors { // its daily snapshot is quiet; range alerts go one by one
+			s.digestedLocked(cat, changes, now.UnixMilli())
+		}
 	}
 	s.mu.Unlock()
 	// The rows and the new bucket marks commit in one transaction: a
 	// crash before it re-runs the bucket, after it re-sends only rows.
 	s.enqueueDurable(msgs)
 	s.armDigest()
+}
+
+// digestedLocked records what a bulk category's digest told staff, as
+// an announcement does: its active conditions are open (heard active),
+// the resolved changes not active now are not. Staff's last word is the
+// digest's, and a switch to individual mode goes on from it: the
+// recovery of a battery a digest listed low was never announced, and a
+// battery recovered by digest and low again was suppressed as still open
+// (a review). A condition announced on its own stays as it was (its
+// repeats count from its own announcement).
+func (s *Service) digestedLocked(cat string, changes []Item, now int64) {
+	for key := range s.st.Active[cat] {
+		if !s.st.Open[key] {
+			s.st.Open[key] = true
+			s.st.Alerted[key] = now
+			s.st.Window[key] = now
+		}
+	}
+	for _, it := range changes {
+		if _, on := s.st.Active[cat][it.Subject]; on || it.Phase != PhaseResolved || s.st.Critical[it.Subject] {
+			continue
+		}
+		if _, held := s.st.Held[it.Subject]; held {
+			continue
+		}
+		delete(s.st.Open, it.Subject)
+		delete(s.st.Flap, it.Subject)
+	}
 }
 
 // Snapshot publishes one silent current-state message per included

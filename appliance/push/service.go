@@ -170,6 +170,7 @@ func (s *Service) Start(ctx context.Context) {
 	s.do(s.reconcile)                      // and condition transitions
 	s.opsw.do(func() { s.runRetry(laneOps) })
 	s.do(s.armDigest)
+	s.live.Subscribe(s.settingsChanged)
 	s.armReminder()
 }
 

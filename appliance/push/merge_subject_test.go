@@ -1,0 +1,84 @@
+package push
+
+import (
+	"testing"
+	"time"
+
+	"beaconhub/store"
+)
+
+// mergeInStore moves old's records onto nu in the store as a merge does.
+func mergeInStore(t *testing.T, r *rig, old, nu string) {
+	t.Helper()
+	if err := r.db.UpdateAssets(r.clk.Now(), func(tx *store.AssetTx) error {
+		if err := tx.SetAlias(old, nu); err != nil {
+			return err
+		}
+		_, err := tx.RenameUID(old, nu)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// F1 was out of range and is back ("Back in range" sent for range:F1).
+// F2 is out of range ("out of range" sent for range:F2). F2 is merged
+// into F1: the store now holds range:F1 ACTIVE (F2's condition moved),
+// push's Open[range:F1] is true, but the last message staff ever got
+// about range:F1 says resolved, and nothing is sent until the reminder a
+// whole cooldown later.
+func TestMergeSurvivorLastHeardResolvedHearsItActive(t *testing.T) {
+	r := newRig(t, false)
+	r.sensor(sensorRec("range", "F1", "active", "temperature 11.00 °C outside 2..8", r.clk.Now()))
+	r.svc.Idle()
+	r.advance(10 * time.Minute)
+	r.sensor(sensorRec("range", "F1", "resolved", "back", r.clk.Now()))
+	r.svc.Idle()
+	r.advance(10 * time.Minute)
+	r.sensor(sensorRec("range", "F2", "active", "temperature 12.00 °C outside 2..8", r.clk.Now()))
+	r.svc.Idle()
+	mergeInStore(t, r, "F2", "F1")
+	r.svc.Rename("F2", "F1")
+	r.svc.Idle()
+	conds, _ := r.db.ActiveSensorConditions()
+	inStore := false
+	for _, c := range conds {
+		inStore = inStore || c.Key == "range:F1"
+	}
+	var firstActive time.Duration = -1
+	for i := 0; i < 7*60; i++ {
+		r.advance(time.Minute)
+		if rec, _, ok := lastFor(t, r.msgs("TST000-sensors"), "range:F1"); ok && rec.Phase == PhaseActive && firstActive < 0 {
+			firstActive = r.clk.Now().Sub(t0)
+		}
+	}
+	t.Logf("range:F1 active in store after merge: %v; range:F1 messages %q; first 'active' for range:F1 at t0+%v",
+		inStore, phaseLog(r.msgs("TST000-sensors"), "range:F1"), firstActive)
+	if inStore && (firstActive < 0 || firstActive > 21*time.Minute) {
+		t.Fatalf("range:F1 is active from t0+20m (merge) but staff's last word about range:F1 stayed 'resolved' until t0+%v", firstActive)
+	}
+}
+
+// The other side of a merge: F2 is announced out of range and merged
+// into F1 (not active). range:F1 then recovers: "Back in range" goes
+// under range:F1 only, so the last message staff ever get about
+// range:F2, the subject they were alerted on, says active forever.
+func TestMergedAwaySubjectGetsALastWord(t *testing.T) {
+	r := newRig(t, false)
+	r.sensor(sensorRec("range", "F2", "active", "temperature 12.00 °C outside 2..8", r.clk.Now()))
+	r.svc.Idle()
+	r.advance(10 * time.Minute)
+	mergeInStore(t, r, "F2", "F1")
+	r.svc.Rename("F2", "F1")
+	r.svc.Idle()
+	r.advance(10 * time.Minute)
+	r.sensor(sensorRec("range", "F1", "resolved", "back", r.clk.Now()))
+	r.svc.Idle()
+	for i := 0; i < 13*60; i++ {
+		r.advance(time.Minute)
+	}
+	t.Logf("range:F2 %q; range:F1 %q", phaseLog(r.msgs("TST000-sensors"), "range:F2"), phaseLog(r.msgs("TST000-sensors"), "range:F1"))
+	if rec, _, ok := lastFor(t, r.msgs("TST000-sensors"), "range:F2"); ok && rec.Phase == PhaseActive {
+		t.Fatalf("condition resolved at t0+20m; 13 h later the last message about range:F2 still says active")
+	}
+}
