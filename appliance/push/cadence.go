@@ -714,14 +714,15 @@ func (s *Service) Rename(oldUID, newUID string) {
 	}
 	s.mu.Unlock()
 	if len(msgs) > 0 {
-		// On the worker: a rename's caller (the asset service, after its
-		// commit) must not wait for the push server.
-		s.do(func() {
-			for _, m := range msgs {
-				s.immediate(m)
-			}
-			s.save()
-		})
+		// In the outbox, with the state that moved their keys, in one
+		// transaction: posted after the move was saved, a crash in
+		// between lost them for good. Sent on the worker: a rename's
+		// caller (the asset service, after its commit) must not wait for
+		// the push server.
+		if s.commitDurable(msgs) {
+			s.do(s.flushOutbox)
+		}
+		return
 	}
 	if changed {
 		s.save()

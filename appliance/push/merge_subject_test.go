@@ -1,6 +1,8 @@
 package push
 
 import (
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -80,5 +82,39 @@ func TestMergedAwaySubjectGetsALastWord(t *testing.T) {
 	t.Logf("range:F2 %q; range:F1 %q", phaseLog(r.msgs("TST000-sensors"), "range:F2"), phaseLog(r.msgs("TST000-sensors"), "range:F1"))
 	if rec, _, ok := lastFor(t, r.msgs("TST000-sensors"), "range:F2"); ok && rec.Phase == PhaseActive {
 		t.Fatalf("condition resolved at t0+20m; 13 h later the last message about range:F2 still says active")
+	}
+}
+
+// A crash right after a merge, before the worker posted the last words:
+// the move of the cadence state was saved, so the next start had nothing
+// to announce and range:F2 read "active" for good. The messages are in
+// the outbox with that state, in one transaction.
+func TestMergeLastWordsSurviveACrash(t *testing.T) {
+	r := newRig(t, false)
+	r.sensor(sensorRec("range", "F2", "active", "temperature 12.00 °C outside 2..8", r.clk.Now()))
+	r.svc.Idle()
+	block := make(chan struct{})
+	r.svc.do(func() { <-block }) // the worker is busy: nothing it is handed runs
+	mergeInStore(t, r, "F2", "F1")
+	r.svc.Rename("F2", "F1")
+	db := filepath.Join(r.dir, "service.db")
+	snap, err := os.ReadFile(db) // the disk as the crash leaves it
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.stop() // posts from now on fail: nothing more reaches the server
+	close(block)
+	r.close()
+	if err := os.WriteFile(db, snap, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r.open()
+	r.svc.Idle()
+	msgs := r.msgs("TST000-sensors")
+	if rec, _, ok := lastFor(t, msgs, "range:F2"); !ok || rec.Phase != PhaseResolved {
+		t.Fatalf("merged away before a crash: range:F2 %q", phaseLog(msgs, "range:F2"))
+	}
+	if rec, _, ok := lastFor(t, msgs, "range:F1"); !ok || rec.Phase != PhaseActive {
+		t.Fatalf("merged into F1 before a crash, still out: range:F1 %q", phaseLog(msgs, "range:F1"))
 	}
 }

@@ -89,6 +89,14 @@ func (s *Service) save() {
 // after a restart is byte-identical) in the same transaction as the
 // cadence state that produced it, then tries to flush it.
 func (s *Service) enqueueDurable(msgs []Message) {
+	if s.commitDurable(msgs) {
+		s.flushOutbox()
+	}
+}
+
+// commitDurable writes msgs to the outbox and the cadence state in one
+// transaction; false if that failed (logged).
+func (s *Service) commitDurable(msgs []Message) bool {
 	cfg := s.live.Get()
 	if !cfg.PushEnabled {
 		msgs = nil
@@ -104,9 +112,9 @@ func (s *Service) enqueueDurable(msgs []Message) {
 	s.mu.Unlock()
 	if err != nil {
 		s.log.Error("push outbox", "err", err)
-		return
+		return false
 	}
-	s.flushOutbox()
+	return true
 }
 
 // flushOutbox sends queued rows oldest first and acks each after a 2xx;
