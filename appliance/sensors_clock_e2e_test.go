@@ -40,6 +40,30 @@ func TestAGatewayAheadHidesNoOtherGatewaysReadings(t *testing.T) {
 	}
 }
 
+// End to end through MQTT: the corridor gateway, stalled for 2 minutes,
+// delivers a reading of 12 °C taken before the kitchen gateway's 5 °C,
+// which came on time. No "out of range" goes to staff for a fridge that
+// is fine; the corridor's next, fresh reading of 12 °C is judged.
+func TestALateReadingPagesNobody(t *testing.T) {
+	r := newCondRig(t, nil, func(db *store.DB) { condFridge(db, t) })
+	for i := 0; i < 3; i++ { // both on time, ts a few ms before receipt
+		r.pub("AC233FA0B1C2", "adv1", condReading(r.clk.Now().UnixMilli()-20, 5))
+		r.pub("AC233FA0B1C3", "adv1", condReading(r.clk.Now().UnixMilli()-30, 5))
+		r.clk.Advance(20 * time.Second)
+	}
+	r.step(2 * time.Minute)
+	r.pub("AC233FA0B1C2", "adv1", condReading(r.clk.Now().UnixMilli()-20, 5))
+	r.pub("AC233FA0B1C3", "adv1", condReading(r.clk.Now().UnixMilli()-2*60_000, 12)) // taken 2 min ago
+	if n := len(r.msgs("sensors")); n != 0 || r.app.SensorConditions().IsActive(sensors.CondRange, "SEN-A1-1") {
+		t.Fatalf("a late 12 °C reading of a fridge at 5 °C: sensors topic %q", condTitles(r, "sensors"))
+	}
+	r.clk.Advance(10 * time.Second)
+	r.pub("AC233FA0B1C3", "adv1", condReading(r.clk.Now().UnixMilli()-30, 12))
+	if !r.app.SensorConditions().IsActive(sensors.CondRange, "SEN-A1-1") || len(r.msgs("sensors")) != 1 {
+		t.Fatalf("a fresh 12 °C reading: sensors topic %q", condTitles(r, "sensors"))
+	}
+}
+
 // The appliance's clock is stepped back 30 min (an NTP correction of a
 // box whose RTC ran fast). Gateways send no ts (the server's receive
 // time is used, per the contract). A 20-minute excursion at 14 °C is

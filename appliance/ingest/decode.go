@@ -274,6 +274,7 @@ func (d *decoder) message() DropReason {
 		return DropNotJSON
 	}
 
+	var msgTS uint8 // HasTS when the message ts is the gateway's
 	switch ts.t {
 	case vAbsent, vNull:
 	case vNumber:
@@ -283,6 +284,7 @@ func (d *decoder) message() DropReason {
 		}
 		if withinSkew(v, d.now) {
 			m.TS = v
+			msgTS = HasTS
 		}
 	default:
 		return DropBadValue
@@ -314,7 +316,7 @@ func (d *decoder) message() DropReason {
 	for i := range m.Reports {
 		if r := &m.Reports[i]; r.Has&hasTSFallback != 0 {
 			r.TS = m.TS
-			r.Has &^= hasTSFallback
+			r.Has = r.Has&^hasTSFallback | msgTS
 		}
 	}
 	return 0
@@ -488,6 +490,7 @@ func (d *decoder) evalReport(f *[numFields]val, r *Report) DropReason {
 	}
 	if present && withinSkew(ts, d.now) {
 		r.TS = ts
+		r.Has |= HasTS
 	} else {
 		r.Has |= hasTSFallback
 	}

@@ -149,7 +149,7 @@ func checkInvariants(t *testing.T, topic string, now int64, ok bool, m *Message)
 		KindSData: HasTemperature | HasHumidity | HasInterval,
 		KindAdv4:  HasMotion,
 		KindAdv8:  HasVBatt,
-	}[m.Kind]
+	}[m.Kind] | HasTS
 	for _, r := range m.Reports {
 		bad := r.RSSI < -127 || r.RSSI > 0 ||
 			(r.TS != m.TS && !withinSkewRef(r.TS, now)) ||
@@ -160,7 +160,8 @@ func checkInvariants(t *testing.T, topic string, now int64, ok bool, m *Message)
 			(r.Has&HasInterval != 0 && (r.Interval < 1 || r.Interval > 86400)) || (r.Has&HasInterval == 0 && r.Interval != 0) ||
 			(r.Pushed != (r.Press != PressNone)) || r.Press > PressLong ||
 			(r.Motion && r.Has&HasMotion == 0) ||
-			(m.Kind == KindAdv8 && r.Has != HasVBatt)
+			(m.Kind == KindAdv8 && r.Has&^HasTS != HasVBatt) ||
+			(r.Has&HasTS == 0 && r.TS != now) || (r.Has&HasTS != 0 && !withinSkewRef(r.TS, now))
 		if bad {
 			t.Fatalf("report breaks the rules: %+v (kind %v, message ts %d, now %d)", r, m.Kind, m.TS, now)
 		}
@@ -246,6 +247,7 @@ func refDecode(topic string, payload []byte, now int64) result {
 		return drop(DropNotJSON)
 	}
 
+	msgOwn := false // the message ts is the gateway's
 	if x, ok := obj["ts"]; ok && x != nil {
 		ts, ok := refInt(x)
 		if !ok {
@@ -253,6 +255,7 @@ func refDecode(topic string, payload []byte, now int64) result {
 		}
 		if withinSkewRef(ts, now) {
 			res.TS = ts
+			msgOwn = true
 		}
 	}
 	switch x := obj["is_test"].(type) {
@@ -317,7 +320,7 @@ func refDecode(topic string, payload []byte, now int64) result {
 			res.Drops = append(res.Drops, Drop{DropBadReport, i})
 			continue
 		}
-		r, reason := refReport(ro, kind, now, res.TS)
+		r, reason := refReport(ro, kind, now, res.TS, msgOwn)
 		if reason != 0 {
 			res.Drops = append(res.Drops, Drop{reason, i})
 			continue
@@ -328,7 +331,7 @@ func refDecode(topic string, payload []byte, now int64) result {
 	return res
 }
 
-func refReport(o map[string]any, kind Kind, now, msgTS int64) (Report, DropReason) {
+func refReport(o map[string]any, kind Kind, now, msgTS int64, msgOwn bool) (Report, DropReason) {
 	var r Report
 	s, ok := o["mac"].(string)
 	if !ok {
@@ -343,6 +346,9 @@ func refReport(o map[string]any, kind Kind, now, msgTS int64) (Report, DropReaso
 	}
 	r.RSSI = int8(rssi)
 	r.TS = msgTS
+	if msgOwn {
+		r.Has |= HasTS
+	}
 	if x := o["ts"]; x != nil {
 		ts, ok := refInt(x)
 		if !ok {
@@ -350,6 +356,7 @@ func refReport(o map[string]any, kind Kind, now, msgTS int64) (Report, DropReaso
 		}
 		if withinSkewRef(ts, now) {
 			r.TS = ts
+			r.Has |= HasTS
 		}
 	}
 
@@ -434,7 +441,7 @@ func refReport(o map[string]any, kind Kind, now, msgTS int64) (Report, DropReaso
 		if !present {
 			return r, DropMissingField
 		}
-		r.VBatt, r.Has = int32(f), HasVBatt
+		r.VBatt, r.Has = int32(f), r.Has|HasVBatt
 	}
 	return r, 0
 }

@@ -145,7 +145,7 @@ var contractExamples = []struct {
 }{
 	{
 		"gw/AC233FA0B1C2/adv1", `{"ts":1732290000123,"reports":[{"mac":"C3:00:00:00:0A:01","rssi":-71,"temperature":4.6,"humidity":61.2,"vbatt":2950}]}`,
-		[]Report{{MAC: mustMAC("C30000000A01"), RSSI: -71, TS: 1732290000123, Has: HasTemperature | HasHumidity | HasVBatt, Temperature: 4.6, Humidity: 61.2, VBatt: 2950}},
+		[]Report{{MAC: mustMAC("C30000000A01"), RSSI: -71, TS: 1732290000123, Has: HasTemperature | HasHumidity | HasVBatt | HasTS, Temperature: 4.6, Humidity: 61.2, VBatt: 2950}},
 	},
 	{
 		"gw/AC233FA0B1C2/adv4", `{"reports":[{"mac":"c3000000b001","rssi":-58,"beacon_is_pushed":true,"press":"double"}]}`,
@@ -190,7 +190,7 @@ func TestDecodeContractExamples(t *testing.T) {
     {"mac": "C30000000A01", "rssi": -67, "...kind fields...": 0}
   ]
 }`)
-	if !ok || len(m.Reports) != 1 || m.Reports[0].RSSI != -67 || m.Reports[0].Has != 0 || m.TS != 1732290000123 {
+	if !ok || len(m.Reports) != 1 || m.Reports[0].RSSI != -67 || m.Reports[0].Has != HasTS || m.TS != 1732290000123 {
 		t.Errorf("contract payload example: ok=%v %+v drops=%s", ok, m.Reports, dropsString(m.Drops))
 	}
 }
@@ -621,8 +621,13 @@ func TestDecodeSkew(t *testing.T) {
 			if m.TS != tt.wantMsg || m.Reports[0].TS != tt.wantRepor {
 				t.Errorf("%s (ts last %v): message ts %d report ts %d, want %d %d", tt.name, tsLast, m.TS, m.Reports[0].TS, tt.wantMsg, tt.wantRepor)
 			}
-			if m.Reports[0].Has != HasVBatt {
-				t.Errorf("%s: private Has bit leaked: %08b", tt.name, m.Reports[0].Has)
+			// HasTS says the ts is the gateway's; none of the private bit.
+			want := HasVBatt
+			if tt.wantRepor != now {
+				want |= HasTS
+			}
+			if m.Reports[0].Has != want {
+				t.Errorf("%s: Has %08b, want %08b", tt.name, m.Reports[0].Has, want)
 			}
 		}
 	}

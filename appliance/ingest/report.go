@@ -173,6 +173,9 @@ const (
 	HasVBatt
 	HasInterval
 	HasMotion
+	// HasTS marks a TS from the gateway's clock (the report's ts, else the
+	// message's, inside the skew window), not the receive time.
+	HasTS
 )
 
 // Report is one beacon heard by a gateway, validated against the contract and

@@ -57,6 +57,11 @@ type assetState struct {
 	// Only the Monitor decides these kinds, under the asset's shard lock,
 	// so it stays exact.
 	active uint8
+	// judgedAt and judgedBy are the estimated time (server clock, ms) and
+	// the gateway of the newest temperature/humidity reading judged
+	// (lateness.go).
+	judgedAt int64
+	judgedBy ingest.MAC
 }
 
 const (
@@ -184,6 +189,9 @@ type Monitor struct {
 	// reload that read before a remint must not replace the snapshot the
 	// remint's RenamesDone stored after it.
 	reloadMu sync.Mutex
+	// clocks estimates each gateway's clock offset, to tell a late
+	// reading from a gateway's clock (lateness.go).
+	clocks gwClocks
 }
 
 // NewMonitor loads the active conditions, recorded intervals and beacons.
@@ -315,6 +323,11 @@ func (m *Monitor) Observe(b *ingest.Batch, w *ingest.Writes) {
 			return
 		}
 	}
+	var off int64
+	offKnown := false
+	if b.Kind == ingest.KindAdv1 || b.Kind == ingest.KindSData {
+		off, offKnown = m.clocks.offset(b)
+	}
 	var recs []store.SensorConditionRecord
 	add := func(r store.SensorConditionRecord, ok bool) {
 		if ok {
@@ -337,14 +350,10 @@ func (m *Monitor) Observe(b *ingest.Batch, w *ingest.Writes) {
 		add(m.set(st, CondNotSeen, uid, false, seenAgain, b.Received))
 		switch b.Kind {
 		case ingest.KindAdv1, ingest.KindSData:
-			// Judged in the order readings arrive, not by their ts:
-			// gateways' clocks may differ by 5 minutes (the contract), and
-			// skipping readings older than the newest judged hid a
-			// gateway's genuine readings for as long as another's clock
-			// was ahead, and all of them after the server's clock stepped
-			// back (a review of that rule, which a review had asked for
-			// against a late reading from a slow gateway).
-			if o.Has&(ingest.HasHumidity|ingest.HasTemperature) != 0 {
+			// A late reading from a slow gateway is recorded, not judged:
+			// its ts corrected by the gateway's estimated clock offset
+			// (lateness.go) is older than what another gateway delivered.
+			if o.Has&(ingest.HasHumidity|ingest.HasTemperature) != 0 && !st.late(b.Gateway, estimated(o, b.Received, off, offKnown), b.Received) {
 				info, _ := m.beacon(o.Asset)
 				msg := ""
 				if o.Has&ingest.HasHumidity != 0 {

@@ -1,0 +1,161 @@
+package sensors
+
+import (
+	"math"
+	"sync"
+	"sync/atomic"
+
+	"beaconhub/appliance/ingest"
+)
+
+// Late readings. A gateway that was slow to deliver (a reconnect that
+// flushes what it queued, a congested uplink) hands over readings older
+// than those another gateway delivered for the same sensor a moment
+// before; judged in arrival order, a fridge back at 5 °C read 12 °C
+// again and paged staff. Readings cannot be ordered by their ts alone:
+// gateways' clocks may be 5 minutes off the server's (the contract), and
+// a rule that skipped readings older by ts than the newest judged hid a
+// gateway's genuine readings while another's clock ran ahead, and all of
+// them after the server's clock stepped back (a review; reverted).
+//
+// So each gateway's clock offset is estimated from what it delivers: the
+// least (receive time - ts) over its recent readings is its clock's
+// offset plus its quickest delivery. A reading's estimated server time is
+// its ts plus that offset. It is late when it was delivered more than
+// lateAfter after that time (slower than its gateway delivers at best)
+// and is older, by that estimate, than the last judged reading of the
+// same sensor from another gateway by more than lateAfter: a late
+// reading with nothing newer is still judged. One gateway's readings
+// arrive in order over its one connection and are always judged; so are
+// readings without a ts of the gateway's clock (the receive time, so
+// never late: the server's clock stepping back hides none) and those of
+// a gateway not yet estimated. A lead of maxLead or more is taken for a
+// clock step, not lateness: judged, and judging goes on from it. A
+// gateway's clock stepped back makes its readings look late for at most
+// two estimate buckets, and only while another gateway's are judged in
+// their place.
+const (
+	lateAfter   = 30_000     // ms
+	maxLead     = 5 * 60_000 // ms: the contract's clock trust window
+	offsetSpan  = 5 * 60_000 // ms: one estimate bucket
+	maxGateways = 20_000     // gateways whose offsets are kept
+)
+
+// gwClock is one gateway's offset estimate: the least (receive - ts) in
+// the current bucket and in the last earlier bucket that had readings,
+// so a gateway back after an outage starts from what it was. Atomics:
+// read on every reading batch of the gateway, written at a new least or
+// bucket; two batches of one gateway at once (a reconnect overlapping
+// the old connection) at worst blur the estimate for a bucket.
+type gwClock struct {
+	mu        sync.Mutex // the bucket's turn
+	bucket    atomic.Int64
+	cur, prev atomic.Int64 // noDelay when none
+}
+
+const noDelay = math.MaxInt64
+
+func newGWClock() *gwClock {
+	c := &gwClock{}
+	c.cur.Store(noDelay)
+	c.prev.Store(noDelay)
+	return c
+}
+
+// note adds the batch's least delay d (if has) at receive time now and
+// returns the offset estimate.
+func (c *gwClock) note(now, d int64, has bool) (off int64, ok bool) {
+	if b := now / offsetSpan; c.bucket.Load() != b {
+		c.mu.Lock()
+		if c.bucket.Load() != b {
+			if cur := c.cur.Load(); cur != noDelay {
+				c.prev.Store(cur)
+			}
+			c.cur.Store(noDelay)
+			c.bucket.Store(b)
+		}
+		c.mu.Unlock()
+	}
+	if has {
+		for cur := c.cur.Load(); d < cur && !c.cur.CompareAndSwap(cur, d); cur = c.cur.Load() {
+		}
+	}
+	off = min(c.cur.Load(), c.prev.Load())
+	return off, off != noDelay
+}
+
+// gwClocks holds the gateways' estimates. A map under a read lock: a
+// sync.Map would box the array key on every lookup.
+type gwClocks struct {
+	mu sync.RWMutex
+	m  map[ingest.MAC]*gwClock
+}
+
+func (g *gwClocks) get(gw ingest.MAC) *gwClock {
+	g.mu.RLock()
+	c := g.m[gw]
+	g.mu.RUnlock()
+	if c != nil {
+		return c
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if c = g.m[gw]; c == nil {
+		if g.m == nil {
+			g.m = map[ingest.MAC]*gwClock{}
+		}
+		if len(g.m) >= maxGateways {
+			return nil // a flood of gateway ids: their readings are judged as they come
+		}
+		c = newGWClock()
+		g.m[gw] = c
+	}
+	return c
+}
+
+// offset notes a reading batch's delays and returns the gateway's
+// offset estimate, if any. Readings without a ts from the gateway's
+// clock (none given, or outside the trust window: the receive time) say
+// nothing of it.
+func (g *gwClocks) offset(b *ingest.Batch) (int64, bool) {
+	d, has := int64(0), false
+	for i := range b.Obs {
+		o := &b.Obs[i]
+		if o.Has&ingest.HasTS == 0 || o.Has&(ingest.HasHumidity|ingest.HasTemperature) == 0 {
+			continue
+		}
+		if x := b.Received - o.TS; !has || x < d {
+			d, has = x, true
+		}
+	}
+	c := g.get(b.Gateway)
+	if c == nil {
+		return 0, false
+	}
+	return c.note(b.Received, d, has)
+}
+
+// late decides whether a reading of st estimated at est (server time, ms)
+// from gateway gw is late (see above); a reading that is not becomes the
+// last judged. Call under the asset's shard lock.
+func (st *assetState) late(gw ingest.MAC, est, received int64) bool {
+	lead := st.judgedAt - est
+	if st.judgedBy != gw && received-est > lateAfter && lead > lateAfter && lead < maxLead {
+		return true
+	}
+	if est > st.judgedAt || lead >= maxLead {
+		st.judgedAt = est
+	}
+	st.judgedBy = gw
+	return false
+}
+
+// estimated is a reading's time on the server's clock: its ts corrected
+// by its gateway's offset; the receive time when it has no ts of its own
+// or the gateway is not estimated.
+func estimated(o *ingest.Observation, received, off int64, known bool) int64 {
+	if !known || o.Has&ingest.HasTS == 0 {
+		return received
+	}
+	return o.TS + off
+}
