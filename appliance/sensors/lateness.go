@@ -29,11 +29,19 @@ import (
 // arrive in order over its one connection and are always judged; so are
 // readings without a ts of the gateway's clock (the receive time, so
 // never late: the server's clock stepping back hides none) and those of
-// a gateway not yet estimated. A lead of maxLead or more is taken for a
-// clock step, not lateness: judged, and judging goes on from it. A
-// gateway's clock stepped back makes its readings look late for at most
-// two estimate buckets, and only while another gateway's are judged in
-// their place.
+// a gateway not yet estimated. A reading on time by its own gateway
+// with a lead of maxLead or more marks a clock step: judging goes on
+// from it. A gateway's clock stepped back makes its readings look late
+// for at most two estimate buckets, and only while another gateway's,
+// which carry the same sensor's values, are judged in their place.
+//
+// The estimates are kept in the store (each closed bucket's, and a new
+// gateway's first), so a gateway flushing what it queued right after a
+// restart is measured against its clock before it, not against the
+// flush (a review saw the page come back then). A reading whose ts was
+// more than 5 minutes off the server's clock has the receive time (the
+// contract) and cannot be told late: a stall of more than 5 minutes,
+// less the gateway's clock lag, goes unnoticed.
 const (
 	lateAfter   = 30_000     // ms
 	maxLead     = 5 * 60_000 // ms: the contract's clock trust window
@@ -62,14 +70,23 @@ func newGWClock() *gwClock {
 	return c
 }
 
-// note adds the batch's least delay d (if has) at receive time now and
-// returns the offset estimate.
-func (c *gwClock) note(now, d int64, has bool) (off int64, ok bool) {
+// estimate is a gateway's offset estimate after a batch, and what to
+// keep in the store, if anything (a bucket closed, or a gateway's first).
+type estimate struct {
+	off        int64
+	ok         bool
+	keep       int64
+	shouldKeep bool
+}
+
+// note adds the batch's least delay d (if has) at receive time now.
+func (c *gwClock) note(now, d int64, has bool) (e estimate) {
 	if b := now / offsetSpan; c.bucket.Load() != b {
 		c.mu.Lock()
 		if c.bucket.Load() != b {
 			if cur := c.cur.Load(); cur != noDelay {
 				c.prev.Store(cur)
+				e.keep, e.shouldKeep = cur, true
 			}
 			c.cur.Store(noDelay)
 			c.bucket.Store(b)
@@ -77,11 +94,18 @@ func (c *gwClock) note(now, d int64, has bool) (off int64, ok bool) {
 		c.mu.Unlock()
 	}
 	if has {
-		for cur := c.cur.Load(); d < cur && !c.cur.CompareAndSwap(cur, d); cur = c.cur.Load() {
+		for cur := c.cur.Load(); d < cur; cur = c.cur.Load() {
+			if c.cur.CompareAndSwap(cur, d) {
+				if cur == noDelay && c.prev.Load() == noDelay {
+					e.keep, e.shouldKeep = d, true // a gateway never estimated before
+				}
+				break
+			}
 		}
 	}
-	off = min(c.cur.Load(), c.prev.Load())
-	return off, off != noDelay
+	e.off = min(c.cur.Load(), c.prev.Load())
+	e.ok = e.off != noDelay
+	return e
 }
 
 // gwClocks holds the gateways' estimates. A map under a read lock: a
@@ -117,7 +141,7 @@ func (g *gwClocks) get(gw ingest.MAC) *gwClock {
 // offset estimate, if any. Readings without a ts from the gateway's
 // clock (none given, or outside the trust window: the receive time) say
 // nothing of it.
-func (g *gwClocks) offset(b *ingest.Batch) (int64, bool) {
+func (g *gwClocks) offset(b *ingest.Batch) estimate {
 	d, has := int64(0), false
 	for i := range b.Obs {
 		o := &b.Obs[i]
@@ -130,9 +154,27 @@ func (g *gwClocks) offset(b *ingest.Batch) (int64, bool) {
 	}
 	c := g.get(b.Gateway)
 	if c == nil {
-		return 0, false
+		return estimate{}
 	}
 	return c.note(b.Received, d, has)
+}
+
+// seed starts the gateways' estimates from the store's (the last of the
+// previous run), as their previous bucket.
+func (g *gwClocks) seed(kept map[[6]byte]int64) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.m == nil {
+		g.m = make(map[ingest.MAC]*gwClock, len(kept))
+	}
+	for mac, off := range kept {
+		if len(g.m) >= maxGateways {
+			return
+		}
+		c := newGWClock()
+		c.prev.Store(off)
+		g.m[mac] = c
+	}
 }
 
 // late decides whether a reading of st estimated at est (server time, ms)
@@ -140,13 +182,17 @@ func (g *gwClocks) offset(b *ingest.Batch) (int64, bool) {
 // last judged. Call under the asset's shard lock.
 func (st *assetState) late(gw ingest.MAC, est, received int64) bool {
 	lead := st.judgedAt - est
-	if st.judgedBy != gw && received-est > lateAfter && lead > lateAfter && lead < maxLead {
+	if st.judgedBy != gw && received-est > lateAfter && lead > lateAfter {
 		return true
 	}
+	// The newest judged, and whose: an older reading judged (its own
+	// gateway's, or not late enough) is not what later ones are measured
+	// against, or a gateway's own fresher reading let its older one
+	// through (a review). A lead this long from a reading on time by its
+	// own gateway's clock is a clock step: judging goes on from it.
 	if est > st.judgedAt || lead >= maxLead {
-		st.judgedAt = est
+		st.judgedAt, st.judgedBy = est, gw
 	}
-	st.judgedBy = gw
 	return false
 }
 

@@ -212,6 +212,11 @@ func NewMonitor(db *store.DB, clk clock.Clock, log *slog.Logger) (*Monitor, erro
 	for uid, s := range iv {
 		m.st(uid).interval = s
 	}
+	kept, err := db.GatewayClocks()
+	if err != nil {
+		return nil, err
+	}
+	m.clocks.seed(kept)
 	if err := m.Reload(); err != nil {
 		return nil, err
 	}
@@ -323,10 +328,13 @@ func (m *Monitor) Observe(b *ingest.Batch, w *ingest.Writes) {
 			return
 		}
 	}
-	var off int64
-	offKnown := false
+	var clk estimate
 	if b.Kind == ingest.KindAdv1 || b.Kind == ingest.KindSData {
-		off, offKnown = m.clocks.offset(b)
+		if clk = m.clocks.offset(b); clk.shouldKeep {
+			gw, off := b.Gateway, clk.keep
+			w.AddOp(func(tx *bolt.Tx) error { return store.PutGatewayClock(tx, gw, off) }, true)
+			w.Hand()
+		}
 	}
 	var recs []store.SensorConditionRecord
 	add := func(r store.SensorConditionRecord, ok bool) {
@@ -353,7 +361,7 @@ func (m *Monitor) Observe(b *ingest.Batch, w *ingest.Writes) {
 			// A late reading from a slow gateway is recorded, not judged:
 			// its ts corrected by the gateway's estimated clock offset
 			// (lateness.go) is older than what another gateway delivered.
-			if o.Has&(ingest.HasHumidity|ingest.HasTemperature) != 0 && !st.late(b.Gateway, estimated(o, b.Received, off, offKnown), b.Received) {
+			if o.Has&(ingest.HasHumidity|ingest.HasTemperature) != 0 && !st.late(b.Gateway, estimated(o, b.Received, clk.off, clk.ok), b.Received) {
 				info, _ := m.beacon(o.Asset)
 				msg := ""
 				if o.Has&ingest.HasHumidity != 0 {
