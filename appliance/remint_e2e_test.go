@@ -72,13 +72,14 @@ func TestRemintDuringActiveAlertIsNotDoubled(t *testing.T) {
 	// No second alert: the old subject's last word is that it continues
 	// under the new uid, the new one's that it is active, both quiet.
 	got := sensorMsgs()
-	if len(got) != 3 || got[1].Subject != "range:LEGACY-C30000000A01" || got[1].Phase != push.PhaseResolved || got[1].Intent != push.IntentState ||
-		got[2].Subject != "range:SEN-W1-1" || got[2].Phase != push.PhaseActive || got[2].Intent != push.IntentState {
-		t.Fatalf("after remint, still out of range: %d messages, want the alert and the quiet pair: %+v", len(got), got)
+	if len(got) != 2 || got[1].Subject != "changes:sensors" || got[1].Intent != push.IntentState || len(got[1].Items) != 2 ||
+		got[1].Items[0].Subject != "range:LEGACY-C30000000A01" || got[1].Items[0].Phase != push.PhaseResolved ||
+		got[1].Items[1].Subject != "range:SEN-W1-1" || got[1].Items[1].Phase != push.PhaseActive {
+		t.Fatalf("after remint, still out of range: %d messages, want the alert and one quiet message of last words: %+v", len(got), got)
 	}
 	pub("5.0")
 	got = sensorMsgs()
-	if len(got) != 4 || got[3].Subject != "range:SEN-W1-1" || got[3].Phase != push.PhaseResolved {
+	if len(got) != 3 || got[2].Subject != "range:SEN-W1-1" || got[2].Phase != push.PhaseResolved {
 		t.Fatalf("recovery: %+v", got)
 	}
 	active, err := db.ActiveSensorConditions()

@@ -2,6 +2,7 @@ package push
 
 import (
 	"cmp"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -232,8 +233,23 @@ func (s *Service) toIndividual(cat string) {
 			clear = append(clear, key)
 		}
 	}
+	// Changes waiting for a digest about subjects nothing above speaks of
+	// (not active, not open: a uid change's old subject) get their last
+	// word now: deleted with the digest's changes, a reminted battery's
+	// old subject stayed "low" (a review).
+	last := map[string]Item{}
+	for _, it := range s.st.Changes[cat] {
+		last[it.Subject] = it
+	}
+	for _, subj := range slices.Sorted(maps.Keys(last)) {
+		_, active := s.st.Active[cat][subj]
+		if it := last[subj]; it.Phase == PhaseResolved && !active && !s.st.Open[subj] {
+			s.st.Told[cat] = append(s.st.Told[cat], it)
+		}
+	}
 	delete(s.st.Changes, cat) // told one by one from now on
 	s.mu.Unlock()
+	s.tellPending()
 	slices.Sort(clear)
 	if cat == CatHealth {
 		health, err := s.db.ActiveHealth()
@@ -303,9 +319,12 @@ func (s *Service) followRenames(inStore map[string]bool) {
 			continue
 		}
 		if cur := s.Alias(old); cur != "" && cur != old && inStore[key[:i+1]+cur] {
-			s.Rename(old, cur)
+			s.rename(old, cur)
 			moved[old] = true
 		}
+	}
+	if len(moved) > 0 {
+		s.tellPending()
 	}
 }
 
@@ -500,6 +519,7 @@ func phaseOf(p string) string {
 }
 
 func (s *Service) sensor(r store.SensorConditionRecord) {
+	r = s.current(r)
 	d := s.identify(r.Subject)
 	active := r.Phase != store.HealthResolved
 	cfg := s.live.Get()
@@ -556,6 +576,31 @@ func (s *Service) sensor(r store.SensorConditionRecord) {
 		s.immediate(msg)
 	}
 	s.save()
+}
+
+// current is r under its subject's current uid when push knows nothing
+// of its key and the uid is a former one: a transition the sensor
+// monitor decided under the old uid after push moved the state (it
+// follows renames after push's PrepareRename) belongs to the new key; a
+// recovery under the old one found nothing and was dropped, the new key
+// reminded of for good (a review).
+func (s *Service) current(r store.SensorConditionRecord) store.SensorConditionRecord {
+	if s.Alias == nil {
+		return r
+	}
+	s.mu.Lock()
+	_, active := s.st.Active[catOf(r.Kind)][r.Key]
+	_, held := s.st.Held[r.Key]
+	known := active || held || s.st.Open[r.Key]
+	s.mu.Unlock()
+	if known {
+		return r
+	}
+	if cur := s.Alias(r.Subject); cur != "" && cur != r.Subject {
+		r.Subject = cur
+		r.Key = r.Kind + ":" + cur
+	}
+	return r
 }
 
 func (s *Service) bulkOrIndividual(cat string, r store.SensorConditionRecord, m Message) (bool, Message) {
@@ -624,13 +669,45 @@ func moveKeys[V any](m map[string]V, move func(string) (string, bool), merge fun
 	return changed
 }
 
-// Rename moves the cadence state of condition keys ending in oldUID to
-// newUID (remint, merge) and persists it at once, so an alert announced
-// under the old uid is not announced again under the new one and its
-// recovery is still sent.
+// PrepareRename (assets.PreRenamer) is told of a uid change before the
+// registry reload makes the device's transitions come under the new
+// uid: the move is handed to the worker then, so it runs after every
+// transition already handed under the old uid and before any under the
+// new one. Moved on the caller's goroutine after the reload, a recovery
+// already queued under the old uid found nothing and was dropped, and
+// one under the new uid went before the move (a review).
+func (s *Service) PrepareRename(oldUID, newUID string) {
+	s.do(func() { s.rename(oldUID, newUID) })
+}
+
+// Rename (assets.Renamer) is told after the reload; the move was made at
+// PrepareRename, and this finds nothing left to move, but for a rename
+// that was not prepared.
 func (s *Service) Rename(oldUID, newUID string) {
+	s.do(func() { s.rename(oldUID, newUID) })
+}
+
+// RenamesDone (assets.BatchRenamer): the batch's last words go, one quiet
+// message per category (a remint of 200 fridges posted 400 messages one
+// by one, and fresh alerts waited behind ntfy's rate limit for half an
+// hour: a review).
+func (s *Service) RenamesDone() { s.do(s.tellPending) }
+
+// rename moves the cadence state of condition keys ending in oldUID to
+// newUID (remint, merge), on the worker, so an alert announced under the
+// old uid is not announced again under the new one and its recovery is
+// still sent. Staff's app keeps each subject's last word, so a subject
+// announced active gets one: the old one that it continues under the
+// new uid; the new one, unless staff last heard it active, that it is
+// active (a merge's survivor last heard "resolved" read so while the
+// merged condition went on, and the old subject read "active" for good:
+// a review). In bulk mode the next digest says both. The new subject is
+// open only when staff hear of it: a held recovery moved onto a subject
+// they never heard of suppressed its next alert for a cooldown.
+func (s *Service) rename(oldUID, newUID string) {
 	s.mu.Lock()
-	changed := false
+	defer s.save()
+	defer s.mu.Unlock()
 	move := func(key string) (string, bool) {
 		head, ok := strings.CutSuffix(key, ":"+oldUID)
 		if !ok {
@@ -638,10 +715,6 @@ func (s *Service) Rename(oldUID, newUID string) {
 		}
 		return head + ":" + newUID, true
 	}
-	// Staff were told these keys are active, under a subject that ends
-	// here: the app keeps a subject's last word, so theirs stayed
-	// "active" for good, and a survivor last heard "resolved" read so
-	// while the merged condition went on (a review).
 	type told struct {
 		old, nu      string
 		survivorOpen bool
@@ -654,17 +727,16 @@ func (s *Service) Rename(oldUID, newUID string) {
 	}
 	slices.SortFunc(open, func(a, b told) int { return strings.Compare(a.old, b.old) })
 	later := func(a, b int64) int64 { return max(a, b) }
-	changed = moveKeys(s.st.Alerted, move, later) || changed
-	changed = moveKeys(s.st.Open, move, func(a, b bool) bool { return a || b }) || changed
-	changed = moveKeys(s.st.Window, move, later) || changed
-	changed = moveKeys(s.st.Flap, move, func(a, b flapWindow) flapWindow {
+	moveKeys(s.st.Alerted, move, later)
+	moveKeys(s.st.Window, move, later)
+	moveKeys(s.st.Flap, move, func(a, b flapWindow) flapWindow {
 		if a.Start > b.Start {
 			return a
 		}
 		return b
-	}) || changed
-	changed = moveKeys(s.st.Critical, move, func(moved, _ bool) bool { return moved }) || changed
-	changed = moveKeys(s.st.Held, move, func(_, survivor heldRecovery) heldRecovery { return survivor }) || changed
+	})
+	moveKeys(s.st.Critical, move, func(moved, _ bool) bool { return moved })
+	moveKeys(s.st.Held, move, func(_, survivor heldRecovery) heldRecovery { return survivor })
 	for _, items := range s.st.Active {
 		for subj, it := range items {
 			if nk, ok := move(subj); ok {
@@ -673,7 +745,6 @@ func (s *Service) Rename(oldUID, newUID string) {
 					it.Subject = nk
 					items[nk] = it
 				}
-				changed = true
 			}
 		}
 	}
@@ -687,45 +758,71 @@ func (s *Service) Rename(oldUID, newUID string) {
 			delete(s.st.Held, key)
 		}
 	}
-	// Each subject announced active gets its last word: the old one that
-	// it continues under the new uid, the new one (unless staff last
-	// heard it active) that it is active. In bulk mode the next digest
-	// says both.
 	cfg := s.live.Get()
 	now := s.clk.Now().UnixMilli()
-	var msgs []Message
+	said := map[string]bool{}
 	for _, o := range open {
+		delete(s.st.Open, o.old)
+		said[o.old] = true
 		cat := catOfKey(o.old)
+		last := Item{Subject: o.old, Phase: PhaseResolved, At: now, Text: continuesAs(oldUID, newUID)}
+		it, active := s.st.Active[cat][o.nu]
 		if _, individual := s.cooldownFor(cfg, cat, o.nu); !individual {
-			s.st.Changes[cat] = append(s.st.Changes[cat], Item{Subject: o.old, Phase: PhaseResolved, At: now, Text: continuesAs(oldUID, newUID)})
+			// The next digest lists the new subject active (and opens it).
+			s.st.Changes[cat] = append(s.st.Changes[cat], last)
+			if !o.survivorOpen {
+				delete(s.st.Held, o.nu)
+			}
 			continue
 		}
-		msgs = append(msgs, Message{Category: cat, Title: continuesAs(oldUID, newUID), Body: "Its conditions continue under " + o.nu + ".",
-			Tags: categoryTags(cat), Priority: PrioMin,
-			Record: Record{Category: cat, Kind: KindCondition, Phase: PhaseResolved, Intent: IntentState, Subject: o.old, Device: s.identify(newUID), At: now}})
-		if it, on := s.st.Active[cat][o.nu]; on && !o.survivorOpen {
-			// Quiet: staff were alerted under the old uid; this is its
-			// current state under the new one.
-			m := s.stillActiveLocked(cat, o.nu, it, now, "Formerly "+o.old+": "+continuesAs(oldUID, newUID)+".")
-			m.Priority, m.Record.Intent = PrioMin, IntentState
-			msgs = append(msgs, m)
+		s.st.Told[cat] = append(s.st.Told[cat], last)
+		switch {
+		case o.survivorOpen:
+		case active:
+			s.st.Told[cat] = append(s.st.Told[cat], Item{Subject: o.nu, Phase: PhaseActive, Since: it.Since, At: now, Text: it.Text})
+			s.st.Open[o.nu] = true
 			s.st.Alerted[o.nu] = now // a repeat: the next one a cooldown on
+		default:
+			// Not active and never heard of: nothing open, no recovery owed.
+			delete(s.st.Held, o.nu)
 		}
 	}
+	// A change of an old subject waiting for its digest (heard of by no
+	// one yet) is followed by its last word, or the digest left it
+	// "active" (a review).
+	for cat, changes := range s.st.Changes {
+		var last map[string]Item
+		for _, it := range changes {
+			if _, ok := move(it.Subject); ok && !said[it.Subject] {
+				if last == nil {
+					last = map[string]Item{}
+				}
+				last[it.Subject] = it
+			}
+		}
+		for _, subj := range slices.Sorted(maps.Keys(last)) {
+			if last[subj].Phase != PhaseResolved {
+				s.st.Changes[cat] = append(s.st.Changes[cat], Item{Subject: subj, Phase: PhaseResolved, At: now, Text: continuesAs(oldUID, newUID)})
+			}
+		}
+	}
+}
+
+// tellPending sends the last words owed (Told), one quiet message per
+// category, in the outbox with the state that no longer owes them.
+func (s *Service) tellPending() {
+	now := s.clk.Now().UnixMilli()
+	s.mu.Lock()
+	var msgs []Message
+	for _, cat := range Categories {
+		if items := s.st.Told[cat]; len(items) > 0 {
+			msgs = append(msgs, lastWords(cat, items, now)...)
+		}
+	}
+	clear(s.st.Told)
 	s.mu.Unlock()
-	if len(msgs) > 0 {
-		// In the outbox, with the state that moved their keys, in one
-		// transaction: posted after the move was saved, a crash in
-		// between lost them for good. Sent on the worker: a rename's
-		// caller (the asset service, after its commit) must not wait for
-		// the push server.
-		if s.commitDurable(msgs) {
-			s.do(s.flushOutbox)
-		}
-		return
-	}
-	if changed {
-		s.save()
+	if len(msgs) > 0 && s.commitDurable(msgs) {
+		s.flushOutbox()
 	}
 }
 

@@ -77,20 +77,20 @@ func (m *cadenceModel) collect() {
 		if !strings.HasPrefix(msg.Topic, "TST000-") {
 			continue
 		}
-		rec, err := ParseRecord(msg.Message)
-		if err != nil || rec.Intent == IntentSnapshot || rec.Intent == IntentDigest || strings.HasPrefix(rec.Subject, "digest:") {
-			continue
+		for _, rec := range words(msg) {
+			if rec.Phase != PhaseActive && rec.Phase != PhaseResolved {
+				continue
+			}
+			// A last word's "active" (a uid change) is a repeat, not an alert.
+			last := strings.HasPrefix(msg.Title, "Asset ids changed")
+			s := modelSent{at: m.r.clk.Now(), subj: rec.Subject, phase: rec.Phase, reminder: last || strings.Contains(msg.Message, "Still active since"), cd: m.cooldownOf(rec.Subject), idx: len(m.sent)}
+			m.sent = append(m.sent, s)
+			kind := "alert"
+			if s.reminder {
+				kind = "reminder"
+			}
+			m.logf("  SENT %s %s (%s)", rec.Subject, rec.Phase, kind)
 		}
-		if rec.Phase != PhaseActive && rec.Phase != PhaseResolved {
-			continue
-		}
-		s := modelSent{at: m.r.clk.Now(), subj: rec.Subject, phase: rec.Phase, reminder: strings.Contains(msg.Message, "Still active since"), cd: m.cooldownOf(rec.Subject), idx: len(m.sent)}
-		m.sent = append(m.sent, s)
-		kind := "alert"
-		if s.reminder {
-			kind = "reminder"
-		}
-		m.logf("  SENT %s %s (%s)", rec.Subject, rec.Phase, kind)
 	}
 	m.seen = len(all)
 }
@@ -158,6 +158,7 @@ func (m *cadenceModel) merge(old, nu string, crash bool) {
 	} else {
 		do(m.r.db)
 		m.r.svc.Rename(old, nu)
+		m.r.svc.RenamesDone()
 		m.r.svc.Idle()
 	}
 	for _, kind := range []string{"range", "battery"} {

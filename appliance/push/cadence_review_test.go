@@ -2,6 +2,7 @@ package push
 
 import (
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -17,15 +18,33 @@ func lastFor(t *testing.T, msgs []ntfytest.Message, subject string) (Record, ntf
 	var msg ntfytest.Message
 	ok := false
 	for _, m := range msgs {
-		r, err := ParseRecord(m.Message)
-		if err != nil || r.Intent == IntentSnapshot {
-			continue
-		}
-		if r.Subject == subject {
-			rec, msg, ok = r, m, true
+		for _, r := range words(m) {
+			if r.Subject == subject {
+				rec, msg, ok = r, m, true
+			}
 		}
 	}
 	return rec, msg, ok
+}
+
+// words are the subjects' words a message carries: its record, or, for
+// a message of last words (Service.Told), one record per item. Daily
+// snapshots and digests say none.
+func words(m ntfytest.Message) []Record {
+	r, err := ParseRecord(m.Message)
+	if err != nil || r.Intent == IntentSnapshot || r.Intent == IntentDigest {
+		return nil
+	}
+	if !strings.HasPrefix(r.Subject, "changes:") {
+		return []Record{r}
+	}
+	var out []Record
+	for _, it := range r.Items {
+		w := r
+		w.Subject, w.Phase, w.At, w.Items = it.Subject, it.Phase, it.At, nil
+		out = append(out, w)
+	}
+	return out
 }
 
 // a fridge flaps once early on (out, back, out again within the

@@ -87,11 +87,28 @@ func Digest(cat string, active []Item, changes []Item, at int64, quiet bool) []M
 		return nil
 	}
 	sort.Slice(active, func(i, j int) bool { return active[i].Subject < active[j].Subject })
-	title := digestTitle(cat, len(active))
-	prio, tags, intent := PrioDefault, categoryTags(cat), IntentDigest
+	prio, intent := PrioDefault, IntentDigest
 	if quiet {
 		prio, intent = PrioMin, IntentSnapshot
 	}
+	return parts(cat, digestTitle(cat, len(active)), "digest:"+cat, active, changes, at, prio, intent)
+}
+
+// lastWords is the quiet message (in parts if it must) carrying the last
+// words owed to subjects of one category (Service.Told): each item a
+// subject's phase, as digest changes are.
+func lastWords(cat string, items []Item, at int64) []Message {
+	n := map[string]bool{}
+	for _, it := range items {
+		n[it.Subject] = true
+	}
+	return parts(cat, fmt.Sprintf("Asset ids changed: %d conditions", len(n)), "changes:"+cat, nil, items, at, PrioMin, IntentState)
+}
+
+// parts renders active items and changes as numbered messages that each
+// fit MaxMessage.
+func parts(cat, title, subject string, active, changes []Item, at int64, prio int, intent string) []Message {
+	tags := categoryTags(cat)
 	type line struct {
 		text string
 		it   Item
@@ -106,15 +123,15 @@ func Digest(cat string, active []Item, changes []Item, at int64, quiet bool) []M
 		lines = append(lines, line{"Δ " + it.Subject + " " + it.Phase + ": " + it.Text, it})
 	}
 	base := Message{Category: cat, Title: title, Tags: tags, Priority: prio,
-		Record: Record{Category: cat, Kind: KindCondition, Phase: PhaseSnapshot, Intent: intent, Subject: "digest:" + cat, At: at, Seq: 1 << 62, Part: 99, Parts: 99}}
-	var parts []Message
+		Record: Record{Category: cat, Kind: KindCondition, Phase: PhaseSnapshot, Intent: intent, Subject: subject, At: at, Seq: 1 << 62, Part: 99, Parts: 99}}
+	var out []Message
 	cur := base
 	for _, l := range lines {
 		next := cur
 		next.Body = strings.TrimPrefix(cur.Body+"\n"+l.text, "\n")
 		next.Record.Items = append(append([]Item(nil), cur.Record.Items...), l.it)
 		if len(next.Render("t").Message) > MaxMessage-200 && len(cur.Record.Items) > 0 {
-			parts = append(parts, cur)
+			out = append(out, cur)
 			cur = base
 			next = cur
 			next.Body = l.text
@@ -122,17 +139,17 @@ func Digest(cat string, active []Item, changes []Item, at int64, quiet bool) []M
 		}
 		cur = next
 	}
-	parts = append(parts, cur)
-	for i := range parts {
-		parts[i].Record.Seq = 0
-		parts[i].Record.Part, parts[i].Record.Parts = i+1, len(parts)
-		if len(parts) > 1 {
-			parts[i].Title = fmt.Sprintf("%s (part %d/%d)", title, i+1, len(parts))
+	out = append(out, cur)
+	for i := range out {
+		out[i].Record.Seq = 0
+		out[i].Record.Part, out[i].Record.Parts = i+1, len(out)
+		if len(out) > 1 {
+			out[i].Title = fmt.Sprintf("%s (part %d/%d)", title, i+1, len(out))
 		} else {
-			parts[i].Record.Part, parts[i].Record.Parts = 0, 0
+			out[i].Record.Part, out[i].Record.Parts = 0, 0
 		}
 	}
-	return parts
+	return out
 }
 
 func digestTitle(cat string, n int) string {

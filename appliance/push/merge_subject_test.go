@@ -41,6 +41,7 @@ func TestMergeSurvivorLastHeardResolvedHearsItActive(t *testing.T) {
 	r.svc.Idle()
 	mergeInStore(t, r, "F2", "F1")
 	r.svc.Rename("F2", "F1")
+	r.svc.RenamesDone()
 	r.svc.Idle()
 	conds, _ := r.db.ActiveSensorConditions()
 	inStore := false
@@ -72,6 +73,7 @@ func TestMergedAwaySubjectGetsALastWord(t *testing.T) {
 	r.advance(10 * time.Minute)
 	mergeInStore(t, r, "F2", "F1")
 	r.svc.Rename("F2", "F1")
+	r.svc.RenamesDone()
 	r.svc.Idle()
 	r.advance(10 * time.Minute)
 	r.sensor(sensorRec("range", "F1", "resolved", "back", r.clk.Now()))
@@ -97,6 +99,7 @@ func TestMergeLastWordsSurviveACrash(t *testing.T) {
 	r.svc.do(func() { <-block }) // the worker is busy: nothing it is handed runs
 	mergeInStore(t, r, "F2", "F1")
 	r.svc.Rename("F2", "F1")
+	r.svc.RenamesDone()
 	db := filepath.Join(r.dir, "service.db")
 	snap, err := os.ReadFile(db) // the disk as the crash leaves it
 	if err != nil {

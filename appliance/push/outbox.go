@@ -28,6 +28,11 @@ type state struct {
 	// critical cooldown: in memory only, a restart dropped them to the
 	// bulk sensor rule and their repeats stopped (a review).
 	Critical map[string]bool `json:"critical,omitempty"`
+	// Told holds, per category, last words owed to subjects nothing else
+	// will speak of again (a uid change's old subject, a pending digest
+	// change at a switch to individual mode), sent together as one quiet
+	// message per category (tellPending).
+	Told map[string][]Item `json:"told,omitempty"`
 	// LastDelivery is the last acknowledged outbox publish (ms).
 	LastDelivery int64 `json:"last_delivery"`
 	// LastEvent is the highest event id whose press was posted or queued
@@ -68,6 +73,9 @@ func loadState(db *store.DB) (*state, error) {
 	}
 	if st.Critical == nil {
 		st.Critical = map[string]bool{}
+	}
+	if st.Told == nil {
+		st.Told = map[string][]Item{}
 	}
 	return st, nil
 }

@@ -112,6 +112,7 @@ func TestMergeMovesAHeldRecoveryOntoAnActiveSurvivor(t *testing.T) {
 	r.sensor(sensorRec("range", "F2", "active", "temperature 11.00 °C outside 2..8", r.clk.Now()))
 	r.svc.Idle()
 	r.svc.Rename("F1", "F2")
+	r.svc.RenamesDone()
 	for i := 0; i < 6*60; i++ {
 		r.advance(time.Minute)
 	}

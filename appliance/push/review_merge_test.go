@@ -10,11 +10,11 @@ import (
 func phaseLog(msgs []ntfytest.Message, subject string) []string {
 	var got []string
 	for _, m := range msgs {
-		rec, err := ParseRecord(m.Message)
-		if err != nil || rec.Intent == IntentSnapshot || rec.Subject != subject {
-			continue
+		for _, rec := range words(m) {
+			if rec.Subject == subject {
+				got = append(got, fmt.Sprintf("%s %s", time.UnixMilli(rec.At).Sub(t0), rec.Phase))
+			}
 		}
-		got = append(got, fmt.Sprintf("%s %s", time.UnixMilli(rec.At).Sub(t0), rec.Phase))
 	}
 	return got
 }
@@ -48,6 +48,7 @@ func TestAMergeDropsTheSurvivorsHeldRecoveryOntoAMovedActiveCondition(t *testing
 	r.sensor(sensorRec("range", "F1", "active", "temperature 11.00 °C outside 2..8", r.clk.Now()))
 	r.svc.Idle()
 	r.svc.Rename("F1", "F2")
+	r.svc.RenamesDone()
 	r.svc.mu.Lock()
 	_, active := r.svc.st.Active[CatSensors]["range:F2"]
 	_, held := r.svc.st.Held["range:F2"]
@@ -125,6 +126,7 @@ func TestAMergeKeepsTheSurvivorsFlapWindow(t *testing.T) {
 	_, flapBefore := r.svc.st.Flap["range:F2"]
 	r.svc.mu.Unlock()
 	r.svc.Rename("F1", "F2")
+	r.svc.RenamesDone()
 	r.svc.mu.Lock()
 	_, flapAfter := r.svc.st.Flap["range:F2"]
 	r.svc.mu.Unlock()

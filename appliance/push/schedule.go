@@ -112,15 +112,20 @@ func (s *Service) runDigest() {
 // digest's, and a switch to individual mode goes on from it: the
 // recovery of a battery a digest listed low was never announced, and a
 // battery recovered by digest and low again was suppressed as still open
-// (a review). A condition announced on its own stays as it was (its
+// (a review). Its repeats after a switch to individual mode count from
+// the digest. A condition announced on its own stays as it was (its
 // repeats count from its own announcement).
 func (s *Service) digestedLocked(cat string, changes []Item, now int64) {
+	cfg := s.live.Get()
 	for key := range s.st.Active[cat] {
+		if _, own := s.cooldownFor(cfg, cat, key); own {
+			continue // announced on its own: a critical not-seen, an infrastructure key
+		}
 		if !s.st.Open[key] {
 			s.st.Open[key] = true
-			s.st.Alerted[key] = now
 			s.st.Window[key] = now
 		}
+		s.st.Alerted[key] = now
 	}
 	for _, it := range changes {
 		if _, on := s.st.Active[cat][it.Subject]; on || it.Phase != PhaseResolved || s.st.Critical[it.Subject] {

@@ -168,6 +168,12 @@ func (s *Service) Start(ctx context.Context) {
 	s.do(func() { s.runRetry(laneStaff) }) // alerts a previous run could not deliver
 	s.replayEvents()                       // and presses it never got to
 	s.do(s.reconcile)                      // and condition transitions
+	s.do(s.tellPending)                    // and last words it owed
+	for _, cat := range []string{CatBatteries, CatNotSeen, CatCalibration, CatHealth} {
+		// A switch to individual mode whose follow-up a crash cut short
+		// (it is a no-op otherwise: a review).
+		s.do(func() { s.toIndividual(cat) })
+	}
 	s.opsw.do(func() { s.runRetry(laneOps) })
 	s.do(s.armDigest)
 	s.live.Subscribe(s.settingsChanged)
@@ -199,6 +205,16 @@ func (s *Service) immediate(m Message) {
 	cfg := s.live.Get()
 	if !cfg.PushEnabled || cfg.PushServerURL == "" {
 		return
+	}
+	s.mu.Lock()
+	owed := len(s.st.Told) > 0
+	s.mu.Unlock()
+	if owed {
+		// Last words owed (a uid change's) go before anything newer about
+		// the same subjects: sent after, a fridge's "Back in range" under
+		// its new uid was followed by the remint's "still active" (a
+		// review).
+		s.tellPending()
 	}
 	m.Record.Seq = s.pub.NextSeq()
 	q := queued{Base: cfg.PushServerURL, R: m.Render(Topic(cfg.ServerID, m.Category)), Staff: true, At: s.heldSince(m)}

@@ -1,0 +1,470 @@
+// The cadence model of cadence_model_test.go with mode switches
+// (batteries and fleet health between bulk and individual: feature w)
+// and digest items and last-word messages counted as words. Env
+// CADENCE_MODES_SEEDS, _STEPS, _FEATURES, _SEED as there.
+
+package push
+
+import (
+	"fmt"
+	"math/rand"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"beaconhub/store"
+)
+
+// A randomized model check of the whole cadence: conditions toggle,
+// time passes, settings change, the process restarts, assets merge (also
+// with a crash before push hears of it); after each step the last
+// message about every subject must match the truth, and the flap bound,
+// repeat spacing and no-duplicate rules must hold. CADENCE_MODES_SEEDS,
+// _STEPS, _FEATURES (b batteries, h health, r restarts, c cooldown
+// changes, m merges, x crash merges) and _SEED widen or pin a run; the
+// suite runs a few seeds.
+
+type modesTruth struct {
+	active  bool
+	changed time.Time
+}
+
+type modesSent struct {
+	at       time.Time
+	subj     string
+	phase    string
+	reminder bool
+	cd       time.Duration
+	idx      int
+	digest   bool
+}
+
+type modesModel struct {
+	t        *testing.T
+	r        *rig
+	rng      *rand.Rand
+	truth    map[string]*modesTruth // canonical key -> truth
+	alias    map[string]string      // old key -> new key
+	live     []string               // live fridge uids
+	next     int
+	seen     int
+	sent     []modesSent
+	cd       map[string]time.Duration // setting -> value
+	log      []string
+	merged   map[string]bool // raw subjects touched by a merge
+	mergedAt map[string]int
+	cdAt     time.Time
+	bulk     map[string]bool // category -> bulk now
+	modeAt   map[string]time.Time
+}
+
+func (m *modesModel) logf(f string, a ...any) {
+	m.log = append(m.log, fmt.Sprintf("[%v] ", m.r.clk.Now().Sub(t0))+fmt.Sprintf(f, a...))
+}
+
+// cooldownOf is the repeat cooldown of key now.
+func (m *modesModel) cooldownOf(key string) time.Duration {
+	switch {
+	case strings.HasPrefix(key, "range:"):
+		return m.cd["server_push_sensors_cooldown_seconds"]
+	case strings.HasPrefix(key, "battery:"):
+		return m.cd["server_push_batteries_interval_seconds"]
+	case strings.HasPrefix(key, "fleet:"):
+		return m.cd["server_push_fleet_health_interval_seconds"]
+	}
+	return m.cd["server_push_critical_cooldown_seconds"]
+}
+
+func (m *modesModel) collect() {
+	all := m.r.msgs("")
+	for i := m.seen; i < len(all); i++ {
+		msg := all[i]
+		if !strings.HasPrefix(msg.Topic, "TST000-") {
+			continue
+		}
+		rec, err := ParseRecord(msg.Message)
+		if err == nil && (rec.Intent == IntentDigest || strings.HasPrefix(rec.Subject, "changes:")) {
+			for _, it := range rec.Items {
+				m.sent = append(m.sent, modesSent{at: m.r.clk.Now(), subj: it.Subject, phase: it.Phase, digest: true, idx: len(m.sent)})
+				m.logf("  DIGEST item %s %s", it.Subject, it.Phase)
+			}
+			continue
+		}
+		if err != nil || rec.Intent == IntentSnapshot || rec.Intent == IntentDigest || strings.HasPrefix(rec.Subject, "digest:") {
+			continue
+		}
+		if rec.Phase != PhaseActive && rec.Phase != PhaseResolved {
+			continue
+		}
+		s := modesSent{at: m.r.clk.Now(), subj: rec.Subject, phase: rec.Phase, reminder: strings.Contains(msg.Message, "Still active since"), cd: m.cooldownOf(rec.Subject), idx: len(m.sent)}
+		m.sent = append(m.sent, s)
+		kind := "alert"
+		if s.reminder {
+			kind = "reminder"
+		}
+		m.logf("  SENT %s %s (%s)", rec.Subject, rec.Phase, kind)
+	}
+	m.seen = len(all)
+}
+
+func (m *modesModel) advance(d time.Duration) {
+	m.logf("advance %v", d)
+	for d > 0 {
+		step := min(d, time.Minute)
+		m.r.advance(step)
+		d -= step
+		m.collect()
+	}
+}
+
+func (m *modesModel) toggle(key string) {
+	tr := m.truth[key]
+	if tr == nil {
+		tr = &modesTruth{}
+		m.truth[key] = tr
+	}
+	tr.active = !tr.active
+	tr.changed = m.r.clk.Now()
+	phase := "resolved"
+	if tr.active {
+		phase = "active"
+	}
+	m.logf("%s -> %s", key, phase)
+	now := m.r.clk.Now()
+	kind, subj, _ := strings.Cut(key, ":")
+	switch kind {
+	case "range":
+		m.r.sensor(sensorRec("range", subj, phase, "temperature 11.00 °C outside 2..8", now))
+	case "battery":
+		m.r.sensor(sensorRec("battery", subj, phase, "battery 2400 mV", now))
+	case "notseen":
+		m.r.sensor(sensorRec("notseen", subj, phase, "Not seen for 10 min", now))
+	default:
+		m.r.health(store.HealthRecord{Key: key, Phase: phase, At: now.UnixMilli(), Since: now.UnixMilli(), Message: key + " is down"})
+	}
+	m.r.svc.Idle()
+	m.collect()
+}
+
+// merge moves old's conditions onto survivor, in the store and in push.
+func (m *modesModel) merge(old, nu string, crash bool) {
+	m.logf("merge %s -> %s (crash=%v)", old, nu, crash)
+	do := func(db *store.DB) {
+		if err := db.UpdateAssets(m.r.clk.Now(), func(tx *store.AssetTx) error {
+			if err := tx.SetAlias(old, nu); err != nil {
+				return err
+			}
+			_, err := tx.RenameUID(old, nu)
+			return err
+		}); err != nil {
+			m.t.Fatal(err)
+		}
+	}
+	if crash {
+		m.r.close()
+		db := reopenForCrash(m.t, m.r)
+		do(db)
+		_ = db.Close()
+		m.r.open()
+		m.r.svc.Idle()
+	} else {
+		do(m.r.db)
+		m.r.svc.Rename(old, nu)
+		m.r.svc.RenamesDone()
+		m.r.svc.Idle()
+	}
+	for _, kind := range []string{"range", "battery"} {
+		ok, nk := kind+":"+old, kind+":"+nu
+		m.merged[ok], m.merged[nk] = true, true
+		a, b := m.truth[ok], m.truth[nk]
+		m.alias[ok] = nk
+		m.mergedAt[nk] = len(m.sent)
+		delete(m.truth, ok)
+		switch {
+		case a == nil:
+		case b == nil:
+			m.truth[nk] = a
+		default:
+			nt := &modesTruth{active: a.active || b.active, changed: m.r.clk.Now()}
+			if !nt.active {
+				nt.changed = a.changed
+				if b.changed.After(nt.changed) {
+					nt.changed = b.changed
+				}
+			}
+			m.truth[nk] = nt
+		}
+	}
+	m.collect()
+}
+
+// checkA: the last message about each subject matches its truth: a live
+// key's its state, a merged-away subject's that it is no longer active.
+func (m *modesModel) checkA() {
+	last := map[string]modesSent{}
+	for _, s := range m.sent {
+		last[s.subj] = s
+	}
+	now := m.r.clk.Now()
+	for key, tr := range m.truth {
+		if c := modesCatOf(key); c != "" && (m.bulk[c] || now.Sub(m.modeAt[c]) < 2*time.Minute) {
+			continue
+		}
+		l, ok := last[key]
+		if !ok {
+			if tr.active && now.Sub(tr.changed) > 2*time.Minute {
+				m.fail("(a) %s active since %v and never announced", key, tr.changed.Sub(t0))
+			}
+			continue
+		}
+		if tr.active && l.phase == PhaseResolved {
+			m.fail("(a) %s active since %v but the last message (at %v, subj %s) says resolved", key, tr.changed.Sub(t0), l.at.Sub(t0), l.subj)
+		}
+		if !tr.active && l.phase == PhaseActive && now.Sub(tr.changed) > m.cooldownOf(key)+2*time.Minute && now.Sub(m.cdAt) > 2*time.Minute {
+			m.fail("(a) %s resolved at %v, now %v, last message (at %v, subj %s, reminder %v) still says active (cooldown %v)", key, tr.changed.Sub(t0), now.Sub(t0), l.at.Sub(t0), l.subj, l.reminder, m.cooldownOf(key))
+		}
+	}
+	for old := range m.alias {
+		if c := modesCatOf(old); c != "" && (m.bulk[c] || now.Sub(m.modeAt[c]) < 2*time.Minute) {
+			continue
+		}
+		if l, ok := last[old]; ok && l.phase == PhaseActive {
+			m.fail("(a) %s merged away, but the last message about it (at %v) says active", old, l.at.Sub(t0))
+		}
+	}
+}
+
+var modesFlapMax = func() int {
+	if v, _ := strconv.Atoi(os.Getenv("CADENCE_MODES_FLAP_MAX")); v > 0 {
+		return v
+	}
+	return 3
+}()
+
+var modesSkipB = os.Getenv("CADENCE_MODES_SKIP_B") != ""
+
+// checkB: flap bound and duplicates per raw subject.
+func (m *modesModel) checkB() {
+	if modesSkipB {
+		return
+	}
+	by := map[string][]modesSent{}
+	for _, s := range m.sent {
+		if s.digest {
+			continue
+		}
+		by[s.subj] = append(by[s.subj], s)
+	}
+	for subj, list := range by {
+		if m.merged[subj] {
+			continue
+		}
+		var nr []modesSent
+		var lastRem *modesSent
+		for i := range list {
+			s := list[i]
+			if s.reminder {
+				if lastRem != nil && s.at.Sub(lastRem.at) < s.cd-time.Minute {
+					m.fail("(b) %s reminders at %v and %v, less than a cooldown %v apart", subj, lastRem.at.Sub(t0), s.at.Sub(t0), s.cd)
+				}
+				lastRem = &list[i]
+				continue
+			}
+			nr = append(nr, s)
+		}
+		for i, s := range nr {
+			na, nrc := 0, 0
+			for _, u := range nr[i:] {
+				if u.at.Sub(s.at) >= s.cd {
+					break
+				}
+				if u.phase == PhaseActive {
+					na++
+				} else {
+					nrc++
+				}
+			}
+			if na > modesFlapMax || nrc > modesFlapMax {
+				m.fail("(b) %s: %d alerts and %d recoveries within the cooldown %v from %v", subj, na, nrc, s.cd, s.at.Sub(t0))
+			}
+			if i > 0 {
+				p := nr[i-1]
+				if p.phase == s.phase && (s.phase == PhaseResolved || s.at.Sub(p.at) < s.cd) {
+					m.fail("(c) %s announced %s twice: at %v and %v", subj, s.phase, p.at.Sub(t0), s.at.Sub(t0))
+				}
+			}
+		}
+	}
+}
+
+type modesFail struct{ msg string }
+
+func (m *modesModel) fail(f string, a ...any) { panic(modesFail{fmt.Sprintf(f, a...)}) }
+
+func (m *modesModel) setCd(k string, d time.Duration) {
+	m.logf("set %s = %v", k, d)
+	m.cd[k] = d
+	m.cdAt = m.r.clk.Now()
+	m.r.patch(map[string]any{k: int(d / time.Second)})
+	m.r.svc.Idle()
+}
+
+func modesRun(t *testing.T, seed int64, steps int, features string) (failure string, log []string) {
+	r := newRig(t, false)
+	m := &modesModel{t: t, r: r, rng: rand.New(rand.NewSource(seed)), truth: map[string]*modesTruth{}, alias: map[string]string{},
+		live: []string{"F1", "F2", "F3"}, next: 4, cd: map[string]time.Duration{}, merged: map[string]bool{}, mergedAt: map[string]int{},
+		bulk: map[string]bool{}, modeAt: map[string]time.Time{}}
+	m.setCd("server_push_sensors_cooldown_seconds", 6*time.Hour)
+	m.setCd("server_push_critical_cooldown_seconds", 6*time.Hour)
+	m.setCd("server_push_batteries_interval_seconds", 6*time.Hour)
+	m.setCd("server_push_fleet_health_interval_seconds", 6*time.Hour)
+	r.patch(map[string]any{"server_push_batteries_mode": "individual", "server_push_fleet_health_mode": "individual"})
+	defer func() {
+		if x := recover(); x != nil {
+			if f, ok := x.(modesFail); ok {
+				failure, log = f.msg, m.log
+				return
+			}
+			panic(x)
+		}
+	}()
+	cds := []time.Duration{10 * time.Minute, time.Hour, 6 * time.Hour}
+	for i := 0; i < steps; i++ {
+		p := m.rng.Intn(100)
+		switch {
+		case p < 45:
+			var keys []string
+			for _, f := range m.live {
+				keys = append(keys, "range:"+f)
+				if strings.Contains(features, "b") {
+					keys = append(keys, "battery:"+f)
+				}
+			}
+			if strings.Contains(features, "h") {
+				keys = append(keys, "notseen:P1", "mqtt_down", "alertsys_down", "fleet:stale:G1")
+			}
+			m.toggle(keys[m.rng.Intn(len(keys))])
+		case p < 80:
+			var d time.Duration
+			switch m.rng.Intn(3) {
+			case 0:
+				d = time.Duration(1+m.rng.Intn(20)) * time.Minute
+			case 1:
+				d = time.Duration(30+m.rng.Intn(150)) * time.Minute
+			default:
+				d = time.Duration(300+m.rng.Intn(180)) * time.Minute
+			}
+			m.advance(d)
+		case p < 86:
+			if strings.Contains(features, "r") {
+				m.logf("restart")
+				r.restart()
+				m.collect()
+			}
+		case p < 89 && strings.Contains(features, "w"):
+			cats := []string{CatBatteries, CatHealth}
+			c := cats[m.rng.Intn(2)]
+			k := map[string]string{CatBatteries: "server_push_batteries_mode", CatHealth: "server_push_fleet_health_mode"}[c]
+			m.bulk[c] = !m.bulk[c]
+			m.modeAt[c] = m.r.clk.Now()
+			v := "individual"
+			if m.bulk[c] {
+				v = "bulk"
+			}
+			m.logf("set %s = %s", k, v)
+			m.r.patch(map[string]any{k: v})
+			m.r.svc.Idle()
+			m.collect()
+		case p < 93:
+			if strings.Contains(features, "c") {
+				keys := []string{"server_push_sensors_cooldown_seconds", "server_push_critical_cooldown_seconds", "server_push_batteries_interval_seconds", "server_push_fleet_health_interval_seconds"}
+				m.setCd(keys[m.rng.Intn(len(keys))], cds[m.rng.Intn(len(cds))])
+			}
+		default:
+			if strings.Contains(features, "m") && len(m.live) >= 2 {
+				a := m.rng.Intn(len(m.live))
+				b := (a + 1 + m.rng.Intn(len(m.live)-1)) % len(m.live)
+				old, nu := m.live[a], m.live[b]
+				m.merge(old, nu, strings.Contains(features, "x") && m.rng.Intn(3) == 0)
+				m.live = append(m.live[:a:a], m.live[a+1:]...)
+				m.live = append(m.live, "F"+strconv.Itoa(m.next))
+				m.next++
+			}
+		}
+		m.checkA()
+		m.checkB()
+	}
+	return "", nil
+}
+
+func TestCadenceModelModes(t *testing.T) {
+	features := os.Getenv("CADENCE_MODES_FEATURES")
+	if features == "" {
+		features = "bhrcmxw" // w: batteries/fleet health mode switches (digest items count as words)
+	}
+	n, _ := strconv.Atoi(os.Getenv("CADENCE_MODES_SEEDS"))
+	if n == 0 {
+		n = 4
+	}
+	steps, _ := strconv.Atoi(os.Getenv("CADENCE_MODES_STEPS"))
+	if steps == 0 {
+		steps = 120
+	}
+	fails := map[string][]int64{}
+	var firstLog = map[string][]string{}
+	total := 0
+	from := int64(1)
+	if v, _ := strconv.Atoi(os.Getenv("CADENCE_MODES_SEED")); v > 0 {
+		from, n = int64(v), v
+	}
+	for seed := from; seed <= int64(n); seed++ {
+		var f string
+		var lg []string
+		t.Run(fmt.Sprint(seed), func(t *testing.T) { f, lg = modesRun(t, seed, steps, features) })
+		total++
+		if f != "" {
+			k, _, _ := strings.Cut(strings.Fields(f)[1], ":")
+			cls := f[:3] + " " + k + " " + strings.Fields(f)[2]
+			fails[cls] = append(fails[cls], seed)
+			if _, ok := firstLog[cls]; !ok || len(lg) < len(firstLog[cls]) {
+				firstLog[cls] = append(lg, "FAIL: "+f)
+			}
+		}
+	}
+	var cls []string
+	for c := range fails {
+		cls = append(cls, c)
+	}
+	sort.Strings(cls)
+	for _, c := range cls {
+		t.Logf("class %s: seeds %v", c, fails[c])
+		lg := firstLog[c]
+		if len(lg) > 2000 {
+			lg = lg[len(lg)-2000:]
+		}
+		t.Logf("shortest log:\n%s", strings.Join(lg, "\n"))
+	}
+	t.Logf("%d sequences, %d failing", total, func() int {
+		s := 0
+		for _, v := range fails {
+			s += len(v)
+		}
+		return s
+	}())
+	if len(fails) > 0 {
+		t.Fail()
+	}
+}
+
+func modesCatOf(key string) string {
+	switch {
+	case strings.HasPrefix(key, "battery:"):
+		return CatBatteries
+	case strings.HasPrefix(key, "fleet:"):
+		return CatHealth
+	}
+	return ""
+}
