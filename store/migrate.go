@@ -142,10 +142,6 @@ var migrations = []migration{
 		})
 	}},
 	{"assignments indexed by the asset that holds them", indexAssignments},
-	{"gateway clock offsets, for telling late sensor readings", func(tx *bolt.Tx) error {
-		_, err := tx.CreateBucketIfNotExists(bGatewayClock)
-		return err
-	}},
 }
 
 // SchemaVersion is the version a fully migrated database has.

@@ -1,11 +1,15 @@
 package sensors
 
 import (
+	"cmp"
+	"maps"
 	"math"
+	"slices"
 	"sync"
 	"sync/atomic"
 
 	"beaconhub/appliance/ingest"
+	"beaconhub/store"
 )
 
 // Late readings. A gateway that was slow to deliver (a reconnect that
@@ -23,25 +27,31 @@ import (
 // offset plus its quickest delivery. A reading's estimated server time is
 // its ts plus that offset. It is late when it was delivered more than
 // lateAfter after that time (slower than its gateway delivers at best)
-// and is older, by that estimate, than the last judged reading of the
-// same sensor from another gateway by more than lateAfter: a late
-// reading with nothing newer is still judged. One gateway's readings
-// arrive in order over its one connection and are always judged; so are
-// readings without a ts of the gateway's clock (the receive time, so
-// never late: the server's clock stepping back hides none) and those of
-// a gateway not yet estimated. A reading on time by its own gateway
-// with a lead of maxLead or more marks a clock step: judging goes on
-// from it. A gateway's clock stepped back makes its readings look late
-// for at most two estimate buckets, and only while another gateway's,
-// which carry the same sensor's values, are judged in their place.
+// and is older, by that estimate, than the sensor's last judged reading
+// by more than lateAfter: a late reading with nothing newer is still
+// judged. Readings without a ts of the gateway's clock (the receive
+// time) are never late, so the server's clock stepping back hides none;
+// nor are those of a gateway not yet estimated. A reading on time by its
+// own gateway with a lead of maxLead or more marks a clock step: judging
+// goes on from it.
+//
+// One gateway's readings are not exempt: a cache upload carries a
+// sensor's readings newest first, and a QoS 1 redelivery repeats an old
+// one after a fresh one (both paged: reviews). The price: a gateway
+// whose clock stepped back by X (under 5 min) has its readings look X
+// old until its estimate follows (at most two estimate buckets), so they
+// are taken for late while older than the last judged by more than
+// lateAfter: for about X, also when it is the only one hearing the
+// sensor (judging then waits that long).
 //
 // The estimates are kept in the store (each closed bucket's, and a new
 // gateway's first), so a gateway flushing what it queued right after a
 // restart is measured against its clock before it, not against the
-// flush (a review saw the page come back then). A reading whose ts was
-// more than 5 minutes off the server's clock has the receive time (the
-// contract) and cannot be told late: a stall of more than 5 minutes,
-// less the gateway's clock lag, goes unnoticed.
+// flush; and each sensor's last judged time starts at its latest stored
+// reading (NewMonitor). A reading whose ts was more than 5 minutes off
+// the server's clock has the receive time (the contract) and cannot be
+// told late: a stall of more than 5 minutes, less the gateway's clock
+// lag, goes unnoticed.
 const (
 	lateAfter   = 30_000     // ms
 	maxLead     = 5 * 60_000 // ms: the contract's clock trust window
@@ -152,6 +162,9 @@ func (g *gwClocks) offset(b *ingest.Batch) estimate {
 			d, has = x, true
 		}
 	}
+	if !has {
+		return estimate{} // its readings have the receive time: nothing to estimate
+	}
 	c := g.get(b.Gateway)
 	if c == nil {
 		return estimate{}
@@ -159,39 +172,43 @@ func (g *gwClocks) offset(b *ingest.Batch) estimate {
 	return c.note(b.Received, d, has)
 }
 
+// keptFor is how long a gateway's stored estimate is seeded at start: a
+// gateway not heard for that long has its estimate forgotten.
+const keptFor = 30 * 24 * 3600_000 // ms
+
 // seed starts the gateways' estimates from the store's (the last of the
-// previous run), as their previous bucket.
-func (g *gwClocks) seed(kept map[[6]byte]int64) {
+// previous run), as their previous bucket, most recent first.
+func (g *gwClocks) seed(kept map[[6]byte]store.GatewayClock) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.m == nil {
-		g.m = make(map[ingest.MAC]*gwClock, len(kept))
+		g.m = make(map[ingest.MAC]*gwClock, min(len(kept), maxGateways))
 	}
-	for mac, off := range kept {
+	macs := slices.SortedFunc(maps.Keys(kept), func(a, b [6]byte) int { return cmp.Compare(kept[b].At, kept[a].At) })
+	for _, mac := range macs {
 		if len(g.m) >= maxGateways {
 			return
 		}
 		c := newGWClock()
-		c.prev.Store(off)
+		c.prev.Store(kept[mac].Off)
 		g.m[mac] = c
 	}
 }
 
 // late decides whether a reading of st estimated at est (server time, ms)
-// from gateway gw is late (see above); a reading that is not becomes the
-// last judged. Call under the asset's shard lock.
-func (st *assetState) late(gw ingest.MAC, est, received int64) bool {
+// and received then is late (see above); a newer one that is not becomes
+// the last judged. Call under the asset's shard lock.
+func (st *assetState) late(est, received int64) bool {
 	lead := st.judgedAt - est
-	if st.judgedBy != gw && received-est > lateAfter && lead > lateAfter {
+	if received-est > lateAfter && lead > lateAfter {
 		return true
 	}
-	// The newest judged, and whose: an older reading judged (its own
-	// gateway's, or not late enough) is not what later ones are measured
-	// against, or a gateway's own fresher reading let its older one
-	// through (a review). A lead this long from a reading on time by its
-	// own gateway's clock is a clock step: judging goes on from it.
+	// The newest judged: an older reading judged (not late enough) is not
+	// what later ones are measured against. A lead this long from a
+	// reading on time by its own gateway's clock is a clock step: judging
+	// goes on from it.
 	if est > st.judgedAt || lead >= maxLead {
-		st.judgedAt, st.judgedBy = est, gw
+		st.judgedAt = est
 	}
 	return false
 }

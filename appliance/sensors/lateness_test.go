@@ -91,28 +91,31 @@ func TestGatewayClocksOffHideNoReadings(t *testing.T) {
 	}
 }
 
-// One gateway's readings come in order over its connection: an old ts
-// (a gateway whose clock stepped back 3 min) is judged all the same
-// when that gateway is the one judged. While another gateway's readings
-// are judged, the stepped gateway's read 3 min late by its estimate and
-// are not: the other's carry the same sensor's values.
-func TestOldTimestampsAreJudgedWhenNotLate(t *testing.T) {
+// A gateway whose clock steps back 3 min, alone hearing the fridge:
+// its readings look 3 min old on its estimate, older than the last
+// judged, and wait; once they are newer than it (about 3 min), judging
+// goes on, before the estimate follows. The price of not exempting one
+// gateway's own readings (a cache upload newest first paged).
+func TestAGatewayClockStepBackDelaysJudgingByTheStep(t *testing.T) {
 	r := newCondRig(t)
 	rng := r.key(CondRange, "Fridge")
+	step := -3 * time.Minute
 	r.feedVia(gwKitchen, "Fridge", temp(5), ms(r.clk.Now()))
-	r.clk.Advance(time.Minute)
-	r.feedVia(gwKitchen, "Fridge", temp(12), ms(r.clk.Now().Add(-3*time.Minute)))
+	var judged time.Duration
+	for i := 1; i <= 10 && judged == 0; i++ {
+		r.clk.Advance(time.Minute)
+		r.feedVia(gwKitchen, "Fridge", temp(12), ms(r.clk.Now().Add(step)))
+		r.mu.Lock()
+		n := len(r.recs)
+		r.mu.Unlock()
+		if n > 0 {
+			judged = time.Duration(i) * time.Minute
+		}
+	}
 	r.expect(rng + " active")
-
-	r.clk.Advance(time.Minute)
-	r.feedVia(gwCorridor, "Fridge", temp(5), ms(r.clk.Now()))
-	r.expect(rng + " resolved")
-	r.clk.Advance(time.Second)
-	r.feedVia(gwKitchen, "Fridge", temp(12), ms(r.clk.Now().Add(-3*time.Minute)))
-	r.expect()
-	r.clk.Advance(time.Second)
-	r.feedVia(gwCorridor, "Fridge", temp(12), ms(r.clk.Now()))
-	r.expect(rng + " active")
+	if judged > 4*time.Minute {
+		t.Fatalf("a gateway clock stepped back 3 min: its 12 °C judged after %v", judged)
+	}
 }
 
 // Readings without a ts of their own (the receive time) are judged as

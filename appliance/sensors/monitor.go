@@ -57,11 +57,9 @@ type assetState struct {
 	// Only the Monitor decides these kinds, under the asset's shard lock,
 	// so it stays exact.
 	active uint8
-	// judgedAt and judgedBy are the estimated time (server clock, ms) and
-	// the gateway of the newest temperature/humidity reading judged
-	// (lateness.go).
+	// judgedAt is the estimated time (server clock, ms) of the newest
+	// temperature/humidity reading judged (lateness.go).
 	judgedAt int64
-	judgedBy ingest.MAC
 }
 
 const (
@@ -212,7 +210,7 @@ func NewMonitor(db *store.DB, clk clock.Clock, log *slog.Logger) (*Monitor, erro
 	for uid, s := range iv {
 		m.st(uid).interval = s
 	}
-	kept, err := db.GatewayClocks()
+	kept, err := db.GatewayClocks(clk.Now().UnixMilli() - keptFor)
 	if err != nil {
 		return nil, err
 	}
@@ -229,7 +227,30 @@ func NewMonitor(db *store.DB, clk clock.Clock, log *slog.Logger) (*Monitor, erro
 			ranged[c.Subject] = true
 		}
 	}
-	return m, m.restoreRanges(ranged)
+	rs, err := db.LatestReadings()
+	if err != nil {
+		return nil, err
+	}
+	m.restoreJudged(rs, clk.Now().UnixMilli())
+	m.restoreRanges(ranged, rs)
+	return m, nil
+}
+
+// restoreJudged starts each sensor's last judged reading time (late
+// readings, lateness.go) at its latest stored reading, from no gateway in
+// particular (any is "another"), and never past now (a gateway's clock
+// may have been ahead): at zero, a stalled reading a gateway flushed
+// after a restart, older than what was judged before it, paged (a
+// review).
+func (m *Monitor) restoreJudged(rs []store.Reading, now int64) {
+	for _, r := range rs {
+		if r.Metric != store.MetricHumidity && r.Metric != store.MetricTemperature {
+			continue
+		}
+		if st := m.st(r.UID); r.TS > st.judgedAt {
+			st.judgedAt = min(r.TS, now)
+		}
+	}
 }
 
 // restoreRanges gives each sensor with an active range condition its
@@ -240,13 +261,9 @@ func NewMonitor(db *store.DB, clk clock.Clock, log *slog.Logger) (*Monitor, erro
 // temperature) never saw the other back in range: its condition never
 // resolved, reminded "still active" for ever and hid new excursions (a
 // review).
-func (m *Monitor) restoreRanges(ranged map[string]bool) error {
+func (m *Monitor) restoreRanges(ranged map[string]bool, rs []store.Reading) {
 	if len(ranged) == 0 {
-		return nil
-	}
-	rs, err := m.db.LatestReadings()
-	if err != nil {
-		return err
+		return
 	}
 	bs := m.beacons.Load()
 	for _, r := range rs {
@@ -265,7 +282,6 @@ func (m *Monitor) restoreRanges(ranged map[string]bool) error {
 			st.tempOut = outside(info.temp, v)
 		}
 	}
-	return nil
 }
 
 // st returns uid's state in its shard, adding it; call with the shard's
@@ -331,8 +347,8 @@ func (m *Monitor) Observe(b *ingest.Batch, w *ingest.Writes) {
 	var clk estimate
 	if b.Kind == ingest.KindAdv1 || b.Kind == ingest.KindSData {
 		if clk = m.clocks.offset(b); clk.shouldKeep {
-			gw, off := b.Gateway, clk.keep
-			w.AddOp(func(tx *bolt.Tx) error { return store.PutGatewayClock(tx, gw, off) }, true)
+			gw, c := b.Gateway, store.GatewayClock{Off: clk.keep, At: b.Received}
+			w.AddOp(func(tx *bolt.Tx) error { return store.PutGatewayClock(tx, gw, c) }, true)
 			w.Hand()
 		}
 	}
@@ -361,7 +377,7 @@ func (m *Monitor) Observe(b *ingest.Batch, w *ingest.Writes) {
 			// A late reading from a slow gateway is recorded, not judged:
 			// its ts corrected by the gateway's estimated clock offset
 			// (lateness.go) is older than what another gateway delivered.
-			if o.Has&(ingest.HasHumidity|ingest.HasTemperature) != 0 && !st.late(b.Gateway, estimated(o, b.Received, clk.off, clk.ok), b.Received) {
+			if o.Has&(ingest.HasHumidity|ingest.HasTemperature) != 0 && !st.late(estimated(o, b.Received, clk.off, clk.ok), b.Received) {
 				info, _ := m.beacon(o.Asset)
 				msg := ""
 				if o.Has&ingest.HasHumidity != 0 {
