@@ -109,7 +109,8 @@ func (p *pushIdentity) device(subject string) push.Device {
 }
 
 // alias is the current uid of a former one ("" when uid is none), read
-// from the store: push's start (reconcile) only.
+// from the store: at push's start (reconcile), and for a transition whose
+// key push does not know (one bbolt read, transitions only).
 func (p *pushIdentity) alias(uid string) string {
 	var cur string
 	_ = p.db.ViewAssets(func(t *store.AssetTx) error {

@@ -94,7 +94,7 @@ func ApplySensorConditions(tx *bolt.Tx, recs []SensorConditionRecord) error {
 			return err
 		}
 		if r.Phase == HealthResolved {
-			if err := state.Delete([]byte(r.Key)); err != nil {
+			if err := state.Delete(resolvedKey(tx, state, &r)); err != nil {
 				return err
 			}
 			continue
@@ -105,6 +105,30 @@ func ApplySensorConditions(tx *bolt.Tx, recs []SensorConditionRecord) error {
 		}
 	}
 	return nil
+}
+
+// resolvedKey is the key a resolved record ends: its own, or, when that
+// is gone and its subject is a former uid, the condition a remint or
+// merge moved it to, recognised by its start. A reading the sensor
+// monitor judged under the old uid between the rename's commit and its
+// own rename resolved nothing, and the moved condition stayed active in
+// the store: the next start alerted again for a fridge in range (a
+// review). A merge survivor's own condition (another start) is not it.
+func resolvedKey(tx *bolt.Tx, state *bolt.Bucket, r *SensorConditionRecord) []byte {
+	key := []byte(r.Key)
+	if state.Get(key) != nil {
+		return key
+	}
+	cur := aliasOf(tx, r.Subject)
+	if cur == "" || cur == r.Subject {
+		return key
+	}
+	moved := []byte(r.Kind + ":" + cur)
+	var c SensorCondition
+	if state.Get(moved) != nil && getJSON(state, moved, &c) == nil && c.Since == r.Since {
+		return moved
+	}
+	return key
 }
 
 // ActiveSensorConditions returns the active set in key order.

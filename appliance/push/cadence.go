@@ -243,7 +243,7 @@ func (s *Service) toIndividual(cat string) {
 	}
 	for _, subj := range slices.Sorted(maps.Keys(last)) {
 		_, active := s.st.Active[cat][subj]
-		if it := last[subj]; it.Phase == PhaseResolved && !active && !s.st.Open[subj] {
+		if it := last[subj]; it.Phase == PhaseResolved && !active && !s.st.Open[subj] && strings.Contains(it.Text, " continues as ") {
 			s.st.Told[cat] = append(s.st.Told[cat], it)
 		}
 	}
@@ -519,7 +519,10 @@ func phaseOf(p string) string {
 }
 
 func (s *Service) sensor(r store.SensorConditionRecord) {
-	r = s.current(r)
+	r, ok := s.current(r)
+	if !ok {
+		return
+	}
 	d := s.identify(r.Subject)
 	active := r.Phase != store.HealthResolved
 	cfg := s.live.Get()
@@ -584,23 +587,32 @@ func (s *Service) sensor(r store.SensorConditionRecord) {
 // follows renames after push's PrepareRename) belongs to the new key; a
 // recovery under the old one found nothing and was dropped, the new key
 // reminded of for good (a review).
-func (s *Service) current(r store.SensorConditionRecord) store.SensorConditionRecord {
+func (s *Service) current(r store.SensorConditionRecord) (store.SensorConditionRecord, bool) {
 	if s.Alias == nil {
-		return r
+		return r, true
 	}
 	s.mu.Lock()
-	_, active := s.st.Active[catOf(r.Kind)][r.Key]
+	_, active := s.st.Active[catOfKey(r.Key)][r.Key]
 	_, held := s.st.Held[r.Key]
 	known := active || held || s.st.Open[r.Key]
 	s.mu.Unlock()
 	if known {
-		return r
+		return r, true
+	}
+	s.mu.Lock()
+	absorbed := s.absorbed[r.Key]
+	s.mu.Unlock()
+	if absorbed {
+		// A merge's source whose survivor had the same condition: the
+		// survivor's is the one staff follow; a late "back in range" of
+		// the source said so of the survivor, still out (a review).
+		return r, false
 	}
 	if cur := s.Alias(r.Subject); cur != "" && cur != r.Subject {
 		r.Subject = cur
 		r.Key = r.Kind + ":" + cur
 	}
-	return r
+	return r, true
 }
 
 func (s *Service) bulkOrIndividual(cat string, r store.SensorConditionRecord, m Message) (bool, Message) {
@@ -613,6 +625,15 @@ func (s *Service) bulkOrIndividual(cat string, r store.SensorConditionRecord, m 
 }
 
 func (s *Service) health(h store.HealthRecord) {
+	if strings.HasPrefix(h.Key, "fleet:") {
+		i := strings.LastIndexByte(h.Key, ':')
+		head, subject := h.Key[:i], h.Key[i+1:]
+		r, ok := s.current(store.SensorConditionRecord{Key: h.Key, Kind: head, Subject: subject})
+		if !ok {
+			return
+		}
+		h.Key = r.Key // a fleet transition under a former uid (a review)
+	}
 	m := HealthAlert(h)
 	active := h.Phase != store.HealthResolved
 	if h.Key == keyPushDown && !active {
@@ -693,6 +714,12 @@ func (s *Service) Rename(oldUID, newUID string) {
 // hour: a review).
 func (s *Service) RenamesDone() { s.do(s.tellPending) }
 
+// Saved once per batch, at RenamesDone (tellPending): a save per rename,
+// twice (PrepareRename and Rename), wrote the whole state 422 times for a
+// remint of 200 assets and held the worker, SOS presses included, for
+// seconds (a review). A crash before it finds the former uids at the next
+// start (followRenames), which moves them again.
+
 // rename moves the cadence state of condition keys ending in oldUID to
 // newUID (remint, merge), on the worker, so an alert announced under the
 // old uid is not announced again under the new one and its recovery is
@@ -706,7 +733,6 @@ func (s *Service) RenamesDone() { s.do(s.tellPending) }
 // they never heard of suppressed its next alert for a cooldown.
 func (s *Service) rename(oldUID, newUID string) {
 	s.mu.Lock()
-	defer s.save()
 	defer s.mu.Unlock()
 	move := func(key string) (string, bool) {
 		head, ok := strings.CutSuffix(key, ":"+oldUID)
@@ -744,6 +770,10 @@ func (s *Service) rename(oldUID, newUID string) {
 				if _, taken := items[nk]; !taken {
 					it.Subject = nk
 					items[nk] = it
+				} else {
+					// The survivor has its own: a late transition of the
+					// source's is not the survivor's (current).
+					s.absorbed[subj] = true
 				}
 			}
 		}
@@ -821,9 +851,14 @@ func (s *Service) tellPending() {
 	}
 	clear(s.st.Told)
 	s.mu.Unlock()
-	if len(msgs) > 0 && s.commitDurable(msgs) {
-		s.flushOutbox()
+	// In the staff lane, in order with what follows (through the outbox,
+	// a newer "Back in range" posted while they waited for its timer
+	// went first, and the last word was wrong: a review). Told is saved
+	// empty only after: a crash before repeats them, which is harmless.
+	for _, m := range msgs {
+		s.immediate(m)
 	}
+	s.save()
 }
 
 // continuesAs says that an asset's uid changed (remint or merge).

@@ -98,11 +98,13 @@ func Digest(cat string, active []Item, changes []Item, at int64, quiet bool) []M
 // words owed to subjects of one category (Service.Told): each item a
 // subject's phase, as digest changes are.
 func lastWords(cat string, items []Item, at int64) []Message {
-	n := map[string]bool{}
+	n := 0
 	for _, it := range items {
-		n[it.Subject] = true
+		if it.Phase == PhaseResolved {
+			n++ // one per old subject
+		}
 	}
-	return parts(cat, fmt.Sprintf("Asset ids changed: %d conditions", len(n)), "changes:"+cat, nil, items, at, PrioMin, IntentState)
+	return parts(cat, fmt.Sprintf("Asset ids changed: %d", n), "changes:"+cat, nil, items, at, PrioMin, IntentState)
 }
 
 // parts renders active items and changes as numbered messages that each

@@ -103,6 +103,10 @@ type Service struct {
 	// announce again; the rest (bulk tracking, suppressed transitions)
 	// waits for the end.
 	deferSave, sentUnsaved bool
+	// absorbed (worker only) holds the condition keys of merge sources
+	// whose survivor had the same condition: a late transition decided
+	// under the source's uid is dropped, not moved onto the survivor.
+	absorbed map[string]bool
 	// handed is when the staff worker's running job was handed to it
 	// (do): what push received waited from then, behind other jobs'
 	// posts, and heldSince counts from it. Staff worker only.
@@ -119,7 +123,7 @@ func New(live *config.Live, clk clock.Clock, db *store.DB, pub *Publisher, log *
 		log = slog.New(slog.DiscardHandler)
 	}
 	s := &Service{live: live, clk: clk, db: db, pub: pub, log: log, ctx: context.Background(), done: make(chan struct{}),
-		staff: newWorker(), opsw: newWorker()}
+		staff: newWorker(), opsw: newWorker(), absorbed: map[string]bool{}}
 	st, err := loadState(db)
 	if err != nil {
 		return nil, err
@@ -209,11 +213,12 @@ func (s *Service) immediate(m Message) {
 	s.mu.Lock()
 	owed := len(s.st.Told) > 0
 	s.mu.Unlock()
-	if owed {
+	if owed && m.Record.Kind != KindMoment {
 		// Last words owed (a uid change's) go before anything newer about
 		// the same subjects: sent after, a fridge's "Back in range" under
 		// its new uid was followed by the remint's "still active" (a
-		// review).
+		// review). Not before a press: its subject is never one of
+		// theirs, and it must not wait for them.
 		s.tellPending()
 	}
 	m.Record.Seq = s.pub.NextSeq()
