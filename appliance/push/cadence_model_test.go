@@ -19,8 +19,10 @@ import (
 // message about every subject must match the truth, and the flap bound,
 // repeat spacing and no-duplicate rules must hold. CADENCE_MODEL_SEEDS,
 // _STEPS, _FEATURES (b batteries, h health, r restarts, c cooldown
-// changes, m merges, x crash merges) and _SEED widen or pin a run; the
-// suite runs a few seeds.
+// changes, m merges, x crash merges, w batteries and fleet health
+// switched between bulk and individual) and _SEED widen or pin a run;
+// digest items and last-word messages count as words. The suite runs a
+// few seeds.
 
 type modelTruth struct {
 	active  bool
@@ -34,6 +36,7 @@ type modelSent struct {
 	reminder bool
 	cd       time.Duration
 	idx      int
+	digest   bool
 }
 
 type cadenceModel struct {
@@ -51,6 +54,8 @@ type cadenceModel struct {
 	merged   map[string]bool // raw subjects touched by a merge
 	mergedAt map[string]int
 	cdAt     time.Time
+	bulk     map[string]bool // category -> bulk now
+	modeAt   map[string]time.Time
 }
 
 func (m *cadenceModel) logf(f string, a ...any) {
@@ -77,20 +82,27 @@ func (m *cadenceModel) collect() {
 		if !strings.HasPrefix(msg.Topic, "TST000-") {
 			continue
 		}
-		for _, rec := range words(msg) {
-			if rec.Phase != PhaseActive && rec.Phase != PhaseResolved {
-				continue
+		rec, err := ParseRecord(msg.Message)
+		if err == nil && (rec.Intent == IntentDigest || strings.HasPrefix(rec.Subject, "changes:")) {
+			for _, it := range rec.Items {
+				m.sent = append(m.sent, modelSent{at: m.r.clk.Now(), subj: it.Subject, phase: it.Phase, digest: true, idx: len(m.sent)})
+				m.logf("  DIGEST item %s %s", it.Subject, it.Phase)
 			}
-			// A last word's "active" (a uid change) is a repeat, not an alert.
-			last := strings.HasPrefix(msg.Title, "Asset ids changed")
-			s := modelSent{at: m.r.clk.Now(), subj: rec.Subject, phase: rec.Phase, reminder: last || strings.Contains(msg.Message, "Still active since"), cd: m.cooldownOf(rec.Subject), idx: len(m.sent)}
-			m.sent = append(m.sent, s)
-			kind := "alert"
-			if s.reminder {
-				kind = "reminder"
-			}
-			m.logf("  SENT %s %s (%s)", rec.Subject, rec.Phase, kind)
+			continue
 		}
+		if err != nil || rec.Intent == IntentSnapshot || rec.Intent == IntentDigest || strings.HasPrefix(rec.Subject, "digest:") {
+			continue
+		}
+		if rec.Phase != PhaseActive && rec.Phase != PhaseResolved {
+			continue
+		}
+		s := modelSent{at: m.r.clk.Now(), subj: rec.Subject, phase: rec.Phase, reminder: strings.Contains(msg.Message, "Still active since"), cd: m.cooldownOf(rec.Subject), idx: len(m.sent)}
+		m.sent = append(m.sent, s)
+		kind := "alert"
+		if s.reminder {
+			kind = "reminder"
+		}
+		m.logf("  SENT %s %s (%s)", rec.Subject, rec.Phase, kind)
 	}
 	m.seen = len(all)
 }
@@ -195,6 +207,9 @@ func (m *cadenceModel) checkA() {
 	}
 	now := m.r.clk.Now()
 	for key, tr := range m.truth {
+		if c := modelCatOf(key); c != "" && (m.bulk[c] || now.Sub(m.modeAt[c]) < 2*time.Minute) {
+			continue
+		}
 		l, ok := last[key]
 		if !ok {
 			if tr.active && now.Sub(tr.changed) > 2*time.Minute {
@@ -210,6 +225,9 @@ func (m *cadenceModel) checkA() {
 		}
 	}
 	for old := range m.alias {
+		if c := modelCatOf(old); c != "" && (m.bulk[c] || now.Sub(m.modeAt[c]) < 2*time.Minute) {
+			continue
+		}
 		if l, ok := last[old]; ok && l.phase == PhaseActive {
 			m.fail("(a) %s merged away, but the last message about it (at %v) says active", old, l.at.Sub(t0))
 		}
@@ -232,6 +250,9 @@ func (m *cadenceModel) checkB() {
 	}
 	by := map[string][]modelSent{}
 	for _, s := range m.sent {
+		if s.digest {
+			continue
+		}
 		by[s.subj] = append(by[s.subj], s)
 	}
 	for subj, list := range by {
@@ -291,7 +312,8 @@ func (m *cadenceModel) setCd(k string, d time.Duration) {
 func modelRun(t *testing.T, seed int64, steps int, features string) (failure string, log []string) {
 	r := newRig(t, false)
 	m := &cadenceModel{t: t, r: r, rng: rand.New(rand.NewSource(seed)), truth: map[string]*modelTruth{}, alias: map[string]string{},
-		live: []string{"F1", "F2", "F3"}, next: 4, cd: map[string]time.Duration{}, merged: map[string]bool{}, mergedAt: map[string]int{}}
+		live: []string{"F1", "F2", "F3"}, next: 4, cd: map[string]time.Duration{}, merged: map[string]bool{}, mergedAt: map[string]int{},
+		bulk: map[string]bool{}, modeAt: map[string]time.Time{}}
 	m.setCd("server_push_sensors_cooldown_seconds", 6*time.Hour)
 	m.setCd("server_push_critical_cooldown_seconds", 6*time.Hour)
 	m.setCd("server_push_batteries_interval_seconds", 6*time.Hour)
@@ -339,6 +361,20 @@ func modelRun(t *testing.T, seed int64, steps int, features string) (failure str
 				r.restart()
 				m.collect()
 			}
+		case p < 89 && strings.Contains(features, "w"):
+			cats := []string{CatBatteries, CatHealth}
+			c := cats[m.rng.Intn(2)]
+			k := map[string]string{CatBatteries: "server_push_batteries_mode", CatHealth: "server_push_fleet_health_mode"}[c]
+			m.bulk[c] = !m.bulk[c]
+			m.modeAt[c] = m.r.clk.Now()
+			v := "individual"
+			if m.bulk[c] {
+				v = "bulk"
+			}
+			m.logf("set %s = %s", k, v)
+			m.r.patch(map[string]any{k: v})
+			m.r.svc.Idle()
+			m.collect()
 		case p < 93:
 			if strings.Contains(features, "c") {
 				keys := []string{"server_push_sensors_cooldown_seconds", "server_push_critical_cooldown_seconds", "server_push_batteries_interval_seconds", "server_push_fleet_health_interval_seconds"}
@@ -364,7 +400,7 @@ func modelRun(t *testing.T, seed int64, steps int, features string) (failure str
 func TestCadenceModelRandom(t *testing.T) {
 	features := os.Getenv("CADENCE_MODEL_FEATURES")
 	if features == "" {
-		features = "bhrcmx"
+		features = "bhrcmxw" // w: batteries/fleet health mode switches (digest items count as words)
 	}
 	n, _ := strconv.Atoi(os.Getenv("CADENCE_MODEL_SEEDS"))
 	if n == 0 {
@@ -403,8 +439,8 @@ func TestCadenceModelRandom(t *testing.T) {
 	for _, c := range cls {
 		t.Logf("class %s: seeds %v", c, fails[c])
 		lg := firstLog[c]
-		if len(lg) > 80 {
-			lg = lg[len(lg)-80:]
+		if len(lg) > 2000 {
+			lg = lg[len(lg)-2000:]
 		}
 		t.Logf("shortest log:\n%s", strings.Join(lg, "\n"))
 	}
@@ -418,4 +454,14 @@ func TestCadenceModelRandom(t *testing.T) {
 	if len(fails) > 0 {
 		t.Fail()
 	}
+}
+
+func modelCatOf(key string) string {
+	switch {
+	case strings.HasPrefix(key, "battery:"):
+		return CatBatteries
+	case strings.HasPrefix(key, "fleet:"):
+		return CatHealth
+	}
+	return ""
 }
