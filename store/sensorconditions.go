@@ -99,8 +99,22 @@ func ApplySensorConditions(tx *bolt.Tx, recs []SensorConditionRecord) error {
 			}
 			continue
 		}
-		c := SensorCondition{Key: r.Key, Kind: r.Kind, Subject: r.Subject, Since: r.Since, At: r.At, Message: r.Message}
-		if err := putJSON(state, []byte(r.Key), &c); err != nil {
+		key, subject := r.Key, r.Subject
+		if state.Get([]byte(key)) == nil {
+			if cur := aliasOf(tx, subject); cur != "" && cur != subject {
+				// Decided under a former uid after the rename's commit (the
+				// monitor follows it later): kept under the old key no one
+				// would resolve, the next start took the current key for
+				// recovered (a review). A survivor's own condition wins, as
+				// in the rename.
+				key, subject = r.Kind+":"+cur, cur
+				if state.Get([]byte(key)) != nil {
+					continue
+				}
+			}
+		}
+		c := SensorCondition{Key: key, Kind: r.Kind, Subject: subject, Since: r.Since, At: r.At, Message: r.Message}
+		if err := putJSON(state, []byte(key), &c); err != nil {
 			return err
 		}
 	}

@@ -640,7 +640,14 @@ func (s *Service) health(h store.HealthRecord) {
 		// The server answers its health check again: what waits goes
 		// now, the SOS at the head first, not when the doubling delay
 		// (up to 2 min) next comes round. A review saw the ops copies
-		// delivered 22 s before the SOS that had waited longest.
+		// delivered 22 s before the SOS that had waited longest. Digests
+		// made meanwhile go before the queued transitions, unless a press
+		// waits: a digest is a snapshot of its moment, and sent after
+		// them on its own timer it told staff "active" of a condition
+		// whose recovery had just gone (a review).
+		if !s.pressWaiting() {
+			s.flushOutbox()
+		}
 		s.retryNow()
 	}
 	if strings.HasPrefix(h.Key, "fleet:") {

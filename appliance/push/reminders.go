@@ -55,6 +55,11 @@ func (s *Service) remind() {
 	now := s.clk.Now().UnixMilli()
 	var due []Message
 	s.mu.Lock()
+	// While staff messages wait for the server, a repeat only queues
+	// behind the alert it repeats; over a long outage repeats filled the
+	// queue to its cap and pushed out a recovery (a review). Skipped, not
+	// deferred: the next comes a cooldown on.
+	outage := len(s.retry[laneStaff].items) > 0
 	for cat, items := range s.st.Active {
 		for key, it := range items {
 			if !s.st.Open[key] {
@@ -68,6 +73,9 @@ func (s *Service) remind() {
 				continue
 			}
 			s.st.Alerted[key] = now
+			if outage {
+				continue
+			}
 			due = append(due, s.stillActiveLocked(cat, key, it, now, ""))
 		}
 	}

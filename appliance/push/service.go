@@ -229,6 +229,13 @@ func (s *Service) immediate(m Message) {
 	s.mu.Unlock()
 	if waiting && m.Category != CatTest {
 		s.enqueueRetry(q) // keep order behind earlier failures
+		if m.Record.Kind == KindMoment {
+			// A press gets an attempt now, not at the doubling delay (up
+			// to 2 min): a server whose publish failed while its health
+			// check passed never resolved push_down, and a press waited
+			// for the timer (a review).
+			s.retryNow()
+		}
 		return
 	}
 	res := s.post(q)
@@ -386,6 +393,13 @@ func pressSlot(items []queued, q queued) int {
 		i++
 	}
 	return i
+}
+
+// pressWaiting says whether a press waits in the staff queue.
+func (s *Service) pressWaiting() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.ContainsFunc(s.retry[laneStaff].items, func(q queued) bool { return buttonTopic(q.R.Topic) })
 }
 
 // buttonTopic reports whether a topic is a button press's (SOS, watches).
