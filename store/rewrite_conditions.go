@@ -98,6 +98,9 @@ func eachSuffixUID(b *bolt.Bucket, fn func(uid string) error) error {
 }
 
 func renameSensorConds(tx *bolt.Tx, oldUID, newUID string) (int, error) {
+	if err := markMovedConds(tx, oldUID, newUID); err != nil {
+		return 0, err
+	}
 	return renameSuffixed(tx.Bucket(bSensorCondState), oldUID, newUID, func(v []byte, key string) ([]byte, error) {
 		var c SensorCondition
 		if err := json.Unmarshal(v, &c); err != nil {
@@ -182,4 +185,41 @@ func eachSensorIntervalUID(tx *bolt.Tx, fn func(uid string) error) error {
 		}
 		return fn(string(k))
 	})
+}
+
+// bSensorCondMoved marks a sensor condition a rename moved: its key ->
+// the key it had (resolvedKey). A merge survivor's own condition, which
+// the rename keeps in place of the source's, has no mark.
+var bSensorCondMoved = []byte("sensor_cond_moved")
+
+// markMovedConds marks the conditions of oldUID that the rename to newUID
+// moves (those whose new key is free), before it moves them.
+func markMovedConds(tx *bolt.Tx, oldUID, newUID string) error {
+	state := tx.Bucket(bSensorCondState)
+	if state == nil {
+		return nil
+	}
+	suffix := ":" + oldUID
+	var marks [][2]string
+	err := state.ForEach(func(k, _ []byte) error {
+		if head, ok := strings.CutSuffix(string(k), suffix); ok {
+			if to := head + ":" + newUID; state.Get([]byte(to)) == nil {
+				marks = append(marks, [2]string{to, string(k)})
+			}
+		}
+		return nil
+	})
+	if err != nil || len(marks) == 0 {
+		return err
+	}
+	b, err := tx.CreateBucketIfNotExists(bSensorCondMoved)
+	if err != nil {
+		return err
+	}
+	for _, m := range marks {
+		if err := b.Put([]byte(m[0]), []byte(m[1])); err != nil {
+			return err
+		}
+	}
+	return nil
 }

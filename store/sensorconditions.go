@@ -94,7 +94,11 @@ func ApplySensorConditions(tx *bolt.Tx, recs []SensorConditionRecord) error {
 			return err
 		}
 		if r.Phase == HealthResolved {
-			if err := state.Delete(resolvedKey(tx, state, &r)); err != nil {
+			key := resolvedKey(tx, state, &r)
+			if err := state.Delete(key); err != nil {
+				return err
+			}
+			if err := unmarkMoved(tx, key); err != nil {
 				return err
 			}
 			continue
@@ -113,6 +117,11 @@ func ApplySensorConditions(tx *bolt.Tx, recs []SensorConditionRecord) error {
 				}
 			}
 		}
+		if state.Get([]byte(key)) == nil {
+			if err := unmarkMoved(tx, []byte(key)); err != nil { // a new condition: not a moved one
+				return err
+			}
+		}
 		c := SensorCondition{Key: key, Kind: r.Kind, Subject: subject, Since: r.Since, At: r.At, Message: r.Message}
 		if err := putJSON(state, []byte(key), &c); err != nil {
 			return err
@@ -123,11 +132,13 @@ func ApplySensorConditions(tx *bolt.Tx, recs []SensorConditionRecord) error {
 
 // resolvedKey is the key a resolved record ends: its own, or, when that
 // is gone and its subject is a former uid, the condition a remint or
-// merge moved it to, recognised by its start. A reading the sensor
-// monitor judged under the old uid between the rename's commit and its
-// own rename resolved nothing, and the moved condition stayed active in
-// the store: the next start alerted again for a fridge in range (a
-// review). A merge survivor's own condition (another start) is not it.
+// merge moved from it (bSensorCondMoved). A reading the sensor monitor
+// judged under the old uid between the rename's commit and its own
+// rename resolved nothing, and the moved condition stayed active in the
+// store: the next start alerted again for a fridge in range (a review).
+// A merge survivor's own condition is not it, even with the same start
+// (recognised by its start, it was ended when both began in the same
+// millisecond: a review).
 func resolvedKey(tx *bolt.Tx, state *bolt.Bucket, r *SensorConditionRecord) []byte {
 	key := []byte(r.Key)
 	if state.Get(key) != nil {
@@ -138,11 +149,18 @@ func resolvedKey(tx *bolt.Tx, state *bolt.Bucket, r *SensorConditionRecord) []by
 		return key
 	}
 	moved := []byte(r.Kind + ":" + cur)
-	var c SensorCondition
-	if state.Get(moved) != nil && getJSON(state, moved, &c) == nil && c.Since == r.Since {
+	if b := tx.Bucket(bSensorCondMoved); b != nil && state.Get(moved) != nil && string(b.Get(moved)) == r.Key {
 		return moved
 	}
 	return key
+}
+
+// unmarkMoved drops key's moved mark (bSensorCondMoved), if any.
+func unmarkMoved(tx *bolt.Tx, key []byte) error {
+	if b := tx.Bucket(bSensorCondMoved); b != nil && b.Get(key) != nil {
+		return b.Delete(key)
+	}
+	return nil
 }
 
 // ActiveSensorConditions returns the active set in key order.

@@ -53,6 +53,15 @@ func TestAResolvedRecordUnderAFormerUIDEndsTheMovedCondition(t *testing.T) {
 		t.Fatalf("a recovery under the former uid left %v active", a)
 	}
 
+	// A merge whose survivor had its own, begun in the same millisecond:
+	// the survivor's stays.
+	apply(rec("S2", HealthActive, 4000), rec("M2", HealthActive, 4000))
+	merge("M2", "S2")
+	apply(rec("M2", HealthResolved, 4000))
+	if a := active(); a["range:S2"] != 4000 {
+		t.Fatalf("a merge source's recovery ended the survivor's own condition of the same start: %v", a)
+	}
+
 	// A merge whose survivor had its own: the survivor's stays.
 	apply(rec("S1", HealthActive, 2000), rec("M1", HealthActive, 3000))
 	merge("M1", "S1")

@@ -179,3 +179,37 @@ func TestRemindersDoNotEvictARecoveryInALongOutage(t *testing.T) {
 		t.Errorf("F00 back in range 5 min into a 9 h outage; afterwards staff's last word is %q", p)
 	}
 }
+
+// F2 and F3 go out of range in the same millisecond (one sweep, one
+// reading time). F2 is merged into F3: the store keeps F3's own
+// condition. The sensor monitor then decides F2's recovery under its old
+// uid (before it follows the rename), with F2's start. The store took
+// the survivor's condition for F2's moved one (same start) and ended it;
+// push rightly drops the recovery (absorbed). At the next start push
+// found range:F3 gone from the store and said "Back in range" of a
+// fridge still out.
+func TestALateRecoveryOfAMergeSourceKeepsTheSurvivorsSameStartCondition(t *testing.T) {
+	r := newRig(t, false)
+	now := r.clk.Now()
+	r.sensor(sensorRec("range", "F3", "active", "temperature 11.00 °C outside 2..8", now))
+	r.sensor(sensorRec("range", "F2", "active", "temperature 12.00 °C outside 2..8", now))
+	r.svc.Idle()
+	r.svc.PrepareRename("F2", "F3")
+	mergeInStore(t, r, "F2", "F3")
+	rec := sensorRec("range", "F2", "resolved", "back in range", now) // Since: F2's start
+	rec.At = r.clk.Now().Add(time.Second).UnixMilli()
+	r.sensor(rec)
+	r.svc.Rename("F2", "F3")
+	r.svc.RenamesDone()
+	r.svc.Idle()
+	conds, _ := r.db.ActiveSensorConditions()
+	r.advance(10 * time.Minute)
+	r.restart()
+	p, _ := lastHeard(r, "range:F3")
+	if len(conds) != 1 {
+		t.Errorf("F3's own condition (still out) was ended in the store by F2's recovery")
+	}
+	if p != PhaseActive {
+		t.Errorf("range:F3 still out of range; after a restart staff read %q", p)
+	}
+}
