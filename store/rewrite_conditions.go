@@ -188,37 +188,69 @@ func eachSensorIntervalUID(tx *bolt.Tx, fn func(uid string) error) error {
 }
 
 // bSensorCondMoved marks a sensor condition a rename moved: its key ->
-// the key it had (resolvedKey). A merge survivor's own condition, which
-// the rename keeps in place of the source's, has no mark.
+// the keys it had, newest first, one per line (a chain of renames keeps
+// them all). A merge survivor's own condition, which the rename keeps in
+// place of the source's, has no mark of the source.
 var bSensorCondMoved = []byte("sensor_cond_moved")
 
+// movedFrom is key's mark: the keys its condition had.
+func movedFrom(tx *bolt.Tx, key []byte) []string {
+	b := tx.Bucket(bSensorCondMoved)
+	if b == nil {
+		return nil
+	}
+	if v := b.Get(key); v != nil {
+		return strings.Split(string(v), "\n")
+	}
+	return nil
+}
+
+// markMoved sets key's mark (nil: drops it).
+func markMoved(tx *bolt.Tx, key []byte, from []string) error {
+	if len(from) == 0 {
+		if b := tx.Bucket(bSensorCondMoved); b != nil && b.Get(key) != nil {
+			return b.Delete(key)
+		}
+		return nil
+	}
+	b, err := tx.CreateBucketIfNotExists(bSensorCondMoved)
+	if err != nil {
+		return err
+	}
+	return b.Put(key, []byte(strings.Join(from, "\n")))
+}
+
 // markMovedConds marks the conditions of oldUID that the rename to newUID
-// moves (those whose new key is free), before it moves them.
+// moves (those whose new key is free), carrying their own marks (a chain),
+// before it moves them; every old key's mark goes.
 func markMovedConds(tx *bolt.Tx, oldUID, newUID string) error {
 	state := tx.Bucket(bSensorCondState)
 	if state == nil {
 		return nil
 	}
 	suffix := ":" + oldUID
-	var marks [][2]string
+	type mark struct {
+		from, to string
+		had      []string
+	}
+	var marks []mark
 	err := state.ForEach(func(k, _ []byte) error {
 		if head, ok := strings.CutSuffix(string(k), suffix); ok {
-			if to := head + ":" + newUID; state.Get([]byte(to)) == nil {
-				marks = append(marks, [2]string{to, string(k)})
-			}
+			marks = append(marks, mark{string(k), head + ":" + newUID, movedFrom(tx, k)})
 		}
 		return nil
 	})
-	if err != nil || len(marks) == 0 {
-		return err
-	}
-	b, err := tx.CreateBucketIfNotExists(bSensorCondMoved)
 	if err != nil {
 		return err
 	}
 	for _, m := range marks {
-		if err := b.Put([]byte(m[0]), []byte(m[1])); err != nil {
+		if err := markMoved(tx, []byte(m.from), nil); err != nil {
 			return err
+		}
+		if state.Get([]byte(m.to)) == nil {
+			if err := markMoved(tx, []byte(m.to), append([]string{m.from}, m.had...)); err != nil {
+				return err
+			}
 		}
 	}
 	return nil

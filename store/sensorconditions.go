@@ -2,6 +2,7 @@ package store
 
 import (
 	"encoding/binary"
+	"slices"
 
 	bolt "go.etcd.io/bbolt"
 )
@@ -98,27 +99,32 @@ func ApplySensorConditions(tx *bolt.Tx, recs []SensorConditionRecord) error {
 			if err := state.Delete(key); err != nil {
 				return err
 			}
-			if err := unmarkMoved(tx, key); err != nil {
+			if err := markMoved(tx, key, nil); err != nil {
 				return err
 			}
 			continue
 		}
 		key, subject := r.Key, r.Subject
 		if state.Get([]byte(key)) == nil {
+			var from []string // a new condition: not a moved one
 			if cur := aliasOf(tx, subject); cur != "" && cur != subject {
 				// Decided under a former uid after the rename's commit (the
 				// monitor follows it later): kept under the old key no one
 				// would resolve, the next start took the current key for
-				// recovered (a review). A survivor's own condition wins, as
-				// in the rename.
+				// recovered (a review). Marked as moved from it, so its late
+				// recovery ends it too; a survivor's own condition wins, as
+				// in the rename, but the moved one takes the update.
 				key, subject = r.Kind+":"+cur, cur
 				if state.Get([]byte(key)) != nil {
-					continue
+					if !slices.Contains(movedFrom(tx, []byte(key)), r.Key) {
+						continue
+					}
+					from = movedFrom(tx, []byte(key))
+				} else {
+					from = []string{r.Key}
 				}
 			}
-		}
-		if state.Get([]byte(key)) == nil {
-			if err := unmarkMoved(tx, []byte(key)); err != nil { // a new condition: not a moved one
+			if err := markMoved(tx, []byte(key), from); err != nil {
 				return err
 			}
 		}
@@ -149,18 +155,10 @@ func resolvedKey(tx *bolt.Tx, state *bolt.Bucket, r *SensorConditionRecord) []by
 		return key
 	}
 	moved := []byte(r.Kind + ":" + cur)
-	if b := tx.Bucket(bSensorCondMoved); b != nil && state.Get(moved) != nil && string(b.Get(moved)) == r.Key {
+	if state.Get(moved) != nil && slices.Contains(movedFrom(tx, moved), r.Key) {
 		return moved
 	}
 	return key
-}
-
-// unmarkMoved drops key's moved mark (bSensorCondMoved), if any.
-func unmarkMoved(tx *bolt.Tx, key []byte) error {
-	if b := tx.Bucket(bSensorCondMoved); b != nil && b.Get(key) != nil {
-		return b.Delete(key)
-	}
-	return nil
 }
 
 // ActiveSensorConditions returns the active set in key order.
