@@ -73,7 +73,7 @@ func (s *Service) keepVersion(t *store.AssetTx, id uint64, mac string) error {
 	} else if err != nil {
 		return err
 	}
-	dev.EInkVersion = v%99 + 1
+	dev.EInkVersion = nextVersion(v)
 	return t.PutDevice(dev)
 }
 
@@ -85,18 +85,23 @@ func (s *Service) keepVersion(t *store.AssetTx, id uint64, mac string) error {
 // stores nothing (kept%99+1, or 1 for a device that keeps none). A spare
 // replaced in after either kept its old screen (a review).
 func replacedStart(cur, kept int) int {
-	next := func(v int) int { return v%99 + 1 }
-	prev := func(v int) int { return (v+97)%99 + 1 }
 	avoid := map[int]bool{1: kept == 0}
 	if kept > 0 {
-		avoid[prev(kept)], avoid[kept], avoid[next(kept)] = true, true, true
+		avoid[prevVersion(kept)], avoid[kept], avoid[nextVersion(kept)] = true, true, true
 	}
-	v := next(cur)
+	v := nextVersion(cur)
 	for avoid[v] {
-		v = next(v)
+		v = nextVersion(v)
 	}
-	return prev(v)
+	return prevVersion(v)
 }
+
+// nextVersion is the version after v: versions run 1..99 and wrap (0,
+// none yet, is followed by 1).
+func nextVersion(v int) int { return v%99 + 1 }
+
+// prevVersion is the version before v (1..99).
+func prevVersion(v int) int { return (v+97)%99 + 1 }
 
 // keptVersion is the version device mac keeps from a row it left (0:
 // none).

@@ -90,7 +90,7 @@ func (s *Service) poll(dst []byte, req PollRequest) (out []byte, err error, agai
 			dst, _ = render(dst, &sc, nil)
 			// Past a version the device keeps from a row it left, or it
 			// may not draw this screen (a review).
-			return finish(dst, kept%99+1), nil, false
+			return finish(dst, nextVersion(kept)), nil, false
 		}
 		if c, st, err = s.lookup(req.MAC, now); err != nil || c == nil {
 			return dst, errors.Join(err, errors.New("eink: registered display vanished")), false
@@ -115,7 +115,7 @@ func (s *Service) poll(dst []byte, req PollRequest) (out []byte, err error, agai
 	bumped := sum != st.hash || st.p.Version == 0
 	var committed chan struct{}
 	if bumped {
-		st.p.Version = st.p.Version%99 + 1
+		st.p.Version = nextVersion(st.p.Version)
 		st.hash, st.p.RenderedHash = sum, strconv.FormatUint(sum, 16)
 		committed = make(chan struct{})
 		st.committing = committed
