@@ -28,7 +28,10 @@ const (
 // renameSuffixed moves every key of b ending in ":"+oldUID to the same key
 // ending in ":"+newUID, calling fix on the decoded value (nil: copy raw).
 // When the new key exists already (a merge), the survivor's record wins.
-func renameSuffixed(b *bolt.Bucket, oldUID, newUID string, fix func(v []byte, newKey string) ([]byte, error)) (int, error) {
+//
+// each, if set, is told every move first: from, to, and whether to was
+// free (the record moves) or not (the survivor's stays).
+func renameSuffixed(b *bolt.Bucket, oldUID, newUID string, fix func(v []byte, newKey string) ([]byte, error), each func(from, to string, free bool) error) (int, error) {
 	if b == nil {
 		return 0, nil
 	}
@@ -45,6 +48,11 @@ func renameSuffixed(b *bolt.Bucket, oldUID, newUID string, fix func(v []byte, ne
 		return 0, err
 	}
 	for _, m := range moves {
+		if each != nil {
+			if err := each(m.from, m.to, b.Get([]byte(m.to)) == nil); err != nil {
+				return 0, err
+			}
+		}
 		v := append([]byte(nil), b.Get([]byte(m.from))...)
 		if err := b.Delete([]byte(m.from)); err != nil {
 			return 0, err
@@ -98,9 +106,6 @@ func eachSuffixUID(b *bolt.Bucket, fn func(uid string) error) error {
 }
 
 func renameSensorConds(tx *bolt.Tx, oldUID, newUID string) (int, error) {
-	if err := markMovedConds(tx, oldUID, newUID); err != nil {
-		return 0, err
-	}
 	return renameSuffixed(tx.Bucket(bSensorCondState), oldUID, newUID, func(v []byte, key string) ([]byte, error) {
 		var c SensorCondition
 		if err := json.Unmarshal(v, &c); err != nil {
@@ -108,7 +113,7 @@ func renameSensorConds(tx *bolt.Tx, oldUID, newUID string) (int, error) {
 		}
 		c.Key, c.Subject = key, key[strings.LastIndexByte(key, ':')+1:]
 		return json.Marshal(&c)
-	})
+	}, func(from, to string, free bool) error { return followMove(tx, from, to, free) })
 }
 
 func countSensorConds(tx *bolt.Tx, uid string) (int, error) {
@@ -127,7 +132,7 @@ func renameHealthConds(tx *bolt.Tx, oldUID, newUID string) (int, error) {
 		}
 		c.Key = key
 		return json.Marshal(&c)
-	})
+	}, nil)
 }
 
 func countHealthConds(tx *bolt.Tx, uid string) (int, error) {
@@ -220,38 +225,16 @@ func markMoved(tx *bolt.Tx, key []byte, from []string) error {
 	return b.Put(key, []byte(strings.Join(from, "\n")))
 }
 
-// markMovedConds marks the conditions of oldUID that the rename to newUID
-// moves (those whose new key is free), carrying their own marks (a chain),
-// before it moves them; every old key's mark goes.
-func markMovedConds(tx *bolt.Tx, oldUID, newUID string) error {
-	state := tx.Bucket(bSensorCondState)
-	if state == nil {
-		return nil
-	}
-	suffix := ":" + oldUID
-	type mark struct {
-		from, to string
-		had      []string
-	}
-	var marks []mark
-	err := state.ForEach(func(k, _ []byte) error {
-		if head, ok := strings.CutSuffix(string(k), suffix); ok {
-			marks = append(marks, mark{string(k), head + ":" + newUID, movedFrom(tx, k)})
-		}
-		return nil
-	})
-	if err != nil {
+// followMove keeps the marks as one condition moves: from's mark goes,
+// and to, when the condition moves there (free), is marked with from and
+// what from had (a chain).
+func followMove(tx *bolt.Tx, from, to string, free bool) error {
+	had := movedFrom(tx, []byte(from))
+	if err := markMoved(tx, []byte(from), nil); err != nil {
 		return err
 	}
-	for _, m := range marks {
-		if err := markMoved(tx, []byte(m.from), nil); err != nil {
-			return err
-		}
-		if state.Get([]byte(m.to)) == nil {
-			if err := markMoved(tx, []byte(m.to), append([]string{m.from}, m.had...)); err != nil {
-				return err
-			}
-		}
+	if !free {
+		return nil
 	}
-	return nil
+	return markMoved(tx, []byte(to), append([]string{from}, had...))
 }
