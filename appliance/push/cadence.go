@@ -519,10 +519,11 @@ func phaseOf(p string) string {
 }
 
 func (s *Service) sensor(r store.SensorConditionRecord) {
-	r, ok := s.current(r)
+	key, ok := s.currentKey(r.Key)
 	if !ok {
 		return
 	}
+	r.Key, r.Subject = key, key[strings.LastIndexByte(key, ':')+1:]
 	d := s.identify(r.Subject)
 	active := r.Phase != store.HealthResolved
 	cfg := s.live.Get()
@@ -581,38 +582,37 @@ func (s *Service) sensor(r store.SensorConditionRecord) {
 	s.save()
 }
 
-// current is r under its subject's current uid when push knows nothing
-// of its key and the uid is a former one: a transition the sensor
-// monitor decided under the old uid after push moved the state (it
-// follows renames after push's PrepareRename) belongs to the new key; a
-// recovery under the old one found nothing and was dropped, the new key
-// reminded of for good (a review).
-func (s *Service) current(r store.SensorConditionRecord) (store.SensorConditionRecord, bool) {
-	if s.Alias == nil {
-		return r, true
+// currentKey is key ("<kind>:<uid>", sensor or fleet) under its uid's
+// current uid when push knows nothing of it and the uid is a former one:
+// a transition the sensor monitor decided under the old uid after push
+// moved the state (it follows renames after push's PrepareRename)
+// belongs to the new key; a recovery under the old one found nothing and
+// was dropped, the new key reminded of for good (a review). False: drop
+// the transition.
+func (s *Service) currentKey(key string) (string, bool) {
+	i := strings.LastIndexByte(key, ':')
+	if s.Alias == nil || i < 0 {
+		return key, true
 	}
 	s.mu.Lock()
-	_, active := s.st.Active[catOfKey(r.Key)][r.Key]
-	_, held := s.st.Held[r.Key]
-	known := active || held || s.st.Open[r.Key]
+	_, active := s.st.Active[catOfKey(key)][key]
+	_, held := s.st.Held[key]
+	known := active || held || s.st.Open[key]
+	absorbed := s.absorbed[key]
 	s.mu.Unlock()
-	if known {
-		return r, true
-	}
-	s.mu.Lock()
-	absorbed := s.absorbed[r.Key]
-	s.mu.Unlock()
-	if absorbed {
+	switch {
+	case known:
+		return key, true
+	case absorbed:
 		// A merge's source whose survivor had the same condition: the
 		// survivor's is the one staff follow; a late "back in range" of
 		// the source said so of the survivor, still out (a review).
-		return r, false
+		return key, false
 	}
-	if cur := s.Alias(r.Subject); cur != "" && cur != r.Subject {
-		r.Subject = cur
-		r.Key = r.Kind + ":" + cur
+	if cur := s.Alias(key[i+1:]); cur != "" && cur != key[i+1:] {
+		return key[:i+1] + cur, true
 	}
-	return r, true
+	return key, true
 }
 
 func (s *Service) bulkOrIndividual(cat string, r store.SensorConditionRecord, m Message) (bool, Message) {
@@ -626,13 +626,11 @@ func (s *Service) bulkOrIndividual(cat string, r store.SensorConditionRecord, m 
 
 func (s *Service) health(h store.HealthRecord) {
 	if strings.HasPrefix(h.Key, "fleet:") {
-		i := strings.LastIndexByte(h.Key, ':')
-		head, subject := h.Key[:i], h.Key[i+1:]
-		r, ok := s.current(store.SensorConditionRecord{Key: h.Key, Kind: head, Subject: subject})
+		key, ok := s.currentKey(h.Key) // a fleet transition under a former uid (a review)
 		if !ok {
 			return
 		}
-		h.Key = r.Key // a fleet transition under a former uid (a review)
+		h.Key = key
 	}
 	m := HealthAlert(h)
 	active := h.Phase != store.HealthResolved
