@@ -153,27 +153,27 @@ func (s *Service) reconcile() {
 	var raise []store.SensorConditionRecord
 	for _, c := range conds {
 		if !known(catOf(c.Kind), c.Key) {
-			raise = append(raise, store.SensorConditionRecord{Key: c.Key, Kind: c.Kind, Subject: c.Subject, Phase: store.HealthActive, At: c.At, Since: c.Since, Message: c.Message})
+			raise = append(raise, activation(c))
 		}
 	}
 	var raiseH []store.HealthRecord
 	for _, h := range health {
 		if !known(CatHealth, h.Key) {
-			raiseH = append(raiseH, store.HealthRecord{Key: h.Key, Phase: store.HealthActive, At: h.UpdatedAt, Since: h.Since, Message: h.Message})
+			raiseH = append(raiseH, healthActivation(h))
 		}
 	}
 	var clear []store.SensorConditionRecord
 	for _, cat := range sensorCats {
 		for key, it := range s.st.Active[cat] {
-			if kind, subject, ok := strings.Cut(key, ":"); ok && !inStore[key] {
-				clear = append(clear, store.SensorConditionRecord{Key: key, Kind: kind, Subject: subject, Phase: store.HealthResolved, At: now, Since: it.Since})
+			if strings.Contains(key, ":") && !inStore[key] {
+				clear = append(clear, recovery(key, it.Since, now))
 			}
 		}
 	}
 	var clearH []store.HealthRecord
 	for key, it := range s.st.Active[CatHealth] {
 		if !inStore[key] {
-			clearH = append(clearH, store.HealthRecord{Key: key, Phase: store.HealthResolved, At: now, Since: it.Since})
+			clearH = append(clearH, healthRecovery(key, it.Since, now))
 		}
 	}
 	// Panic/watch not-seen conditions active before an upgrade to a
@@ -260,13 +260,13 @@ func (s *Service) toIndividual(cat string) {
 		_, iv := s.mode(cat)
 		for _, h := range health {
 			if raise[h.Key] {
-				if m := HealthAlert(store.HealthRecord{Key: h.Key, Phase: store.HealthActive, At: h.UpdatedAt, Since: h.Since, Message: h.Message}); s.announce(h.Key, true, iv, m, false) {
+				if m := HealthAlert(healthActivation(h)); s.announce(h.Key, true, iv, m, false) {
 					s.immediate(m) // the vendor heard it when it happened
 				}
 			}
 		}
 		for _, key := range clear {
-			if m := HealthAlert(store.HealthRecord{Key: key, Phase: store.HealthResolved, At: now}); s.announce(key, false, iv, m, false) {
+			if m := HealthAlert(healthRecovery(key, 0, now)); s.announce(key, false, iv, m, false) {
 				s.immediate(m)
 			}
 		}
@@ -280,13 +280,33 @@ func (s *Service) toIndividual(cat string) {
 	}
 	for _, c := range conds {
 		if raise[c.Key] {
-			s.sensor(store.SensorConditionRecord{Key: c.Key, Kind: c.Kind, Subject: c.Subject, Phase: store.HealthActive, At: c.At, Since: c.Since, Message: c.Message})
+			s.sensor(activation(c))
 		}
 	}
 	for _, key := range clear {
-		kind, subject, _ := strings.Cut(key, ":")
-		s.sensor(store.SensorConditionRecord{Key: key, Kind: kind, Subject: subject, Phase: store.HealthResolved, At: now})
+		s.sensor(recovery(key, 0, now))
 	}
+}
+
+// activation is the transition that made c active, for a condition
+// push has to hear of again (reconcile, toIndividual).
+func activation(c store.SensorCondition) store.SensorConditionRecord {
+	return store.SensorConditionRecord{Key: c.Key, Kind: c.Kind, Subject: c.Subject, Phase: store.HealthActive, At: c.At, Since: c.Since, Message: c.Message}
+}
+
+// recovery is a resolved transition of sensor condition key at at.
+func recovery(key string, since, at int64) store.SensorConditionRecord {
+	kind, subject, _ := strings.Cut(key, ":")
+	return store.SensorConditionRecord{Key: key, Kind: kind, Subject: subject, Phase: store.HealthResolved, At: at, Since: since}
+}
+
+// healthActivation and healthRecovery are the same for health keys.
+func healthActivation(h store.HealthCondition) store.HealthRecord {
+	return store.HealthRecord{Key: h.Key, Phase: store.HealthActive, At: h.UpdatedAt, Since: h.Since, Message: h.Message}
+}
+
+func healthRecovery(key string, since, at int64) store.HealthRecord {
+	return store.HealthRecord{Key: key, Phase: store.HealthResolved, At: at, Since: since}
 }
 
 // followRenames moves the cadence state of keys whose subject is a
