@@ -14,28 +14,18 @@ import (
 	"beaconhub/store"
 )
 
-// lastHeard is staff's last word about subject, in arrival order, counting
-// digest and last-words items (words) and digest items.
+// lastHeard is lastWordOf over the staff topics (not the ops copies),
+// with the message that said it.
 func lastHeard(r *rig, subject string) (phase, via string) {
+	var staff []ntfytest.Message
 	for _, m := range r.msgs("") {
-		if !strings.HasPrefix(m.Topic, "TST000-") {
-			continue
+		if strings.HasPrefix(m.Topic, "TST000-") {
+			staff = append(staff, m)
 		}
-		rec, err := ParseRecord(m.Message)
-		if err != nil || rec.Intent == IntentSnapshot {
-			continue
-		}
-		if rec.Intent == IntentDigest || strings.HasPrefix(rec.Subject, "changes:") {
-			for _, it := range rec.Items {
-				if it.Subject == subject {
-					phase, via = it.Phase, rec.Subject
-				}
-			}
-			continue
-		}
-		if rec.Subject == subject {
-			phase, via = rec.Phase, "own message"
-		}
+	}
+	phase, log := lastWordOf(staff, subject)
+	if len(log) > 0 {
+		via = log[len(log)-1]
 	}
 	return phase, via
 }
