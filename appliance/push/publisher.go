@@ -65,6 +65,12 @@ type Publisher struct {
 	// the posts to it.
 	sends map[string]*sync.Mutex
 	seq   uint64
+	// seqLimit is the floor persisted for the next process: every number
+	// issued is below it, so a restart starts above anything sent, even
+	// after a burst ran seq ahead of the clock or within its millisecond.
+	// saveSeq is nil until push.New wires the store.
+	seqLimit uint64
+	saveSeq  func(uint64) error
 	// backoffUntil is the end of each server's 429 pause, by base URL;
 	// nothing is posted to it before.
 	backoffUntil map[string]time.Time
@@ -86,13 +92,40 @@ func (p *Publisher) Transport() string {
 	return p.lastRan
 }
 
-// NextSeq numbers records. It is max(previous+1, now in ms), so it keeps
-// increasing across restarts without a write per message.
+// seqReserve is how far past the number issued the persisted floor is
+// set: one write per ten minutes of clock (or per 600,000 messages).
+const seqReserve = uint64(10 * time.Minute / time.Millisecond)
+
+// NextSeq numbers records. It is max(previous+1, now in ms) and never
+// below the floor a previous run persisted, so it keeps increasing across
+// restarts with one write per seqReserve, not per message.
 func (p *Publisher) NextSeq() uint64 {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.seq = max(p.seq+1, uint64(p.clk.Now().UnixMilli()))
+	if p.saveSeq != nil && p.seq >= p.seqLimit {
+		limit := p.seq + seqReserve
+		if err := p.saveSeq(limit); err != nil {
+			// The number still goes out: a lost floor only matters if
+			// the process restarts within the burst, a lost alert always.
+			p.log.Warn("push: sequence floor not saved", "err", err)
+		} else {
+			p.seqLimit = limit
+		}
+	}
 	return p.seq
+}
+
+// useSeqFloor starts numbering at the floor a previous run saved and
+// keeps saving it through save.
+func (p *Publisher) useSeqFloor(floor uint64, save func(uint64) error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if floor > 0 {
+		p.seq = max(p.seq, floor-1)
+	}
+	p.seqLimit = 0 // the first number reserves a new block
+	p.saveSeq = save
 }
 
 func (p *Publisher) sendLock(base string) *sync.Mutex {

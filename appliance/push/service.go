@@ -66,6 +66,10 @@ const LateAfter = time.Minute
 // server survives a restart.
 const retryName = "retry"
 
+// seqName is the state blob holding the record sequence's floor: every
+// seq issued is below it (Publisher.NextSeq).
+const seqName = "seq"
+
 // Service is the push subsystem: it receives condition transitions and
 // committed events, applies each category's cadence and publishes.
 // Sources call the On* methods, which only hand work to one worker
@@ -137,6 +141,11 @@ func New(live *config.Live, clk clock.Clock, db *store.DB, pub *Publisher, log *
 		l := &s.retry[laneOf(q)]
 		l.items = append(l.items, q)
 	}
+	var floor uint64
+	if _, err := db.PushState(seqName, &floor); err != nil {
+		return nil, err
+	}
+	pub.useSeqFloor(floor, func(v uint64) error { return db.PutPushState(seqName, v) })
 	return s, nil
 }
 
