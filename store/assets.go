@@ -80,7 +80,15 @@ func (db *DB) ViewAssets(fn func(t *AssetTx) error) error {
 
 // UpdateAssets runs fn in one read-write registry transaction stamped now.
 func (db *DB) UpdateAssets(now time.Time, fn func(t *AssetTx) error) error {
-	return db.bolt.Update(func(tx *bolt.Tx) error { return fn(&AssetTx{tx: tx, Now: now.UnixMilli()}) })
+	return db.bolt.Update(func(tx *bolt.Tx) error {
+		if err := fn(&AssetTx{tx: tx, Now: now.UnixMilli()}); err != nil {
+			return err
+		}
+		if f := db.assetsFault.Load(); f != nil {
+			return (*f)()
+		}
+		return nil
+	})
 }
 
 func (t *AssetTx) nowTime() time.Time { return time.UnixMilli(t.Now).UTC() }

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -29,6 +30,22 @@ type DB struct {
 	// anything wrote to it: the last commit of the process before, in
 	// the server's clock.
 	lastWrite time.Time
+	// assetsFault, when set, fails UpdateAssets' transactions after their
+	// function succeeded, as a full disk fails a commit (SetAssetsFault).
+	assetsFault atomic.Pointer[func() error]
+}
+
+// SetAssetsFault makes every UpdateAssets whose function succeeds ask
+// fault and roll back when it returns an error, as a failed commit (a
+// full disk) does; nil removes it. For tests of what the callers keep in
+// memory when a commit fails, which a real disk cannot be made to do on
+// cue.
+func (db *DB) SetAssetsFault(fault func() error) {
+	if fault == nil {
+		db.assetsFault.Store(nil)
+		return
+	}
+	db.assetsFault.Store(&fault)
 }
 
 // OpenOptions tune Open; the zero value is production-safe.

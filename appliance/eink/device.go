@@ -174,10 +174,18 @@ func (s *Service) ReplaceDevice(id uint64, rawMAC string) (DisplayView, error) {
 		}
 		if st := s.polls[d.ID]; st != nil {
 			st.mu.Lock()
+			hash, rendered, version, fresh, was := st.hash, st.p.RenderedHash, st.p.Version, st.p.Fresh, st.mac
 			st.hash, st.p.RenderedHash = 0, ""
 			st.p.Version, st.p.Fresh = start, true
 			st.mac = mac
 			st.mu.Unlock()
+			// No poll changes st before the undo: the old device's
+			// go round (st.mac), and the new one's wait for s.mu.
+			s.onFail(func() {
+				st.mu.Lock()
+				st.hash, st.p.RenderedHash, st.p.Version, st.p.Fresh, st.mac = hash, rendered, version, fresh, was
+				st.mu.Unlock()
+			})
 		}
 		v, err = s.view(t, d)
 		return err

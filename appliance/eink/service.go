@@ -67,6 +67,9 @@ type Service struct {
 	mu    sync.RWMutex
 	byMAC map[string]*cached
 	polls map[uint64]*pollState
+	// undo holds, during an admin write, what puts the poll states back
+	// as the store has them if the commit fails (adminWrite).
+	undo []func()
 }
 
 // cached is a display as a poll needs it: the record and its parsed layout.
@@ -113,14 +116,29 @@ func New(o Options) *Service {
 }
 
 // adminWrite runs fn in one registry transaction with the poll cache
-// locked, then drops the cache so the next poll reloads.
+// locked, then drops the cache so the next poll reloads. fn changes the
+// poll states in memory inside the lock (a poll must not see the store
+// and memory disagree) and says how to undo each change with onFail: a
+// failed commit (a full disk) left a replaced row's state naming the new
+// device while the store kept the old one, and the old device was
+// answered 500 until a restart (a review).
 func (s *Service) adminWrite(fn func(t *store.AssetTx) error) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	err := s.db.UpdateAssets(s.clock.Now(), fn)
+	if err != nil {
+		for i := len(s.undo) - 1; i >= 0; i-- {
+			s.undo[i]()
+		}
+	}
+	s.undo = s.undo[:0]
 	clear(s.byMAC)
 	return err
 }
+
+// onFail registers how to undo an in-memory change should the admin
+// write's commit fail; with s.mu held (adminWrite).
+func (s *Service) onFail(undo func()) { s.undo = append(s.undo, undo) }
 
 // Rename and RenamesDone (an assets.BatchRenamer, told after a remint or
 // merge moved the sensor readings) drop the poll cache once per batch of

@@ -1,0 +1,63 @@
+package eink
+
+import (
+	"errors"
+	"slices"
+	"testing"
+)
+
+var errDiskFull = errors.New("write: no space left on device")
+
+// A replace-device whose commit fails (a full disk) left the row's poll
+// state in memory saying the new device, while the store kept the old
+// one: the old device, still on the row, was answered 500 at every poll
+// until a restart, and the admin was told the replace had failed.
+func TestReplaceDeviceWhoseCommitFailsLeavesTheOldDeviceServed(t *testing.T) {
+	r := newRig(t)
+	id := r.approve(spareMacB, `{"objects":[{"t":0,"x":1,"y":2,"s":"Room 5 - patient Svoboda"}]}`)
+	before := r.poll(spareMacB)
+
+	r.db.SetAssetsFault(func() error { return errDiskFull })
+	if _, err := r.svc.ReplaceDevice(id, spareMacX); !errors.Is(err, errDiskFull) {
+		t.Fatalf("replace-device with a failing commit: err %v, want the commit's", err)
+	}
+	r.db.SetAssetsFault(nil)
+
+	if got := r.display(id).MAC; got != spareMacB {
+		t.Fatalf("the store says the row is %s's; want %s's (the commit failed)", got, spareMacB)
+	}
+	body, err := r.svc.Poll(nil, PollRequest{MAC: spareMacB, Voltage: 3.01, HasVoltage: true, IP: "10.0.0.7"})
+	if err != nil {
+		t.Fatalf("the row's own device, after a failed replace: %v", err)
+	}
+	after := decodeReply(r.t, body)
+	if !slices.Equal(texts(after), texts(before)) {
+		t.Errorf("the row's device is served %q, want its layout %q", texts(after), texts(before))
+	}
+
+	// The replace, tried again once the disk has room, goes through.
+	if _, err := r.svc.ReplaceDevice(id, spareMacX); err != nil {
+		t.Fatal(err)
+	}
+	if x := r.poll(spareMacX); !slices.Equal(texts(x), texts(before)) || x.Version == before.Version {
+		t.Errorf("the new device is served %q v%d; want %q past v%d", texts(x), x.Version, texts(before), before.Version)
+	}
+}
+
+// A delete whose commit fails keeps the display: its device is still
+// served its row, not registered again as pending.
+func TestDeleteWhoseCommitFailsKeepsTheDisplay(t *testing.T) {
+	r := newRig(t)
+	id := r.approve(spareMacB, `{"objects":[{"t":0,"x":1,"y":2,"s":"Room 5 - patient Svoboda"}]}`)
+	before := r.poll(spareMacB)
+	r.db.SetAssetsFault(func() error { return errDiskFull })
+	if err := r.svc.Delete(id); !errors.Is(err, errDiskFull) {
+		t.Fatalf("delete with a failing commit: err %v, want the commit's", err)
+	}
+	r.db.SetAssetsFault(nil)
+	after := r.poll(spareMacB)
+	if r.idOf(spareMacB) != id || !slices.Equal(texts(after), texts(before)) || after.Version != before.Version {
+		t.Errorf("after a failed delete the device is on row %d, served %q v%d; want row %d, %q v%d",
+			r.idOf(spareMacB), texts(after), after.Version, id, texts(before), before.Version)
+	}
+}
