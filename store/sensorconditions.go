@@ -127,6 +127,15 @@ func ApplySensorConditions(tx *bolt.Tx, recs []SensorConditionRecord) error {
 			if err := markMoved(tx, []byte(key), from); err != nil {
 				return err
 			}
+		} else if prev, ok := sensorCondSince(state, key); ok && prev != r.Since {
+			// A new condition of the key's own over a moved one (a merge
+			// survivor's reading, before the monitor followed the merge):
+			// no longer the moved one, so a late recovery under the former
+			// uid must not end it (a review). An update keeps its start,
+			// and its mark.
+			if err := markMoved(tx, []byte(key), nil); err != nil {
+				return err
+			}
 		}
 		c := SensorCondition{Key: key, Kind: r.Kind, Subject: subject, Since: r.Since, At: r.At, Message: r.Message}
 		if err := putJSON(state, []byte(key), &c); err != nil {
@@ -134,6 +143,15 @@ func ApplySensorConditions(tx *bolt.Tx, recs []SensorConditionRecord) error {
 		}
 	}
 	return nil
+}
+
+// sensorCondSince is the start of the condition stored under key.
+func sensorCondSince(state *bolt.Bucket, key string) (int64, bool) {
+	var c SensorCondition
+	if err := getJSON(state, []byte(key), &c); err != nil {
+		return 0, false
+	}
+	return c.Since, true
 }
 
 // resolvedKey is the key a resolved record ends: its own, or, when that

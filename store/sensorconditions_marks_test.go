@@ -150,3 +150,31 @@ func TestMoveMarksUpdateUnderFormerUIDOfMovedCondition(t *testing.T) {
 		t.Errorf("update under the former uid of the moved condition dropped: At=%d", at)
 	}
 }
+
+// A merge M->S where only the source had the condition: moved to range:S
+// and marked. Before the sensor monitor follows the merge, S's own
+// reading starts S's own condition, over the moved one; the monitor's
+// late recovery under M then ended S's own condition (the mark was kept:
+// a review), and the fridge out of range had none until a restart.
+func TestSurvivorsOwnStartOverAMovedConditionIsNotEndedByTheSourcesRecovery(t *testing.T) {
+	r := newRevRig(t)
+	r.apply(revRec("M", HealthActive, 1000, 1000))
+	r.rename("M", "S")
+	r.apply(revRec("S", HealthActive, 6000, 6000))
+	r.apply(revRec("M", HealthResolved, 7000, 1000))
+	if a := r.active(); a["range:S"] != 6000 {
+		t.Fatalf("a late recovery of the source's condition ended the survivor's own (since 6000): active %v, marks %v", a, r.marks())
+	}
+	if m := r.marks(); len(m) != 0 {
+		t.Errorf("marks left: %v", m)
+	}
+
+	// An update of the moved condition keeps its start, and its mark.
+	r.apply(revRec("A", HealthActive, 1000, 1000))
+	r.rename("A", "B")
+	r.apply(revRec("B", HealthActive, 2000, 1000))
+	r.apply(revRec("A", HealthResolved, 3000, 1000))
+	if a := r.active(); a["range:B"] != 0 {
+		t.Errorf("the moved condition, updated under its new key, was not ended by its recovery under the former uid: active %v", a)
+	}
+}
