@@ -539,7 +539,7 @@ func phaseOf(p string) string {
 }
 
 func (s *Service) sensor(r store.SensorConditionRecord) {
-	key, ok := s.currentKey(r.Key)
+	key, ok := s.currentKey(r.Key, r.Since)
 	if !ok {
 		return
 	}
@@ -608,8 +608,12 @@ func (s *Service) sensor(r store.SensorConditionRecord) {
 // moved the state (it follows renames after push's PrepareRename)
 // belongs to the new key; a recovery under the old one found nothing and
 // was dropped, the new key reminded of for good (a review). False: drop
-// the transition.
-func (s *Service) currentKey(key string) (string, bool) {
+// the transition. since is the transition's condition start: a key that
+// became active again under the current uid with another start holds the
+// survivor's own condition (begun after the merge, before the monitor
+// followed it), which a late recovery of the source's must not end (a
+// review: "Back in range" for a fridge still out).
+func (s *Service) currentKey(key string, since int64) (string, bool) {
 	i := strings.LastIndexByte(key, ':')
 	if s.Alias == nil || i < 0 {
 		return key, true
@@ -630,7 +634,14 @@ func (s *Service) currentKey(key string) (string, bool) {
 		return key, false
 	}
 	if cur := s.Alias(key[i+1:]); cur != "" && cur != key[i+1:] {
-		return key[:i+1] + cur, true
+		nk := key[:i+1] + cur
+		s.mu.Lock()
+		it, active := s.st.Active[catOfKey(nk)][nk]
+		s.mu.Unlock()
+		if active && since != 0 && it.Since != 0 && it.Since != since {
+			return key, false
+		}
+		return nk, true
 	}
 	return key, true
 }
@@ -646,7 +657,7 @@ func (s *Service) bulkOrIndividual(cat string, r store.SensorConditionRecord, m 
 
 func (s *Service) health(h store.HealthRecord) {
 	if strings.HasPrefix(h.Key, "fleet:") {
-		key, ok := s.currentKey(h.Key) // a fleet transition under a former uid (a review)
+		key, ok := s.currentKey(h.Key, h.Since) // a fleet transition under a former uid (a review)
 		if !ok {
 			return
 		}

@@ -27,6 +27,7 @@ import (
 type modelTruth struct {
 	active  bool
 	changed time.Time
+	since   time.Time // the active condition's start, as the monitor keeps it
 }
 
 type modelSent struct {
@@ -131,16 +132,26 @@ func (m *cadenceModel) toggle(key string) {
 	}
 	m.logf("%s -> %s", key, phase)
 	now := m.r.clk.Now()
+	if tr.active {
+		tr.since = now
+	}
+	// A recovery carries its condition's start, as the monitor's do.
+	since := tr.since.UnixMilli()
+	rec := func(kind, subj, msg string) store.SensorConditionRecord {
+		r := sensorRec(kind, subj, phase, msg, now)
+		r.Since = since
+		return r
+	}
 	kind, subj, _ := strings.Cut(key, ":")
 	switch kind {
 	case "range":
-		m.r.sensor(sensorRec("range", subj, phase, "temperature 11.00 °C outside 2..8", now))
+		m.r.sensor(rec("range", subj, "temperature 11.00 °C outside 2..8"))
 	case "battery":
-		m.r.sensor(sensorRec("battery", subj, phase, "battery 2400 mV", now))
+		m.r.sensor(rec("battery", subj, "battery 2400 mV"))
 	case "notseen":
-		m.r.sensor(sensorRec("notseen", subj, phase, "Not seen for 10 min", now))
+		m.r.sensor(rec("notseen", subj, "Not seen for 10 min"))
 	default:
-		m.r.health(store.HealthRecord{Key: key, Phase: phase, At: now.UnixMilli(), Since: now.UnixMilli(), Message: key + " is down"})
+		m.r.health(store.HealthRecord{Key: key, Phase: phase, At: now.UnixMilli(), Since: since, Message: key + " is down"})
 	}
 	m.r.svc.Idle()
 	m.collect()
@@ -185,7 +196,12 @@ func (m *cadenceModel) merge(old, nu string, crash bool) {
 		case b == nil:
 			m.truth[nk] = a
 		default:
-			nt := &modelTruth{active: a.active || b.active, changed: m.r.clk.Now()}
+			// The survivor's condition wins; the source's moves only
+			// onto a survivor without one.
+			nt := &modelTruth{active: a.active || b.active, changed: m.r.clk.Now(), since: b.since}
+			if !b.active {
+				nt.since = a.since
+			}
 			if !nt.active {
 				nt.changed = a.changed
 				if b.changed.After(nt.changed) {

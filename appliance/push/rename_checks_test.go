@@ -69,7 +69,9 @@ func TestRenameChainInOneBatch(t *testing.T) {
 	mergeInStore(t, r, "B", "C")
 	r.svc.PrepareRename("A", "B")
 	r.svc.PrepareRename("B", "C")
-	r.sensor(sensorRec("range", "A", "resolved", "back", r.clk.Now()))
+	back := sensorRec("range", "A", "resolved", "back", r.clk.Now())
+	back.Since = t0.UnixMilli() // the condition's start, as the monitor's recoveries carry
+	r.sensor(back)
 	r.svc.Rename("A", "B")
 	r.svc.Rename("B", "C")
 	r.svc.RenamesDone()
