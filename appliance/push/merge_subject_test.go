@@ -31,18 +31,13 @@ func mergeInStore(t *testing.T, r *rig, old, nu string) {
 // whole cooldown later.
 func TestMergeSurvivorLastHeardResolvedHearsItActive(t *testing.T) {
 	r := newRig(t, false)
-	r.sensor(sensorRec("range", "F1", "active", "temperature 11.00 °C outside 2..8", r.clk.Now()))
-	r.svc.Idle()
+	r.outOfRange("F1", "11.00")
 	r.advance(10 * time.Minute)
 	r.sensor(sensorRec("range", "F1", "resolved", "back", r.clk.Now()))
 	r.svc.Idle()
 	r.advance(10 * time.Minute)
-	r.sensor(sensorRec("range", "F2", "active", "temperature 12.00 °C outside 2..8", r.clk.Now()))
-	r.svc.Idle()
-	mergeInStore(t, r, "F2", "F1")
-	r.svc.Rename("F2", "F1")
-	r.svc.RenamesDone()
-	r.svc.Idle()
+	r.outOfRange("F2", "12.00")
+	r.rename("F2", "F1", false)
 	conds, _ := r.db.ActiveSensorConditions()
 	inStore := false
 	for _, c := range conds {
@@ -68,19 +63,13 @@ func TestMergeSurvivorLastHeardResolvedHearsItActive(t *testing.T) {
 // range:F2, the subject they were alerted on, says active forever.
 func TestMergedAwaySubjectGetsALastWord(t *testing.T) {
 	r := newRig(t, false)
-	r.sensor(sensorRec("range", "F2", "active", "temperature 12.00 °C outside 2..8", r.clk.Now()))
-	r.svc.Idle()
+	r.outOfRange("F2", "12.00")
 	r.advance(10 * time.Minute)
-	mergeInStore(t, r, "F2", "F1")
-	r.svc.Rename("F2", "F1")
-	r.svc.RenamesDone()
-	r.svc.Idle()
+	r.rename("F2", "F1", false)
 	r.advance(10 * time.Minute)
 	r.sensor(sensorRec("range", "F1", "resolved", "back", r.clk.Now()))
 	r.svc.Idle()
-	for i := 0; i < 13*60; i++ {
-		r.advance(time.Minute)
-	}
+	r.minutes(13 * 60)
 	t.Logf("range:F2 %q; range:F1 %q", phaseLog(r.msgs("TST000-sensors"), "range:F2"), phaseLog(r.msgs("TST000-sensors"), "range:F1"))
 	if rec, _, ok := lastFor(t, r.msgs("TST000-sensors"), "range:F2"); ok && rec.Phase == PhaseActive {
 		t.Fatalf("condition resolved at t0+20m; 13 h later the last message about range:F2 still says active")
@@ -93,8 +82,7 @@ func TestMergedAwaySubjectGetsALastWord(t *testing.T) {
 // the outbox with that state, in one transaction.
 func TestMergeLastWordsSurviveACrash(t *testing.T) {
 	r := newRig(t, false)
-	r.sensor(sensorRec("range", "F2", "active", "temperature 12.00 °C outside 2..8", r.clk.Now()))
-	r.svc.Idle()
+	r.outOfRange("F2", "12.00")
 	block := make(chan struct{})
 	r.svc.do(func() { <-block }) // the worker is busy: nothing it is handed runs
 	mergeInStore(t, r, "F2", "F1")

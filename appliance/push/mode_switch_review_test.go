@@ -5,30 +5,18 @@
 package push
 
 import (
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"beaconhub/appliance/config"
 	"beaconhub/appliance/push/ntfytest"
-
-	bolt "go.etcd.io/bbolt"
 )
 
 // crashCopy snapshots the store as a crash now would leave it and
 // returns a rig over the copy with its own ntfy and settings cfg.
 func crashCopy(t *testing.T, r *rig, cfg *config.Config) *rig {
 	t.Helper()
-	dir2 := t.TempDir()
-	f, err := os.Create(filepath.Join(dir2, "service.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := r.db.Bolt().View(func(tx *bolt.Tx) error { _, err := tx.WriteTo(f); return err }); err != nil {
-		t.Fatal(err)
-	}
-	_ = f.Close()
+	dir2 := crashSnapshot(t, r)
 	n2 := ntfytest.New()
 	t.Cleanup(n2.Close)
 	n2.Set(func(s *ntfytest.Server) { s.Tokens = map[string]bool{"tk_publish": true} })
@@ -45,9 +33,8 @@ func crashCopy(t *testing.T, r *rig, cfg *config.Config) *rig {
 // mode sends no digest, and reminders skip a key not Open. The low
 // battery is never announced.
 func TestACrashBeforeTheSwitchFollowUpStillAnnounces(t *testing.T) {
-	r := newRigWith(t, false, func(c *config.Config) { c.PushBatteriesMode, c.PushBatteriesIntervalSeconds = "bulk", 3600 })
-	r.sensor(sensorRec("battery", "F1", "active", "battery 2400 mV", r.clk.Now()))
-	r.svc.Idle()
+	r := newRigWith(t, false, batteries("bulk", 3600))
+	r.batteryLow("F1", 2400)
 	r.advance(10 * time.Minute)
 	release := blockWorker(r)
 	r.patch(map[string]any{"server_push_batteries_mode": "individual"})
@@ -56,12 +43,8 @@ func TestACrashBeforeTheSwitchFollowUpStillAnnounces(t *testing.T) {
 	r.close()
 	r2.open()
 	r2.svc.Idle()
-	for i := 0; i < 6*60; i++ {
-		r2.advance(time.Minute)
-	}
-	w, log := lastWordOf(r2.msgs(""), "battery:F1")
-	t.Logf("battery:F1 after the restart: %q", log)
-	if w != PhaseActive {
+	r2.minutes(6 * 60)
+	if w, _ := said(t, r2.msgs(""), "battery:F1"); w != PhaseActive {
 		t.Fatalf("battery low since t0, batteries individual since t0+10m: 6 h after the restart staff have no word of it (%q)", w)
 	}
 }
@@ -73,19 +56,14 @@ func TestACrashBeforeTheSwitchFollowUpStillAnnounces(t *testing.T) {
 // comes at t0+6h, 2 h after the digest listed it (digestedLocked moves
 // Alerted only for keys not already Open).
 func TestRepeatCountsFromTheDigestAsDocumented(t *testing.T) {
-	r := newRigWith(t, false, func(c *config.Config) { c.PushBatteriesMode, c.PushBatteriesIntervalSeconds = "individual", 6*3600 })
-	r.sensor(sensorRec("battery", "F1", "active", "battery 2400 mV", r.clk.Now()))
-	r.svc.Idle()
+	r := newRigWith(t, false, batteries("individual", 6*3600))
+	r.batteryLow("F1", 2400)
 	r.advance(time.Hour)
 	r.patch(map[string]any{"server_push_batteries_mode": "bulk"})
-	for i := 0; i < 4*60+10; i++ { // to 15:10, past the digest at t0+4h
-		r.advance(time.Minute)
-	}
+	r.minutes(4*60 + 10) // to 15:10, past the digest at t0+4h
 	r.patch(map[string]any{"server_push_batteries_mode": "individual"})
 	r.svc.Idle()
-	for i := 0; i < 2*60; i++ {
-		r.advance(time.Minute)
-	}
+	r.minutes(2 * 60)
 	log := batteryLog(r)
 	t.Logf("battery:F1: %q", log)
 	for _, l := range log {

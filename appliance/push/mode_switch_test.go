@@ -1,7 +1,6 @@
 package push
 
 import (
-	"beaconhub/appliance/config"
 	"strings"
 	"testing"
 	"time"
@@ -28,6 +27,20 @@ func batteryLog(r *rig) []string {
 	return out
 }
 
+// replacedInBulk: F1's battery is announced low one by one (individual,
+// 1 h interval); 5 min later the operator switches batteries to bulk and
+// the battery is replaced. Returns at t0+5m, the recovery pending for
+// the digest.
+func replacedInBulk(t *testing.T) *rig {
+	t.Helper()
+	r := newRigWith(t, false, batteries("individual", 3600))
+	r.batteryLow("F1", 2400)
+	r.advance(5 * time.Minute)
+	r.patch(map[string]any{"server_push_batteries_mode": "bulk"})
+	r.batteryReplaced("F1", 3000)
+	return r
+}
+
 // Batteries in individual mode: "Low battery" goes (Open). The operator
 // switches to bulk; the battery is replaced (recovery: digest only, Open
 // stays true); the digest says resolved. Switched back to individual, the
@@ -35,25 +48,14 @@ func batteryLog(r *rig) []string {
 // (stale) and suppresses it, and no digest carries it either, so staff's
 // last word (the digest) stays "resolved" while it is low.
 func TestDigestedRecoveryThenIndividualLowAgainIsAnnounced(t *testing.T) {
-	r := newRigWith(t, false, func(c *config.Config) { c.PushBatteriesMode, c.PushBatteriesIntervalSeconds = "individual", 3600 })
-	r.sensor(sensorRec("battery", "F1", "active", "battery 2400 mV", r.clk.Now()))
-	r.svc.Idle()
-	r.advance(5 * time.Minute)
-	r.patch(map[string]any{"server_push_batteries_mode": "bulk"})
-	r.sensor(sensorRec("battery", "F1", "resolved", "battery 3000 mV", r.clk.Now()))
-	r.svc.Idle()
-	for i := 0; i < 60; i++ { // the hourly digest bucket passes: it says resolved
-		r.advance(time.Minute)
-	}
+	r := replacedInBulk(t)
+	r.minutes(60) // the hourly digest bucket passes: it says resolved
 	// back to individual, with a longer repeat interval
 	r.patch(map[string]any{"server_push_batteries_mode": "individual", "server_push_batteries_interval_seconds": 6 * 3600})
 	r.advance(time.Minute)
-	r.sensor(sensorRec("battery", "F1", "active", "battery 2300 mV", r.clk.Now()))
-	r.svc.Idle()
+	r.batteryLow("F1", 2300)
 	lowAgain := r.clk.Now()
-	for i := 0; i < 30; i++ {
-		r.advance(time.Minute)
-	}
+	r.minutes(30)
 	log := batteryLog(r)
 	t.Logf("battery:F1 messages: %q", log)
 	last := log[len(log)-1]
@@ -67,19 +69,13 @@ func TestDigestedRecoveryThenIndividualLowAgainIsAnnounced(t *testing.T) {
 // is not announced (never Open) and no digest carries it (not bulk), so
 // the last word staff have stays "active" indefinitely.
 func TestBulkToIndividualAnnouncesARecoveryTheDigestOwed(t *testing.T) {
-	r := newRigWith(t, false, func(c *config.Config) { c.PushBatteriesMode, c.PushBatteriesIntervalSeconds = "bulk", 3600 })
-	r.sensor(sensorRec("battery", "F1", "active", "battery 2400 mV", r.clk.Now()))
-	r.svc.Idle()
-	for i := 0; i < 2*60; i++ {
-		r.advance(time.Minute)
-	}
+	r := newRigWith(t, false, batteries("bulk", 3600))
+	r.batteryLow("F1", 2400)
+	r.minutes(2 * 60)
 	r.patch(map[string]any{"server_push_batteries_mode": "individual"})
-	r.sensor(sensorRec("battery", "F1", "resolved", "battery 3000 mV", r.clk.Now()))
-	r.svc.Idle()
+	r.batteryReplaced("F1", 3000)
 	back := r.clk.Now()
-	for i := 0; i < 12*60; i++ {
-		r.advance(time.Minute)
-	}
+	r.minutes(12 * 60)
 	log := batteryLog(r)
 	t.Logf("battery:F1 messages: %q", log)
 	if len(log) > 0 && !strings.Contains(log[len(log)-1], "resolved") {
@@ -93,11 +89,8 @@ func TestBulkToIndividualAnnouncesARecoveryTheDigestOwed(t *testing.T) {
 func TestDigestIntervalChangeAppliesAtOnce(t *testing.T) {
 	r := newRig(t, false) // bulk, 24 h
 	r.patch(map[string]any{"server_push_batteries_interval_seconds": 3600})
-	r.sensor(sensorRec("battery", "F1", "active", "battery 2400 mV", r.clk.Now()))
-	r.svc.Idle()
-	for i := 0; i < 3*60; i++ {
-		r.advance(time.Minute)
-	}
+	r.batteryLow("F1", 2400)
+	r.minutes(3 * 60)
 	log := batteryLog(r)
 	t.Logf("battery:F1 messages after 3 h: %q", log)
 	if len(log) == 0 {
@@ -109,13 +102,7 @@ func TestDigestIntervalChangeAppliesAtOnce(t *testing.T) {
 // before any digest: the recovery waited for a digest that individual
 // mode does not send. The switch announces it.
 func TestSwitchBackBeforeTheDigestAnnouncesThePendingRecovery(t *testing.T) {
-	r := newRigWith(t, false, func(c *config.Config) { c.PushBatteriesMode, c.PushBatteriesIntervalSeconds = "individual", 3600 })
-	r.sensor(sensorRec("battery", "F1", "active", "battery 2400 mV", r.clk.Now()))
-	r.svc.Idle()
-	r.advance(5 * time.Minute)
-	r.patch(map[string]any{"server_push_batteries_mode": "bulk"})
-	r.sensor(sensorRec("battery", "F1", "resolved", "battery 3000 mV", r.clk.Now()))
-	r.svc.Idle()
+	r := replacedInBulk(t)
 	r.advance(5 * time.Minute)
 	r.patch(map[string]any{"server_push_batteries_mode": "individual"})
 	r.svc.Idle()
@@ -123,9 +110,7 @@ func TestSwitchBackBeforeTheDigestAnnouncesThePendingRecovery(t *testing.T) {
 	if len(log) == 0 || !strings.Contains(log[len(log)-1], "resolved") {
 		t.Fatalf("battery replaced in bulk mode, switched back to individual before the digest: staff's messages %q", log)
 	}
-	for i := 0; i < 3*60; i++ {
-		r.advance(time.Minute)
-	}
+	r.minutes(3 * 60)
 	if n := len(batteryLog(r)); n != 2 {
 		t.Fatalf("want the alert and one recovery, got %q", batteryLog(r))
 	}
@@ -135,8 +120,7 @@ func TestSwitchBackBeforeTheDigestAnnouncesThePendingRecovery(t *testing.T) {
 // it: individual mode would have announced it, so the switch does.
 func TestBulkToIndividualAnnouncesWhatNoDigestListed(t *testing.T) {
 	r := newRig(t, false) // bulk, 24 h
-	r.sensor(sensorRec("battery", "F1", "active", "battery 2400 mV", r.clk.Now()))
-	r.svc.Idle()
+	r.batteryLow("F1", 2400)
 	r.advance(10 * time.Minute)
 	r.patch(map[string]any{"server_push_batteries_mode": "individual"})
 	r.svc.Idle()
@@ -145,9 +129,7 @@ func TestBulkToIndividualAnnouncesWhatNoDigestListed(t *testing.T) {
 		t.Fatalf("low battery, switched to individual: staff's messages %q", log)
 	}
 	// Its repeat comes an interval after that announcement, not at once.
-	for i := 0; i < 60; i++ {
-		r.advance(time.Minute)
-	}
+	r.minutes(60)
 	if n := len(batteryLog(r)); n != 1 {
 		t.Fatalf("repeated within the interval: %q", batteryLog(r))
 	}

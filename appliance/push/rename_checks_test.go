@@ -14,56 +14,42 @@ import (
 )
 
 // Checks (expected to pass): merges of two open keys, chains.
-func TestMergeOfTwoOpenKeysBulk(t *testing.T) {
-	r := newRigWith(t, false, func(c *config.Config) { c.PushBatteriesMode, c.PushBatteriesIntervalSeconds = "bulk", 3600 })
-	r.sensor(sensorRec("battery", "A", "active", "battery 2400 mV", r.clk.Now()))
-	r.sensor(sensorRec("battery", "B", "active", "battery 2300 mV", r.clk.Now()))
-	r.svc.Idle()
-	for i := 0; i < 65; i++ {
-		r.advance(time.Minute)
-	}
-	mergeInStore(t, r, "A", "B")
-	r.svc.PrepareRename("A", "B")
-	r.svc.Rename("A", "B")
-	r.svc.RenamesDone()
-	r.svc.Idle()
-	for i := 0; i < 65; i++ {
-		r.advance(time.Minute)
-	}
-	wA, lA := lastWordOf(r.msgs("TST000-batteries"), "battery:A")
-	wB, lB := lastWordOf(r.msgs("TST000-batteries"), "battery:B")
-	t.Logf("A %q\nB %q", lA, lB)
-	if wA != PhaseResolved || wB != PhaseActive {
-		t.Fatal("bad")
-	}
-}
 
-func TestMergeOfTwoOpenKeysIndividual(t *testing.T) {
-	r := newRigWith(t, false, func(c *config.Config) { c.PushBatteriesMode, c.PushBatteriesIntervalSeconds = "individual", 3600 })
-	r.sensor(sensorRec("battery", "A", "active", "battery 2400 mV", r.clk.Now()))
-	r.sensor(sensorRec("battery", "B", "active", "battery 2300 mV", r.clk.Now()))
-	r.svc.Idle()
-	r.advance(10 * time.Minute)
-	mergeInStore(t, r, "A", "B")
-	r.svc.PrepareRename("A", "B")
-	r.svc.Rename("A", "B")
-	r.svc.RenamesDone()
-	r.svc.Idle()
-	for i := 0; i < 65; i++ {
-		r.advance(time.Minute)
-	}
-	wA, lA := lastWordOf(r.msgs("TST000-batteries"), "battery:A")
-	wB, lB := lastWordOf(r.msgs("TST000-batteries"), "battery:B")
-	t.Logf("A %q\nB %q", lA, lB)
-	if wA != PhaseResolved || wB != PhaseActive {
-		t.Fatal("bad")
+// TestMergeOfTwoOpenKeys (was TestMergeOfTwoOpenKeysBulk and
+// TestMergeOfTwoOpenKeysIndividual): A and B are both low; A is merged
+// into B. A's last word is resolved, B's active, in either batteries
+// mode.
+func TestMergeOfTwoOpenKeys(t *testing.T) {
+	for _, c := range []struct {
+		mode  string
+		step  time.Duration // the merge comes steps*step after both went low
+		steps int
+	}{
+		{"bulk", time.Minute, 65}, // after the first digest listed them
+		{"individual", 10 * time.Minute, 1},
+	} {
+		t.Run(c.mode, func(t *testing.T) {
+			r := newRigWith(t, false, batteries(c.mode, 3600))
+			r.sensor(sensorRec("battery", "A", "active", "battery 2400 mV", r.clk.Now()))
+			r.sensor(sensorRec("battery", "B", "active", "battery 2300 mV", r.clk.Now()))
+			r.svc.Idle()
+			for i := 0; i < c.steps; i++ {
+				r.advance(c.step)
+			}
+			r.rename("A", "B", true)
+			r.minutes(65)
+			wA, _ := said(t, r.msgs("TST000-batteries"), "battery:A")
+			wB, _ := said(t, r.msgs("TST000-batteries"), "battery:B")
+			if wA != PhaseResolved || wB != PhaseActive {
+				t.Fatalf("A merged into B, both low (%s): last word for battery:A %q (want resolved), for battery:B %q (want active)", c.mode, wA, wB)
+			}
+		})
 	}
 }
 
 func TestRenameChainInOneBatch(t *testing.T) {
 	r := newRig(t, false)
-	r.sensor(sensorRec("range", "A", "active", "temperature 12.00 °C outside 2..8", r.clk.Now()))
-	r.svc.Idle()
+	r.outOfRange("A", "12.00")
 	r.advance(10 * time.Minute)
 	mergeInStore(t, r, "A", "B")
 	mergeInStore(t, r, "B", "C")
@@ -76,13 +62,9 @@ func TestRenameChainInOneBatch(t *testing.T) {
 	r.svc.Rename("B", "C")
 	r.svc.RenamesDone()
 	r.svc.Idle()
-	for i := 0; i < 65; i++ {
-		r.advance(time.Minute)
-	}
+	r.minutes(65)
 	for _, s := range []string{"range:A", "range:B", "range:C"} {
-		w, l := lastWordOf(r.msgs("TST000-sensors"), s)
-		t.Logf("%s %s %q", s, w, l)
-		if w == PhaseActive {
+		if w, _ := said(t, r.msgs("TST000-sensors"), s); w == PhaseActive {
 			t.Error("active", s)
 		}
 	}
@@ -104,11 +86,7 @@ func TestAnOrdinaryRestartSaysNothing(t *testing.T) {
 	flapHeld(r, "battery", "B")
 	r.svc.Idle()
 	r.advance(10 * time.Minute)
-	mergeInStore(t, r, "A", "A2")
-	r.svc.PrepareRename("A", "A2")
-	r.svc.Rename("A", "A2")
-	r.svc.RenamesDone()
-	r.svc.Idle()
+	r.rename("A", "A2", true)
 	r.advance(time.Minute)
 	before := len(r.msgs(""))
 	r.restart()

@@ -6,16 +6,23 @@
 package push
 
 import (
-	"fmt"
-	"net/http/httptest"
-	"net/url"
 	"testing"
 	"time"
 
-	"beaconhub/appliance/config"
 	"beaconhub/appliance/push/ntfytest"
 	"beaconhub/store"
 )
+
+// remintWhileFailing: F2 is out of range (announced); 10 min later the
+// push server starts failing (503) its next failN posts and F2 is
+// reminted to N2.
+func remintWhileFailing(r *rig, failN int) {
+	r.t.Helper()
+	r.outOfRange("F2", "12.00")
+	r.advance(10 * time.Minute)
+	r.ntfy.Set(func(s *ntfytest.Server) { s.FailStatus, s.FailN = 503, failN })
+	r.rename("F2", "N2", true)
+}
 
 // F2 is out of range (announced). A remint F2 -> N2: RenamesDone's last
 // words ("F2 resolved", "N2 active") go to the outbox; their one post
@@ -26,23 +33,10 @@ import (
 // fridge is back in range (and push reminds nobody: Open is gone).
 func TestLastWordsGoBeforeANewerRecoveryWhenTheirPostFailed(t *testing.T) {
 	r := newRig(t, false)
-	r.sensor(sensorRec("range", "F2", "active", "temperature 12.00 °C outside 2..8", r.clk.Now()))
-	r.svc.Idle()
-	r.advance(10 * time.Minute)
-	mergeInStore(t, r, "F2", "N2")
-	r.ntfy.Set(func(s *ntfytest.Server) { s.FailStatus, s.FailN = 503, 1 })
-	r.svc.PrepareRename("F2", "N2")
-	r.svc.Rename("F2", "N2")
-	r.svc.RenamesDone()
-	r.svc.Idle()
-	r.sensor(sensorRec("range", "N2", "resolved", "back in range", r.clk.Now()))
-	r.svc.Idle()
-	for i := 0; i < 10; i++ {
-		r.advance(time.Minute)
-	}
-	w, log := lastWordOf(r.msgs("TST000-sensors"), "range:N2")
-	t.Logf("range:N2: %q", log)
-	if w != PhaseResolved {
+	remintWhileFailing(r, 1)
+	r.backInRange("N2")
+	r.minutes(10)
+	if w, _ := said(t, r.msgs("TST000-sensors"), "range:N2"); w != PhaseResolved {
 		t.Fatalf("N2 back in range; staff's last word for range:N2 is %q", w)
 	}
 }
@@ -55,32 +49,17 @@ func TestLastWordsGoBeforeANewerRecoveryWhenTheirPostFailed(t *testing.T) {
 // "N2 active" after it.
 func TestLastWordsAreNotOvertakenAfterAnOutage(t *testing.T) {
 	r := newRig(t, false)
-	r.sensor(sensorRec("range", "F2", "active", "temperature 12.00 °C outside 2..8", r.clk.Now()))
-	r.svc.Idle()
-	r.advance(10 * time.Minute)
-	mergeInStore(t, r, "F2", "N2")
-	r.ntfy.Set(func(s *ntfytest.Server) { s.FailStatus, s.FailN = 503, 1<<20 })
-	r.svc.PrepareRename("F2", "N2")
-	r.svc.Rename("F2", "N2")
-	r.svc.RenamesDone()
-	r.svc.Idle()
+	remintWhileFailing(r, 1<<20)
 	r.advance(time.Minute)
-	r.sensor(sensorRec("range", "N2", "resolved", "back in range", r.clk.Now()))
-	r.svc.Idle()
+	r.backInRange("N2")
 	r.health(store.HealthRecord{Key: "push_down", Phase: store.HealthActive, At: r.clk.Now().UnixMilli(), Since: r.clk.Now().UnixMilli(), Message: "push server unreachable"})
 	r.svc.Idle()
-	for i := 0; i < 8; i++ {
-		r.advance(time.Minute)
-	}
+	r.minutes(8)
 	r.ntfy.Set(func(s *ntfytest.Server) { s.FailN = 0 })
 	r.health(store.HealthRecord{Key: "push_down", Phase: store.HealthResolved, At: r.clk.Now().UnixMilli()})
 	r.svc.Idle()
-	for i := 0; i < 10; i++ {
-		r.advance(time.Minute)
-	}
-	w, log := lastWordOf(r.msgs("TST000-sensors"), "range:N2")
-	t.Logf("range:N2: %q", log)
-	if w != PhaseResolved {
+	r.minutes(10)
+	if w, _ := said(t, r.msgs("TST000-sensors"), "range:N2"); w != PhaseResolved {
 		t.Fatalf("N2 back in range during an outage; after it staff's last word for range:N2 is %q", w)
 	}
 }
@@ -93,20 +72,15 @@ func TestLastWordsAreNotOvertakenAfterAnOutage(t *testing.T) {
 func TestAnSOSDoesNotWaitBehindLastWords(t *testing.T) {
 	r := newRig(t, false)
 	const n = 150
-	for i := 0; i < n; i++ {
-		r.sensor(sensorRec("range", fmt.Sprintf("F%03d", i), "active", "temperature 12.00 °C outside 2..8", r.clk.Now()))
-	}
-	r.svc.Idle()
-	r.advance(10 * time.Minute)
+	old, nu := r.fleetOutOfRange(n)
 	release := blockWorker(r)
-	for i := 0; i < n; i++ {
-		old, nu := fmt.Sprintf("F%03d", i), fmt.Sprintf("SEN-%03d", i)
-		mergeInStore(t, r, old, nu)
-		r.svc.PrepareRename(old, nu)
+	for i := range old {
+		mergeInStore(t, r, old[i], nu[i])
+		r.svc.PrepareRename(old[i], nu[i])
 	}
 	r.svc.OnEvent(store.Event{ID: 1, Status: "alert", BeaconType: "panic", AssetUID: "P1", CreatedAt: r.clk.Now().UnixMilli()})
-	for i := 0; i < n; i++ {
-		r.svc.Rename(fmt.Sprintf("F%03d", i), fmt.Sprintf("SEN-%03d", i))
+	for i := range old {
+		r.svc.Rename(old[i], nu[i])
 	}
 	r.svc.RenamesDone()
 	release()
@@ -126,8 +100,6 @@ func TestAnSOSDoesNotWaitBehindLastWords(t *testing.T) {
 	}
 }
 
-var _ = config.Defaults
-
 // A remint apply of 800 announced fridges behind ntfy's default rate
 // limit (burst 60, one more every 5 s): the batch's last words are one
 // message per category but ~80 parts, posted back to back by the
@@ -135,24 +107,17 @@ var _ = config.Defaults
 // SOS pressed 10 s later waits for the pause and then shares each new
 // token with the rest of the outbox.
 func TestAnSOSAfterALargeRemintIsNotHeldByItsLastWords(t *testing.T) {
-	b := &tokenBucket{tokens: 60}
-	fs := httptest.NewServer(b)
-	defer fs.Close()
-	r := newRigWith(t, false, func(c *config.Config) { c.PushServerURL = fs.URL })
-	u, _ := url.Parse(r.ntfy.URL)
-	b.target, b.clk = u, r.clk
+	r, b := rateLimitedRig(t)
 	const n = 800
-	for i := 0; i < n; i++ {
-		r.svc.OnSensor(sensorRec("range", fmt.Sprintf("F%03d", i), "active", "temperature 12.00 °C outside 2..8", r.clk.Now()))
+	old, nu := fleetNames(n)
+	for _, f := range old { // heard only, not committed to the store
+		r.svc.OnSensor(sensorRec("range", f, "active", "temperature 12.00 °C outside 2..8", r.clk.Now()))
 	}
 	r.svc.Idle()
 	r.advance(30 * time.Minute)
-	b.mu.Lock()
-	b.armed, b.at, b.tokens = true, r.clk.Now(), 60
-	b.mu.Unlock()
-	for i := 0; i < n; i++ {
-		old, nu := fmt.Sprintf("F%03d", i), fmt.Sprintf("SEN-%03d", i)
-		r.svc.PrepareRename(old, nu)
+	b.arm(r.clk.Now())
+	for i := range old {
+		r.svc.PrepareRename(old[i], nu[i])
 	}
 	r.svc.RenamesDone()
 	r.svc.Idle()

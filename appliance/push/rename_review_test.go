@@ -6,15 +6,10 @@ package push
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
-	"beaconhub/appliance/config"
 	"beaconhub/appliance/push/ntfytest"
-
-	bolt "go.etcd.io/bbolt"
 )
 
 // blockWorker holds the staff worker busy (as a slow post does) until
@@ -50,6 +45,17 @@ func lastWordOf(msgs []ntfytest.Message, subject string) (string, []string) {
 	return last, log
 }
 
+// remintWhileBusy: F2 is out of range (announced); 10 min later the
+// store remints it to N2 while the staff worker is busy posting, until
+// release. Push has not been told of the remint yet.
+func remintWhileBusy(r *rig) (release func()) {
+	r.t.Helper()
+	r.outOfRange("F2", "12.00")
+	r.advance(10 * time.Minute)
+	mergeInStore(r.t, r, "F2", "N2")
+	return blockWorker(r)
+}
+
 // A remint F2 -> N2 while the worker is busy posting: the sensor
 // monitor (renamed before push, it is an earlier follower) resolves
 // range:N2 and hands it to push before push.Rename runs. Rename moves
@@ -59,11 +65,7 @@ func lastWordOf(msgs []ntfytest.Message, subject string) (string, []string) {
 // the fridge is back.
 func TestARenamesLastWordsGoBeforeANewerRecovery(t *testing.T) {
 	r := newRig(t, false)
-	r.sensor(sensorRec("range", "F2", "active", "temperature 12.00 °C outside 2..8", r.clk.Now()))
-	r.svc.Idle()
-	r.advance(10 * time.Minute)
-	mergeInStore(t, r, "F2", "N2")
-	release := blockWorker(r)
+	release := remintWhileBusy(r)
 	r.svc.PrepareRename("F2", "N2") // before the reload: before any N2 transition
 	r.sensor(sensorRec("range", "N2", "resolved", "back in range", r.clk.Now()))
 	r.svc.Rename("F2", "N2")
@@ -71,9 +73,7 @@ func TestARenamesLastWordsGoBeforeANewerRecovery(t *testing.T) {
 	release()
 	r.svc.Idle()
 	r.advance(2 * time.Minute)
-	w, log := lastWordOf(r.msgs("TST000-sensors"), "range:N2")
-	t.Logf("range:N2: %q", log)
-	if w != PhaseResolved {
+	if w, _ := said(t, r.msgs("TST000-sensors"), "range:N2"); w != PhaseResolved {
 		t.Fatalf("range:N2 is back in range; staff's last word for it is %q", w)
 	}
 }
@@ -85,8 +85,7 @@ func TestARenamesLastWordsGoBeforeANewerRecovery(t *testing.T) {
 // fridge that is back in range (the store holds nothing for it).
 func TestARecoveryQueuedBeforeARenameIsNotLost(t *testing.T) {
 	r := newRig(t, false)
-	r.sensor(sensorRec("range", "F2", "active", "temperature 12.00 °C outside 2..8", r.clk.Now()))
-	r.svc.Idle()
+	r.outOfRange("F2", "12.00")
 	r.advance(10 * time.Minute)
 	release := blockWorker(r)
 	r.sensor(sensorRec("range", "F2", "resolved", "back in range", r.clk.Now()))
@@ -95,14 +94,9 @@ func TestARecoveryQueuedBeforeARenameIsNotLost(t *testing.T) {
 	r.svc.RenamesDone()
 	release()
 	r.svc.Idle()
-	for i := 0; i < 7*60; i++ {
-		r.advance(time.Minute)
-	}
-	w, log := lastWordOf(r.msgs("TST000-sensors"), "range:N2")
-	w2, log2 := lastWordOf(r.msgs("TST000-sensors"), "range:F2")
-	t.Logf("range:F2: %q\nrange:N2: %q", log2, log)
-	_ = w2
-	if w == PhaseActive {
+	r.minutes(7 * 60)
+	said(t, r.msgs("TST000-sensors"), "range:F2")
+	if w, log := said(t, r.msgs("TST000-sensors"), "range:N2"); w == PhaseActive {
 		t.Fatalf("fridge back in range before the remint; staff's last word for range:N2 is active (%d messages)", len(log))
 	}
 }
@@ -116,18 +110,12 @@ func TestARecoveryQueuedBeforeARenameIsNotLost(t *testing.T) {
 func TestRenameOfAHeldFlapThenActiveUnderNewUIDIsAnnounced(t *testing.T) {
 	r := newRig(t, false)
 	flapHeld(r, "range", "F2") // t0+30m, recovery held to t0+6h
-	mergeInStore(t, r, "F2", "N2")
-	r.svc.Rename("F2", "N2")
-	r.svc.RenamesDone()
-	r.svc.Idle()
+	r.rename("F2", "N2", false)
 	r.advance(5 * time.Minute)
-	r.sensor(sensorRec("range", "N2", "active", "temperature 13.00 °C outside 2..8", r.clk.Now()))
-	r.svc.Idle()
+	r.outOfRange("N2", "13.00")
 	r.advance(2 * time.Minute)
-	w, log := lastWordOf(r.msgs("TST000-sensors"), "range:N2")
-	_, logF := lastWordOf(r.msgs("TST000-sensors"), "range:F2")
-	t.Logf("range:F2: %q\nrange:N2: %q", logF, log)
-	if w != PhaseActive {
+	said(t, r.msgs("TST000-sensors"), "range:F2")
+	if w, _ := said(t, r.msgs("TST000-sensors"), "range:N2"); w != PhaseActive {
 		t.Fatalf("fridge N2 out of range at t0+35m; staff's last word for range:N2 is %q", w)
 	}
 }
@@ -139,25 +127,16 @@ func TestRenameOfAHeldFlapThenActiveUnderNewUIDIsAnnounced(t *testing.T) {
 // (Open, moved) is not announced (only its reminder an interval after
 // the digest). battery:F2 reads low for good.
 func TestBulkRenameThenSwitchToIndividualKeepsTheLastWords(t *testing.T) {
-	r := newRigWith(t, false, func(c *config.Config) { c.PushBatteriesMode, c.PushBatteriesIntervalSeconds = "bulk", 3600 })
-	r.sensor(sensorRec("battery", "F2", "active", "battery 2400 mV", r.clk.Now()))
-	r.svc.Idle()
-	for i := 0; i < 65; i++ {
-		r.advance(time.Minute)
-	}
-	mergeInStore(t, r, "F2", "N2")
-	r.svc.Rename("F2", "N2")
-	r.svc.RenamesDone()
-	r.svc.Idle()
+	r := newRigWith(t, false, batteries("bulk", 3600))
+	r.batteryLow("F2", 2400)
+	r.minutes(65)
+	r.rename("F2", "N2", false)
 	r.advance(5 * time.Minute)
 	r.patch(map[string]any{"server_push_batteries_mode": "individual"})
 	r.svc.Idle()
-	for i := 0; i < 3*60; i++ {
-		r.advance(time.Minute)
-	}
-	wF, logF := lastWordOf(r.msgs("TST000-batteries"), "battery:F2")
-	wN, logN := lastWordOf(r.msgs("TST000-batteries"), "battery:N2")
-	t.Logf("battery:F2: %q\nbattery:N2: %q", logF, logN)
+	r.minutes(3 * 60)
+	wF, _ := said(t, r.msgs("TST000-batteries"), "battery:F2")
+	wN, _ := said(t, r.msgs("TST000-batteries"), "battery:N2")
 	if wF == PhaseActive || wN != PhaseActive {
 		t.Fatalf("battery low under N2 since the remint: staff's last word for battery:F2 %q, for battery:N2 %q", wF, wN)
 	}
@@ -169,20 +148,13 @@ func TestBulkRenameThenSwitchToIndividualKeepsTheLastWords(t *testing.T) {
 // Rename adds no resolved for a subject not Open. battery:F2 reads low
 // for good in the app.
 func TestBulkRenameOfAnUndigestedChangeClosesTheOldSubject(t *testing.T) {
-	r := newRigWith(t, false, func(c *config.Config) { c.PushBatteriesMode, c.PushBatteriesIntervalSeconds = "bulk", 3600 })
-	r.sensor(sensorRec("battery", "F2", "active", "battery 2400 mV", r.clk.Now()))
-	r.svc.Idle()
+	r := newRigWith(t, false, batteries("bulk", 3600))
+	r.batteryLow("F2", 2400)
 	r.advance(10 * time.Minute)
-	mergeInStore(t, r, "F2", "N2")
-	r.svc.Rename("F2", "N2")
-	r.svc.RenamesDone()
-	r.svc.Idle()
-	for i := 0; i < 3*60; i++ {
-		r.advance(time.Minute)
-	}
-	wF, logF := lastWordOf(r.msgs("TST000-batteries"), "battery:F2")
-	wN, logN := lastWordOf(r.msgs("TST000-batteries"), "battery:N2")
-	t.Logf("battery:F2: %q\nbattery:N2: %q", logF, logN)
+	r.rename("F2", "N2", false)
+	r.minutes(3 * 60)
+	wF, _ := said(t, r.msgs("TST000-batteries"), "battery:F2")
+	wN, _ := said(t, r.msgs("TST000-batteries"), "battery:N2")
 	if wF == PhaseActive {
 		t.Fatalf("F2 reminted to N2 before any digest: staff's last word for battery:F2 is active for good (N2: %q)", wN)
 	}
@@ -195,41 +167,21 @@ func TestBulkRenameOfAnUndigestedChangeClosesTheOldSubject(t *testing.T) {
 // for range:F2 stays active for good, range:N2 has none.
 func TestACrashAfterARenameLosesNoLastWord(t *testing.T) {
 	r := newRig(t, false)
-	r.sensor(sensorRec("range", "F2", "active", "temperature 12.00 °C outside 2..8", r.clk.Now()))
-	r.svc.Idle()
-	r.advance(10 * time.Minute)
-	mergeInStore(t, r, "F2", "N2")
-	release := blockWorker(r)
+	release := remintWhileBusy(r)
 	r.svc.Rename("F2", "N2")
 	r.svc.RenamesDone()
-	// The crash: what is committed now is what the next start finds.
-	dir2 := t.TempDir()
-	f, err := os.Create(filepath.Join(dir2, "service.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := r.db.Bolt().View(func(tx *bolt.Tx) error { _, err := tx.WriteTo(f); return err }); err != nil {
-		t.Fatal(err)
-	}
-	_ = f.Close()
+	// The crash: what is committed now is what the next start finds
+	// (with its own ntfy: what reaches r's after this is not heard).
+	r2 := crashCopy(t, r, r.live.Get())
 	before := r.msgs("")
 	release()
 	r.close()
-	n2 := ntfytest.New()
-	t.Cleanup(n2.Close)
-	n2.Set(func(s *ntfytest.Server) { s.Tokens = map[string]bool{"tk_publish": true} })
-	cfg := r.live.Get().Clone()
-	cfg.PushServerURL, cfg.PushOpsServerURL = n2.URL, n2.URL
-	r2 := &rig{t: t, dir: dir2, clk: r.clk, ntfy: n2, live: config.NewLive(cfg, nil, ""), tr: r.tr}
 	r2.open()
 	r2.svc.Idle()
-	for i := 0; i < 10; i++ {
-		r2.advance(time.Minute)
-	}
+	r2.minutes(10)
 	all := append(before, r2.msgs("")...)
-	wF, logF := lastWordOf(all, "range:F2")
-	wN, logN := lastWordOf(all, "range:N2")
-	t.Logf("range:F2: %q\nrange:N2: %q", logF, logN)
+	wF, _ := said(t, all, "range:F2")
+	wN, _ := said(t, all, "range:N2")
 	if wF == PhaseActive {
 		t.Fatalf("crash after the rename's state save: staff's last word for range:F2 is active for good, range:N2 %q", wN)
 	}

@@ -5,53 +5,9 @@
 package push
 
 import (
-	"bytes"
-	"fmt"
-	"io"
-	"net/http"
-	"net/http/httptest"
-	"net/http/httputil"
-	"net/url"
-	"sync"
 	"testing"
 	"time"
-
-	"beaconhub/appliance/clock"
-	"beaconhub/appliance/config"
 )
-
-// tokenBucket is ntfy's default visitor request limit in front of the fake:
-// a burst of 60 publishes, one more every 5 s (on the fake clock).
-type tokenBucket struct {
-	mu     sync.Mutex
-	target *url.URL
-	clk    clock.Clock
-	armed  bool
-	tokens float64
-	at     time.Time
-}
-
-func (b *tokenBucket) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	body, _ := io.ReadAll(r.Body)
-	r.Body = io.NopCloser(bytes.NewReader(body))
-	b.mu.Lock()
-	if b.armed && r.Method == http.MethodPost && r.URL.Path == "/" {
-		now := b.clk.Now()
-		b.tokens = min(60, b.tokens+now.Sub(b.at).Seconds()/5)
-		b.at = now
-		if b.tokens < 1 {
-			b.mu.Unlock()
-			w.Header().Set("Content-Type", "application/json")
-			w.WriteHeader(http.StatusTooManyRequests)
-			_, _ = w.Write([]byte(`{"code":42901,"http":429,"error":"limit reached: too many requests"}`))
-			return
-		}
-		b.tokens--
-	}
-	tgt := b.target
-	b.mu.Unlock()
-	httputil.NewSingleHostReverseProxy(tgt).ServeHTTP(w, r)
-}
 
 // A remint apply of 200 legacy fridges that are out of range (each
 // announced): Rename posts two separate messages per asset (400 posts at
@@ -59,32 +15,19 @@ func (b *tokenBucket) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // staff retry queue; a new fridge going out of range a minute later
 // waits behind all of them.
 func TestARemintOfManyAssetsDoesNotDelayAFreshAlert(t *testing.T) {
-	b := &tokenBucket{tokens: 60}
-	fs := httptest.NewServer(b)
-	defer fs.Close()
-	r := newRigWith(t, false, func(c *config.Config) { c.PushServerURL = fs.URL })
-	u, _ := url.Parse(r.ntfy.URL)
-	b.target, b.clk = u, r.clk
+	r, b := rateLimitedRig(t)
 	const n = 200
-	for i := 0; i < n; i++ {
-		r.sensor(sensorRec("range", fmt.Sprintf("F%03d", i), "active", "temperature 12.00 °C outside 2..8", r.clk.Now()))
-	}
-	r.svc.Idle()
-	r.advance(10 * time.Minute)
-	b.mu.Lock()
-	b.armed, b.at = true, r.clk.Now()
-	b.mu.Unlock()
+	old, nu := r.fleetOutOfRange(n)
+	b.arm(r.clk.Now())
 	before := len(r.msgs("TST000-sensors"))
-	for i := 0; i < n; i++ {
-		old, nu := fmt.Sprintf("F%03d", i), fmt.Sprintf("SEN-%03d", i)
-		mergeInStore(t, r, old, nu)
-		r.svc.Rename(old, nu)
+	for i := range old {
+		mergeInStore(t, r, old[i], nu[i])
+		r.svc.Rename(old[i], nu[i])
 	}
 	r.svc.RenamesDone()
 	r.svc.Idle()
 	r.advance(time.Minute)
-	r.sensor(sensorRec("range", "G1", "active", "temperature 14.00 °C outside 2..8", r.clk.Now()))
-	r.svc.Idle()
+	r.outOfRange("G1", "14.00")
 	out := r.clk.Now()
 	var delivered time.Duration = -1
 	for i := 0; i < 60*6 && delivered < 0; i++ { // 10 s steps, up to 1 h

@@ -1,53 +1,13 @@
 package push
 
 import (
-	"bytes"
-	"io"
-	"net/http"
-	"net/http/httptest"
-	"net/http/httputil"
-	"net/url"
-	"os"
-	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 
-	"beaconhub/appliance/config"
 	"beaconhub/store"
 
 	bolt "go.etcd.io/bbolt"
 )
-
-// holdFront forwards to the fake ntfy on 127.0.0.1 and, once armed,
-// holds the publish number holdAt (counted from arming) until release.
-type holdFront struct {
-	mu      sync.Mutex
-	target  *url.URL
-	armed   bool
-	n       int
-	holdAt  int
-	reached chan struct{}
-	release chan struct{}
-}
-
-func (h *holdFront) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	body, _ := io.ReadAll(r.Body)
-	r.Body = io.NopCloser(bytes.NewReader(body))
-	h.mu.Lock()
-	hold := false
-	if h.armed && r.Method == http.MethodPost && r.URL.Path == "/" {
-		h.n++
-		hold = h.n == h.holdAt
-	}
-	tgt := h.target
-	h.mu.Unlock()
-	if hold {
-		close(h.reached)
-		<-h.release
-	}
-	httputil.NewSingleHostReverseProxy(tgt).ServeHTTP(w, r)
-}
 
 // Five fridges went out of range and the process died before push heard
 // them. At the start reconcile announces them one by one; the process
@@ -57,11 +17,8 @@ func (h *holdFront) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // everything it had sent (a review).
 func TestACrashDuringReconcileDoesNotRepeatWhatItSent(t *testing.T) {
 	front := &holdFront{holdAt: 3, reached: make(chan struct{}), release: make(chan struct{})}
-	fs := httptest.NewServer(front)
-	defer fs.Close()
-	r := newRigWith(t, false, func(c *config.Config) { c.PushServerURL = fs.URL })
-	u, _ := url.Parse(r.ntfy.URL)
-	front.target = u
+	r, target := frontedRig(t, front)
+	front.target = target
 	r.close()
 	db := reopenForCrash(t, r)
 	at := r.clk.Now()
@@ -84,15 +41,7 @@ func TestACrashDuringReconcileDoesNotRepeatWhatItSent(t *testing.T) {
 		t.Fatal("the third publish never came")
 	}
 	// The crash: what is committed now is what the next start finds.
-	dir2 := t.TempDir()
-	f, err := os.Create(filepath.Join(dir2, "service.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := r.db.Bolt().View(func(tx *bolt.Tx) error { _, err := tx.WriteTo(f); return err }); err != nil {
-		t.Fatal(err)
-	}
-	_ = f.Close()
+	dir2 := crashSnapshot(t, r)
 	before := subjectsPhases(t, r.msgs("TST000-sensors"))
 	close(front.release)
 	<-opened

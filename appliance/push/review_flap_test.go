@@ -17,29 +17,17 @@ import (
 // out for ~5.5 h more (a review).
 func TestReminderBeforeAFlapDoesNotHoldTheRecoveryAnotherCooldown(t *testing.T) {
 	r := newRig(t, false)
-	r.sensor(sensorRec("range", "F1", "active", "temperature 9.00 °C outside 2..8", r.clk.Now()))
-	r.svc.Idle()
-	for i := 0; i < 6*60+5; i++ { // the 6 h reminder
-		r.advance(time.Minute)
-	}
-	r.sensor(sensorRec("range", "F1", "resolved", "back in range", r.clk.Now()))
-	r.svc.Idle()
+	r.outOfRange("F1", "9.00")
+	r.minutes(6*60 + 5) // the 6 h reminder
+	r.backInRange("F1")
 	r.advance(10 * time.Minute)
-	r.sensor(sensorRec("range", "F1", "active", "temperature 12.00 °C outside 2..8", r.clk.Now()))
-	r.svc.Idle()
+	r.outOfRange("F1", "12.00")
 	r.advance(10 * time.Minute)
-	r.sensor(sensorRec("range", "F1", "resolved", "back in range", r.clk.Now()))
-	r.svc.Idle()
+	r.backInRange("F1")
 	back := r.clk.Now()
-	for i := 0; i < 5; i++ {
-		r.advance(time.Minute)
-	}
-	rec, m, ok := lastFor(t, r.msgs("TST000-sensors"), "range:F1")
-	if !ok || rec.Phase != PhaseResolved {
-		r.svc.mu.Lock()
-		h := r.svc.st.Held["range:F1"]
-		r.svc.mu.Unlock()
+	r.minutes(5)
+	if owed, m, phase, due := recoveryOwed(t, r, "F1"); owed {
 		t.Fatalf("fridge back in range for 5 min, %v after its first alert (cooldown 6 h): last message %q phase %s; its recovery is held until %v (%v after it came back)",
-			back.Sub(t0), m.Title, rec.Phase, time.UnixMilli(h.Due).UTC(), time.UnixMilli(h.Due).Sub(back))
+			back.Sub(t0), m.Title, phase, due.UTC(), due.Sub(back))
 	}
 }
