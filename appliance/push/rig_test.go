@@ -135,8 +135,22 @@ func sensorRec(kind, subject, phase, msg string, at time.Time) store.SensorCondi
 
 // sensor hands push a sensor condition transition the way the appliance
 // does: committed to the store (which a start reconciles with) and heard.
+// A recovery of a condition the store holds under its own key carries
+// that condition's start, as the sensor monitor's do (tests build
+// records with their own time as the start).
 func (r *rig) sensor(rec store.SensorConditionRecord) {
 	r.t.Helper()
+	if rec.Phase == store.HealthResolved {
+		conds, err := r.db.ActiveSensorConditions()
+		if err != nil {
+			r.t.Fatal(err)
+		}
+		for _, c := range conds {
+			if c.Key == rec.Key {
+				rec.Since = c.Since
+			}
+		}
+	}
 	if err := r.db.Update(func(tx *bolt.Tx) error { return store.ApplySensorConditions(tx, []store.SensorConditionRecord{rec}) }); err != nil {
 		r.t.Fatal(err)
 	}
