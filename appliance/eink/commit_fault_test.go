@@ -3,6 +3,8 @@ package eink
 import (
 	"errors"
 	"slices"
+
+	"beaconhub/store"
 	"testing"
 )
 
@@ -59,5 +61,50 @@ func TestDeleteWhoseCommitFailsKeepsTheDisplay(t *testing.T) {
 	if r.idOf(spareMacB) != id || !slices.Equal(texts(after), texts(before)) || after.Version != before.Version {
 		t.Errorf("after a failed delete the device is on row %d, served %q v%d; want row %d, %q v%d",
 			r.idOf(spareMacB), texts(after), after.Version, id, texts(before), before.Version)
+	}
+}
+
+// A panic in the transaction (bbolt rolls back; the HTTP server recovers
+// the handler) is a failed commit too: the replace's undo runs (it did
+// not, and the old device was refused at every poll), and it does not
+// stay queued for a later write whose commit fails (a review).
+func TestReplaceDeviceThatPanicsLeavesTheOldDeviceServed(t *testing.T) {
+	r := newRig(t)
+	id := r.approve(spareMacB, `{"objects":[{"t":0,"x":1,"y":2,"s":"Room 5 - patient Svoboda"}]}`)
+	before := r.poll(spareMacB)
+
+	r.db.SetAssetsFault(func() error { panic("commit panicked") })
+	func() {
+		defer func() { _ = recover() }()
+		_, _ = r.svc.ReplaceDevice(id, spareMacX)
+	}()
+	r.db.SetAssetsFault(nil)
+	if got := r.display(id).MAC; got != spareMacB {
+		t.Fatalf("the store says the row is %s's; want %s's (rolled back)", got, spareMacB)
+	}
+	body, err := r.svc.Poll(nil, PollRequest{MAC: spareMacB, Voltage: 3.01, HasVoltage: true, IP: "10.0.0.7"})
+	if err != nil {
+		t.Fatalf("the row's own device, after a replace that panicked: %v", err)
+	}
+	if after := decodeReply(r.t, body); !slices.Equal(texts(after), texts(before)) {
+		t.Errorf("served %q, want %q", texts(after), texts(before))
+	}
+
+	stale := false
+	func() {
+		defer func() { _ = recover() }()
+		_ = r.svc.adminWrite(func(*store.AssetTx) error {
+			r.svc.onFail(func() { stale = true })
+			panic("fn panicked")
+		})
+	}()
+	stale = false // run once, by the write that panicked
+	r.db.SetAssetsFault(func() error { return errDiskFull })
+	if _, err := r.svc.SetState(id, store.EInkPending); !errors.Is(err, errDiskFull) {
+		t.Fatalf("SetState with a failing commit: err %v, want the commit's", err)
+	}
+	r.db.SetAssetsFault(nil)
+	if stale {
+		t.Errorf("a failed SetState ran the undo registered by an earlier write that panicked")
 	}
 }

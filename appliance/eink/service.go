@@ -122,17 +122,24 @@ func New(o Options) *Service {
 // failed commit (a full disk) left a replaced row's state naming the new
 // device while the store kept the old one, and the old device was
 // answered 500 until a restart (a review).
+// A panic in the transaction (recovered by the HTTP server) is a failed
+// commit too: bbolt rolled back, so the undos run, and the list never
+// outlives its write (a review).
 func (s *Service) adminWrite(fn func(t *store.AssetTx) error) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	err := s.db.UpdateAssets(s.clock.Now(), fn)
-	if err != nil {
-		for i := len(s.undo) - 1; i >= 0; i-- {
-			s.undo[i]()
+	committed := false
+	defer func() {
+		if !committed {
+			for i := len(s.undo) - 1; i >= 0; i-- {
+				s.undo[i]()
+			}
 		}
-	}
-	s.undo = s.undo[:0]
-	clear(s.byMAC)
+		s.undo = s.undo[:0]
+		clear(s.byMAC)
+	}()
+	err := s.db.UpdateAssets(s.clock.Now(), fn)
+	committed = err == nil
 	return err
 }
 
