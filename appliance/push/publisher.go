@@ -68,9 +68,12 @@ type Publisher struct {
 	// seqLimit is the floor persisted for the next process: every number
 	// issued is below it, so a restart starts above anything sent, even
 	// after a burst ran seq ahead of the clock or within its millisecond.
-	// saveSeq is nil until push.New wires the store.
-	seqLimit uint64
-	saveSeq  func(uint64) error
+	// It is reserved at start and renewed in the background once half
+	// used: a press never waits for a store write (a review: it waited
+	// behind other transactions). saveSeq is nil until push.New wires it.
+	seqLimit  uint64
+	seqSaving bool
+	saveSeq   func(uint64) error
 	// backoffUntil is the end of each server's 429 pause, by base URL;
 	// nothing is posted to it before.
 	backoffUntil map[string]time.Time
@@ -92,39 +95,55 @@ func (p *Publisher) Transport() string {
 	return p.lastRan
 }
 
-// seqReserve is how far past the number issued the persisted floor is
-// set: one write per ten minutes of clock (or per 600,000 messages).
+// seqReserve is how far past the numbers issued the persisted floor is
+// set: a write per five minutes of clock (or per 300,000 messages).
 const seqReserve = uint64(10 * time.Minute / time.Millisecond)
 
 // NextSeq numbers records. It is max(previous+1, now in ms) and never
 // below the floor a previous run persisted, so it keeps increasing across
-// restarts with one write per seqReserve, not per message.
+// restarts with one write per half a reserve, not per message.
 func (p *Publisher) NextSeq() uint64 {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.seq = max(p.seq+1, uint64(p.clk.Now().UnixMilli()))
-	if p.saveSeq != nil && p.seq >= p.seqLimit {
-		limit := p.seq + seqReserve
-		if err := p.saveSeq(limit); err != nil {
-			// The number still goes out: a lost floor only matters if
-			// the process restarts within the burst, a lost alert always.
-			p.log.Warn("push: sequence floor not saved", "err", err)
-		} else {
-			p.seqLimit = limit
-		}
+	if p.saveSeq != nil && !p.seqSaving && p.seq+seqReserve/2 >= p.seqLimit {
+		p.seqSaving = true
+		go p.renewSeq(p.saveSeq, p.seq+seqReserve)
 	}
 	return p.seq
 }
 
+// renewSeq persists limit as the new floor. Until it is in, the numbers
+// issued stay below the old one for half a reserve; past it (a store
+// that fails for minutes) a restart may repeat numbers of this run.
+func (p *Publisher) renewSeq(save func(uint64) error, limit uint64) {
+	err := save(limit)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.seqSaving = false
+	if err != nil {
+		p.log.Warn("push: sequence floor not saved", "err", err)
+		return
+	}
+	p.seqLimit = max(p.seqLimit, limit)
+}
+
 // useSeqFloor starts numbering at the floor a previous run saved and
-// keeps saving it through save.
+// reserves the next block before any number is issued (at start, when
+// no press waits on it), then keeps renewing it through save.
 func (p *Publisher) useSeqFloor(floor uint64, save func(uint64) error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if floor > 0 {
 		p.seq = max(p.seq, floor-1)
 	}
-	p.seqLimit = 0 // the first number reserves a new block
+	p.seqLimit = floor
+	limit := max(p.seq, uint64(p.clk.Now().UnixMilli())) + seqReserve
+	if err := save(limit); err != nil {
+		p.log.Error("push: sequence floor not saved at start; after the next restart record seq may repeat this run's", "err", err)
+	} else {
+		p.seqLimit = limit
+	}
 	p.saveSeq = save
 }
 
