@@ -66,16 +66,8 @@ func TestEInkSensorRemintViaAPI(t *testing.T) {
 		t.Fatalf("before remint: %+v", before)
 	}
 
-	var loc struct {
-		ID uint64 `json:"id"`
-	}
-	adminCall(t, app.HTTPAddr(), tok, "POST", "/api/v1/locations", map[string]any{"name": "Ward", "code": "W1"}, &loc)
-	var b struct {
-		AssetUID string `json:"asset_uid"`
-	}
-	adminCall(t, app.HTTPAddr(), tok, "POST", "/api/v1/beacon/LEGACY-C30000000A01", map[string]any{"location_id": loc.ID}, &b)
-	if b.AssetUID != "SEN-W1-1" {
-		t.Fatalf("reminted as %q", b.AssetUID)
+	if uid := remintIntoWard(t, app.HTTPAddr(), tok, "LEGACY-C30000000A01"); uid != "SEN-W1-1" {
+		t.Fatalf("reminted as %q", uid)
 	}
 	clk.Advance(30 * time.Second) // the display's next poll (validity 30 s)
 	after := einkPoll(t, app.HTTPAddr(), dmac)

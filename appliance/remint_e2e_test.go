@@ -12,6 +12,22 @@ import (
 	"beaconhub/store"
 )
 
+// remintIntoWard stores the location Ward (code W1) and moves beacon uid
+// there through the admin API at addr: a beacon whose legacy uid gets a coded
+// home is reminted. It returns the uid the beacon has after.
+func remintIntoWard(t *testing.T, addr, tok, uid string) string {
+	t.Helper()
+	var loc struct {
+		ID uint64 `json:"id"`
+	}
+	adminCall(t, addr, tok, "POST", "/api/v1/locations", map[string]any{"name": "Ward", "code": "W1"}, &loc)
+	var b struct {
+		AssetUID string `json:"asset_uid"`
+	}
+	adminCall(t, addr, tok, "POST", "/api/v1/beacon/"+uid, map[string]any{"location_id": loc.ID}, &b)
+	return b.AssetUID
+}
+
 // TestRemintDuringActiveAlertIsNotDoubled: a fridge is out of range, its
 // uid is reminted (it moved to another location), it stays out of range,
 // then comes back. The staff get one alert and one recovery, the recovery
@@ -56,16 +72,8 @@ func TestRemintDuringActiveAlertIsNotDoubled(t *testing.T) {
 	}
 
 	tok := adminToken(t, app)
-	var loc struct {
-		ID uint64 `json:"id"`
-	}
-	adminCall(t, app.HTTPAddr(), tok, "POST", "/api/v1/locations", map[string]any{"name": "Ward", "code": "W1"}, &loc)
-	var b struct {
-		AssetUID string `json:"asset_uid"`
-	}
-	adminCall(t, app.HTTPAddr(), tok, "POST", "/api/v1/beacon/LEGACY-C30000000A01", map[string]any{"location_id": loc.ID}, &b)
-	if b.AssetUID != "SEN-W1-1" {
-		t.Fatalf("reminted as %q", b.AssetUID)
+	if uid := remintIntoWard(t, app.HTTPAddr(), tok, "LEGACY-C30000000A01"); uid != "SEN-W1-1" {
+		t.Fatalf("reminted as %q", uid)
 	}
 
 	pub("9.7") // still out of range: the same condition, not a new one

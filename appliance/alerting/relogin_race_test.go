@@ -68,15 +68,22 @@ func gateWait(t *testing.T, what string, ch <-chan struct{}) {
 	}
 }
 
-// At an alertsys keeping one session per user, the probe's login is
-// processed by alertsys (ending the session of the token a convene just
-// got by its relogin) but its answer has not reached the client when
-// that convene's 401 does. A login has begun since the press's, so the
-// 401 is retried and the press convened with the probe's token; judged
-// by the token the client held, it failed for good (a review).
-func TestProbeLoginInFlightWhenTheReloginConveneIs401(t *testing.T) {
+// reloginRace is an alertsys keeping one session per user, behind a
+// loginGate, and a client whose first token alertsys has ended early: a
+// press's convene gets a 401 and logs in again (tok-2), and the gate
+// holds that relogin's convene.
+type reloginRace struct {
+	fake    *alertsystest.Server
+	gate    *loginGate
+	clk     *clock.Fake
+	client  *alerting.Client
+	refused chan struct{} // closed once the client has judged a convene's 401
+}
+
+func newReloginRace(t *testing.T) *reloginRace {
+	t.Helper()
 	fake := alertsystest.New()
-	defer fake.Close()
+	t.Cleanup(fake.Close)
 	// Tokens of 40 s: 11 s on, one is inside the 30 s renewal margin,
 	// and the first press is well within its 5-minute bound.
 	fake.Set(func(s *alertsystest.Server) { s.OneSession, s.TokenTTL = true, 40 })
@@ -88,29 +95,58 @@ func TestProbeLoginInFlightWhenTheReloginConveneIs401(t *testing.T) {
 	}
 	fake.ExpireTokens() // alertsys ended the session early: the next convene's 401 makes it log in (tok-2)
 	g.holdTok.Store("tok-2")
-	refused := make(chan struct{})
+	x := &reloginRace{fake: fake, gate: g, clk: clk, client: client, refused: make(chan struct{})}
 	var refusedOnce sync.Once
 	client.Observe(func(st alerting.Status) {
 		if st.Step == "convene" && st.HTTPStatus == http.StatusUnauthorized {
-			refusedOnce.Do(func() { close(refused) })
+			refusedOnce.Do(func() { close(x.refused) })
 		}
 	})
-	w, result := startWorker(t, alerting.WorkerOptions{Client: client, Clock: clk, Logger: quiet})
+	return x
+}
+
+// pressHeld starts a worker on the client (parallel as in WorkerOptions,
+// 0 for the default) and hands it press 1, whose relogin's convene
+// (tok-2) the gate holds; the next login to begin is marked for the gate.
+func (x *reloginRace) pressHeld(t *testing.T, parallel int) (*alerting.Worker, func(id uint64) (alerting.Result, bool)) {
+	t.Helper()
+	w, result := startWorker(t, alerting.WorkerOptions{Client: x.client, Clock: x.clk, Logger: quiet, Parallel: parallel})
 	w.Enqueue(store.Event{ID: 1, BeaconType: "panic", CreatedAt: t0.UnixMilli()})
-	gateWait(t, "the relogin's convene (tok-2) on its way", g.convHeld)
-	g.markLogin.Store(true)
+	gateWait(t, "press 1's relogin convene (tok-2) on its way", x.gate.convHeld)
+	x.gate.markLogin.Store(true)
+	return w, result
+}
+
+// race lets the marked login (tok-3, named by login) be processed by
+// alertsys, then the held convene reach it (401: tok-2's session is
+// over), and the login's answer reach the client only once the client
+// has judged that 401.
+func (x *reloginRace) race(t *testing.T, login string) {
+	t.Helper()
+	gateWait(t, "alertsys processed "+login+" (tok-3)", x.gate.loginDone)
+	close(x.gate.convGo) // the convene with tok-2 reaches alertsys: 401
+	gateWait(t, "the client judged press 1's 401", x.refused)
+	close(x.gate.loginRelease) // the login's answer (tok-3) arrives
+}
+
+// At an alertsys keeping one session per user, the probe's login is
+// processed by alertsys (ending the session of the token a convene just
+// got by its relogin) but its answer has not reached the client when
+// that convene's 401 does. A login has begun since the press's, so the
+// 401 is retried and the press convened with the probe's token; judged
+// by the token the client held, it failed for good (a review).
+func TestProbeLoginInFlightWhenTheReloginConveneIs401(t *testing.T) {
+	x := newReloginRace(t)
+	_, result := x.pressHeld(t, 0)
 	probe := make(chan error, 1)
-	go func() { probe <- client.Check(t.Context()) }()
-	gateWait(t, "alertsys processed the probe's login (tok-3)", g.loginDone)
-	close(g.convGo) // the convene with tok-2 reaches alertsys: 401
-	gateWait(t, "the client judged the relogin's 401", refused)
-	close(g.loginRelease) // the probe's answer (tok-3) arrives
-	poll(t, "the press settled", clk, time.Second, func() bool { _, ok := result(1); return ok })
+	go func() { probe <- x.client.Check(t.Context()) }()
+	x.race(t, "the probe's login")
+	poll(t, "the press settled", x.clk, time.Second, func() bool { _, ok := result(1); return ok })
 	if err := <-probe; err != nil {
 		t.Fatal(err)
 	}
 	r, _ := result(1)
-	t.Logf("press: %s after %d attempts; %d logins; convened %d", r.State, r.Attempts, fake.Logins(), len(fake.Convenes()))
+	t.Logf("press: %s after %d attempts; %d logins; convened %d", r.State, r.Attempts, x.fake.Logins(), len(x.fake.Convenes()))
 	if r.State != store.AlertsysSent {
 		t.Errorf("press %+v: its fresh token was replaced by the probe's login, yet it failed for good", r)
 	}
@@ -122,44 +158,19 @@ func TestProbeLoginInFlightWhenTheReloginConveneIs401(t *testing.T) {
 // first press's 401 arrives before the renewal's answer. Both presses
 // convene (the first failed for good: a review).
 func TestRenewalLoginInFlightWhenTheReloginConveneIs401(t *testing.T) {
-	fake := alertsystest.New()
-	defer fake.Close()
-	// Tokens of 40 s: 11 s on, one is inside the 30 s renewal margin,
-	// and the first press is well within its 5-minute bound.
-	fake.Set(func(s *alertsystest.Server) { s.OneSession, s.TokenTTL = true, 40 })
-	g, front := newLoginGate(t, fake)
-	clk := clock.NewFake(t0)
-	client := alerting.NewClient(alerting.ClientOptions{Live: liveConfig(t, front.URL), Clock: clk, Timeout: 10 * time.Second})
-	if err := client.Check(t.Context()); err != nil { // tok-1
-		t.Fatal(err)
-	}
-	fake.ExpireTokens()
-	g.holdTok.Store("tok-2")
-	refused := make(chan struct{})
-	var refusedOnce sync.Once
-	client.Observe(func(st alerting.Status) {
-		if st.Step == "convene" && st.HTTPStatus == http.StatusUnauthorized {
-			refusedOnce.Do(func() { close(refused) })
-		}
-	})
-	w, result := startWorker(t, alerting.WorkerOptions{Client: client, Clock: clk, Logger: quiet, Parallel: 2})
-	w.Enqueue(store.Event{ID: 1, BeaconType: "panic", CreatedAt: t0.UnixMilli()})
-	gateWait(t, "press 1's relogin convene (tok-2) on its way", g.convHeld)
-	g.markLogin.Store(true)
-	clk.Advance(11 * time.Second) // tok-2 (40 s) is inside the 30 s renewal margin
-	w.Enqueue(store.Event{ID: 2, BeaconType: "panic", CreatedAt: clk.Now().UnixMilli()})
-	gateWait(t, "alertsys processed press 2's renewal login (tok-3)", g.loginDone)
-	close(g.convGo)
-	gateWait(t, "the client judged press 1's 401", refused)
-	close(g.loginRelease)
-	poll(t, "both presses settled", clk, time.Second, func() bool {
+	x := newReloginRace(t)
+	w, result := x.pressHeld(t, 2)
+	x.clk.Advance(11 * time.Second) // tok-2 (40 s) is inside the 30 s renewal margin
+	w.Enqueue(store.Event{ID: 2, BeaconType: "panic", CreatedAt: x.clk.Now().UnixMilli()})
+	x.race(t, "press 2's renewal login")
+	poll(t, "both presses settled", x.clk, time.Second, func() bool {
 		_, ok1 := result(1)
 		_, ok2 := result(2)
 		return ok1 && ok2
 	})
 	r1, _ := result(1)
 	r2, _ := result(2)
-	t.Logf("press 1: %+v; press 2: %+v; %d logins", r1, r2, fake.Logins())
+	t.Logf("press 1: %+v; press 2: %+v; %d logins", r1, r2, x.fake.Logins())
 	if r1.State != store.AlertsysSent {
 		t.Errorf("press 1 failed for good after a renewal login replaced its fresh token: %+v", r1)
 	}

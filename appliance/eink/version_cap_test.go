@@ -1,12 +1,6 @@
 package eink
 
-import (
-	"encoding/json"
-	"fmt"
-	"testing"
-
-	"beaconhub/store"
-)
+import "testing"
 
 // A spare whose pending row was deleted (it keeps a version) polls while
 // the pending rows are at the cap: it is served the neutral screen at
@@ -21,20 +15,14 @@ func TestCapScreenThenReplaceDeviceIsDrawn(t *testing.T) {
 	r.poll(mac1)
 	// The spare registered (pending, 1) and its row was deleted: it keeps 2.
 	r.poll(mac2Spare)
-	if err := r.svc.Delete(r.idOf(mac2Spare)); err != nil {
-		t.Fatal(err)
-	}
+	r.remove(r.idOf(mac2Spare))
 	// The pending rows fill up (a roll-out of displays not yet approved).
-	for i := 0; i < MaxPending; i++ {
-		r.poll(fmt.Sprintf("AABBCC%06X", i))
-	}
+	r.fillPending()
 	capScreen := r.poll(mac2Spare)
 	if r.idOf(mac2Spare) != 0 {
 		t.Fatal("setup: the spare registered despite the cap")
 	}
-	if _, err := r.svc.ReplaceDevice(idA, mac2Spare); err != nil {
-		t.Fatal(err)
-	}
+	r.replace(idA, mac2Spare)
 	first := r.poll(mac2Spare)
 	t.Logf("at the cap the spare drew version %d %q; on row A it is served version %d %q", capScreen.Version, texts(capScreen), first.Version, texts(first))
 	if first.Version == capScreen.Version {
@@ -50,20 +38,10 @@ func TestCapScreenOfANewDeviceThenReplaceOntoARowAt99(t *testing.T) {
 	r := newRig(t)
 	idA := r.approve(mac1, `{"objects":[{"t":0,"x":1,"y":2,"s":"Room 7 - patient Novak"}]}`)
 	r.poll(mac1)
-	if err := r.db.UpdateAssets(r.clock.Now(), func(tx *store.AssetTx) error {
-		return tx.PutEInkPollState(idA, &store.EInkPoll{Version: 99})
-	}); err != nil {
-		t.Fatal(err)
-	}
-	delete(r.svc.polls, idA)
-	for i := 0; i < MaxPending; i++ {
-		r.poll(fmt.Sprintf("AABBCC%06X", i))
-	}
+	r.setVersion(idA, 99)
+	r.fillPending()
 	capScreen := r.poll(mac2Spare)
-	if _, err := r.svc.ReplaceDevice(idA, mac2Spare); err != nil {
-		t.Fatal(err)
-	}
-	_ = json.RawMessage(nil)
+	r.replace(idA, mac2Spare)
 	first := r.poll(mac2Spare)
 	t.Logf("cap screen version %d; first on row A %d %q", capScreen.Version, first.Version, texts(first))
 	if first.Version == capScreen.Version {

@@ -76,11 +76,7 @@ func TestNoPollIsServedAVersionBeforeItsCommit(t *testing.T) {
 	r.rd.set(uid, 2, 4.5) // new content: the next poll bumps
 	first := make(chan reply, 1)
 	go func() { first <- r.poll(mac1) }()
-	select {
-	case <-g.in:
-	case <-time.After(10 * time.Second):
-		t.Fatal("the bumping poll never handed its write")
-	}
+	within(t, g.in, "the bumping poll never handed its write")
 	second := make(chan reply, 1)
 	go func() { second <- r.poll(mac1) }()
 	var got reply

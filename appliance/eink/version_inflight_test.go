@@ -5,21 +5,27 @@ import (
 	"testing"
 
 	"beaconhub/appliance/sensors"
-	"beaconhub/store"
 )
 
-// gateReadings blocks the next Latest call (a poll mid-render) until
-// released.
+// gateReadings answers v for every sensor; once armed, it blocks the
+// next Latest call (a poll mid-render) until released.
 type gateReadings struct {
 	mu      sync.Mutex
+	v       float64
 	armed   bool
-	entered chan struct{}
-	release chan struct{}
+	entered chan struct{} // closed when the armed call has begun
+	release chan struct{} // closed by the test: the armed call answers
 }
 
 func (g *gateReadings) arm() {
 	g.mu.Lock()
 	g.armed, g.entered, g.release = true, make(chan struct{}), make(chan struct{})
+	g.mu.Unlock()
+}
+
+func (g *gateReadings) set(v float64) {
+	g.mu.Lock()
+	g.v = v
 	g.mu.Unlock()
 }
 
@@ -33,7 +39,9 @@ func (g *gateReadings) Latest(string, uint8) (sensors.Latest, bool) {
 		close(entered)
 		<-release
 	}
-	return sensors.Latest{TS: 1, Value: 4}, true
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return sensors.Latest{TS: 1, Value: g.v}, true
 }
 
 const sensorLayout2 = `{"objects":[{"t":0,"x":1,"y":2,"s":"Room 5 - patient Svoboda"},{"t":"sensor","sensor_uid":"SEN-K1-1","metric":2,"label":"T","unit":"C","decimals":1,"x":20,"y":80}]}`
@@ -80,23 +88,17 @@ func (r *rig) dropOwnRow(mac string) {
 // number it still showed (a review).
 func TestAnOldDevicesPollInFlightLeavesTheNewOneFresh(t *testing.T) {
 	r := newRig(t)
-	g := &gateReadings{}
-	r1 := r.approve(spareMacX, `{"objects":[{"t":0,"x":1,"y":2,"s":"Room 3 - patient Novak"}]}`)
-	shown := r.poll(spareMacX)
+	g := &gateReadings{v: 4}
+	shown := r.spareDrewRoom3()
 	s := shown.Version
-	if err := r.svc.Delete(r1); err != nil {
-		t.Fatal(err)
-	}
 	r.sensor("112233445566", "SEN-K1-1")
 	r2 := r.approve(spareMacB, sensorLayout2)
 	r.svc.rd = g
 	r.setVersion(r2, (s+40-1)%99+1)
 	r.poll(spareMacB) // B draws its row
 
-	finish := r.pollAsync(g, spareMacB)                           // B polls again; render under way
-	if _, err := r.svc.ReplaceDevice(r2, spareMacX); err != nil { // the wrong row
-		t.Fatal(err)
-	}
+	finish := r.pollAsync(g, spareMacB) // B polls again; render under way
+	r.replace(r2, spareMacX)            // the wrong row
 	servedB := finish()
 	r.svc.mu.RLock()
 	fresh := r.svc.polls[r2].p.Fresh
@@ -105,16 +107,9 @@ func TestAnOldDevicesPollInFlightLeavesTheNewOneFresh(t *testing.T) {
 	if !fresh {
 		t.Errorf("B's poll in flight across the replace cleared X's Fresh")
 	}
-	r.dropOwnRow(spareMacB)                                       // B, replaced away, registered as pending: the admin deletes that row
-	if _, err := r.svc.ReplaceDevice(r2, spareMacB); err != nil { // corrected before X polled
-		t.Fatal(err)
-	}
-	r3 := r.approve(spareMacC, `{"objects":[{"t":0,"x":1,"y":2,"s":"Room 9 - patient Dvorak"}]}`)
-	r.setVersion(r3, vPrev(s))
-	if _, err := r.svc.ReplaceDevice(r3, spareMacX); err != nil {
-		t.Fatal(err)
-	}
-	first := r.poll(spareMacX)
+	r.dropOwnRow(spareMacB)  // B, replaced away, registered as pending: the admin deletes that row
+	r.replace(r2, spareMacB) // corrected before X polled
+	first := r.firstOnRow3(vPrev(s))
 	t.Logf("X shows %d %q; on row 3 it is served %d %q", s, texts(shown), first.Version, texts(first))
 	if first.Version == s {
 		t.Errorf("X never polled on row 2, but B's poll in flight across the replace cleared Fresh; X's kept version was overwritten and on row 3 it is served %d, the number it shows: the door keeps %q instead of %q",
@@ -128,34 +123,19 @@ func TestAnOldDevicesPollInFlightLeavesTheNewOneFresh(t *testing.T) {
 // was served it again: its door kept row 2's patient; a review).
 func TestANewDevicesPollInFlightAcrossACorrectionIsNotServedTheRow(t *testing.T) {
 	r := newRig(t)
-	g := &gateReadings{}
-	r1 := r.approve(spareMacX, `{"objects":[{"t":0,"x":1,"y":2,"s":"Room 3 - patient Novak"}]}`)
-	r.poll(spareMacX)
-	if err := r.svc.Delete(r1); err != nil {
-		t.Fatal(err)
-	}
+	g := &gateReadings{v: 4}
+	r.spareDrewRoom3()
 	r.sensor("112233445566", "SEN-K1-1")
 	r2 := r.approve(spareMacB, sensorLayout2)
 	r.svc.rd = g
 	r.poll(spareMacB)
-	if _, err := r.svc.ReplaceDevice(r2, spareMacX); err != nil {
-		t.Fatal(err)
-	}
+	r.replace(r2, spareMacX)
 	finish := r.pollAsync(g, spareMacX) // X's first poll on row 2, rendering
-	if _, err := r.svc.ReplaceDevice(r2, spareMacB); err != nil {
-		t.Fatal(err)
-	}
+	r.replace(r2, spareMacB)
 	got := finish()
 	r.dropOwnRow(spareMacX) // X, taken off, registered as pending: the admin deletes that row
-	var kept int
-	_ = r.db.ViewAssets(func(tx *store.AssetTx) error { kept = keptVersion(tx, spareMacX); return nil })
-	t.Logf("X was served %d %q on row 2 after it was taken off; X keeps %d", got.Version, texts(got), kept)
-	r3 := r.approve(spareMacC, `{"objects":[{"t":0,"x":1,"y":2,"s":"Room 9 - patient Dvorak"}]}`)
-	r.setVersion(r3, vPrev(got.Version))
-	if _, err := r.svc.ReplaceDevice(r3, spareMacX); err != nil {
-		t.Fatal(err)
-	}
-	first := r.poll(spareMacX)
+	t.Logf("X was served %d %q on row 2 after it was taken off; X keeps %d", got.Version, texts(got), r.keptOf(spareMacX))
+	first := r.firstOnRow3(vPrev(got.Version))
 	t.Logf("on row 3 X is served %d %q", first.Version, texts(first))
 	if first.Version == got.Version {
 		t.Errorf("X shows %d %q (served by the poll in flight across the correction) and on row 3 is served %d again: the door keeps %q",

@@ -13,6 +13,14 @@ const (
 	spareMacC = "00112233AA03"
 )
 
+// The rows the spare X passes through: the one it draws first, the wrong
+// one, and the one it ends on, each with a patient's name.
+const (
+	layoutRoom3 = `{"objects":[{"t":0,"x":1,"y":2,"s":"Room 3 - patient Novak"}]}`
+	layoutRoom5 = `{"objects":[{"t":0,"x":1,"y":2,"s":"Room 5 - patient Svoboda"}]}`
+	layoutRoom9 = `{"objects":[{"t":0,"x":1,"y":2,"s":"Room 9 - patient Dvorak"}]}`
+)
+
 func vNext(v int) int { return v%99 + 1 }
 func vPrev(v int) int { return (v+97)%99 + 1 }
 
@@ -26,6 +34,75 @@ func (r *rig) setVersion(id uint64, v int) {
 	delete(r.svc.polls, id)
 }
 
+// replace puts mac on row id (replace-device), which must succeed.
+func (r *rig) replace(id uint64, mac string) {
+	r.t.Helper()
+	if _, err := r.svc.ReplaceDevice(id, mac); err != nil {
+		r.t.Fatal(err)
+	}
+}
+
+// remove deletes row id, which must succeed.
+func (r *rig) remove(id uint64) {
+	r.t.Helper()
+	if err := r.svc.Delete(id); err != nil {
+		r.t.Fatal(err)
+	}
+}
+
+// fillPending polls MaxPending new displays: the pending rows are at the
+// cap (a roll-out of displays not yet approved, or a flood).
+func (r *rig) fillPending() {
+	r.t.Helper()
+	for i := 0; i < MaxPending; i++ {
+		r.poll(fmt.Sprintf("AABBCC%06X", i))
+	}
+}
+
+// keptOf is the version mac's device record keeps from a row it left (0:
+// none).
+func (r *rig) keptOf(mac string) int {
+	var kept int
+	_ = r.db.ViewAssets(func(tx *store.AssetTx) error {
+		if d, err := tx.Device(mac); err == nil {
+			kept = d.EInkVersion
+		}
+		return nil
+	})
+	return kept
+}
+
+// within waits for ch, failing with msg after 10 s.
+func within(t testing.TB, ch <-chan struct{}, msg string) {
+	t.Helper()
+	select {
+	case <-ch:
+	case <-time.After(10 * time.Second):
+		t.Fatal(msg)
+	}
+}
+
+// spareDrewRoom3 approves the spare X on a row with a patient's name,
+// lets X draw it and deletes the row: X keeps a version. It returns what
+// X shows.
+func (r *rig) spareDrewRoom3() reply {
+	r.t.Helper()
+	r1 := r.approve(spareMacX, layoutRoom3)
+	shown := r.poll(spareMacX) // X draws this and keeps it
+	r.remove(r1)
+	return shown
+}
+
+// firstOnRow3 approves row 3 (spare C, another patient) at version v,
+// replaces its device with X and returns X's first screen there.
+func (r *rig) firstOnRow3(v int) reply {
+	r.t.Helper()
+	r3 := r.approve(spareMacC, layoutRoom9)
+	r.setVersion(r3, v)
+	r.replace(r3, spareMacX)
+	return r.poll(spareMacX)
+}
+
 // An admin replaces the wrong row's device with the spare X, notices, and
 // puts the row's own device back before X polled there. X keeps what it
 // kept from its first row (the row it never polled on says nothing of
@@ -33,26 +110,13 @@ func (r *rig) setVersion(id uint64, v int) {
 // it shows with another room's layout. Overwritten, it did (a review).
 func TestReplaceOntoWrongRowThenCorrectedKeepsWhatTheSpareShows(t *testing.T) {
 	r := newRig(t)
-	r1 := r.approve(spareMacX, `{"objects":[{"t":0,"x":1,"y":2,"s":"Room 3 - patient Novak"}]}`)
-	shown := r.poll(spareMacX) // X draws this and keeps it
-	if err := r.svc.Delete(r1); err != nil {
-		t.Fatal(err)
-	}
+	shown := r.spareDrewRoom3()
 	s := shown.Version
-	r2 := r.approve(spareMacB, `{"objects":[{"t":0,"x":1,"y":2,"s":"Room 5 - patient Svoboda"}]}`)
+	r2 := r.approve(spareMacB, layoutRoom5)
 	r.setVersion(r2, (s+40-1)%99+1)
-	if _, err := r.svc.ReplaceDevice(r2, spareMacX); err != nil { // the wrong row
-		t.Fatal(err)
-	}
-	if _, err := r.svc.ReplaceDevice(r2, spareMacB); err != nil { // corrected before X polled
-		t.Fatal(err)
-	}
-	r3 := r.approve(spareMacC, `{"objects":[{"t":0,"x":1,"y":2,"s":"Room 9 - patient Dvorak"}]}`)
-	r.setVersion(r3, vPrev(s))
-	if _, err := r.svc.ReplaceDevice(r3, spareMacX); err != nil {
-		t.Fatal(err)
-	}
-	first := r.poll(spareMacX)
+	r.replace(r2, spareMacX) // the wrong row
+	r.replace(r2, spareMacB) // corrected before X polled
+	first := r.firstOnRow3(vPrev(s))
 	t.Logf("X shows version %d %q; on row 3 it is served %d %q", s, texts(shown), first.Version, texts(first))
 	if first.Version == s {
 		t.Errorf("X's first screen on row 3 has version %d, the number it already shows: the door keeps %q instead of %q",
@@ -66,20 +130,12 @@ func TestReplaceOntoWrongRowThenCorrectedKeepsWhatTheSpareShows(t *testing.T) {
 // kept the patient's name instead of "Waiting for approval": a review).
 func TestReplaceNeverPolledThenDeleteRegistersPastTheShownVersion(t *testing.T) {
 	r := newRig(t)
-	r1 := r.approve(spareMacX, `{"objects":[{"t":0,"x":1,"y":2,"s":"Room 3 - patient Novak"}]}`)
-	shown := r.poll(spareMacX)
-	if err := r.svc.Delete(r1); err != nil {
-		t.Fatal(err)
-	}
+	shown := r.spareDrewRoom3()
 	s := shown.Version
-	r2 := r.approve(spareMacB, `{"objects":[{"t":0,"x":1,"y":2,"s":"Room 5 - patient Svoboda"}]}`)
+	r2 := r.approve(spareMacB, layoutRoom5)
 	r.setVersion(r2, vPrev(vPrev(s)))
-	if _, err := r.svc.ReplaceDevice(r2, spareMacX); err != nil {
-		t.Fatal(err)
-	}
-	if err := r.svc.Delete(r2); err != nil { // before X polled there
-		t.Fatal(err)
-	}
+	r.replace(r2, spareMacX)
+	r.remove(r2) // before X polled there
 	first := r.poll(spareMacX)
 	t.Logf("X shows version %d %q; registered again it is served %d %q", s, texts(shown), first.Version, texts(first))
 	if first.Version == s {
@@ -118,22 +174,14 @@ func TestReplacedStartExhaustive(t *testing.T) {
 func TestCapSpareWrongRowThenRowAt99(t *testing.T) {
 	r := newRig(t)
 	r2 := r.approve(spareMacB, `{"objects":[{"t":0,"x":1,"y":2,"s":"Room 5"}]}`)
-	r3 := r.approve(spareMacC, `{"objects":[{"t":0,"x":1,"y":2,"s":"Room 9 - patient Dvorak"}]}`)
-	for i := 0; i < MaxPending; i++ {
-		r.poll(fmt.Sprintf("AABBCC%06X", i))
-	}
+	r3 := r.approve(spareMacC, layoutRoom9)
+	r.fillPending()
 	capScreen := r.poll(spareMacX)
 	r.setVersion(r2, 40)
-	if _, err := r.svc.ReplaceDevice(r2, spareMacX); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := r.svc.ReplaceDevice(r2, spareMacB); err != nil {
-		t.Fatal(err)
-	}
+	r.replace(r2, spareMacX)
+	r.replace(r2, spareMacB)
 	r.setVersion(r3, 99)
-	if _, err := r.svc.ReplaceDevice(r3, spareMacX); err != nil {
-		t.Fatal(err)
-	}
+	r.replace(r3, spareMacX)
 	first := r.poll(spareMacX)
 	t.Logf("cap screen %d %q; first on row 3: %d %q", capScreen.Version, texts(capScreen), first.Version, texts(first))
 	if first.Version == capScreen.Version {

@@ -2,14 +2,11 @@ package eink
 
 import (
 	"encoding/json"
-	"fmt"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"beaconhub/appliance/sensors"
 	"beaconhub/store"
 )
 
@@ -38,19 +35,9 @@ func TestReplaceOntoARowFollowsTheDevicesKeptVersion(t *testing.T) {
 	if drawn != 3 {
 		t.Fatalf("setup: mac2 drew version %d", drawn)
 	}
-	if err := r.svc.Delete(idB); err != nil {
-		t.Fatal(err)
-	}
-	var kept int
-	_ = r.db.ViewAssets(func(tx *store.AssetTx) error {
-		if d, err := tx.Device(mac2Spare); err == nil {
-			kept = d.EInkVersion
-		}
-		return nil
-	})
-	if _, err := r.svc.ReplaceDevice(idA, mac2Spare); err != nil {
-		t.Fatal(err)
-	}
+	r.remove(idB)
+	kept := r.keptOf(mac2Spare)
+	r.replace(idA, mac2Spare)
 	next := r.poll(mac2Spare)
 	t.Logf("mac2 drew %d (device record keeps %d); its first poll on row A is served %d with %q", drawn, kept, next.Version, texts(next))
 	if next.Version == drawn {
@@ -76,49 +63,13 @@ func TestAtThePendingCapADeletedDeviceDrawsTheNeutralScreen(t *testing.T) {
 	if last.Version != 1 {
 		t.Fatalf("setup: version %d", last.Version)
 	}
-	// Fill the pending rows (a roll-out of new displays, or a flood).
-	for i := 0; i < MaxPending; i++ {
-		r.poll(fmt.Sprintf("AABBCC%06X", i))
-	}
-	if err := r.svc.Delete(id); err != nil {
-		t.Fatal(err)
-	}
+	r.fillPending()
+	r.remove(id)
 	next := r.poll(mac1)
-	var kept int
-	_ = r.db.ViewAssets(func(tx *store.AssetTx) error {
-		if d, err := tx.Device(mac1); err == nil {
-			kept = d.EInkVersion
-		}
-		return nil
-	})
-	t.Logf("device record keeps %d; at the cap served version %d, texts %q", kept, next.Version, texts(next))
+	t.Logf("device record keeps %d; at the cap served version %d, texts %q", r.keptOf(mac1), next.Version, texts(next))
 	if next.Version == last.Version {
 		t.Errorf("at the pending cap a deleted device is served version %d, the one it last drew: it keeps %q on the door", next.Version, "Room 12 - patient B")
 	}
-}
-
-// blockingReadings blocks the first Latest after arm until release, and
-// answers a new value.
-type blockingReadings struct {
-	mu      sync.Mutex
-	v       float64
-	armed   bool
-	entered chan struct{}
-	release chan struct{}
-}
-
-func (b *blockingReadings) Latest(uid string, metric uint8) (sensors.Latest, bool) {
-	b.mu.Lock()
-	armed := b.armed
-	b.armed = false
-	b.mu.Unlock()
-	if armed {
-		close(b.entered)
-		<-b.release
-	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return sensors.Latest{TS: 1, Value: b.v}, true
 }
 
 // A poll rendering while the display is deleted: Delete reads the
@@ -129,20 +80,15 @@ func (b *blockingReadings) Latest(uid string, metric uint8) (sensors.Latest, boo
 func TestDeleteDuringAPollsRenderKeepsAVersionPastIt(t *testing.T) {
 	r := newRig(t)
 	r.sensor("112233445566", "SEN-K1-1")
-	br := &blockingReadings{v: 4, entered: make(chan struct{}), release: make(chan struct{})}
-	r.svc.rd = br
+	g := &gateReadings{v: 4}
+	r.svc.rd = g
 	id := r.approve(mac1, `{"objects":[{"t":0,"x":1,"y":2,"s":"Room 12 - patient A"},{"t":"sensor","sensor_uid":"SEN-K1-1","metric":2,"decimals":1}]}`)
 	r.poll(mac1)
-	br.mu.Lock()
-	br.armed, br.v = true, 5
-	br.mu.Unlock()
+	g.set(5)
+	g.arm()
 	done := make(chan reply, 1)
 	go func() { done <- r.poll(mac1) }()
-	select {
-	case <-br.entered:
-	case <-time.After(10 * time.Second):
-		t.Fatal("poll never rendered")
-	}
+	within(t, g.entered, "poll never rendered")
 	delErr := make(chan error, 1)
 	go func() { delErr <- r.svc.Delete(id) }()
 	select {
@@ -151,10 +97,10 @@ func TestDeleteDuringAPollsRenderKeepsAVersionPastIt(t *testing.T) {
 			t.Fatal(err)
 		}
 	case <-time.After(10 * time.Second):
-		close(br.release)
+		close(g.release)
 		t.Fatal("Delete waited for the poll")
 	}
-	close(br.release)
+	close(g.release)
 	drawn := <-done
 	next := r.poll(mac1)
 	t.Logf("in-flight poll served %d (%q); the new row's first poll served %d (%q)", drawn.Version, texts(drawn), next.Version, texts(next))
