@@ -163,7 +163,7 @@ func TestStoredControlCharactersRenderAndAreNotApplied(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	r.svc.Rename("", "") // drop the cache
+	r.svc.RenamesDone() // drop the cache (Rename alone does not)
 	if got := texts(r.poll(mac1)); len(got) != 1 || !strings.Contains(got[0], "Ward B") {
 		t.Errorf("stored layout with a newline renders %q", got)
 	}
