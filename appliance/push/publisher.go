@@ -67,12 +67,17 @@ type Publisher struct {
 	seq   uint64
 	// seqLimit is the floor persisted for the next process: every number
 	// issued is below it, so a restart starts above anything sent, even
-	// after a burst ran seq ahead of the clock or within its millisecond.
-	// It is reserved at start and renewed in the background once half
-	// used: a press never waits for a store write (a review: it waited
-	// behind other transactions). saveSeq is nil until push.New wires it.
+	// after a burst ran seq ahead of the clock, within its millisecond or
+	// with the clock set back. It is reserved at start and renewed in the
+	// background, by the minute tick and by the numbers, so it stays at
+	// least half a reserve ahead of both: a press never waits for a store
+	// write (a review: it waited behind other transactions), and a quiet
+	// spell does not leave the clock past it (a review). saveSeq is nil
+	// until push.New wires it; seqSaving is closed when the renewal in
+	// flight is done; seqClosed stops renewals at shutdown.
 	seqLimit  uint64
-	seqSaving bool
+	seqSaving chan struct{}
+	seqClosed bool
 	saveSeq   func(uint64) error
 	// backoffUntil is the end of each server's 429 pause, by base URL;
 	// nothing is posted to it before.
@@ -106,26 +111,57 @@ func (p *Publisher) NextSeq() uint64 {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.seq = max(p.seq+1, uint64(p.clk.Now().UnixMilli()))
-	if p.saveSeq != nil && !p.seqSaving && p.seq+seqReserve/2 >= p.seqLimit {
-		p.seqSaving = true
-		go p.renewSeq(p.saveSeq, p.seq+seqReserve)
-	}
+	p.renewSeqLocked()
 	return p.seq
 }
 
-// renewSeq persists limit as the new floor. Until it is in, the numbers
-// issued stay below the old one for half a reserve; past it (a store
-// that fails for minutes) a restart may repeat numbers of this run.
-func (p *Publisher) renewSeq(save func(uint64) error, limit uint64) {
+// keepSeqAhead renews the floor when the clock nears it (the push
+// service's minute tick): numbers after a quiet spell follow the clock,
+// and must find the floor ahead of it.
+func (p *Publisher) keepSeqAhead() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.renewSeqLocked()
+}
+
+// renewSeqLocked starts a renewal, with p.mu held, when the numbers or
+// the clock are within half a reserve of the floor and none is in flight.
+func (p *Publisher) renewSeqLocked() {
+	base := max(p.seq, uint64(p.clk.Now().UnixMilli()))
+	if p.saveSeq == nil || p.seqSaving != nil || p.seqClosed || base+seqReserve/2 < p.seqLimit {
+		return
+	}
+	done := make(chan struct{})
+	p.seqSaving = done
+	go p.renewSeq(p.saveSeq, base+seqReserve, done)
+}
+
+// renewSeq persists limit as the new floor. A store that fails for
+// minutes leaves the numbers past the floor, and a restart then may
+// repeat some of this run's (logged).
+func (p *Publisher) renewSeq(save func(uint64) error, limit uint64, done chan struct{}) {
 	err := save(limit)
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.seqSaving = false
+	p.seqSaving = nil
+	close(done)
 	if err != nil {
 		p.log.Warn("push: sequence floor not saved", "err", err)
 		return
 	}
 	p.seqLimit = max(p.seqLimit, limit)
+}
+
+// closeSeq stops renewals and waits for the one in flight, so the store
+// may close after it (push's Done).
+func (p *Publisher) closeSeq() {
+	p.mu.Lock()
+	p.seqClosed = true
+	done := p.seqSaving
+	p.mu.Unlock()
+	if done != nil {
+		<-done
+	}
 }
 
 // useSeqFloor starts numbering at the floor a previous run saved and

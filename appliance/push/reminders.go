@@ -21,6 +21,7 @@ func (s *Service) armReminder() {
 	}
 	s.remTimer = s.clk.AfterFunc(reminderEvery, func() {
 		s.do(s.remind)
+		s.pub.keepSeqAhead()
 		s.armReminder()
 	})
 }

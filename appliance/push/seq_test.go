@@ -68,18 +68,15 @@ func TestSeqIsNotRepeatedAfterAFailedFloorSaveAndARestart(t *testing.T) {
 	r.svc.Idle()
 
 	r.restart()
+	restore := r.failSeqSaves()
 	r.pub.mu.Lock()
-	save := r.pub.saveSeq
-	r.pub.saveSeq = func(uint64) error { return errors.New("write: no space left on device") }
 	r.pub.seqLimit = 0 // renewal due at the next number
 	r.pub.mu.Unlock()
 	r.advance(time.Second)
 	r.sensor(sensorRec("range", "F1", "active", "temperature 12.00 °C outside 2..8", r.clk.Now()))
 	r.svc.Idle()
 	r.waitSeqSaved()
-	r.pub.mu.Lock()
-	r.pub.saveSeq = save
-	r.pub.mu.Unlock()
+	restore()
 	seqs := r.seqs()
 	issued := seqs[len(seqs)-1]
 
@@ -96,18 +93,104 @@ func TestSeqIsNotRepeatedAfterAFailedFloorSaveAndARestart(t *testing.T) {
 // waitSeqSaved waits, with a deadline, for the floor's renewal in flight.
 func (r *rig) waitSeqSaved() {
 	r.t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	r.pub.mu.Lock()
+	done := r.pub.seqSaving
+	r.pub.mu.Unlock()
+	if done == nil {
+		return
+	}
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second): // a deadline, not a wait for time to pass
+		r.t.Fatal("the sequence floor's save did not finish")
+	}
+}
+
+// failSeqSaves makes the floor's saves fail (a full disk) until the
+// returned function puts them back.
+func (r *rig) failSeqSaves() (restore func()) {
+	r.pub.mu.Lock()
+	defer r.pub.mu.Unlock()
+	save := r.pub.saveSeq
+	r.pub.saveSeq = func(uint64) error { return errors.New("write: no space left on device") }
+	return func() {
 		r.pub.mu.Lock()
-		saving := r.pub.seqSaving
+		r.pub.saveSeq = save
 		r.pub.mu.Unlock()
-		if !saving {
-			return
-		}
-		if time.Now().After(deadline) {
-			r.t.Fatal("the sequence floor's save did not finish")
-		}
-		runtime.Gosched()
+	}
+}
+
+// burstAfterQuiet lets the site go quiet for longer than the reserve
+// taken at start, then sends a burst of n in one millisecond (fail: the
+// floor's saves fail meanwhile), and returns the highest seq posted.
+func (r *rig) burstAfterQuiet(n int, fail bool) uint64 {
+	r.t.Helper()
+	r.advance(11 * time.Minute)
+	r.waitSeqSaved()
+	if fail {
+		defer r.failSeqSaves()()
+	}
+	for i := range n {
+		r.sensor(sensorRec("range", fmt.Sprintf("F%d", i), "active", "temperature 11.00 °C outside 2..8", r.clk.Now()))
+	}
+	r.svc.Idle()
+	r.waitSeqSaved()
+	var top uint64
+	for _, s := range r.seqs() {
+		top = max(top, s)
+	}
+	return top
+}
+
+// lastSeqAbove sends one more message and checks its seq is above top.
+func (r *rig) lastSeqAbove(top uint64) {
+	r.t.Helper()
+	r.sensor(sensorRec("range", "F0", "resolved", "temperature 5.00 °C within 2..8", r.clk.Now()))
+	r.svc.Idle()
+	seqs := r.seqs()
+	if got := seqs[len(seqs)-1]; got <= top {
+		r.t.Fatalf("seq after the restart %d, not above %d issued before it (all %v)", got, top, seqs)
+	}
+}
+
+// After a quiet spell longer than the reserve taken at start the numbers
+// follow the clock; the floor renewed only by numbers was then behind
+// them, and a renewal failing for a moment (or a crash before it landed)
+// let a restart with the clock where it was issue them again (a review).
+// The minute tick keeps the floor ahead of the clock.
+func TestSeqAfterAQuietSpellIsNotRepeated(t *testing.T) {
+	r := newRig(t, true)
+	top := r.burstAfterQuiet(5, true)
+	r.restart() // the same millisecond: as well a clock set back
+	r.lastSeqAbove(top)
+}
+
+// A shutdown waits for a renewal in flight: Done closed first, the store
+// closed under it and the floor was never written (a review).
+func TestShutdownWaitsForTheSeqFloorsRenewal(t *testing.T) {
+	r := newRig(t, true)
+	gate := make(chan struct{})
+	r.pub.mu.Lock()
+	save := r.pub.saveSeq
+	r.pub.saveSeq = func(v uint64) error { <-gate; return save(v) }
+	r.pub.seqLimit = 0 // a renewal due at the next tick
+	r.pub.mu.Unlock()
+	r.advance(time.Minute)
+	r.pub.mu.Lock()
+	inFlight := r.pub.seqSaving != nil
+	r.pub.mu.Unlock()
+	if !inFlight {
+		t.Fatal("no renewal in flight; the test proves nothing")
+	}
+	r.stop()
+	close(gate)
+	<-r.svc.Done()
+	var floor uint64
+	if _, err := r.db.PushState(seqName, &floor); err != nil {
+		t.Fatal(err)
+	}
+	if want := uint64(r.clk.Now().UnixMilli()) + seqReserve; floor < want {
+		t.Fatalf("after Done the floor on disk is %d, want the renewal's %d", floor, want)
 	}
 }
 

@@ -158,6 +158,7 @@ func (s *Service) Start(ctx context.Context) {
 	go func() {
 		<-s.staff.done
 		<-s.opsw.done
+		s.pub.closeSeq() // a floor renewal in flight lands before the store closes
 		close(s.done)
 	}()
 	go func() {
