@@ -108,3 +108,31 @@ func TestReplaceDeviceThatPanicsLeavesTheOldDeviceServed(t *testing.T) {
 		t.Errorf("a failed SetState ran the undo registered by an earlier write that panicked")
 	}
 }
+
+// An undo that panics does not stop the write's other undos, and does not
+// stay queued for the next write whose commit fails (a review).
+func TestUndoThatPanicsDoesNotOutliveItsWrite(t *testing.T) {
+	r := newRig(t)
+	id := r.approve(spareMacB, `{"objects":[{"t":0,"x":1,"y":2,"s":"Room 5"}]}`)
+	r.poll(spareMacB)
+	ran := 0
+	if err := r.svc.adminWrite(func(*store.AssetTx) error {
+		r.svc.onFail(func() { ran++ })
+		r.svc.onFail(func() { panic("undo panicked") })
+		return errDiskFull
+	}); !errors.Is(err, errDiskFull) {
+		t.Fatalf("err %v, want the write's", err)
+	}
+	if ran != 1 {
+		t.Errorf("the write's other undo ran %d times, want 1", ran)
+	}
+	ran = 0
+	r.db.SetAssetsFault(func() error { return errDiskFull })
+	defer r.db.SetAssetsFault(nil)
+	if _, err := r.svc.SetState(id, store.EInkPending); !errors.Is(err, errDiskFull) {
+		t.Errorf("SetState: err %v, want the commit's", err)
+	}
+	if ran != 0 {
+		t.Errorf("a later failed SetState ran an earlier write's undo %d times", ran)
+	}
+}

@@ -130,17 +130,30 @@ func (s *Service) adminWrite(fn func(t *store.AssetTx) error) error {
 	defer s.mu.Unlock()
 	committed := false
 	defer func() {
+		undo := s.undo
+		s.undo = nil
+		clear(s.byMAC)
 		if !committed {
-			for i := len(s.undo) - 1; i >= 0; i-- {
-				s.undo[i]()
+			for i := len(undo) - 1; i >= 0; i-- {
+				s.runUndo(undo[i])
 			}
 		}
-		s.undo = s.undo[:0]
-		clear(s.byMAC)
 	}()
 	err := s.db.UpdateAssets(s.clock.Now(), fn)
 	committed = err == nil
 	return err
+}
+
+// runUndo runs one undo; a panic in it is logged, and the others still
+// run (a review: one bad undo stopped the rest and stayed queued for the
+// next failed write).
+func (s *Service) runUndo(undo func()) {
+	defer func() {
+		if p := recover(); p != nil {
+			s.log.Error("eink: undoing an admin change after a failed commit", "panic", p)
+		}
+	}()
+	undo()
 }
 
 // onFail registers how to undo an in-memory change should the admin
