@@ -244,3 +244,39 @@ func TestWriteErrorMapping(t *testing.T) {
 		}
 	}
 }
+
+// Every path of the route table answers another method with 405, not
+// 404: the routes httprouter cannot hold (matched by exact path or by
+// segments) were outside its own 405 (a review: GET /maps/upload, POST
+// /maps/overview and DELETE /tracking/:id answered "no such endpoint").
+func TestWrongMethodIs405OnEveryRoute(t *testing.T) {
+	h := newHarness(t)
+	methods := map[string]map[string]bool{}
+	for _, rt := range h.srv.Routes() {
+		if methods[rt.Path] == nil {
+			methods[rt.Path] = map[string]bool{}
+		}
+		methods[rt.Path][rt.Method] = true
+	}
+	for path, has := range methods {
+		segs := strings.Split(path, "/")
+		for i, s := range segs {
+			if strings.HasPrefix(s, ":") || strings.HasPrefix(s, "*") {
+				segs[i] = "X1"
+			}
+		}
+		concrete := strings.Join(segs, "/")
+		for _, m := range []string{"GET", "POST", "PUT", "DELETE"} {
+			if has[m] || (m == "GET" && has["HEAD"]) {
+				continue
+			}
+			r := h.do(req{method: m, path: concrete, body: bodyFor(m)})
+			if r.Code == http.StatusNotFound && r.Message == "no such endpoint" {
+				t.Errorf("%s %s (route %s): 404 no such endpoint, want 405", m, concrete, path)
+			}
+			if r.Code == http.StatusMethodNotAllowed && r.Header.Get("Allow") == "" {
+				t.Errorf("%s %s: 405 without an Allow header", m, concrete)
+			}
+		}
+	}
+}

@@ -41,31 +41,50 @@ func (s *Server) serveParamRoute(w http.ResponseWriter, r *http.Request) bool {
 	}
 	segs := strings.Split(r.URL.Path, "/")
 	for _, pr := range s.params {
-		if pr.method != r.Method || len(pr.segs) != len(segs) {
+		if pr.method != r.Method {
 			continue
 		}
-		var ps httprouter.Params
-		match := true
-		for i, seg := range pr.segs {
-			switch {
-			case strings.HasPrefix(seg, ":"):
-				if segs[i] == "" {
-					match = false
-				}
-				ps = append(ps, httprouter.Param{Key: seg[1:], Value: segs[i]})
-			case seg != segs[i]:
-				match = false
-			}
-			if !match {
-				break
-			}
-		}
-		if match {
+		if ps, ok := pr.match(segs); ok {
 			if h, _, _ := s.router.Lookup(r.Method, r.URL.Path); h != nil {
 				return false // the router has a route for this very path
 			}
 			pr.h(w, r, ps)
 			return true
+		}
+	}
+	return false
+}
+
+// match reports whether the path's segments fit the route's, with the
+// parameters they give.
+func (pr *paramRoute) match(segs []string) (httprouter.Params, bool) {
+	if len(pr.segs) != len(segs) {
+		return nil, false
+	}
+	var ps httprouter.Params
+	for i, seg := range pr.segs {
+		switch {
+		case strings.HasPrefix(seg, ":"):
+			if segs[i] == "" {
+				return nil, false
+			}
+			ps = append(ps, httprouter.Param{Key: seg[1:], Value: segs[i]})
+		case seg != segs[i]:
+			return nil, false
+		}
+	}
+	return ps, true
+}
+
+// matchesParamRoute reports whether a segment-matched route of method
+// fits path.
+func (s *Server) matchesParamRoute(method, path string) bool {
+	segs := strings.Split(path, "/")
+	for _, pr := range s.params {
+		if pr.method == method {
+			if _, ok := pr.match(segs); ok {
+				return true
+			}
 		}
 	}
 	return false
