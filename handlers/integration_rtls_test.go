@@ -298,6 +298,14 @@ func TestTrackingEndpoints(t *testing.T) {
 	if len(algs.Algorithms) != 1 || algs.Algorithms[0].Name != "strongest" {
 		t.Fatalf("algorithms %+v", algs)
 	}
+	// reason is null, not missing, when ready (docs/api.md).
+	var raw struct {
+		Algorithms []map[string]any `json:"algorithms"`
+	}
+	h.get("/api/v1/tracking/algorithms", user).expect(t, http.StatusOK).decodePayload(t, &raw)
+	if r, ok := raw.Algorithms[0]["reason"]; !ok || r != nil || raw.Algorithms[0]["ready"] != true {
+		t.Fatalf("a ready algorithm: reason %v (present %v), want null: %v", r, ok, raw.Algorithms[0])
+	}
 	var stopped map[string]any
 	h.get("/api/v1/tracking/stop", h.admin).expect(t, http.StatusOK).decodePayload(t, &stopped)
 	// start, stop and status answer one shape: null, not "", when stopped.

@@ -8,7 +8,10 @@
 // method sets here are what callers may rely on.
 package rtls
 
-import "errors"
+import (
+	"encoding/json"
+	"errors"
+)
 
 // ErrUnknownAlgorithm is returned by Start for a name not in Algorithms().
 var ErrUnknownAlgorithm = errors.New("rtls: unknown algorithm")
@@ -82,6 +85,21 @@ type AlgorithmInfo struct {
 	// gateways, survey samples); Reason says what.
 	Ready  bool   `json:"ready"`
 	Reason string `json:"reason,omitempty"`
+}
+
+// MarshalJSON writes reason as null when the algorithm is ready, as
+// docs/api.md has it (omitted, a client testing for null was wrong: a
+// review).
+func (a AlgorithmInfo) MarshalJSON() ([]byte, error) {
+	type plain AlgorithmInfo // without this method
+	var reason *string
+	if a.Reason != "" {
+		reason = &a.Reason
+	}
+	return json.Marshal(struct {
+		plain
+		Reason *string `json:"reason"`
+	}{plain(a), reason})
 }
 
 // Status is the engine's state for GET /tracking/status.
