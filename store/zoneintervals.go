@@ -269,8 +269,17 @@ func (db *DB) ZoneIntervals(uid string, cur ZoneCursor, limit int) ([]ZoneInterv
 		case anchor > newest:
 			return ErrBadCursor // never this beacon's: its list never reached it
 		}
-		if anchor < base || uint64(cur.Offset) > anchor-base {
-			return nil // no intervals, or an offset past the oldest
+		if anchor < base {
+			return nil // no intervals
+		}
+		if uint64(cur.Offset) > anchor-base {
+			if cur.Anchor != 0 {
+				// Never handed out (the last position is the oldest
+				// ordinal): a made-up cursor is refused as documented (a
+				// review saw an empty page).
+				return ErrBadCursor
+			}
+			return nil // a bare offset past the list as it is now
 		}
 		// Newest first. A cursor handed out names a position, the
 		// ordinal anchor-offset, so a stay a refinement drops between

@@ -603,3 +603,31 @@ func TestZoneIntervalFromOfOneUID(t *testing.T) {
 		t.Fatalf("a row with one uid in from: %+v %v", items, err)
 	}
 }
+
+// A cursor naming a position the list never had (an offset past its
+// oldest ordinal, which next_cursor never hands out) is refused, as
+// docs/api.md says; a bare offset past the list as it is now is an empty
+// page.
+func TestZoneIntervalCursorPastTheOldestIsRefused(t *testing.T) {
+	db, err := Open(filepath.Join(t.TempDir(), "z.db"), OpenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	appendIntervals(t, db, "WCH-A1-1", 1, 10)
+	_, c, err := db.ZoneIntervals("WCH-A1-1", ZoneCursor{}, 9)
+	if err != nil || c == nil {
+		t.Fatalf("first page: next %+v, %v", c, err)
+	}
+	if items, next, err := db.ZoneIntervals("WCH-A1-1", *c, 9); err != nil || len(items) != 1 || items[0].Ordinal != 1 || next != nil {
+		t.Fatalf("the last page: %+v next %+v, %v", items, next, err)
+	}
+	made := *c
+	made.Offset = 999
+	if _, _, err := db.ZoneIntervals("WCH-A1-1", made, 9); !errors.Is(err, ErrBadCursor) {
+		t.Fatalf("cursor %s, past the oldest: %v, want ErrBadCursor", made.String(), err)
+	}
+	if items, next, err := db.ZoneIntervals("WCH-A1-1", ZoneCursor{Offset: 999}, 9); err != nil || len(items) != 0 || next != nil {
+		t.Fatalf("a bare offset past the list: %+v next %+v, %v; want an empty page", items, next, err)
+	}
+}
