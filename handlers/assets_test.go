@@ -38,6 +38,14 @@ func TestBeaconEndpoints(t *testing.T) {
 	if len(list.Beacons) != 1 || list.Beacons[0].AssetUID != legacy.AssetUID {
 		t.Errorf("newest 1 = %+v", list)
 	}
+	// Newest first however many there are (a limit at or above the count
+	// came oldest first: a review).
+	for _, n := range []string{"2", "10000"} {
+		h.adminGet("/api/v1/beacons/"+n, http.StatusOK).decodePayload(t, &list)
+		if len(list.Beacons) != 2 || list.Beacons[0].AssetUID != legacy.AssetUID || list.Beacons[1].AssetUID != b.AssetUID {
+			t.Errorf("newest %s = %+v, want %s then %s", n, list.Beacons, legacy.AssetUID, b.AssetUID)
+		}
+	}
 	h.adminGet("/api/v1/beacons/0", http.StatusBadRequest)
 	h.adminGet("/api/v1/beacons/abc", http.StatusBadRequest)
 

@@ -65,7 +65,9 @@ func beaconByUID(t *store.AssetTx, uid string) (*store.Beacon, error) {
 	return t.Beacon(ref.ID)
 }
 
-// Beacons lists beacons by id; limit > 0 returns only the newest limit.
+// Beacons lists beacons by id; limit > 0 returns the newest limit, newest
+// first, however many there are (sorted only when there were more, a
+// limit at or above the count came oldest first: a review).
 func (s *Service) Beacons(limit int) ([]BeaconView, error) {
 	now := s.now()
 	out := []BeaconView{}
@@ -75,9 +77,9 @@ func (s *Service) Beacons(limit int) ([]BeaconView, error) {
 			return nil
 		})
 	})
-	if limit > 0 && len(out) > limit {
+	if limit > 0 {
 		sort.SliceStable(out, func(i, j int) bool { return out[i].ID > out[j].ID })
-		out = out[:limit]
+		out = out[:min(limit, len(out))]
 	}
 	return out, err
 }
