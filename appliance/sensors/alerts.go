@@ -4,6 +4,7 @@ import (
 	"math"
 	"sort"
 
+	"beaconhub/appliance/ingest"
 	"beaconhub/store"
 )
 
@@ -30,7 +31,39 @@ type span struct{ from, to int64 } // [from, to)
 // active, from the recorded transitions. Out-of-range readings can only
 // lie inside them, so the alert list reads those spans instead of a month
 // of every sensor's history (at 1,000 sensors, seconds of decoding).
+//
+// A transition's time is its reading's, by that gateway's clock, and
+// gateways' clocks may differ by ingest.MaxSkewMS: a recovery read by one
+// gateway can be stamped before the activation another stamped (a
+// black-box check: the episode was empty and the reading that raised the
+// alert left the list). So each span is widened by that much either side,
+// and overlapping ones merged, so that no reading is listed twice.
 func (s *Service) rangeEpisodes(now int64) (map[string][]span, error) {
+	raw, err := s.rawRangeEpisodes(now)
+	if err != nil {
+		return nil, err
+	}
+	for uid, spans := range raw {
+		for i := range spans {
+			spans[i].from -= ingest.MaxSkewMS
+			spans[i].to = max(spans[i].to, spans[i].from+ingest.MaxSkewMS+1) + ingest.MaxSkewMS
+		}
+		sort.Slice(spans, func(i, j int) bool { return spans[i].from < spans[j].from })
+		merged := spans[:0]
+		for _, sp := range spans {
+			if n := len(merged); n > 0 && sp.from <= merged[n-1].to {
+				merged[n-1].to = max(merged[n-1].to, sp.to)
+				continue
+			}
+			merged = append(merged, sp)
+		}
+		raw[uid] = merged
+	}
+	return raw, nil
+}
+
+// rawRangeEpisodes is rangeEpisodes as the transitions give the spans.
+func (s *Service) rawRangeEpisodes(now int64) (map[string][]span, error) {
 	out := map[string][]span{}
 	open := map[string]int64{}
 	cursor := ""
