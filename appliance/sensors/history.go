@@ -53,13 +53,31 @@ type HistoryResult struct {
 // series) and metric (0 = all). Without a uid filter it reads one block
 // header per stored series; with one it names the series directly, since
 // scanning a thousand sensors' headers to answer for one costs more than
-// the query (a series without readings then simply returns nothing).
+// the query (a series without readings then simply returns nothing). A
+// former uid (a remint's or a merge's) names the series of the uid it
+// continues as, where its readings went: a panel or integration filtered
+// on the old uid went blank after a remint (a black-box check).
 func Keys(db *store.DB, uids []string, metric uint8) ([]Key, error) {
 	var out []Key
 	if len(uids) > 0 {
+		cur := make([]string, 0, len(uids))
+		if err := db.ViewAssets(func(t *store.AssetTx) error {
+			for _, u := range uids {
+				if u == "" || len(u) > store.MaxUIDLen || strings.IndexByte(u, 0) >= 0 {
+					continue
+				}
+				if a := t.Alias(u); a != "" {
+					u = a
+				}
+				cur = append(cur, u)
+			}
+			return nil
+		}); err != nil {
+			return nil, err
+		}
 		seen := map[string]bool{}
-		for _, u := range uids {
-			if seen[u] || u == "" || len(u) > store.MaxUIDLen || strings.IndexByte(u, 0) >= 0 {
+		for _, u := range cur {
+			if seen[u] {
 				continue
 			}
 			seen[u] = true

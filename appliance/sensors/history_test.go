@@ -2,6 +2,7 @@ package sensors
 
 import (
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -171,5 +172,29 @@ func TestPointsHonoursMaxDataPoints(t *testing.T) {
 	rows, _ = Points(db, k, t0-86400e3, t0, 500, 60e3)
 	if len(rows) != 0 {
 		t.Fatalf("empty range: %d rows", len(rows))
+	}
+}
+
+// A former uid names the series of the uid it continues as (its readings
+// moved there): a chart or integration filtered on it went blank after a
+// remint (a black-box check). Chains follow; a uid named twice, through
+// its alias, gives its series once.
+func TestKeysFollowAFormerUID(t *testing.T) {
+	db := openDB(t)
+	if err := db.UpdateAssets(time.Now(), func(tx *store.AssetTx) error {
+		if err := tx.SetAlias("LEGACY-C3000000000A", "SEN-H1-3"); err != nil {
+			return err
+		}
+		return tx.SetAlias("SEN-H1-3", "SEN-H2-1")
+	}); err != nil {
+		t.Fatal(err)
+	}
+	keys, err := Keys(db, []string{"LEGACY-C3000000000A", "SEN-H2-1", "SEN-H1-9"}, Temperature)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Key{{"SEN-H2-1", Temperature}, {"SEN-H1-9", Temperature}}
+	if !slices.Equal(keys, want) {
+		t.Fatalf("keys %v, want %v", keys, want)
 	}
 }
