@@ -71,8 +71,14 @@ func writeRawJSON(w http.ResponseWriter, v any) error {
 	return nil
 }
 
-// chartHealth is GET /chartsource, the plugins' "Test connection".
+// chartHealth is GET /chartsource (and /chartsource/, where the older
+// SimpleJSON plugin's test asks), the plugins' "Test connection". It fails
+// as the queries would when the feature sensors is off: an ok there was
+// followed by every panel failing (a black-box check).
 func (s *Server) chartHealth(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
+	if _, err := s.sensorsService(); err != nil {
+		return err
+	}
 	return writeRawJSON(w, map[string]string{"status": "ok"})
 }
 
@@ -80,6 +86,9 @@ func (s *Server) chartHealth(w http.ResponseWriter, r *http.Request, _ httproute
 // plugins accept a plain array of names; the body ({"target": ...} or
 // {"metric": ..., "payload": ...}) does not narrow the three metrics.
 func (s *Server) chartSearch(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
+	if _, err := s.sensorsService(); err != nil {
+		return err
+	}
 	return writeRawJSON(w, sensors.MetricNames[1:])
 }
 

@@ -163,12 +163,32 @@ func TestChartsourceLoopbackRule(t *testing.T) {
 			}
 		}
 	}
-	for _, p := range []string{"/chartsource/query/extra", "/chartsource/search/x", "/chartsource/", "/chartsource/annotations", "/api/v1/chartsource"} {
+	// The older SimpleJSON plugin tests the connection at URL + "/".
+	if r := h.do(req{method: "GET", path: "/chartsource/"}); r.Code != http.StatusOK || !strings.Contains(r.Body, `"ok"`) {
+		t.Errorf("GET /chartsource/: %d %s", r.Code, r.Body)
+	}
+	for _, p := range []string{"/chartsource/query/extra", "/chartsource/search/x", "/chartsource/annotations", "/api/v1/chartsource"} {
 		if r := h.do(req{method: "POST", path: p, body: "{}"}); r.Code != http.StatusNotFound && r.Code != http.StatusMethodNotAllowed {
 			t.Errorf("POST %s: %d", p, r.Code)
 		}
 		if r := h.do(req{method: "GET", path: p}); r.Code != http.StatusNotFound {
 			t.Errorf("GET %s: %d", p, r.Code)
+		}
+	}
+}
+
+// With the feature sensors off the connection test fails as the queries
+// do: it said ok, and every panel then failed (a black-box check).
+func TestChartsourceWithoutSensorsFailsItsConnectionTest(t *testing.T) {
+	h := newHarness(t)
+	for _, ep := range []struct{ method, path, body string }{
+		{"GET", "/chartsource", ""}, {"GET", "/chartsource/", ""},
+		{"POST", "/chartsource/search", simpleJSONSearch}, {"POST", "/chartsource/metrics", simpodMetricsEmpty},
+		{"POST", "/chartsource/query", simpleJSONQuery},
+	} {
+		r := h.do(req{method: ep.method, path: ep.path, body: ep.body, remote: "127.0.0.1:5000"})
+		if r.Code != http.StatusBadRequest || !strings.Contains(r.Body, "feature sensors is not enabled") {
+			t.Errorf("%s %s without the feature: %d %s", ep.method, ep.path, r.Code, r.Body)
 		}
 	}
 }

@@ -94,6 +94,7 @@ func (s *Server) table() []Route {
 		{"GET", "/api/v1/sensors/devices", Auth, s.sensorDevices},
 		{"GET", "/api/v1/sensors/alerts", Admin, s.sensorAlerts},
 		{"GET", "/chartsource", None, s.chartGuard(s.chartHealth)},
+		{"GET", "/chartsource/", None, s.chartGuard(s.chartHealth)},
 		{"POST", "/chartsource/search", None, s.chartGuard(s.chartSearch)},
 		{"POST", "/chartsource/metrics", None, s.chartGuard(s.chartSearch)},
 		{"POST", "/chartsource/query", None, s.chartGuard(s.chartQuery)},
