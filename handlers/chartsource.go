@@ -3,6 +3,7 @@ package handlers
 import (
 	"encoding/json"
 	"errors"
+	"math"
 	"net"
 	"net/http"
 	"strconv"
@@ -142,7 +143,9 @@ type chartSeries struct {
 
 // payloadUIDs reads the optional asset filter of a target payload (an
 // object, or a JSON string holding one, as the successor's editor sends).
-func payloadUIDs(raw json.RawMessage) []string {
+// An asset_uid that is neither is refused: ignored, a panel narrowed by
+// mistake to a number showed every sensor's series (a black-box check).
+func payloadUIDs(raw json.RawMessage) ([]string, error) {
 	var s string
 	if json.Unmarshal(raw, &s) == nil {
 		raw = json.RawMessage(s)
@@ -150,16 +153,18 @@ func payloadUIDs(raw json.RawMessage) []string {
 	var p struct {
 		AssetUID json.RawMessage `json:"asset_uid"`
 	}
-	if json.Unmarshal(raw, &p) != nil || len(p.AssetUID) == 0 {
-		return nil
+	if json.Unmarshal(raw, &p) != nil || len(p.AssetUID) == 0 || string(p.AssetUID) == "null" {
+		return nil, nil
 	}
 	var one string
 	if json.Unmarshal(p.AssetUID, &one) == nil {
-		return []string{one}
+		return []string{one}, nil
 	}
 	var many []string
-	_ = json.Unmarshal(p.AssetUID, &many)
-	return many
+	if json.Unmarshal(p.AssetUID, &many) != nil {
+		return nil, apperr.InvalidField("payload", "payload.asset_uid must be an asset_uid or an array of them")
+	}
+	return many, nil
 }
 
 // chartQuery is POST /chartsource/query: one series per history key of
@@ -182,7 +187,9 @@ func (s *Server) chartQuery(w http.ResponseWriter, r *http.Request, _ httprouter
 	if to == 0 {
 		to = svc.Now()
 	}
-	to++ // Grafana's range is inclusive of its end
+	if to < math.MaxInt64 {
+		to++ // Grafana's range is inclusive of its end (the largest cannot be passed)
+	}
 	if from >= to {
 		return apperr.InvalidField("range", "range.from must be before range.to")
 	}
@@ -205,7 +212,11 @@ func (s *Server) chartQuery(w http.ResponseWriter, r *http.Request, _ httprouter
 			return apperr.InvalidField("target", "target must be Humidity, Temperature or Battery")
 		}
 		name := sensors.MetricNames[metric]
-		keys, err := sensors.Keys(svc.DB, payloadUIDs(t.Payload), metric)
+		uids, err := payloadUIDs(t.Payload)
+		if err != nil {
+			return err
+		}
+		keys, err := sensors.Keys(svc.DB, uids, metric)
 		if err != nil {
 			return err
 		}

@@ -128,6 +128,12 @@ func TestChartsourceProtocol(t *testing.T) {
 		t.Fatalf("empty range %d %s", r.Code, r.Body)
 	}
 	h.do(req{method: "POST", path: "/chartsource/query", body: `{"targets":[{"target":"Pressure"}]}`}).expect(t, http.StatusBadRequest)
+	// A payload asset_uid that is no uid is refused, not ignored (every
+	// series came back: a black-box check); null is no filter.
+	h.do(req{method: "POST", path: "/chartsource/query", body: `{"targets":[{"target":"Temperature","payload":{"asset_uid":5}}]}`}).expect(t, http.StatusBadRequest)
+	h.do(req{method: "POST", path: "/chartsource/query", body: `{"targets":[{"target":"Temperature","payload":{"asset_uid":null}}]}`}).expect(t, http.StatusOK)
+	// The largest range end is accepted (its +1 overflowed to before from).
+	h.do(req{method: "POST", path: "/chartsource/query", body: `{"range":{"from":1,"to":9223372036854775807},"targets":[{"target":"Temperature"}]}`}).expect(t, http.StatusOK)
 	h.do(req{method: "POST", path: "/chartsource/query", body: `not json`}).expect(t, http.StatusBadRequest)
 }
 
