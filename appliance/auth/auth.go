@@ -102,14 +102,16 @@ func (s *Service) HashPassword(pw string) (string, error) {
 	return string(h), err
 }
 
-// ValidatePassword enforces the password policy.
-func ValidatePassword(pw string) error {
+// ValidatePassword enforces the password policy on the body field named
+// field (the error names it: change-password's is new_password, and a
+// client highlighting "password" pointed at no field of its form).
+func ValidatePassword(field, pw string) error {
 	if len(pw) < 8 {
-		return apperr.InvalidField("password", "password must be at least 8 characters")
+		return apperr.InvalidField(field, "%s must be at least 8 characters", field)
 	}
 	if len(pw) > 72 {
 		// bcrypt ignores bytes past 72; refuse rather than silently truncate.
-		return apperr.InvalidField("password", "password must be at most 72 bytes")
+		return apperr.InvalidField(field, "%s must be at most 72 bytes", field)
 	}
 	return nil
 }
@@ -139,7 +141,7 @@ func (s *Service) CreateScopedUser(email, password, role string, location uint64
 	if err := ValidateEmail(email); err != nil {
 		return nil, err
 	}
-	if err := ValidatePassword(password); err != nil {
+	if err := ValidatePassword("password", password); err != nil {
 		return nil, err
 	}
 	if !ValidRole(role) {
@@ -199,10 +201,20 @@ func (s *Service) ChangePassword(userID uint64, current, next string) (*LoginRes
 	if err != nil {
 		return nil, err
 	}
+	// A wrong current password is a password guess: throttled as a
+	// failed login of the account (a holder of a stolen token could guess
+	// without end, and then take the account for good).
+	acct := "acct:" + store.NormalizeEmail(u.Email)
+	if retry, locked := s.limiter.Check(acct); locked {
+		return nil, apperr.TooMany(retry, "too many wrong passwords; try again later")
+	}
 	if bcrypt.CompareHashAndPassword([]byte(u.PasswordHash), []byte(current)) != nil {
+		s.limiter.Fail(acct)
+		s.log.Info("wrong current password at change-password", "email", store.NormalizeEmail(u.Email))
 		return nil, apperr.InvalidField("current_password", "current password is wrong")
 	}
-	if err := ValidatePassword(next); err != nil {
+	s.limiter.Success(acct)
+	if err := ValidatePassword("new_password", next); err != nil {
 		return nil, err
 	}
 	if current == next {

@@ -151,6 +151,9 @@ func TestChangePassword(t *testing.T) {
 	wantKind(t, "wrong current password", err, apperr.KindInvalid)
 	_, err = f.s.ChangePassword(u.ID, testPassword, "short")
 	wantKind(t, "too short new password", err, apperr.KindInvalid)
+	if e, _ := apperr.As(err); e.Field != "new_password" {
+		t.Errorf("too short new password names field %q, want new_password", e.Field)
+	}
 	_, err = f.s.ChangePassword(u.ID, testPassword, testPassword)
 	wantKind(t, "unchanged password", err, apperr.KindInvalid)
 	_, err = f.s.ChangePassword(9999, testPassword, "another good password")
@@ -299,3 +302,25 @@ func TestLoginThrottlePerAddress(t *testing.T) {
 }
 
 func itoa(i int) string { return strconv.Itoa(i) }
+
+// A wrong current password at change-password is a password guess and
+// counts as a failed login of the account: a holder of a stolen token
+// guessed without end (a black-box check).
+func TestChangePasswordGuessesAreThrottled(t *testing.T) {
+	f := newFixture(t)
+	u := f.user(t, "u@example.com", RoleUser)
+	lim := f.s.Limiter()
+	for i := 0; i < lim.SlowAfter; i++ {
+		_, err := f.s.ChangePassword(u.ID, "not the password", "another good password")
+		wantKind(t, "wrong current password", err, apperr.KindInvalid)
+	}
+	_, err := f.s.ChangePassword(u.ID, testPassword, "another good password")
+	wantKind(t, "right current password while slowed", err, apperr.KindTooMany)
+	_, err = f.s.Login("u@example.com", testPassword, "10.9.9.9")
+	wantKind(t, "login of the account while slowed", err, apperr.KindTooMany)
+	retry, _ := lim.Check("acct:u@example.com")
+	f.clk.Advance(retry)
+	if _, err := f.s.ChangePassword(u.ID, testPassword, "another good password"); err != nil {
+		t.Fatalf("after the delay: %v", err)
+	}
+}
