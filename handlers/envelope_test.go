@@ -124,6 +124,14 @@ func TestStrictBodyDecoding(t *testing.T) {
 			t.Errorf("%s: message %q, want %q", body, r.Message, want)
 		}
 	}
+	// A missing email or password is named (it was not: a black-box check).
+	for body, field := range map[string]string{`{"email":"a@example.com"}`: "password", `{"password":"x"}`: "email", `{}`: "email"} {
+		r := h.do(req{method: "POST", path: "/api/v1/login", body: body})
+		checkErrorEnvelope(t, body, r, http.StatusBadRequest)
+		if !strings.Contains(r.Body, `"field":"`+field+`"`) {
+			t.Errorf("login %s: %s, want field %s", body, r.Body, field)
+		}
+	}
 	// Trailing whitespace is fine.
 	r := h.do(req{method: "POST", path: "/api/v1/login", body: `{"email":"admin@example.com","password":"` + userPassword + `"}` + "\n\t "})
 	r.expect(t, http.StatusOK)

@@ -76,6 +76,9 @@ func (s *Server) patchSettings(w http.ResponseWriter, r *http.Request, _ httprou
 	}
 	p := s.settingsPayload()
 	sort.Strings(changed)
+	if changed == nil {
+		changed = []string{} // a list, empty when nothing changed (null was: a review)
+	}
 	p["changed"] = changed
 	w.Header().Set("Cache-Control", "no-store")
 	return ok(w, p)

@@ -98,6 +98,10 @@ func TestPatchSettingsAppliesAndPersists(t *testing.T) {
 	if len(p.Changed) != 0 {
 		t.Errorf("no-op PATCH changed %v", p.Changed)
 	}
+	// An empty list, not null (a black-box check).
+	if !strings.Contains(r.Body, `"changed":[]`) {
+		t.Errorf("no-op PATCH answered %s, want \"changed\":[]", r.Body)
+	}
 }
 
 func TestPatchSettingsRefusals(t *testing.T) {

@@ -44,8 +44,11 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request, _ httprouter.Para
 	if err := decode(w, r, &body); err != nil {
 		return err
 	}
-	if strings.TrimSpace(body.Email) == "" || body.Password == "" {
-		return apperr.Invalid("email and password are required")
+	if strings.TrimSpace(body.Email) == "" {
+		return apperr.InvalidField("email", "email and password are required")
+	}
+	if body.Password == "" {
+		return apperr.InvalidField("password", "email and password are required")
 	}
 	res, err := s.deps.Auth.Login(body.Email, body.Password, clientIP(r))
 	if err != nil {
