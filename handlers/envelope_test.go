@@ -288,3 +288,29 @@ func TestWrongMethodIs405OnEveryRoute(t *testing.T) {
 		}
 	}
 }
+
+// The router's own 405 lists the exact routes' methods too: GET
+// /maps/image is exact while its HEAD is in the router, and a PUT there
+// was told Allow: HEAD, OPTIONS (a review).
+func TestAllowListsTheExactRoutesMethods(t *testing.T) {
+	h := newHarness(t)
+	for _, m := range []string{"PUT", "DELETE", "POST"} {
+		r := h.do(req{method: m, path: "/api/v1/maps/image", body: bodyFor(m)})
+		if allow := r.Header.Get("Allow"); r.Code != http.StatusMethodNotAllowed || !strings.Contains(allow, "GET") {
+			t.Errorf("%s /api/v1/maps/image: %d Allow=%q, want 405 with GET in Allow", m, r.Code, allow)
+		}
+	}
+}
+
+// OPTIONS on an exact or segment-matched path answers as on the router's
+// own paths: 200 with Allow (it was a 405: a review).
+func TestOptionsOnAnExactRoute(t *testing.T) {
+	h := newHarness(t)
+	ref := h.do(req{method: "OPTIONS", path: "/api/v1/maps"})
+	for _, p := range []string{"/api/v1/maps/upload", "/api/v1/tracking/X1"} {
+		r := h.do(req{method: "OPTIONS", path: p})
+		if r.Code != ref.Code || !strings.Contains(r.Header.Get("Allow"), "OPTIONS") {
+			t.Errorf("OPTIONS %s: %d Allow=%q; OPTIONS /api/v1/maps: %d Allow=%q", p, r.Code, r.Header.Get("Allow"), ref.Code, ref.Header.Get("Allow"))
+		}
+	}
+}

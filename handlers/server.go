@@ -102,9 +102,7 @@ func New(d Deps) *Server {
 	s.router.RedirectFixedPath = false
 	s.router.HandleMethodNotAllowed = true
 	s.router.NotFound = http.HandlerFunc(s.notFound)
-	s.router.MethodNotAllowed = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		writeJSONError(w, http.StatusMethodNotAllowed, "method not allowed")
-	})
+	s.router.MethodNotAllowed = http.HandlerFunc(s.methodNotAllowed)
 	s.router.PanicHandler = func(w http.ResponseWriter, r *http.Request, v any) {
 		s.log.Error("handler panic", "route", routeOf(r), "panic", v)
 		writeJSONError(w, http.StatusInternalServerError, "internal error")
@@ -181,23 +179,46 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // notFound answers a path the router does not know for this method: 405
 // with Allow when it is a path of the exact or segment-matched routes
 // under another method (the router's own 405 does not see those: a
-// review found GET /maps/upload answered 404), else 404.
+// review found GET /maps/upload answered 404), OPTIONS as the router
+// answers it on its own paths, else 404.
 func (s *Server) notFound(w http.ResponseWriter, r *http.Request) {
-	var allow []string
-	for _, m := range []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete} {
-		if m == r.Method {
-			continue
-		}
-		if _, ok := s.exact[m+" "+r.URL.Path]; ok || s.matchesParamRoute(m, r.URL.Path) {
-			allow = append(allow, m)
-		}
-	}
+	allow := s.otherMethods(r.URL.Path, "")
 	if len(allow) == 0 {
 		writeJSONError(w, http.StatusNotFound, "no such endpoint")
 		return
 	}
+	if r.Method == http.MethodOptions {
+		w.Header().Set("Allow", strings.Join(append(allow, http.MethodOptions), ", "))
+		return
+	}
 	w.Header().Set("Allow", strings.Join(allow, ", "))
 	writeJSONError(w, http.StatusMethodNotAllowed, "method not allowed")
+}
+
+// methodNotAllowed is the router's 405, its Allow completed with the
+// exact and segment-matched routes' methods on the same path (GET
+// /maps/image is exact, its HEAD in the router: the Allow lacked GET).
+func (s *Server) methodNotAllowed(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Allow", strings.Join(s.otherMethods(r.URL.Path, w.Header().Get("Allow")), ", "))
+	writeJSONError(w, http.StatusMethodNotAllowed, "method not allowed")
+}
+
+// otherMethods merges the methods of have (an Allow value) with those of
+// the exact and segment-matched routes on path, in a fixed order.
+func (s *Server) otherMethods(path, have string) []string {
+	in := map[string]bool{}
+	for _, m := range strings.Split(have, ",") {
+		if m = strings.TrimSpace(m); m != "" {
+			in[m] = true
+		}
+	}
+	var out []string
+	for _, m := range []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete, http.MethodOptions} {
+		if _, ok := s.exact[m+" "+path]; in[m] || ok || s.matchesParamRoute(m, path) {
+			out = append(out, m)
+		}
+	}
+	return out
 }
 
 func writeJSONError(w http.ResponseWriter, status int, msg string) {
