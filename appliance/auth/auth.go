@@ -9,6 +9,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/mail"
+	"strconv"
 	"strings"
 	"time"
 
@@ -201,10 +202,13 @@ func (s *Service) ChangePassword(userID uint64, current, next string) (*LoginRes
 	if err != nil {
 		return nil, err
 	}
-	// A wrong current password is a password guess: throttled as a
-	// failed login of the account (a holder of a stolen token could guess
-	// without end, and then take the account for good).
-	acct := "acct:" + store.NormalizeEmail(u.Email)
+	// A wrong current password is a password guess: throttled as failed
+	// logins are (a holder of a stolen token could guess without end, and
+	// then take the account for good), under a key of its own: failed
+	// logins by anyone knowing the email must not stop the owner's change
+	// (a review: the default admin could not replace its password while
+	// someone sprayed its login).
+	acct := "chpw:" + strconv.FormatUint(u.ID, 10)
 	if retry, locked := s.limiter.Check(acct); locked {
 		return nil, apperr.TooMany(retry, "too many wrong passwords; try again later")
 	}
