@@ -194,3 +194,42 @@ func TestReplaceDevice(t *testing.T) {
 		t.Errorf("delete unknown: %v", err)
 	}
 }
+
+// A sensor element's source must be a sensor beacon, on a display as in
+// a template, as applying a template already required: a watch was taken
+// and its display showed "--" for good (a black-box check).
+func TestSensorElementOfANonSensorBeaconIsRefused(t *testing.T) {
+	r := newRig(t)
+	if err := r.db.CreateBeacon(&store.Beacon{MAC: "C3000000B001", AssetUID: "WCH-H1-1", Name: "Watch", Type: "watch", Active: true}); err != nil {
+		t.Fatal(err)
+	}
+	r.poll(mac1)
+	layout := json.RawMessage(`{"objects":[{"t":"sensor","sensor_uid":"WCH-H1-1","metric":2}]}`)
+	if _, err := r.svc.Update(r.idOf(mac1), Input{Layout: layout}); kindOf(err) != apperr.KindInvalid || !strings.Contains(err.Error(), "not a sensor") {
+		t.Errorf("display layout with a watch as sensor: %v", err)
+	}
+	byMAC := json.RawMessage(`{"objects":[{"t":"sensor","sensor_mac":"C3000000B001","metric":2}]}`)
+	if _, err := r.svc.Update(r.idOf(mac1), Input{Layout: byMAC}); kindOf(err) != apperr.KindInvalid {
+		t.Errorf("display layout with a watch's MAC as sensor: %v", err)
+	}
+}
+
+// A layout template's faults name their field, as a display's do (they
+// did not: a black-box check); its sensor elements must be sensors too.
+func TestLayoutTemplateFaultsNameTheirField(t *testing.T) {
+	r := newRig(t)
+	if err := r.db.CreateBeacon(&store.Beacon{MAC: "C3000000B001", AssetUID: "WCH-H1-1", Name: "Watch", Type: "watch", Active: true}); err != nil {
+		t.Fatal(err)
+	}
+	name := "T"
+	for field, in := range map[string]TemplateInput{
+		"rotation": {Name: &name, Rotation: ptr(5), Layout: json.RawMessage(`{"objects":[]}`)},
+		"width":    {Name: &name, Width: ptr(0), Layout: json.RawMessage(`{"objects":[]}`)},
+		"layout":   {Name: &name, Layout: json.RawMessage(`{"objects":[{"t":"sensor","sensor_uid":"WCH-H1-1","metric":2}]}`)},
+	} {
+		_, err := r.svc.SaveTemplate(0, in)
+		if e, ok := apperr.As(err); !ok || e.Kind != apperr.KindInvalid || e.Field != field {
+			t.Errorf("%s: %v, want a 400 naming %s", field, err, field)
+		}
+	}
+}

@@ -61,7 +61,8 @@ func uidOfSensorMAC(t *store.AssetTx, raw string) (string, error) {
 }
 
 // currentSensorUID returns uid, or what a reminted uid became, when it
-// names a beacon.
+// names a sensor beacon: a watch was taken, and its display showed "--"
+// for good, where applying a template refused it (a black-box check).
 func currentSensorUID(t *store.AssetTx, uid string) (string, error) {
 	ref, ok := t.UIDOwner(uid)
 	if !ok {
@@ -75,6 +76,13 @@ func currentSensorUID(t *store.AssetTx, uid string) (string, error) {
 	}
 	if ref.Kind != store.KindBeacon {
 		return "", errors.New("sensor_uid " + uid + " is not a beacon")
+	}
+	b, err := t.Beacon(ref.ID)
+	if err != nil {
+		return "", err
+	}
+	if b.Type != "sensor" {
+		return "", errors.New("sensor_uid " + uid + " is a " + b.Type + " beacon, not a sensor")
 	}
 	return uid, nil
 }

@@ -41,9 +41,13 @@ func (s *Service) Templates() ([]store.EInkTemplate, error) {
 // SaveTemplate creates (id 0) or updates a template.
 func (s *Service) SaveTemplate(id uint64, in TemplateInput) (store.EInkTemplate, error) {
 	var out store.EInkTemplate
-	if err := errors.Join(validRange("width", in.Width, 1, 4096), validRange("height", in.Height, 1, 4096),
-		validRange("rotation", in.Rotation, 0, 3)); err != nil {
-		return out, apperr.Invalid("%s", err.Error())
+	// The first fault, naming its field as the display routes do (joined,
+	// the error lost it: a black-box check).
+	for _, err := range []error{validRange("width", in.Width, 1, 4096), validRange("height", in.Height, 1, 4096),
+		validRange("rotation", in.Rotation, 0, 3)} {
+		if err != nil {
+			return out, err
+		}
 	}
 	err := s.db.UpdateAssets(s.clock.Now(), func(t *store.AssetTx) error {
 		tp := &store.EInkTemplate{Width: DefaultWidth, Height: DefaultHeight}
