@@ -198,3 +198,24 @@ func TestKeysFollowAFormerUID(t *testing.T) {
 		t.Fatalf("keys %v, want %v", keys, want)
 	}
 }
+
+// Readings are kept to 0.01 rounding half away from zero on the reading's
+// own decimals (what the gateway sent), as the displays round: 1.005 was
+// kept as 1.00 and 2.675 as 2.67, their float32s lying just below.
+func TestRound2IsHalfAwayFromZeroOnTheReadingsDecimals(t *testing.T) {
+	for in, want := range map[float32]float64{
+		1.005: 1.01, 2.675: 2.68, -1.005: -1.01, -0.449: -0.45, 4.649: 4.65, 4.644: 4.64,
+		0.125: 0.13, 36.6: 36.6, -18.4: -18.4, 0: 0, 99.995: 100, 1.0049: 1.0, 12.345: 12.35,
+	} {
+		if got := round2(in); got != want {
+			t.Errorf("round2(%v) = %v, want %v", in, got, want)
+		}
+	}
+}
+
+// The tie path is on every reading's way in: it must not allocate.
+func TestRound2TieDoesNotAllocate(t *testing.T) {
+	if n := testing.AllocsPerRun(100, func() { _ = round2(1.005) }); n != 0 {
+		t.Errorf("round2 on a tie allocates %v times", n)
+	}
+}

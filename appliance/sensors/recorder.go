@@ -8,7 +8,9 @@
 package sensors
 
 import (
+	"bytes"
 	"math"
+	"strconv"
 
 	"beaconhub/appliance/assets"
 	"beaconhub/appliance/ingest"
@@ -74,8 +76,25 @@ func (r *Recorder) Restore(db *store.DB) error {
 	return nil
 }
 
-// round2 is the history's precision; the latest value shows what is stored.
-func round2(f float32) float64 { return math.Round(float64(f)*100) / 100 }
+// round2 is the history's precision; the latest value shows what is
+// stored. Half away from zero on the reading's own decimals, as the
+// e-ink displays round (appendDecimal): 1.005 arrives as the float32
+// 1.00499999523, which the binary product rounded down to 1.00 (a
+// black-box check). Only a product within a hair of a half goes by the
+// shortest decimal string; any other is where math.Round puts it.
+func round2(f float32) float64 {
+	x := float64(f) * 100
+	if d := math.Abs(x - math.Trunc(x)); d < 0.49 || d > 0.51 {
+		return math.Round(x) / 100
+	}
+	var buf [32]byte
+	s := strconv.AppendFloat(buf[:0], math.Abs(float64(f)), 'f', -1, 32)
+	r := math.Trunc(math.Abs(x))
+	if i := bytes.IndexByte(s, '.'); i >= 0 && i+3 < len(s) && s[i+3] >= '5' {
+		r++
+	}
+	return math.Copysign(r, x) / 100
+}
 
 // Observe implements ingest.Subscriber. Test sends (is_test) exercise the
 // alert path only and never enter the history.
