@@ -103,6 +103,11 @@ func New(d Deps) *Server {
 	s.router.HandleMethodNotAllowed = true
 	s.router.NotFound = http.HandlerFunc(s.notFound)
 	s.router.MethodNotAllowed = http.HandlerFunc(s.methodNotAllowed)
+	// The router's own OPTIONS answer, its Allow completed likewise (GET
+	// /maps/image is exact, its HEAD in the router: a review).
+	s.router.GlobalOPTIONS = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Allow", strings.Join(s.otherMethods(r.URL.Path, w.Header().Get("Allow")), ", "))
+	})
 	s.router.PanicHandler = func(w http.ResponseWriter, r *http.Request, v any) {
 		s.log.Error("handler panic", "route", routeOf(r), "panic", v)
 		writeJSONError(w, http.StatusInternalServerError, "internal error")
@@ -191,7 +196,7 @@ func (s *Server) notFound(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Allow", strings.Join(append(allow, http.MethodOptions), ", "))
 		return
 	}
-	w.Header().Set("Allow", strings.Join(allow, ", "))
+	w.Header().Set("Allow", strings.Join(append(allow, http.MethodOptions), ", "))
 	writeJSONError(w, http.StatusMethodNotAllowed, "method not allowed")
 }
 

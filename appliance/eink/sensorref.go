@@ -61,7 +61,7 @@ func uidOfSensorMAC(t *store.AssetTx, raw string) (string, error) {
 }
 
 // currentSensorUID returns uid, or what a reminted uid became, when it
-// names a sensor beacon: a watch was taken, and its display showed "--"
+// names a sensor beacon (sensorSource): a watch was taken, and its display showed "--"
 // for good, where applying a template refused it (a black-box check).
 func currentSensorUID(t *store.AssetTx, uid string) (string, error) {
 	ref, ok := t.UIDOwner(uid)
@@ -81,8 +81,16 @@ func currentSensorUID(t *store.AssetTx, uid string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if b.Type != "sensor" {
+	if !sensorSource(b.Type) {
 		return "", errors.New("sensor_uid " + uid + " is a " + b.Type + " beacon, not a sensor")
 	}
 	return uid, nil
+}
+
+// sensorSource reports whether a beacon of type typ may feed a sensor
+// element: a sensor, or one not typed yet (an imported beacon is
+// "unknown" until set, and its readings are recorded; a review), not a
+// watch, panic button or other beacon whose readings are none.
+func sensorSource(typ string) bool {
+	return typ == "sensor" || typ == "unknown"
 }

@@ -185,7 +185,7 @@ func checkMapping(t *store.AssetTx, refs []string, m map[string]string) error {
 		if err != nil {
 			return err
 		}
-		if b.Type != "sensor" {
+		if !sensorSource(b.Type) {
 			return apperr.InvalidField("sensor_map", "sensor_map[%s]: %s is a %s beacon, not a sensor", uid, m[uid], b.Type)
 		}
 	}
