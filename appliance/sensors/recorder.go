@@ -81,7 +81,9 @@ func (r *Recorder) Restore(db *store.DB) error {
 // e-ink displays round (appendDecimal): 1.005 arrives as the float32
 // 1.00499999523, which the binary product rounded down to 1.00 (a
 // black-box check). Only a product within a hair of a half goes by the
-// shortest decimal string; any other is where math.Round puts it.
+// shortest decimal string; any other is where math.Round puts it. Exact
+// below |f| = 2048, where float32's error stays inside the window; the
+// decoder bounds temperature and humidity far below that.
 func round2(f float32) float64 {
 	x := float64(f) * 100
 	if d := math.Abs(x - math.Trunc(x)); d < 0.49 || d > 0.51 {
