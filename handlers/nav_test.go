@@ -22,6 +22,26 @@ func newNavHarness(t *testing.T, opts ...harnessOption) (*harness, string) {
 	return h, h.token("admin")
 }
 
+// locationsUpTo stores locations until location id upTo exists: a floor's
+// location_id must name one.
+func (h *harness) locationsUpTo(upTo uint64) {
+	h.t.Helper()
+	err := h.db.UpdateAssets(h.clock.Now(), func(t *store.AssetTx) error {
+		for {
+			l := &store.Location{Name: "Site"}
+			if err := t.PutLocation(l); err != nil {
+				return err
+			}
+			if l.ID >= upTo {
+				return nil
+			}
+		}
+	})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+}
+
 func TestNavigationGraphAndPathfind(t *testing.T) {
 	h, admin := newNavHarness(t)
 	var f store.Floor
@@ -114,4 +134,27 @@ func TestNavigationNodeEdgeRoutes(t *testing.T) {
 	h.send("DELETE", base, admin, nil).expect(t, http.StatusOK)
 	h.get(base, admin).expect(t, http.StatusNotFound)
 	h.get("/api/v1/floor/abc", admin).expect(t, http.StatusBadRequest)
+}
+
+// TestFloorLocationMustExist: a floor's location_id names an existing
+// location (0: none), on create and on update, like a beacon's; otherwise
+// the mobile catalog would list a project no location stands for.
+func TestFloorLocationMustExist(t *testing.T) {
+	h, admin := newNavHarness(t)
+	h.locationsUpTo(1)
+	h.send("POST", "/api/v1/floors", admin, map[string]any{"name": "X", "location_id": 77}).wantBad(t, "location_id")
+	var f store.Floor
+	h.send("POST", "/api/v1/floors", admin, map[string]any{"name": "X", "location_id": 1}).expect(t, http.StatusCreated).decodePayload(t, &f)
+	r := h.send("POST", "/api/v1/floor/"+itoa(f.ID), admin, map[string]any{"name": "X", "location_id": 77})
+	r.wantBad(t, "location_id")
+	if r.Message != "location 77 does not exist" {
+		t.Errorf("message %q", r.Message)
+	}
+	h.send("POST", "/api/v1/floor/"+itoa(f.ID), admin, map[string]any{"name": "X"}).expect(t, http.StatusOK)
+	var cat []map[string]any
+	h.do(req{method: "GET", path: "/api/v1/navigation/mobile/catalog", token: admin, header: map[string]string{MobileKeyHeader: "harness-mobile-key"}}).
+		expect(t, http.StatusOK).decodePayload(t, &cat)
+	if len(cat) != 1 || cat[0]["id"] != float64(0) {
+		t.Fatalf("catalog %v", cat)
+	}
 }

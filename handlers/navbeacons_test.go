@@ -26,6 +26,7 @@ func TestBeaconNavigationFlags(t *testing.T) {
 	}
 	h.srv = New(Deps{Live: h.live, DB: h.db, Auth: h.auth, AppLog: h.applog, Logger: h.logger, Static: web.FS(), Assets: reg, Nav: svc})
 	admin := h.token("admin")
+	h.locationsUpTo(5)
 	var f store.Floor
 	h.send("POST", "/api/v1/floors", admin, map[string]any{"name": "G", "location_id": 5}).expect(t, http.StatusCreated).decodePayload(t, &f)
 

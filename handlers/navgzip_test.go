@@ -28,6 +28,7 @@ func TestAcceptsGzip(t *testing.T) {
 // one, which is the usual envelope; a new version is compressed afresh.
 func TestProjectGzip(t *testing.T) {
 	h, admin := newNavHarness(t)
+	h.locationsUpTo(2)
 	var f store.Floor
 	h.send("POST", "/api/v1/floors", admin, map[string]any{"name": "G", "location_id": 2}).expect(t, http.StatusCreated).decodePayload(t, &f)
 	h.send("POST", "/api/v1/floor/"+itoa(f.ID)+"/nodes", admin, map[string]any{"x": 1, "y": 2}).expect(t, http.StatusCreated)

@@ -11,6 +11,7 @@ import (
 
 func TestNavProjectHashAndMobileKey(t *testing.T) {
 	h, admin := newNavHarness(t, withConfig(func(c *config.Config) { c.MobileAPIKey = "mobile-secret" }))
+	h.locationsUpTo(8)
 	var f store.Floor
 	h.send("POST", "/api/v1/floors", admin, map[string]any{"name": "G", "location_id": 7}).expect(t, http.StatusCreated).decodePayload(t, &f)
 	sha := func() string {

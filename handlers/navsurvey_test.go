@@ -113,6 +113,7 @@ func TestSurveyUploadExportModelAndEval(t *testing.T) {
 // hash changes when the survey does and only then.
 func TestProjectHashFollowsSurvey(t *testing.T) {
 	h, admin := newNavHarness(t, withConfig(func(c *config.Config) { c.MobileAPIKey = "k" }))
+	h.locationsUpTo(4)
 	var f, other store.Floor
 	h.send("POST", "/api/v1/floors", admin, map[string]any{"name": "G", "location_id": 3}).expect(t, http.StatusCreated).decodePayload(t, &f)
 	h.send("POST", "/api/v1/floors", admin, map[string]any{"name": "X", "location_id": 4}).expect(t, http.StatusCreated).decodePayload(t, &other)

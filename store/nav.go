@@ -15,8 +15,10 @@ var (
 	bNavEdges  = []byte("nav_edges")  // id -> NavEdge
 )
 
-// Floor is one storey of a building. MapID, when not 0, is the map
-// (floor plan) it shows; deleting that map sets it back to 0.
+// Floor is one storey of a building. LocationID, when not 0, is the
+// location (navigation project) it belongs to; locations cannot be
+// deleted, so the link stays valid. MapID, when not 0, is the map (floor
+// plan) it shows; deleting that map sets it back to 0.
 type Floor struct {
 	ID         uint64    `json:"id"`
 	Name       string    `json:"name"`
@@ -116,6 +118,11 @@ func (db *DB) PutFloor(f Floor) (Floor, error) {
 		fb, _, _, err := navBuckets(tx)
 		if err != nil {
 			return err
+		}
+		if f.LocationID != 0 && !hasID(tx, bLocations, f.LocationID) {
+			// Otherwise the mobile catalog lists a project nobody can
+			// see in the site tree.
+			return invalidField("location_id", "location %d does not exist", f.LocationID)
 		}
 		if f.MapID != 0 {
 			// Checked in the write's transaction, so a map deleted

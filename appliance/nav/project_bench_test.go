@@ -75,6 +75,10 @@ func BenchmarkProject50k(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	// A floor's location must exist.
+	if err := db.UpdateAssets(time.Now(), func(t *store.AssetTx) error { return t.PutLocation(&store.Location{Name: "Site"}) }); err != nil {
+		b.Fatal(err)
+	}
 	for f := 1; f <= 10; f++ {
 		if _, err := s.SaveFloor(store.Floor{Name: fmt.Sprint("L", f), Level: f, LocationID: 1}); err != nil {
 			b.Fatal(err)
