@@ -106,11 +106,16 @@ func (s *Server) deleteFloor(w http.ResponseWriter, r *http.Request, p httproute
 	if err != nil {
 		return err
 	}
-	if err := n.DeleteFloor(id); err != nil {
+	beacons, err := n.DeleteFloor(id)
+	if err != nil {
 		return err
 	}
-	s.navRecord(r, "floor.delete", "floor", id, "deleted with its nodes and edges")
-	return ok(w, map[string]any{"id": id})
+	what := "deleted with its nodes and edges"
+	if len(beacons) > 0 {
+		what += "; floor_id cleared on beacons " + joinIDs(beacons)
+	}
+	s.navRecord(r, "floor.delete", "floor", id, what)
+	return ok(w, map[string]any{"id": id, "unassigned_beacons": beacons})
 }
 
 func (s *Server) floorGraph(w http.ResponseWriter, _ *http.Request, p httprouter.Params) error {

@@ -3,6 +3,7 @@ package handlers
 import (
 	"net/http"
 	"testing"
+	"time"
 
 	"beaconhub/appliance/assets"
 	"beaconhub/appliance/nav"
@@ -10,11 +11,9 @@ import (
 	"beaconhub/web"
 )
 
-// TestBeaconNavigationFlags: a beacon's floor must be a navigation floor;
-// point-of-interest and static beacons of a project's floors (or linked to
-// its nodes) are in the project payload, and changing a flag changes the
-// project hash.
-func TestBeaconNavigationFlags(t *testing.T) {
+// newNavAssetHarness wires both the asset registry and navigation.
+func newNavAssetHarness(t *testing.T) (*harness, string) {
+	t.Helper()
 	h := newHarness(t)
 	reg, err := assets.NewService(assets.Options{DB: h.db, Clock: h.clock, Logger: h.logger})
 	if err != nil {
@@ -24,8 +23,16 @@ func TestBeaconNavigationFlags(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h.srv = New(Deps{Live: h.live, DB: h.db, Auth: h.auth, AppLog: h.applog, Logger: h.logger, Static: web.FS(), Assets: reg, Nav: svc})
-	admin := h.token("admin")
+	h.srv = New(Deps{Live: h.live, DB: h.db, Auth: h.auth, AppLog: h.applog, Logger: h.logger, Static: web.FS(), Assets: reg, Nav: svc, Clock: h.clock})
+	return h, h.token("admin")
+}
+
+// TestBeaconNavigationFlags: a beacon's floor must be a navigation floor;
+// point-of-interest and static beacons of a project's floors (or linked to
+// its nodes) are in the project payload, and changing a flag changes the
+// project hash.
+func TestBeaconNavigationFlags(t *testing.T) {
+	h, admin := newNavAssetHarness(t)
 	h.locationsUpTo(5)
 	var f store.Floor
 	h.send("POST", "/api/v1/floors", admin, map[string]any{"name": "G", "location_id": 5}).expect(t, http.StatusCreated).decodePayload(t, &f)
@@ -79,5 +86,43 @@ func TestBeaconNavigationFlags(t *testing.T) {
 	}
 	if _, again := project(); again != sha2 {
 		t.Fatal("hash changed without a content change")
+	}
+}
+
+// TestDeleteFloorUnassignsBeacons: deleting a floor clears the floor_id of
+// the beacons assigned to it (as deleting a map clears floors' map_id), so
+// a beacon never names a floor that is gone and can be saved back as read.
+func TestDeleteFloorUnassignsBeacons(t *testing.T) {
+	h, admin := newNavAssetHarness(t)
+	var f, keep store.Floor
+	h.send("POST", "/api/v1/floors", admin, map[string]any{"name": "G"}).expect(t, http.StatusCreated).decodePayload(t, &f)
+	h.send("POST", "/api/v1/floors", admin, map[string]any{"name": "K"}).expect(t, http.StatusCreated).decodePayload(t, &keep)
+	var on, other assets.BeaconView
+	h.send("POST", "/api/v1/beacons", admin, map[string]any{"mac": "AABBCCDDEE01", "name": "On", "floor_id": f.ID, "poi": true}).
+		expect(t, http.StatusCreated).decodePayload(t, &on)
+	h.send("POST", "/api/v1/beacons", admin, map[string]any{"mac": "AABBCCDDEE02", "name": "Other", "floor_id": keep.ID}).
+		expect(t, http.StatusCreated).decodePayload(t, &other)
+	h.clock.Advance(time.Minute)
+
+	var del struct {
+		Unassigned []uint64 `json:"unassigned_beacons"`
+	}
+	h.send("DELETE", "/api/v1/floor/"+itoa(f.ID), admin, nil).expect(t, http.StatusOK).decodePayload(t, &del)
+	if len(del.Unassigned) != 1 || del.Unassigned[0] != on.ID {
+		t.Fatalf("unassigned %v, want [%d]", del.Unassigned, on.ID)
+	}
+	var got, kept assets.BeaconView
+	h.get("/api/v1/beacon/"+on.AssetUID, admin).expect(t, http.StatusOK).decodePayload(t, &got)
+	if got.FloorID != 0 || !got.POI || got.UpdatedAt != h.clock.Now().UnixMilli() {
+		t.Fatalf("beacon after floor delete %+v", got)
+	}
+	h.get("/api/v1/beacon/"+other.AssetUID, admin).expect(t, http.StatusOK).decodePayload(t, &kept)
+	if kept.FloorID != keep.ID {
+		t.Fatalf("a beacon of another floor lost its floor: %+v", kept)
+	}
+	// Saving the beacon back as read is accepted.
+	h.send("POST", "/api/v1/beacon/"+on.AssetUID, admin, map[string]any{"name": got.Name, "floor_id": got.FloorID, "poi": got.POI}).expect(t, http.StatusOK)
+	if !h.applogHas(t, "floor_id cleared on beacons "+itoa(on.ID)) {
+		t.Error("the floor.delete record does not name the unassigned beacon")
 	}
 }

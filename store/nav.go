@@ -150,15 +150,33 @@ func (db *DB) PutFloor(f Floor) (Floor, error) {
 }
 
 // DeleteFloor removes a floor, its nodes and every edge touching them, so
-// no edge on another floor is left dangling.
-func (db *DB) DeleteFloor(id uint64) error {
-	return db.Update(func(tx *bolt.Tx) error {
+// no edge on another floor is left dangling. Beacons assigned to the floor
+// stay, their floor_id cleared and UpdatedAt set to now (a beacon naming a
+// floor that does not exist could not be saved back); their ids are
+// returned.
+func (db *DB) DeleteFloor(id uint64, now time.Time) ([]uint64, error) {
+	var beacons []uint64
+	err := db.Update(func(tx *bolt.Tx) error {
+		beacons = []uint64{}
 		fb, nb, eb, err := navBuckets(tx)
 		if err != nil {
 			return err
 		}
 		if fb.Get(itob(id)) == nil {
 			return ErrNotFound
+		}
+		if bb := tx.Bucket(bBeacons); bb != nil {
+			on, err := navList(tx, bBeacons, func(b *Beacon) bool { return b.FloorID == id })
+			if err != nil {
+				return err
+			}
+			for _, b := range on {
+				b.FloorID, b.UpdatedAt = 0, now.UTC()
+				if err := putJSON(bb, itob(b.ID), b); err != nil {
+					return err
+				}
+				beacons = append(beacons, b.ID)
+			}
 		}
 		gone := map[uint64]bool{}
 		nodes, err := navList(tx, bNavNodes, func(n *NavNode) bool { return n.FloorID == id })
@@ -189,6 +207,7 @@ func (db *DB) DeleteFloor(id uint64) error {
 		}
 		return fb.Delete(itob(id))
 	})
+	return beacons, err
 }
 
 func deleteEdgesWhere(tx *bolt.Tx, eb *bolt.Bucket, match func(*NavEdge) bool) error {

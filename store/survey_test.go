@@ -53,7 +53,7 @@ func TestSurveySamplesPerFloor(t *testing.T) {
 	if n, err := db.DeleteSurvey(f1.ID, later); err != nil || n != 2 {
 		t.Fatalf("delete floor survey: %d %v", n, err)
 	}
-	if err := db.DeleteFloor(f2.ID); err != nil {
+	if _, err := db.DeleteFloor(f2.ID, time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	if left, rev, _ := db.SurveySamples(f2.ID); len(left) != 0 || !rev.IsZero() {

@@ -70,13 +70,16 @@ func (s *Service) SaveFloor(f store.Floor) (store.Floor, error) {
 	return out, store.ClientErr(err, "floor")
 }
 
-// DeleteFloor removes a floor with its nodes and edges.
-func (s *Service) DeleteFloor(id uint64) error {
+// DeleteFloor removes a floor with its nodes and edges and clears the
+// floor_id of the beacons assigned to it, in one transaction; it returns
+// those beacons' ids.
+func (s *Service) DeleteFloor(id uint64) ([]uint64, error) {
 	defer s.models.drop(id)
-	if err := s.db.DeleteFloor(id); err != nil {
-		return store.ClientErr(err, "floor")
+	beacons, err := s.db.DeleteFloor(id, s.clock.Now())
+	if err != nil {
+		return nil, store.ClientErr(err, "floor")
 	}
-	return s.rebuild()
+	return beacons, s.rebuild()
 }
 
 // FloorGraph returns a floor's nodes and the edges touching them.

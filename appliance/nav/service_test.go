@@ -77,7 +77,7 @@ func TestReplaceFloorGraphValidates(t *testing.T) {
 		t.Fatalf("pathfind after edit: %+v %v", res, err)
 	}
 	// Deleting floor 2 removes its stairs, so floor 1 can be emptied.
-	if err := s.DeleteFloor(f2.ID); err != nil {
+	if _, err := s.DeleteFloor(f2.ID); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.ReplaceFloorGraph(f1.ID, GraphInput{}); err != nil {
