@@ -259,8 +259,30 @@ func (db *DB) AllNavGraph() (NavGraph, error) {
 }
 
 // GraphCheck validates a proposed state of the whole graph inside the
-// write transaction; it sees every node and edge after the change.
-type GraphCheck func(all NavGraph) error
+// write transaction; it sees every node and edge after the change, and
+// through tx the nodes as stored before it and the beacon registry.
+type GraphCheck func(all NavGraph, tx GraphTx) error
+
+// GraphTx is what a GraphCheck may read besides the proposed graph.
+type GraphTx struct {
+	tx     *bolt.Tx
+	before map[uint64]NavNode
+}
+
+// Stored returns node id as it was before the change (false: new node).
+func (g GraphTx) Stored(id uint64) (NavNode, bool) {
+	n, ok := g.before[id]
+	return n, ok
+}
+
+// BeaconExists reports whether a beacon holds asset_uid uid.
+func (g GraphTx) BeaconExists(uid string) bool {
+	if g.tx.Bucket(bAssetUIDs) == nil {
+		return false
+	}
+	ref, ok := (&AssetTx{tx: g.tx}).UIDOwner(uid)
+	return ok && ref.Kind == KindBeacon
+}
 
 // UpdateNavGraph applies change to the graph in one transaction and commits
 // only if check accepts the result, so a rejected edit leaves nothing
@@ -281,6 +303,11 @@ func (db *DB) UpdateNavGraph(change func(cur NavGraph) (NavGraph, error), check 
 		}
 		if cur.Edges, err = navList[NavEdge](tx, bNavEdges, nil); err != nil {
 			return err
+		}
+		// change may reuse cur's arrays, so the stored state is kept apart.
+		before := make(map[uint64]NavNode, len(cur.Nodes))
+		for _, n := range cur.Nodes {
+			before[n.ID] = n
 		}
 		next, err := change(cur)
 		if err != nil {
@@ -313,7 +340,7 @@ func (db *DB) UpdateNavGraph(change func(cur NavGraph) (NavGraph, error), check 
 				}
 			}
 		}
-		if err := check(next); err != nil {
+		if err := check(next, GraphTx{tx: tx, before: before}); err != nil {
 			return err
 		}
 		if err := clearBucket(nb); err != nil {

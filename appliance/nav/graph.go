@@ -15,11 +15,14 @@ import (
 type Graph struct {
 	ids   []uint64 // dense index -> node id
 	index map[uint64]int32
-	nodes []store.NavNode
-	edges []store.NavEdge // as stored, for the project payload
-	xy    [][2]float64    // coordinates packed for the search loop
-	start []int32         // adjacency of i is adj[start[i]:start[i+1]]
-	adj   []arc
+	// beacon is the node linked to each beacon asset_uid: the lowest node
+	// id when stored data (from before edits refused it) links two.
+	beacon map[string]int32
+	nodes  []store.NavNode
+	edges  []store.NavEdge // as stored, for the project payload
+	xy     [][2]float64    // coordinates packed for the search loop
+	start  []int32         // adjacency of i is adj[start[i]:start[i+1]]
+	adj    []arc
 	// scale makes scale*euclid(u, v) <= weight(u, v) for every edge, so the
 	// A* heuristic scale*euclid(n, target) is consistent for any weights;
 	// a graph with odd weights only degrades towards Dijkstra.
@@ -42,10 +45,17 @@ type arc struct {
 func BuildGraph(g store.NavGraph) *Graph {
 	n := len(g.Nodes)
 	gr := &Graph{ids: make([]uint64, n), index: make(map[uint64]int32, n), nodes: g.Nodes, edges: g.Edges, start: make([]int32, n+1), scale: math.Inf(1)}
+	gr.beacon = map[string]int32{}
 	for i, nd := range g.Nodes {
 		gr.ids[i] = nd.ID
 		gr.index[nd.ID] = int32(i)
 		gr.xy = append(gr.xy, [2]float64{nd.X, nd.Y})
+		if nd.BeaconUID == "" {
+			continue
+		}
+		if j, ok := gr.beacon[nd.BeaconUID]; !ok || nd.ID < g.Nodes[j].ID {
+			gr.beacon[nd.BeaconUID] = int32(i)
+		}
 	}
 	deg := make([]int32, n+1)
 	for _, e := range g.Edges {
@@ -119,14 +129,14 @@ func (g *Graph) Nearest(floor uint64, x, y float64) (store.NavNode, bool) {
 	return g.nodes[best], true
 }
 
-// ByBeacon returns the node linked to a beacon's asset_uid.
+// ByBeacon returns the node linked to a beacon's asset_uid (the lowest
+// node id if several are).
 func (g *Graph) ByBeacon(uid string) (store.NavNode, bool) {
-	for _, n := range g.nodes {
-		if n.BeaconUID == uid {
-			return n, true
-		}
+	i, ok := g.beacon[uid]
+	if !ok {
+		return store.NavNode{}, false
 	}
-	return store.NavNode{}, false
+	return g.nodes[i], true
 }
 
 // search is per-query scratch space, pooled so that a query allocates

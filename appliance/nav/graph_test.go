@@ -191,3 +191,15 @@ func TestLandmarkSearchMatchesDijkstra(t *testing.T) {
 		t.Fatal("route into the island")
 	}
 }
+
+// TestByBeaconLowestNode: with two nodes linked to one beacon (stored
+// before edits refused it) the lowest node id wins, whatever the order.
+func TestByBeaconLowestNode(t *testing.T) {
+	g := BuildGraph(store.NavGraph{Nodes: []store.NavNode{{ID: 5, FloorID: 1, BeaconUID: "B"}, {ID: 3, FloorID: 1, BeaconUID: "B"}, {ID: 4, FloorID: 1}}})
+	if n, ok := g.ByBeacon("B"); !ok || n.ID != 3 {
+		t.Fatalf("ByBeacon %+v %v, want node 3", n, ok)
+	}
+	if _, ok := g.ByBeacon(""); ok {
+		t.Fatal("the empty uid found a node")
+	}
+}

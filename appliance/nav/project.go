@@ -101,7 +101,9 @@ func (s *Service) ProjectJSON(id uint64) (Project, []byte, string, error) {
 	for _, n := range g.nodes {
 		if i, ok := ours[n.FloorID]; ok {
 			p.Floors[i].Nodes = append(p.Floors[i].Nodes, n)
-			if n.BeaconUID != "" {
+			// The node pathfinding starts at for this beacon, so both
+			// agree when stored data links a beacon to two nodes.
+			if b, ok := g.ByBeacon(n.BeaconUID); ok && b.ID == n.ID {
 				linked[n.BeaconUID] = n.ID
 			}
 		}

@@ -90,7 +90,7 @@ func (s *Service) FloorGraph(id uint64) (store.NavGraph, error) {
 
 // edit applies change in one validated transaction and recompiles.
 func (s *Service) edit(change func(cur store.NavGraph) (store.NavGraph, error)) (store.NavGraph, error) {
-	out, err := s.db.UpdateNavGraph(change, Validate)
+	out, err := s.db.UpdateNavGraph(change, check)
 	if err != nil {
 		return out, store.ClientErr(err, "floor")
 	}
@@ -159,6 +159,62 @@ func Validate(g store.NavGraph) error {
 		}
 		if a.FloorID != b.FloorID && e.Kind != KindStairs && e.Kind != KindLift {
 			return apperr.InvalidField("kind", "an edge between floors must be stairs or lift")
+		}
+	}
+	return nil
+}
+
+// check is the GraphCheck of every edit: the graph's shape, then its
+// beacon links.
+func check(g store.NavGraph, tx store.GraphTx) error {
+	if err := Validate(g); err != nil {
+		return err
+	}
+	return checkBeaconLinks(g, tx)
+}
+
+// checkBeaconLinks refuses a node linked (beacon_uid) to a beacon that does
+// not exist or that another node is linked to: pathfinding from a beacon
+// and the project's beacons[].node_id must mean one node. Only links the
+// edit makes or changes are checked, so duplicates stored before this rule
+// do not block unrelated edits; reads take the lowest node id (BuildGraph).
+func checkBeaconLinks(g store.NavGraph, tx store.GraphTx) error {
+	holders := map[string][]uint64{}
+	for _, n := range g.Nodes {
+		if n.BeaconUID != "" {
+			holders[n.BeaconUID] = append(holders[n.BeaconUID], n.ID)
+		}
+	}
+	for _, n := range g.Nodes {
+		uid := n.BeaconUID
+		if uid == "" {
+			continue
+		}
+		if old, ok := tx.Stored(n.ID); ok && old.BeaconUID == uid {
+			continue
+		}
+		if !tx.BeaconExists(uid) {
+			return apperr.InvalidField("beacon_uid", "beacon %s does not exist", uid)
+		}
+		// Name a stored node (lowest id) when there is one: a new node's
+		// id is not kept once the edit is refused.
+		var stored uint64
+		fresh := false
+		for _, id := range holders[uid] {
+			if id == n.ID {
+				continue
+			}
+			if _, ok := tx.Stored(id); !ok {
+				fresh = true
+			} else if stored == 0 || id < stored {
+				stored = id
+			}
+		}
+		if stored != 0 {
+			return apperr.InvalidField("beacon_uid", "beacon %s is already linked to node %d", uid, stored)
+		}
+		if fresh {
+			return apperr.InvalidField("beacon_uid", "beacon %s is linked to more than one node of this request", uid)
 		}
 	}
 	return nil

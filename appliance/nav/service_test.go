@@ -3,6 +3,7 @@ package nav
 import (
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 
 	"beaconhub/appliance/apperr"
@@ -117,5 +118,91 @@ func TestNodeAndEdgeEdits(t *testing.T) {
 	}
 	if _, err := s.SaveFloor(store.Floor{Name: " "}); apperr.KindOf(err) != apperr.KindInvalid {
 		t.Fatalf("blank floor name: %v", err)
+	}
+}
+
+// wantInvalid fails unless err is a 400 naming field whose message
+// contains msg.
+func wantInvalid(t *testing.T, err error, field, msg string) {
+	t.Helper()
+	e, ok := apperr.As(err)
+	if !ok || e.Kind != apperr.KindInvalid || e.Field != field || !strings.Contains(e.Msg, msg) {
+		t.Fatalf("err %v, want invalid %s containing %q", err, field, msg)
+	}
+}
+
+// TestBeaconLinks: a node's beacon_uid names an existing beacon that no
+// other node is linked to, in single edits and whole-floor replaces;
+// duplicates stored before that rule neither block unrelated edits nor
+// make pathfinding and the project disagree (the lowest node id wins).
+func TestBeaconLinks(t *testing.T) {
+	s := newService(t)
+	f1, _ := s.SaveFloor(store.Floor{Name: "G"})
+	f2, _ := s.SaveFloor(store.Floor{Name: "F", Level: 1})
+	b1 := &store.Beacon{MAC: "AABBCCDDEE01", Name: "Desk", Active: true, POI: true}
+	b2 := &store.Beacon{MAC: "AABBCCDDEE02", Name: "Lift", Active: true, POI: true}
+	for _, b := range []*store.Beacon{b1, b2} {
+		if err := s.db.CreateBeacon(b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, err := s.CreateNode(f1.ID, NodeInput{BeaconUID: "NAV-NOPE-1"})
+	wantInvalid(t, err, "beacon_uid", "beacon NAV-NOPE-1 does not exist")
+	a, err := s.CreateNode(f1.ID, NodeInput{BeaconUID: b1.AssetUID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = s.CreateNode(f1.ID, NodeInput{X: 5, BeaconUID: b1.AssetUID})
+	wantInvalid(t, err, "beacon_uid", "already linked to node "+strconv.FormatUint(a.ID, 10))
+	b, err := s.CreateNode(f1.ID, NodeInput{X: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = s.UpdateNode(b.ID, NodeInput{X: 5, BeaconUID: " " + b1.AssetUID})
+	wantInvalid(t, err, "beacon_uid", "already linked to node "+strconv.FormatUint(a.ID, 10))
+	_, err = s.ReplaceFloorGraph(f2.ID, GraphInput{Nodes: []GraphNode{{NodeInput: NodeInput{BeaconUID: b1.AssetUID}}}})
+	wantInvalid(t, err, "beacon_uid", "already linked to node "+strconv.FormatUint(a.ID, 10))
+	twice := GraphInput{Nodes: []GraphNode{{NodeInput: NodeInput{BeaconUID: b2.AssetUID}}, {NodeInput: NodeInput{X: 1, BeaconUID: b2.AssetUID}}}}
+	_, err = s.ReplaceFloorGraph(f2.ID, twice)
+	wantInvalid(t, err, "beacon_uid", "more than one node of this request")
+	_, err = s.ReplaceFloorGraph(f2.ID, GraphInput{Nodes: []GraphNode{{NodeInput: NodeInput{BeaconUID: "NAV-NOPE-1"}}}})
+	wantInvalid(t, err, "beacon_uid", "does not exist")
+	// Swapping two links in one replace is no duplicate.
+	if _, err := s.ReplaceFloorGraph(f1.ID, GraphInput{Nodes: []GraphNode{
+		{ID: a.ID, NodeInput: NodeInput{BeaconUID: b2.AssetUID}}, {ID: b.ID, NodeInput: NodeInput{X: 5, BeaconUID: b1.AssetUID}},
+	}}); err != nil {
+		t.Fatal(err)
+	}
+
+	// A duplicate stored before the rule: node d (on floor 2, a higher id)
+	// is linked to b1 like node b.
+	if _, err := s.db.UpdateNavGraph(func(cur store.NavGraph) (store.NavGraph, error) {
+		cur.Nodes = append(cur.Nodes, store.NavNode{FloorID: f2.ID, BeaconUID: b1.AssetUID})
+		return cur, nil
+	}, func(store.NavGraph, store.GraphTx) error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.rebuild(); err != nil {
+		t.Fatal(err)
+	}
+	// Unrelated edits and edits keeping a stored link still pass.
+	if _, err := s.UpdateNode(b.ID, NodeInput{X: 6, Name: "desk", BeaconUID: b1.AssetUID}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.CreateNode(f2.ID, NodeInput{X: 9}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := s.Pathfind(PathRequest{From: Endpoint{Beacon: b1.AssetUID}, To: Endpoint{Node: b.ID}})
+	if err != nil || len(res.Nodes) != 1 || res.Nodes[0] != b.ID {
+		t.Fatalf("route from the beacon %+v %v, want node %d", res, err, b.ID)
+	}
+	p, _, err := s.Project(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, pb := range p.Beacons {
+		if pb.AssetUID == b1.AssetUID && pb.NodeID != b.ID {
+			t.Fatalf("project links %s to node %d, pathfinding to %d", pb.AssetUID, pb.NodeID, b.ID)
+		}
 	}
 }
