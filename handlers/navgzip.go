@@ -72,10 +72,10 @@ func (c *navGzipCache) compressed(id uint64, sha string, data []byte) ([]byte, e
 	return buf.Bytes(), nil
 }
 
-// writeProject answers a project, gzip-compressed when the client takes it.
+// writeProject answers a project, gzip-compressed when the client takes
+// it; the caller has set ETag and Vary.
 func (s *Server) writeProject(w http.ResponseWriter, r *http.Request, id uint64, sha string, data []byte) error {
 	h := w.Header()
-	h.Add("Vary", "Accept-Encoding")
 	h.Set("Content-Type", "application/json; charset=utf-8")
 	h.Set("X-Content-Type-Options", "nosniff")
 	body := projectEnvelope(sha, data)

@@ -39,8 +39,9 @@ func (s *Server) navProject(w http.ResponseWriter, r *http.Request, p httprouter
 	}
 	etag := `"` + sha + `"`
 	w.Header().Set("ETag", etag)
-	if inm := r.Header.Get("If-None-Match"); inm == etag || inm == sha || inm == "*" {
-		w.WriteHeader(http.StatusNotModified)
+	// The 304 carries the Vary the 200 does (a cache keys on it).
+	w.Header().Add("Vary", "Accept-Encoding")
+	if notModified(w, r, etag) {
 		return nil
 	}
 	// The bytes the hash covers, not a second encoding of a large project.

@@ -3,6 +3,7 @@ package handlers
 import (
 	"net/http"
 	"strconv"
+	"strings"
 	"testing"
 
 	"beaconhub/appliance/config"
@@ -43,10 +44,11 @@ func TestNavProjectHashAndMobileKey(t *testing.T) {
 	if etag != `"`+s1+`"` {
 		t.Fatalf("ETag %q", etag)
 	}
-	nm := h.do(req{method: "GET", path: "/api/v1/navigation/project/7", token: admin, header: map[string]string{"If-None-Match": etag}})
-	if nm.Code != http.StatusNotModified {
-		t.Fatalf("If-None-Match: %d", nm.Code)
+	if v := r.Header.Get("Vary"); v != "Accept-Encoding" {
+		t.Fatalf("Vary %q", v)
 	}
+	h.conditional(t, "/api/v1/navigation/project/7", admin, nil, etag, "Accept-Encoding")
+	h.conditional(t, "/api/v1/navigation/mobile/project/7", admin, map[string]string{MobileKeyHeader: "mobile-secret"}, etag, "Accept-Encoding")
 	h.get("/api/v1/navigation/project/99", admin).expect(t, http.StatusNotFound)
 
 	for _, path := range []string{"/api/v1/navigation/mobile/project/7", "/api/v1/navigation/mobile/catalog", "/api/v1/navigation/mobile/snapshot"} {
@@ -62,6 +64,32 @@ func TestNavProjectHashAndMobileKey(t *testing.T) {
 	h.get("/api/v1/navigation/mobile-key", h.token("user")).expect(t, http.StatusOK).decodePayload(t, &mk)
 	if mk["mobile_api_key"] != "mobile-secret" || mk["header"] != MobileKeyHeader {
 		t.Fatalf("mobile key %v", mk)
+	}
+}
+
+// conditional checks If-None-Match on path, whose current ETag is etag:
+// weak comparison, lists and "*" answer 304 with no body and the ETag
+// and Vary (vary, "" for none) of the 200; other tags answer 200.
+func (h *harness) conditional(t *testing.T, path, token string, header map[string]string, etag, vary string) {
+	t.Helper()
+	opaque := strings.Trim(etag, `"`)
+	for inm, match := range map[string]bool{
+		etag: true, "W/" + etag: true, `"nope", ` + etag: true, `W/"nope",W/` + etag: true, "*": true, opaque: true,
+		`"nope"`: false, `W/"nope"`: false, `"` + opaque + `x"`: false, "W/" + opaque: false, `"nope" ` + etag: false,
+	} {
+		hdr := map[string]string{"If-None-Match": inm}
+		for k, v := range header {
+			hdr[k] = v
+		}
+		r := h.do(req{method: "GET", path: path, token: token, header: hdr})
+		switch {
+		case match && (r.Code != http.StatusNotModified || r.Body != ""):
+			t.Errorf("%s If-None-Match %s: %d %q, want 304", path, inm, r.Code, r.Body)
+		case match && (r.Header.Get("ETag") != etag || r.Header.Get("Vary") != vary):
+			t.Errorf("%s If-None-Match %s: 304 with ETag %q Vary %q, want %q %q", path, inm, r.Header.Get("ETag"), r.Header.Get("Vary"), etag, vary)
+		case !match && r.Code != http.StatusOK:
+			t.Errorf("%s If-None-Match %s: %d, want 200", path, inm, r.Code)
+		}
 	}
 }
 

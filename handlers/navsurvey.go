@@ -112,8 +112,7 @@ func (s *Server) fingerprintModel(w http.ResponseWriter, r *http.Request, p http
 	sum := sha256.Sum256(data)
 	etag := `"` + hex.EncodeToString(sum[:16]) + `"`
 	w.Header().Set("ETag", etag)
-	if r.Header.Get("If-None-Match") == etag {
-		w.WriteHeader(http.StatusNotModified)
+	if notModified(w, r, etag) {
 		return nil
 	}
 	w.Header().Set("Content-Type", "application/json; charset=utf-8")
