@@ -492,10 +492,25 @@ func TestMapsNeedNavigationOrRTLS(t *testing.T) {
 	// The navigation routes follow the feature too, though the appliance
 	// builds the service whenever it has a database.
 	off, offAdmin := newNavHarness(t, withConfig(func(c *config.Config) { c.ServerFeatures = []string{"sensors"} }))
-	for _, path := range []string{"/api/v1/floors", "/api/v1/navigation/tokens"} {
-		if r := off.send("GET", path, offAdmin, nil); r.Code != http.StatusServiceUnavailable || !strings.Contains(r.Message, "feature navigation") {
-			t.Errorf("%s with navigation off: %d %s", path, r.Code, r.Body)
+	// Every route of docs/navigation.md answers 503 before anything else:
+	// the mobile key (given or not) and the :id are not looked at.
+	navRoutes := 0
+	for _, rt := range off.srv.Routes() {
+		if !strings.HasPrefix(rt.Path, "/api/v1/floor") && !strings.HasPrefix(rt.Path, "/api/v1/node/") &&
+			!strings.HasPrefix(rt.Path, "/api/v1/edge/") && !strings.HasPrefix(rt.Path, "/api/v1/navigation/") {
+			continue
 		}
+		navRoutes++
+		for _, key := range []string{"", "harness-mobile-key"} {
+			path := strings.ReplaceAll(rt.Path, ":id", "x")
+			r := off.do(req{method: rt.Method, path: path, token: offAdmin, body: bodyFor(rt.Method), header: map[string]string{MobileKeyHeader: key}})
+			if r.Code != http.StatusServiceUnavailable || !strings.Contains(r.Message, "feature navigation") {
+				t.Errorf("%s %s (key %q) with navigation off: %d %s", rt.Method, path, key, r.Code, r.Body)
+			}
+		}
+	}
+	if navRoutes < 20 {
+		t.Fatalf("only %d navigation routes found", navRoutes)
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	"beaconhub/appliance/apperr"
+	"beaconhub/appliance/nav"
 
 	"github.com/julienschmidt/httprouter"
 )
@@ -29,6 +30,11 @@ func (s *Server) navProject(w http.ResponseWriter, r *http.Request, p httprouter
 	if err != nil {
 		return err
 	}
+	return s.project(w, r, n, p)
+}
+
+// project answers project :id with its ETag, or 304.
+func (s *Server) project(w http.ResponseWriter, r *http.Request, n *nav.Service, p httprouter.Params) error {
 	id, err := projectID(p)
 	if err != nil {
 		return err
@@ -66,7 +72,20 @@ func (s *Server) navProjectSHA(w http.ResponseWriter, _ *http.Request, p httprou
 }
 
 func (s *Server) mobileKey(w http.ResponseWriter, _ *http.Request, _ httprouter.Params) error {
+	if _, err := s.nav(); err != nil {
+		return err
+	}
 	return ok(w, map[string]any{"mobile_api_key": s.deps.Live.Get().MobileAPIKey, "header": MobileKeyHeader})
+}
+
+// mobileNav is the prelude of the /mobile/* routes: the feature first
+// (with navigation off every route answers 503, key or not), then the key.
+func (s *Server) mobileNav(r *http.Request) (*nav.Service, error) {
+	n, err := s.nav()
+	if err != nil {
+		return nil, err
+	}
+	return n, s.checkMobileKey(r)
 }
 
 // checkMobileKey refuses a missing or wrong shared key; an empty key in
@@ -81,19 +100,17 @@ func (s *Server) checkMobileKey(r *http.Request) error {
 }
 
 func (s *Server) mobileProject(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
-	if err := s.checkMobileKey(r); err != nil {
+	n, err := s.mobileNav(r)
+	if err != nil {
 		return err
 	}
-	return s.navProject(w, r, p)
+	return s.project(w, r, n, p)
 }
 
 // mobileCatalog lists every project with its hash, so the app fetches
 // only those whose hash it does not have.
 func (s *Server) mobileCatalog(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
-	if err := s.checkMobileKey(r); err != nil {
-		return err
-	}
-	n, err := s.nav()
+	n, err := s.mobileNav(r)
 	if err != nil {
 		return err
 	}
@@ -114,10 +131,7 @@ func (s *Server) mobileCatalog(w http.ResponseWriter, r *http.Request, _ httprou
 
 // mobileSnapshot is every project in one download.
 func (s *Server) mobileSnapshot(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
-	if err := s.checkMobileKey(r); err != nil {
-		return err
-	}
-	n, err := s.nav()
+	n, err := s.mobileNav(r)
 	if err != nil {
 		return err
 	}
