@@ -1,6 +1,7 @@
 package nav
 
 import (
+	"math"
 	"strconv"
 	"strings"
 
@@ -52,6 +53,23 @@ type GraphInput struct {
 	Edges []GraphEdge `json:"edges"`
 }
 
+// maxNodeCoord bounds node coordinates: map pixels, as survey samples.
+const maxNodeCoord = maxSurveyCoord
+
+// checkXY refuses node coordinates outside the map's pixel range: 1e308
+// was accepted, and distances between such points lose every digit.
+func checkXY(in NodeInput, what string) error {
+	for _, c := range []struct {
+		name string
+		v    float64
+	}{{"x", in.X}, {"y", in.Y}} {
+		if math.IsNaN(c.v) || c.v < 0 || c.v > maxNodeCoord {
+			return apperr.InvalidField(c.name, "%s%s must be a map pixel between 0 and %.0f", what, c.name, maxNodeCoord)
+		}
+	}
+	return nil
+}
+
 func nodeFrom(in NodeInput, id, floor uint64) store.NavNode {
 	return store.NavNode{ID: id, FloorID: floor, X: in.X, Y: in.Y, Name: strings.TrimSpace(in.Name), Kind: in.Kind, BeaconUID: strings.TrimSpace(in.BeaconUID)}
 }
@@ -62,6 +80,9 @@ func placeholder(k int) uint64 { return uint64(-int64(k + 1)) }
 
 // CreateNode adds a node to a floor.
 func (s *Service) CreateNode(floor uint64, in NodeInput) (store.NavNode, error) {
+	if err := checkXY(in, ""); err != nil {
+		return store.NavNode{}, err
+	}
 	if _, err := s.Floor(floor); err != nil {
 		return store.NavNode{}, err
 	}
@@ -77,6 +98,9 @@ func (s *Service) CreateNode(floor uint64, in NodeInput) (store.NavNode, error) 
 
 // UpdateNode changes a node in place; its floor and edges stay.
 func (s *Service) UpdateNode(id uint64, in NodeInput) (store.NavNode, error) {
+	if err := checkXY(in, ""); err != nil {
+		return store.NavNode{}, err
+	}
 	var got store.NavNode
 	_, err := s.edit(func(cur store.NavGraph) (store.NavGraph, error) {
 		for i, n := range cur.Nodes {
@@ -198,7 +222,16 @@ func replace(cur store.NavGraph, floor uint64, in GraphInput) (store.NavGraph, e
 	refs := map[string]uint64{}
 	kept := map[uint64]bool{}
 	fresh := 0
-	for _, gn := range in.Nodes {
+	for i, gn := range in.Nodes {
+		what := "node " + strconv.Itoa(i+1) + ": "
+		if gn.Key != "" {
+			what = "node " + strconv.Quote(gn.Key) + ": "
+		} else if gn.ID != 0 {
+			what = "node " + strconv.FormatUint(gn.ID, 10) + ": "
+		}
+		if err := checkXY(gn.NodeInput, what); err != nil {
+			return next, err
+		}
 		id := gn.ID
 		if id != 0 {
 			if _, ok := old[id]; !ok || kept[id] {

@@ -1,8 +1,17 @@
 package nav
 
 import (
+	"math"
+
 	"beaconhub/appliance/apperr"
 	"beaconhub/store"
+)
+
+// A pathfinding point is at most one map size off the plan's pixels
+// (0..maxNodeCoord) in any direction.
+const (
+	minPointCoord = -maxNodeCoord
+	maxPointCoord = 2 * maxNodeCoord
 )
 
 // Endpoint is where a route starts or ends: exactly one of a node id, a
@@ -64,6 +73,13 @@ func (g *Graph) endpoint(e Endpoint, field string) (store.NavNode, error) {
 	default:
 		if e.X == nil || e.Y == nil || e.Floor == 0 {
 			return store.NavNode{}, apperr.InvalidField(field, "a coordinate needs floor_id, x and y")
+		}
+		// A point may lie off the plan (a phone's estimate drifts), but
+		// not so far that distances to the nodes lose their digits.
+		for _, v := range []float64{*e.X, *e.Y} {
+			if math.IsNaN(v) || v < minPointCoord || v > maxPointCoord {
+				return store.NavNode{}, apperr.InvalidField(field, "%s: x and y must be numbers between %.0f and %.0f", field, minPointCoord, maxPointCoord)
+			}
 		}
 		if n, ok := g.Nearest(e.Floor, *e.X, *e.Y); ok {
 			return n, nil

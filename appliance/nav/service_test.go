@@ -206,3 +206,41 @@ func TestBeaconLinks(t *testing.T) {
 		}
 	}
 }
+
+// TestCoordinateBounds: node coordinates are map pixels (0..1e6, as survey
+// samples); a pathfinding point may lie off the plan, but no farther than
+// one map size, where distances still tell nodes apart (1e300 snapped to
+// whichever node came first).
+func TestCoordinateBounds(t *testing.T) {
+	s := newService(t)
+	f, _ := s.SaveFloor(store.Floor{Name: "G"})
+	_, err := s.CreateNode(f.ID, NodeInput{X: 1e308})
+	wantInvalid(t, err, "x", "x must be a map pixel between 0 and 1000000")
+	_, err = s.CreateNode(f.ID, NodeInput{X: 1, Y: -0.5})
+	wantInvalid(t, err, "y", "between 0 and 1000000")
+	near, err := s.CreateNode(f.ID, NodeInput{X: 0, Y: 0})
+	if err != nil {
+		t.Fatal(err)
+	}
+	far, err := s.CreateNode(f.ID, NodeInput{X: 1e6, Y: 1e6})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = s.UpdateNode(near.ID, NodeInput{Y: 1e6 + 1})
+	wantInvalid(t, err, "y", "")
+	_, err = s.ReplaceFloorGraph(f.ID, GraphInput{Nodes: []GraphNode{{ID: near.ID}, {Key: "door", NodeInput: NodeInput{X: 2e6}}}})
+	wantInvalid(t, err, "x", `node "door": x must be`)
+
+	for _, p := range [][2]float64{{1e300, -1e300}, {-1e6 - 1, 0}, {0, 2e6 + 1}} {
+		_, err := s.Pathfind(PathRequest{From: Endpoint{Floor: f.ID, X: ptr(p[0]), Y: ptr(p[1])}, To: Endpoint{Node: near.ID}})
+		wantInvalid(t, err, "from", "from: x and y must be numbers between -1000000 and 2000000")
+	}
+	// Off the plan within bounds still snaps to the nearest node.
+	for p, want := range map[[2]float64]uint64{{-1e6, -1e6}: near.ID, {2e6, 2e6}: far.ID, {-5, 3}: near.ID} {
+		// The nodes are not joined: only the node itself is reachable.
+		res, err := s.Pathfind(PathRequest{From: Endpoint{Floor: f.ID, X: ptr(p[0]), Y: ptr(p[1])}, To: Endpoint{Node: want}})
+		if err != nil || len(res.Nodes) != 1 {
+			t.Fatalf("point %v: %+v %v, want a snap to node %d", p, res, err, want)
+		}
+	}
+}
