@@ -123,6 +123,15 @@ func TestNavigationNodeEdgeRoutes(t *testing.T) {
 		t.Fatalf("edge %+v", e)
 	}
 	h.send("POST", "/api/v1/edge/"+strconv.FormatUint(e.ID, 10), admin, map[string]any{"from": a.ID, "to": b.ID, "weight": -3}).expect(t, http.StatusBadRequest)
+	// An update replaces the whole edge: a body of only the changed field
+	// is refused naming what is missing, not as a dangling edge.
+	r := h.send("POST", "/api/v1/edge/"+strconv.FormatUint(e.ID, 10), admin, map[string]any{"accessible": true})
+	r.wantBad(t, "from")
+	if !strings.Contains(r.Message, "from and to are required") {
+		t.Fatalf("partial edge update: %q", r.Message)
+	}
+	h.send("POST", "/api/v1/edge/"+strconv.FormatUint(e.ID, 10), admin, map[string]any{"from": a.ID}).wantBad(t, "to")
+	h.send("POST", base+"/graph", admin, map[string]any{"nodes": []map[string]any{{"key": "p"}}, "edges": []map[string]any{{"from": "p"}}}).wantBad(t, "edges")
 	h.send("POST", "/api/v1/node/"+strconv.FormatUint(a.ID, 10), admin, map[string]any{"x": 1, "y": 1, "name": "door"}).expect(t, http.StatusOK)
 	h.send("DELETE", "/api/v1/node/"+strconv.FormatUint(a.ID, 10), admin, nil).expect(t, http.StatusOK)
 	var edges []store.NavEdge

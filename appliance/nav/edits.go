@@ -277,6 +277,9 @@ func replace(cur store.NavGraph, floor uint64, in GraphInput) (store.NavGraph, e
 		all[n.ID] = n
 	}
 	for _, ge := range in.Edges {
+		if ge.From == "" || ge.To == "" {
+			return next, apperr.InvalidField("edges", "every edge needs from and to")
+		}
 		from, err := resolve(ge.From, refs)
 		if err != nil {
 			return next, err

@@ -108,6 +108,14 @@ const (
 // and the accessibility flag: corridors are always accessible, stairs
 // never, lifts and ramps as given (a lift out of service is set false).
 func normEdge(e *store.NavEdge, weight *float64, accessible *bool, nodes map[uint64]store.NavNode) error {
+	// An update replaces the whole edge, so a body of only the changed
+	// field lands here: say so rather than "a node does not exist".
+	if e.From == 0 {
+		return apperr.InvalidField("from", "from and to are required (the edge is replaced as a whole)")
+	}
+	if e.To == 0 {
+		return apperr.InvalidField("to", "from and to are required (the edge is replaced as a whole)")
+	}
 	a, okA := nodes[e.From]
 	b, okB := nodes[e.To]
 	if !okA || !okB {
