@@ -152,7 +152,9 @@ func (s *Service) flushOutbox() {
 		}
 		for _, row := range rows {
 			r := s.markLate(Rendered{Topic: row.Topic, Title: row.Title, Message: row.Message, Tags: row.Tags, Priority: row.Priority}, row.Created)
-			res := s.pub.Post(s.ctx, base, r, true)
+			ctx, done := s.postCtx()
+			res := s.pub.Post(ctx, base, r, true)
+			done()
 			if res != Sent && res != Rejected {
 				s.armOutbox()
 				return

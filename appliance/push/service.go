@@ -302,7 +302,42 @@ func (s *Service) post(q queued) Result {
 			at = rec.At
 		}
 	}
-	return s.pub.Post(s.ctx, q.Base, s.markLate(q.R, at), q.Staff)
+	ctx, done := s.postCtx()
+	defer done()
+	return s.pub.Post(ctx, q.Base, s.markLate(q.R, at), q.Staff)
+}
+
+// PostGrace is how long a post under way when push stops may still take
+// to be answered. Cancelled at once, a post the server had already taken
+// failed here, went to the retry queue and was sent again at the next
+// start: staff got it twice (a black-box check). A post not begun by the
+// stop fails at once, as before, and waits in the queue.
+const PostGrace = 5 * time.Second
+
+// postCtx is the context of one post: s.ctx while push runs, ended
+// PostGrace after s.ctx ends (on the service's clock), or s.ctx itself
+// when push has already stopped.
+func (s *Service) postCtx() (context.Context, context.CancelFunc) {
+	if s.ctx.Err() != nil {
+		return s.ctx, func() {}
+	}
+	ctx, cancel := context.WithCancel(context.WithoutCancel(s.ctx))
+	var mu sync.Mutex
+	var timer clock.Timer
+	stop := context.AfterFunc(s.ctx, func() {
+		mu.Lock()
+		timer = s.clk.AfterFunc(PostGrace, cancel)
+		mu.Unlock()
+	})
+	return ctx, func() {
+		stop()
+		mu.Lock()
+		if timer != nil {
+			timer.Stop()
+		}
+		mu.Unlock()
+		cancel()
+	}
 }
 
 // markLate starts r's body with the late line when it goes out
