@@ -120,6 +120,8 @@ func TestPatchSettingsRefusals(t *testing.T) {
 		{"wrong type", `{"server_debug_max_files": "12"}`, "server_debug_max_files"},
 		{"too long footer", `{"server_ui_footer_text": "` + strings.Repeat("z", 241) + `"}`, "server_ui_footer_text"},
 		{"bad secret", `{"server_mqtt_pass": ""}`, "server_mqtt_pass"},
+		{"snapshots outside the home", `{"server_debug_log_dir": "/etc"}`, "server_debug_log_dir"},
+		{"snapshots above the home", `{"server_debug_log_dir": "../../outside"}`, "server_debug_log_dir"},
 	} {
 		r := h.do(req{method: "PATCH", path: "/api/v1/settings", token: admin, body: tc.body})
 		checkErrorEnvelope(t, tc.name, r, http.StatusBadRequest)

@@ -407,3 +407,18 @@ func TestTightenedRTLSParamsDoNotStopTheStart(t *testing.T) {
 		}
 	}
 }
+
+// A snapshot directory outside the home, written in the file before the
+// settings page was held to the home, does not stop the start: kept as
+// written, with a warning (the page refuses it: options_test).
+func TestDebugLogDirOutsideTheHomeInTheFileIsKept(t *testing.T) {
+	home := t.TempDir()
+	writeConfig(t, home, `{"server_debug_log_dir": "/var/log/beaconhub"}`)
+	c, _, res, err := Check(Paths{Home: home}, testBrand)
+	if err != nil {
+		t.Fatalf("Check: %v", err)
+	}
+	if c.DebugLogDir != "/var/log/beaconhub" || len(res.Degraded) != 1 || !strings.HasPrefix(res.Degraded[0], "server_debug_log_dir: ") {
+		t.Errorf("loaded %q, degraded %q", c.DebugLogDir, res.Degraded)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"time"
@@ -146,6 +147,29 @@ func relPath(v any) error {
 	}
 	return nil
 }
+
+// insideHome is a directory below the home: the snapshot directory is
+// set from the settings page, at run time, and the snapshotter prunes
+// snapshot-*.json files in it, so it may not name a place outside the
+// home (a black-box check wrote snapshots to /etc).
+func insideHome(v any) error {
+	if err := relPath(v); err != nil {
+		return err
+	}
+	s := v.(string)
+	if filepath.IsAbs(s) || !filepath.IsLocal(s) {
+		return fmt.Errorf("must be a directory inside the home, given relative to it")
+	}
+	return nil
+}
+
+// outsideHomeKept: a directory outside the home written in the file (or
+// the environment) by the operator is kept, so an upgrade does not stop
+// a box that has one; only the settings page is held to the home.
+func outsideHomeKept(v any) string {
+	return fmt.Sprintf("%q is outside the home: kept as written; the settings page accepts only a directory inside the home", v)
+}
+
 func apiPrefix(v any) error {
 	s := v.(string)
 	if !strings.HasPrefix(s, "/") {
@@ -283,7 +307,7 @@ var Options = []Option{
 	{Key: "server_rtls_params", Group: "rtls", Kind: KindStrings, Default: func(Brand) any { return []string{} }, Restart: true, Validate: rtlsParams, Degrade: rtlsParamsDegrade},
 
 	{Key: "server_debug_snapshot_interval", Group: "diagnostics", Kind: KindInt, Default: num(300), UI: true, Validate: intRange(10, 86400)},
-	{Key: "server_debug_log_dir", Group: "diagnostics", Default: str("logs/diagnostics"), UI: true, Validate: relPath},
+	{Key: "server_debug_log_dir", Group: "diagnostics", Default: str("logs/diagnostics"), UI: true, Validate: insideHome, Degrade: outsideHomeKept},
 	{Key: "server_debug_max_files", Group: "diagnostics", Kind: KindInt, Default: num(288), UI: true, Validate: intRange(1, 100000)},
 	{Key: "server_log_verbosity", Group: "diagnostics", Default: str("normal"), UI: true, Validate: oneOf("none", "normal", "verbose")},
 

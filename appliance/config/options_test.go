@@ -45,7 +45,7 @@ var badValues = map[string][]any{
 	"server_events_warning_retention_days":        {0, 36501},
 	"server_rtls_intervals_retention_days":        {0, 36501},
 	"server_debug_snapshot_interval":              {9},
-	"server_debug_log_dir":                        {""},
+	"server_debug_log_dir":                        {"", "/etc", "../../outside", "logs/../../x"},
 	"server_debug_max_files":                      {0},
 	"server_log_verbosity":                        {"loud", "Verbose"},
 	"server_gateway_admin_http_transport":         {"wget"},
