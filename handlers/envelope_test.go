@@ -23,6 +23,9 @@ func checkErrorEnvelope(t *testing.T, name string, r *response, status int) {
 	if !strings.HasPrefix(r.Header.Get("Content-Type"), "application/json") {
 		t.Errorf("%s: Content-Type %q", name, r.Header.Get("Content-Type"))
 	}
+	if r.Header.Get("X-Content-Type-Options") != "nosniff" {
+		t.Errorf("%s: no nosniff header", name)
+	}
 	var env map[string]json.RawMessage
 	if err := json.Unmarshal([]byte(r.Body), &env); err != nil {
 		t.Errorf("%s: body is not a JSON envelope: %s", name, r.Body)

@@ -228,6 +228,7 @@ func (s *Server) otherMethods(path, have string) []string {
 
 func writeJSONError(w http.ResponseWriter, status int, msg string) {
 	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.Header().Set("X-Content-Type-Options", "nosniff") // as every other answer (a black-box check)
 	w.WriteHeader(status)
 	_, _ = w.Write([]byte(`{"type":"error","message":"` + msg + `","payload":{}}`))
 }

@@ -1,6 +1,7 @@
 package ingest
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -170,5 +171,19 @@ func TestLastingLinksAcrossARestart(t *testing.T) {
 	r.ClientDisconnected("AC233FA0B1C1")
 	if macs, changed := r.lastingIfChanged(); !changed || strings.Join(macs, " ") != "AC233FA0B1C2" {
 		t.Fatalf("lasting after B1C1's short connection: %v %v", macs, changed)
+	}
+}
+
+// With no gateway heard the snapshot lists none as [], not null: a
+// status client iterating over it broke on a fresh box (a black-box
+// check).
+func TestSnapshotListsNoGatewaysAsAnEmptyList(t *testing.T) {
+	s := newStats(clock.NewFake(time.Date(2026, 11, 28, 10, 0, 0, 0, time.UTC)))
+	b, err := json.Marshal(s.Snapshot())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), `"gateways":[]`) {
+		t.Errorf("snapshot %s, want \"gateways\":[]", b)
 	}
 }

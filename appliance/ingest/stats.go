@@ -369,7 +369,7 @@ func (s *Stats) Snapshot() Snapshot {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	out := Snapshot{Messages: s.messages.Load(), Reports: s.reports.Load(), AckTimeouts: s.ackTimeouts.Load(),
-		Drops: map[string]int64{}, OtherClients: s.others}
+		Drops: map[string]int64{}, OtherClients: s.others, Gateways: []GatewaySnapshot{}} // [] with none, not null (a black-box check)
 	for _, r := range DropReasons() {
 		out.Drops[r.String()] = s.drops[r]
 	}
