@@ -18,7 +18,7 @@ const docsCSP = "default-src 'none'; script-src 'self'; style-src 'self' 'unsafe
 
 // integrationDocs serves GET /integration/docs (the page) and
 // /integration/docs/:filename (its assets) from the embedded files.
-func (s *Server) integrationDocs(w http.ResponseWriter, _ *http.Request, p httprouter.Params) error {
+func (s *Server) integrationDocs(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
 	name := p.ByName("filename")
 	if name == "" {
 		name = "index.html"
@@ -28,5 +28,5 @@ func (s *Server) integrationDocs(w http.ResponseWriter, _ *http.Request, p httpr
 	// Set before the lookup: a 404 for a docs path carries them too.
 	w.Header().Set("Content-Security-Policy", docsCSP)
 	w.Header().Set("Referrer-Policy", "no-referrer")
-	return writeEmbedded(w, integrationdocs.FS(), name, func([]byte) string { return "text/plain; charset=utf-8" })
+	return writeEmbedded(w, r, integrationdocs.FS(), name, func([]byte) string { return "text/plain; charset=utf-8" })
 }

@@ -1,10 +1,12 @@
 package handlers
 
 import (
+	"hash/crc32"
 	"io/fs"
 	"mime"
 	"net/http"
 	"path"
+	"strconv"
 	"strings"
 
 	"beaconhub/appliance/apperr"
@@ -15,7 +17,7 @@ import (
 // static serves one file of the embedded frontend.
 func (s *Server) static(name string) handlerFunc {
 	return func(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
-		return s.serveFile(w, name)
+		return s.serveFile(w, r, name)
 	}
 }
 
@@ -27,35 +29,44 @@ func (s *Server) staticDir(dir string) handlerFunc {
 		if !assetName(f) {
 			return apperr.NotFound("no such file")
 		}
-		return s.serveFile(w, dir+"/"+f)
+		return s.serveFile(w, r, dir+"/"+f)
 	}
 }
 
-func (s *Server) serveFile(w http.ResponseWriter, name string) error {
+func (s *Server) serveFile(w http.ResponseWriter, r *http.Request, name string) error {
 	if s.deps.Static == nil {
 		return apperr.NotFound("no such file")
 	}
-	return writeEmbedded(w, s.deps.Static, name, http.DetectContentType)
+	return writeEmbedded(w, r, s.deps.Static, name, http.DetectContentType)
 }
 
+// castagnoli is the CRC the ETags of embedded files use: hardware
+// accelerated, so tagging a file at every request costs next to nothing.
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
 // writeEmbedded answers one embedded file: its type from the extension
-// (else fallback(data)), nosniff, and caching: index.html revalidated,
-// assets kept an hour.
-func writeEmbedded(w http.ResponseWriter, fsys fs.FS, name string, fallback func([]byte) string) error {
+// (else fallback(data)), nosniff, an ETag of its bytes, and no-cache, so
+// that a browser revalidates each time (a 304 when unchanged) and an
+// upgrade's new script and style are taken at once. Before, the fixed
+// names were kept an hour, so after an upgrade the old script ran against
+// the new API, and index.html had nothing to revalidate with (a
+// black-box check).
+func writeEmbedded(w http.ResponseWriter, r *http.Request, fsys fs.FS, name string, fallback func([]byte) string) error {
 	data, err := fs.ReadFile(fsys, name)
 	if err != nil {
 		return apperr.NotFound("no such file")
 	}
+	tag := `"` + strconv.Itoa(len(data)) + "-" + strconv.FormatUint(uint64(crc32.Checksum(data, castagnoli)), 16) + `"`
 	ct := mime.TypeByExtension(path.Ext(name))
 	if ct == "" {
 		ct = fallback(data)
 	}
 	w.Header().Set("Content-Type", ct)
 	w.Header().Set("X-Content-Type-Options", "nosniff")
-	if name == "index.html" {
-		w.Header().Set("Cache-Control", "no-cache")
-	} else {
-		w.Header().Set("Cache-Control", "public, max-age=3600")
+	w.Header().Set("Cache-Control", "no-cache")
+	w.Header().Set("ETag", tag)
+	if notModified(w, r, tag) {
+		return nil
 	}
 	_, _ = w.Write(data)
 	return nil
