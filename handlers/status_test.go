@@ -77,6 +77,15 @@ func TestStatusEndpoints(t *testing.T) {
 	if got := keys(d); got != "alertsys,fleet,generated_at,issues,issues_total,mqtt,ok,push" {
 		t.Errorf("dashboard keys = %s", got)
 	}
+	// The MQTT error fields are there, null, before any error, as in
+	// /status/mqtt (they were left out: a black-box check).
+	var mq map[string]json.RawMessage
+	if err := json.Unmarshal(d["mqtt"], &mq); err != nil {
+		t.Fatal(err)
+	}
+	if string(mq["last_error"]) != "null" || string(mq["last_error_at"]) != "null" {
+		t.Errorf("dashboard mqtt %s: want last_error and last_error_at null", d["mqtt"])
+	}
 	var push map[string]json.RawMessage
 	_ = json.Unmarshal(d["push"], &push)
 	if got := keys(push); got != "delivery,message,ok,reachability" {

@@ -19,8 +19,10 @@ type MQTTSnapshot struct {
 	Connected   *bool  `json:"connected,omitempty"`
 	Address     string `json:"address,omitempty"`
 	Clients     int64  `json:"clients"`
-	LastError   string `json:"last_error,omitempty"`
-	LastErrorAt *int64 `json:"last_error_at,omitempty"`
+	// LastError and LastErrorAt are null until an error, as in
+	// /status/mqtt (left out, the dashboard's differed: a black-box check).
+	LastError   *string `json:"last_error"`
+	LastErrorAt *int64  `json:"last_error_at"`
 	CheckedAt   *int64 `json:"checked_at"`
 	Message     string `json:"message"`
 }

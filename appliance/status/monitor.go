@@ -188,7 +188,11 @@ func (m *Monitor) checkMQTT(dial bool) {
 	m.locked(TargetMQTT, func() {
 		st := m.o.MQTT()
 		now := m.o.Clock.Now().UnixMilli()
-		s := MQTTSnapshot{Mode: st.Mode, Clients: st.Clients, LastError: st.LastError, CheckedAt: &now}
+		s := MQTTSnapshot{Mode: st.Mode, Clients: st.Clients, CheckedAt: &now}
+		if st.LastError != "" {
+			e := st.LastError
+			s.LastError = &e
+		}
 		if !st.LastErrorAt.IsZero() {
 			at := st.LastErrorAt.UnixMilli()
 			s.LastErrorAt = &at
