@@ -13,18 +13,18 @@ import (
 
 // MQTTSnapshot is the dashboard's MQTT object.
 type MQTTSnapshot struct {
-	OK          bool   `json:"ok"`
-	Mode        string `json:"mode"` // embedded, external or none
-	Listening   *bool  `json:"listening,omitempty"`
-	Connected   *bool  `json:"connected,omitempty"`
-	Address     string `json:"address,omitempty"`
-	Clients     int64  `json:"clients"`
+	OK        bool   `json:"ok"`
+	Mode      string `json:"mode"` // embedded, external or none
+	Listening *bool  `json:"listening,omitempty"`
+	Connected *bool  `json:"connected,omitempty"`
+	Address   string `json:"address,omitempty"`
+	Clients   int64  `json:"clients"`
 	// LastError and LastErrorAt are null until an error, as in
 	// /status/mqtt (left out, the dashboard's differed: a black-box check).
 	LastError   *string `json:"last_error"`
 	LastErrorAt *int64  `json:"last_error_at"`
-	CheckedAt   *int64 `json:"checked_at"`
-	Message     string `json:"message"`
+	CheckedAt   *int64  `json:"checked_at"`
+	Message     string  `json:"message"`
 }
 
 // AlertsysSnapshot is the alertsys object: the client's cached outcome,
