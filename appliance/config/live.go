@@ -90,6 +90,12 @@ func (l *Live) Patch(changes map[string]json.RawMessage) ([]string, error) {
 		if str, ok := raw.(string); ok && o.URL && str != fmt.Sprint(old.Get(k)) && str == maskURL(fmt.Sprint(old.Get(k))) {
 			continue // a URL shown with its credentials masked, sent back
 		}
+		// A value sent back as it stands is a "keep" too: one kept at load
+		// though it fails today's check (Degrade) would otherwise refuse
+		// the whole form it came back in (a review).
+		if v, err := coerce(o, raw); err == nil && fmt.Sprint(v) == fmt.Sprint(old.Get(k)) {
+			continue
+		}
 		if err := next.apply(o, raw); err != nil {
 			l.mu.Unlock()
 			return nil, err
