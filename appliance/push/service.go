@@ -97,7 +97,12 @@ type Service struct {
 	outDelay time.Duration
 	digTimer clock.Timer
 	remTimer clock.Timer
-	stopped  bool
+	// postMu guards the posts in flight (postCtx, endPosts).
+	postMu     sync.Mutex
+	posts      map[*context.CancelFunc]struct{}
+	postsEnded bool
+	graceTimer clock.Timer
+	stopped    bool
 	// deferSave, under mu, makes save a no-op while reconcile runs,
 	// except after a message went out (sentUnsaved, set by immediate): a
 	// save per transition (the whole state each time) held an SOS 51 s
@@ -163,6 +168,7 @@ func (s *Service) Start(ctx context.Context) {
 	}()
 	go func() {
 		<-ctx.Done()
+		s.endPosts()
 		s.mu.Lock()
 		s.stopped = true
 		for _, t := range []clock.Timer{s.retry[laneStaff].timer, s.retry[laneOps].timer, s.outTimer, s.digTimer, s.remTimer} {
@@ -314,30 +320,53 @@ func (s *Service) post(q queued) Result {
 // stop fails at once, as before, and waits in the queue.
 const PostGrace = 5 * time.Second
 
-// postCtx is the context of one post: s.ctx while push runs, ended
-// PostGrace after s.ctx ends (on the service's clock), or s.ctx itself
-// when push has already stopped.
-func (s *Service) postCtx() (context.Context, context.CancelFunc) {
-	if s.ctx.Err() != nil {
+// postCtx is the context of one post: s.ctx while push runs; once it
+// ends, the post keeps its own until PostGrace later (one timer for every
+// post in flight, armed at the stop, on the service's clock), and a post
+// begun after the stop gets s.ctx itself and fails at once. done ends it,
+// and stops the timer when it was the last (a review saw a timer per post
+// left armed when the stop met a post's end).
+func (s *Service) postCtx() (ctx context.Context, done func()) {
+	s.postMu.Lock()
+	defer s.postMu.Unlock()
+	if s.ctx.Err() != nil || s.postsEnded {
 		return s.ctx, func() {}
 	}
 	ctx, cancel := context.WithCancel(context.WithoutCancel(s.ctx))
-	var mu sync.Mutex
-	var timer clock.Timer
-	stop := context.AfterFunc(s.ctx, func() {
-		mu.Lock()
-		timer = s.clk.AfterFunc(PostGrace, cancel)
-		mu.Unlock()
-	})
+	if s.posts == nil {
+		s.posts = map[*context.CancelFunc]struct{}{}
+	}
+	key := &cancel
+	s.posts[key] = struct{}{}
 	return ctx, func() {
-		stop()
-		mu.Lock()
-		if timer != nil {
-			timer.Stop()
+		s.postMu.Lock()
+		delete(s.posts, key)
+		if len(s.posts) == 0 && s.graceTimer != nil {
+			s.graceTimer.Stop()
+			s.graceTimer = nil
 		}
-		mu.Unlock()
+		s.postMu.Unlock()
 		cancel()
 	}
+}
+
+// endPosts is the stop's side of postCtx: no post begins any more, and
+// those in flight are cancelled PostGrace from now.
+func (s *Service) endPosts() {
+	s.postMu.Lock()
+	defer s.postMu.Unlock()
+	s.postsEnded = true
+	if len(s.posts) == 0 {
+		return
+	}
+	s.graceTimer = s.clk.AfterFunc(PostGrace, func() {
+		s.postMu.Lock()
+		defer s.postMu.Unlock()
+		for cancel := range s.posts {
+			(*cancel)()
+		}
+		s.graceTimer = nil
+	})
 }
 
 // markLate starts r's body with the late line when it goes out

@@ -1,6 +1,7 @@
 package push
 
 import (
+	"context"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -8,6 +9,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"beaconhub/appliance/clock"
 )
 
 // lateAnswer forwards a publish to the fake ntfy at once (the server has
@@ -57,5 +60,49 @@ func TestAPostUnderWayAtStopIsNotSentAgain(t *testing.T) {
 	r.svc.Idle()
 	if n := len(activeOf(r.msgs("TST000-sensors"), "range:F1")); n != 1 {
 		t.Fatalf("range:F1 announced %d times, want once", n)
+	}
+}
+
+// The grace is one timer, armed at the stop for the posts in flight: it
+// cancels them PostGrace later, a post begun after the stop gets the
+// ended context at once, and when the last post in flight ends the
+// timer goes (a review saw a timer per post left armed when the stop met
+// a post's end, which tests waiting on the fake clock's Pending count).
+func TestPostGraceIsOneTimerThatEndsWithTheLastPost(t *testing.T) {
+	fc := clock.NewFake(t0)
+	ctx, stop := context.WithCancel(context.Background())
+	s := &Service{ctx: ctx, clk: fc}
+	a, doneA := s.postCtx()
+	b, doneB := s.postCtx()
+	stop()
+	s.endPosts()
+	if late, _ := s.postCtx(); late.Err() == nil {
+		t.Fatal("a post begun after the stop did not fail at once")
+	}
+	if n := fc.Pending(); n != 1 {
+		t.Fatalf("%d timers armed at the stop, want one for both posts", n)
+	}
+	doneA()
+	if a.Err() == nil || b.Err() != nil {
+		t.Fatalf("after the first post ended: its context %v, the other's %v", a.Err(), b.Err())
+	}
+	fc.Advance(PostGrace)
+	if b.Err() == nil {
+		t.Fatal("the post still in flight was not cancelled PostGrace after the stop")
+	}
+	doneB()
+	if n := fc.Pending(); n != 0 {
+		t.Fatalf("%d timers left after every post ended", n)
+	}
+
+	// A stop meeting a post's end leaves no timer behind.
+	ctx2, stop2 := context.WithCancel(context.Background())
+	s2 := &Service{ctx: ctx2, clk: fc}
+	_, done := s2.postCtx()
+	stop2()
+	s2.endPosts()
+	done()
+	if n := fc.Pending(); n != 0 {
+		t.Fatalf("%d timers left after the stop met the post's end", n)
 	}
 }
