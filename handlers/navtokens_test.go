@@ -3,6 +3,7 @@ package handlers
 import (
 	"net/http"
 	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -59,4 +60,18 @@ func TestNavTokenMatrix(t *testing.T) {
 		t.Fatalf("revoked token: %d %q", r.Code, r.Message)
 	}
 	h.send("DELETE", "/api/v1/navigation/token/"+strconv.FormatUint(tok.ID, 10), admin, nil).expect(t, http.StatusNotFound)
+}
+
+// A navigation token needs a name, as other display names do: nameless
+// ones could not be told apart in the list to revoke the right one (a
+// black-box check).
+func TestNavTokenNeedsAName(t *testing.T) {
+	h, admin := newNavHarness(t)
+	for _, body := range []map[string]any{{}, {"name": ""}, {"name": "   "}, {"name": "kiosk\n3"}} {
+		r := h.send("POST", "/api/v1/navigation/tokens", admin, body)
+		checkErrorEnvelope(t, "token without a usable name", r, http.StatusBadRequest)
+		if !strings.Contains(r.Body, `"field":"name"`) {
+			t.Errorf("%v: %s, want field name", body, r.Body)
+		}
+	}
 }

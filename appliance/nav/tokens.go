@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"strings"
 
+	"beaconhub/appliance/apperr"
 	"beaconhub/store"
 )
 
@@ -20,12 +21,20 @@ func hashToken(secret string) string {
 
 // CreateToken mints a token; the secret is returned once and only its
 // SHA-256 is stored (a high-entropy secret needs no slow hash).
+//
+// The name is checked as other display names are (1-100 characters, no
+// control characters): nameless tokens could not be told apart in the
+// list, to revoke the right one (a black-box check).
 func (s *Service) CreateToken(name, by string) (string, store.NavToken, error) {
+	name, err := apperr.CleanName("name", name, 100)
+	if err != nil {
+		return "", store.NavToken{}, err
+	}
 	var raw [32]byte
 	_, _ = rand.Read(raw[:])
 	secret := tokenPrefix + base64.RawURLEncoding.EncodeToString(raw[:])
 	t, err := s.db.CreateNavToken(store.NavToken{
-		Name: strings.TrimSpace(name), Hash: hashToken(secret), Prefix: secret[:len(tokenPrefix)+4],
+		Name: name, Hash: hashToken(secret), Prefix: secret[:len(tokenPrefix)+4],
 		CreatedBy: by, CreatedAt: s.clock.Now().UTC(),
 	})
 	return secret, t, err
