@@ -5,8 +5,10 @@ import (
 	"encoding/xml"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -139,6 +141,11 @@ func (s *Server) floorImage(w http.ResponseWriter, r *http.Request, p httprouter
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	// An SVG may carry script; never let it run in our origin.
 	w.Header().Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; sandbox")
+	// An ETag of the bytes, and revalidation: the app tells a replaced
+	// floor plan from its cached one with a 304 instead of downloading it
+	// again (there was nothing to revalidate with: a black-box check).
+	w.Header().Set("Cache-Control", "private, no-cache")
+	w.Header().Set("ETag", `"`+strconv.Itoa(len(data))+"-"+strconv.FormatUint(uint64(crc32.Checksum(data, castagnoli)), 16)+`"`)
 	http.ServeContent(w, r, "", time.Time{}, bytes.NewReader(data))
 	return nil
 }

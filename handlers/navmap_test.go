@@ -22,6 +22,18 @@ func TestFloorImage(t *testing.T) {
 	if r.Header.Get("Content-Type") != "image/png" || !bytes.Equal([]byte(r.Body), png) {
 		t.Fatalf("served %q, %d bytes", r.Header.Get("Content-Type"), len(r.Body))
 	}
+	// An ETag the app revalidates with: 304 while the plan is the same,
+	// a new tag once it is replaced (there was none: a black-box check).
+	tag := r.Header.Get("ETag")
+	if tag == "" || r.Header.Get("Cache-Control") != "private, no-cache" {
+		t.Fatalf("floor plan ETag %q Cache-Control %q", tag, r.Header.Get("Cache-Control"))
+	}
+	h.do(req{method: "GET", path: get, token: admin, header: map[string]string{"If-None-Match": tag}}).expect(t, http.StatusNotModified)
+	other := pngOf(t, 8, 5)
+	h.do(req{method: "POST", path: up, token: admin, body: other}).expect(t, http.StatusOK)
+	if r := h.do(req{method: "GET", path: get, token: admin, header: map[string]string{"If-None-Match": tag}}); r.Code != http.StatusOK || r.Header.Get("ETag") == tag {
+		t.Fatalf("a replaced plan: %d with ETag %q (was %q)", r.Code, r.Header.Get("ETag"), tag)
+	}
 
 	svg := []byte(`<?xml version="1.0"?><svg xmlns="http://www.w3.org/2000/svg"></svg>`)
 	h.do(req{method: "POST", path: up, token: admin, body: svg}).expect(t, http.StatusOK)
