@@ -46,7 +46,7 @@ func TestSeqKeepsIncreasingAcrossARestartWithinABurst(t *testing.T) {
 		t.Fatalf("the burst did not run ahead of the clock (top %d); the test proves nothing", top)
 	}
 
-	r.restart() // the clock has not moved: the same millisecond
+	r.crashRestart() // the clock has not moved: the same millisecond
 	r.sensor(sensorRec("range", "F0", "resolved", "temperature 5.00 °C within 2..8", r.clk.Now()))
 	r.svc.Idle()
 	after := r.seqs()
@@ -67,8 +67,8 @@ func TestSeqIsNotRepeatedAfterAFailedFloorSaveAndARestart(t *testing.T) {
 	r.sensor(sensorRec("range", "F0", "active", "temperature 11.00 °C outside 2..8", r.clk.Now()))
 	r.svc.Idle()
 
-	r.restart()
-	restore := r.failSeqSaves()
+	r.crashRestart()
+	r.failSeqSaves()
 	r.pub.mu.Lock()
 	r.pub.seqLimit = 0 // renewal due at the next number
 	r.pub.mu.Unlock()
@@ -76,11 +76,10 @@ func TestSeqIsNotRepeatedAfterAFailedFloorSaveAndARestart(t *testing.T) {
 	r.sensor(sensorRec("range", "F1", "active", "temperature 12.00 °C outside 2..8", r.clk.Now()))
 	r.svc.Idle()
 	r.waitSeqSaved()
-	restore()
 	seqs := r.seqs()
 	issued := seqs[len(seqs)-1]
 
-	r.restart()
+	r.restart() // its saves still failing: as a crash
 	r.advance(time.Second)
 	r.sensor(sensorRec("range", "F0", "resolved", "temperature 5.00 °C within 2..8", r.clk.Now()))
 	r.svc.Idle()
@@ -88,6 +87,13 @@ func TestSeqIsNotRepeatedAfterAFailedFloorSaveAndARestart(t *testing.T) {
 	if got := seqs[len(seqs)-1]; got <= issued {
 		t.Fatalf("seq after the restart %d, not above %d issued before it (all: %v)", got, issued, seqs)
 	}
+}
+
+// crashRestart restarts as a crash would for the sequence: the stop's
+// lowering of the floor fails, so the next start finds the reserve.
+func (r *rig) crashRestart() {
+	r.failSeqSaves()
+	r.restart()
 }
 
 // waitSeqSaved waits, with a deadline, for the floor's renewal in flight.
@@ -161,7 +167,7 @@ func (r *rig) lastSeqAbove(top uint64) {
 func TestSeqAfterAQuietSpellIsNotRepeated(t *testing.T) {
 	r := newRig(t, true)
 	top := r.burstAfterQuiet(5, true)
-	r.restart() // the same millisecond: as well a clock set back
+	r.crashRestart() // the same millisecond: as well a clock set back
 	r.lastSeqAbove(top)
 }
 
@@ -222,5 +228,25 @@ func TestPressIsNotHeldBehindAStoreWrite(t *testing.T) {
 	r.waitSeqSaved()
 	if !posted {
 		t.Fatal("the SOS was not posted while another store write held bbolt's lock")
+	}
+}
+
+// A clean stop brings the floor down to just past the last number, so a
+// restart goes on from there (or from the clock), not from a block ten
+// minutes ahead: four restarts had seq 45 minutes past the clock (a
+// black-box check). A crash keeps the reserve (the tests above).
+func TestSeqAfterACleanRestartFollowsTheLastNumber(t *testing.T) {
+	r := newRig(t, true)
+	r.sensor(sensorRec("range", "F0", "active", "temperature 11.00 °C outside 2..8", r.clk.Now()))
+	r.svc.Idle()
+	last := r.seqs()[0]
+	for range 4 {
+		r.restart() // clean: Done waits for closeSeq
+	}
+	r.sensor(sensorRec("range", "F0", "resolved", "temperature 5.00 °C within 2..8", r.clk.Now()))
+	r.svc.Idle()
+	seqs := r.seqs()
+	if got := seqs[len(seqs)-1]; got != last+1 {
+		t.Fatalf("seq after four clean restarts %d, want %d (the last + 1; the clock has not moved)", got, last+1)
 	}
 }
