@@ -260,7 +260,14 @@ func (s *Service) immediate(m Message) {
 		s.st.LastDelivery = s.clk.Now().UnixMilli() // persisted with the next state write
 		s.mu.Unlock()
 	}
-	if res != Sent && res != Rejected && m.Category != CatTest {
+	switch {
+	case res == Sent || res == Rejected:
+	case m.Category == CatTest:
+		// Never queued: a drill sent late is worse than none. Said, so a
+		// drill that never arrived can be told from a lost alert (a
+		// black-box check found one dropped in a 429 pause, silently).
+		s.log.Info("push: test send not delivered, not retried", "subject", m.Record.Subject, "result", int(res))
+	default:
 		s.enqueueRetry(q)
 	}
 }
