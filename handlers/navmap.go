@@ -5,10 +5,8 @@ import (
 	"encoding/xml"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"io"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
 
@@ -145,7 +143,7 @@ func (s *Server) floorImage(w http.ResponseWriter, r *http.Request, p httprouter
 	// floor plan from its cached one with a 304 instead of downloading it
 	// again (there was nothing to revalidate with: a black-box check).
 	w.Header().Set("Cache-Control", "private, no-cache")
-	w.Header().Set("ETag", `"`+strconv.Itoa(len(data))+"-"+strconv.FormatUint(uint64(crc32.Checksum(data, castagnoli)), 16)+`"`)
+	w.Header().Set("ETag", bytesETag(data))
 	http.ServeContent(w, r, "", time.Time{}, bytes.NewReader(data))
 	return nil
 }
