@@ -297,6 +297,7 @@ func (a *App) Handler() http.Handler {
 	// the engine and sent 1001 without the engine's last frames (a
 	// review).
 	if a.rtls != nil {
+		a.diag.AddSource("websocket", srv.FeedStats)
 		a.rtls.closeFeeds = append(a.rtls.closeFeeds, srv.Close)
 	} else {
 		a.onStop(func(context.Context) error { srv.Close(); return nil })
@@ -332,6 +333,11 @@ func (a *App) Start() error {
 	a.diag.Start()
 	if a.pipeline != nil {
 		a.diag.AddSource("mqtt", a.MQTTStatus)
+	}
+	if a.rtls != nil {
+		a.diag.AddSource("tracking", a.rtls.diagSection())
+	}
+	if a.pipeline != nil {
 		if err := a.startIngest(); err != nil {
 			return err
 		}

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"sync"
@@ -329,6 +330,35 @@ func (a *App) buildRTLS() error {
 	c.watchGateways()
 	a.rtls = c
 	return nil
+}
+
+// diagSection is the tracking section of a debug snapshot: the engine's
+// status and the rate of reports it took since the previous snapshot.
+func (c *rtlsControl) diagSection() func() any {
+	var (
+		mu     sync.Mutex
+		lastN  uint64
+		lastAt time.Time
+	)
+	type section struct {
+		rtls.Status
+		// ReportsPerS is absent on the first snapshot and after the
+		// engine's count restarted (a tracking start).
+		ReportsPerS *float64 `json:"reports_per_s,omitempty"`
+	}
+	return func() any {
+		st := c.Status()
+		now := c.app.clock.Now()
+		mu.Lock()
+		defer mu.Unlock()
+		out := section{Status: st}
+		if wall := now.Sub(lastAt); !lastAt.IsZero() && wall > 0 && st.Reports >= lastN {
+			r := math.Round(1000*float64(st.Reports-lastN)/wall.Seconds()) / 1000
+			out.ReportsPerS = &r
+		}
+		lastN, lastAt = st.Reports, now
+		return out
+	}
 }
 
 // Zone-interval retention: daily, and first 20 minutes after start (after

@@ -353,6 +353,15 @@ func (h *wsHub) stats() *wsStats {
 	return &wsStats{Clients: len(h.clients), Channels: len(h.chans), Frames: h.frames.Load(), Merged: h.merged.Load(), Dropped: h.dropped.Load(), Lost: h.lost.Load(), Coalesced: h.coalesced.Load()}
 }
 
+// FeedStats are the live feed's counters for a debug snapshot; nil
+// without a feed (tracking off at start).
+func (s *Server) FeedStats() any {
+	if s.hub == nil {
+		return nil
+	}
+	return s.hub.stats()
+}
+
 func (h *wsHub) clientCount() int {
 	h.mu.RLock()
 	defer h.mu.RUnlock()

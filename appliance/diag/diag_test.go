@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -120,5 +122,44 @@ func TestForcedAndClose(t *testing.T) {
 	clk.Advance(10 * time.Minute)
 	if len(snapshots(t, dir)) != 1 {
 		t.Errorf("snapshots written after Close: %v", snapshots(t, dir))
+	}
+}
+
+// TestThresholdComparesResidentMemory: server_perf_memory_threshold is
+// resident memory (spec); the snapshot compared the Go runtime's Sys.
+func TestThresholdComparesResidentMemory(t *testing.T) {
+	s, live, _, dir := setup(t, "debug", false)
+	// 16 MB, the least allowed, is below the resident size once this
+	// ballast is touched; 1 TB above it.
+	ballast := make([]byte, 32<<20)
+	for i := range ballast {
+		ballast[i] = 1
+	}
+	defer runtime.KeepAlive(ballast)
+	for _, mb := range []int{16, 1 << 20} {
+		if _, err := live.Patch(map[string]json.RawMessage{"server_perf_memory_threshold": json.RawMessage(strconv.Itoa(mb))}); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.WriteNow(); err != nil {
+			t.Fatal(err)
+		}
+		files := snapshots(t, dir)
+		data, err := os.ReadFile(filepath.Join(dir, files[len(files)-1]))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var snap struct {
+			Memory struct {
+				RSS      uint64 `json:"rss_bytes"`
+				Compares string `json:"threshold_compares"`
+				Over     bool   `json:"over_threshold"`
+			} `json:"memory"`
+		}
+		if err := json.Unmarshal(data, &snap); err != nil {
+			t.Fatal(err)
+		}
+		if snap.Memory.Compares != "rss" || snap.Memory.RSS == 0 || snap.Memory.Over != (mb == 16) {
+			t.Errorf("threshold %d MB: %s", mb, data)
+		}
 	}
 }
