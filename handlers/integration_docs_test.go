@@ -38,6 +38,9 @@ func TestIntegrationDocsServedLocally(t *testing.T) {
 	}
 	scripts := 0
 	for _, m := range refs {
+		if m[1] == "data:," { // the empty favicon: no request at all
+			continue
+		}
 		ref, err := url.Parse(m[1])
 		if err != nil || ref.IsAbs() || ref.Host != "" || strings.HasPrefix(m[1], "/") {
 			t.Errorf("reference %q is not a relative local URL", m[1])

@@ -2,6 +2,7 @@ package handlers
 
 import (
 	"net/http"
+	"strings"
 	"testing"
 )
 
@@ -22,5 +23,20 @@ func TestFrontendFilesRevalidate(t *testing.T) {
 		if again.Code != http.StatusNotModified || again.Body != "" || again.Header.Get("ETag") != tag {
 			t.Errorf("GET %s with its ETag: %d, body %d bytes, ETag %q", p, again.Code, len(again.Body), again.Header.Get("ETag"))
 		}
+	}
+}
+
+// The page at / links what it refers a browser user to, and declares its
+// icon: it named docs/api.md, a file of the source tree the appliance does
+// not serve, and every first load logged a 404 for /favicon.ico (a
+// black-box check in Chromium).
+func TestFrontPageLinksWhatItServes(t *testing.T) {
+	h := newHarness(t)
+	page := h.do(req{method: "GET", path: "/"})
+	if !strings.Contains(page.Body, `href="/integration/docs"`) || !strings.Contains(page.Body, `rel="icon"`) {
+		t.Fatalf("front page: %s", page.Body)
+	}
+	if r := h.do(req{method: "GET", path: "/integration/docs"}); r.Code != http.StatusOK {
+		t.Errorf("the linked reference: %d", r.Code)
 	}
 }

@@ -97,7 +97,9 @@ func cmdServe(args []string, stdout, stderr io.Writer) int {
 		_ = app.Shutdown(context.Background())
 		return 1
 	}
-	fmt.Fprintf(stdout, "BeaconHub is running: web UI and API at http://%s/\n", displayAddr(app.HTTPAddr()))
+	// "web page", not "web UI": the browser UI is not built yet (web/),
+	// and the page at / says so and links the API reference.
+	fmt.Fprintf(stdout, "BeaconHub is running: web page and API at http://%s/ (API reference at /integration/docs)\n", displayAddr(app.HTTPAddr()))
 	if m := app.MQTTAddr(); m != "" {
 		fmt.Fprintf(stdout, "Gateways publish to the embedded MQTT broker at %s\n", displayAddr(m))
 	}
