@@ -20,7 +20,7 @@ func cmdVersion(stdout io.Writer) int {
 // and prints the effective values with secrets masked.
 func cmdConfigCheck(args []string, stdout, stderr io.Writer) int {
 	paths, cfg, _, res, code := homeCommand("config check", args, stderr, true)
-	if code != 0 {
+	if cfg == nil {
 		return code
 	}
 	m := cfg.Masked()
@@ -65,7 +65,7 @@ func cmdConfigCheck(args []string, stdout, stderr io.Writer) int {
 // key itself is not printed: admins read it through the API.
 func cmdMobileKey(args []string, stdout, stderr io.Writer) int {
 	paths, cfg, extra, res, code := homeCommand("mobile-key regenerate", args, stderr, false)
-	if code != 0 {
+	if cfg == nil {
 		return code
 	}
 	// The file's values, not the environment's overrides (a review:

@@ -46,6 +46,12 @@ func cmdAPIAccount(args []string, stdout, stderr io.Writer) int {
 			names = append(names, a)
 		}
 	}
+	for _, f := range flags {
+		if f == "-h" || f == "--help" || f == "-help" {
+			fmt.Fprint(stdout, usage)
+			return 0
+		}
+	}
 	if len(names) != 1 {
 		fmt.Fprintf(stderr, "api-account create needs exactly one NAME\n\n%s", usage)
 		return 2
@@ -59,7 +65,7 @@ func cmdAPIAccount(args []string, stdout, stderr io.Writer) int {
 		email += "@" + apiAccountDomain
 	}
 	paths, cfg, _, _, code := homeCommand("api-account create", flags, stderr, false)
-	if code != 0 {
+	if cfg == nil {
 		return code
 	}
 	file := paths.DBFile(cfg)

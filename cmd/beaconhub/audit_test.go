@@ -27,7 +27,9 @@ func TestAuditFindsMACKeyedHistoryUntilRemint(t *testing.T) {
 		t.Fatal(err)
 	}
 	var out, errb bytes.Buffer
-	if code := run([]string{"audit", "--home", home}, &out, &errb); code != 1 || !strings.Contains(errb.String(), "no database") {
+	// Not looked (3) is not findings (1): an upgrade script told them
+	// apart by nothing.
+	if code := run([]string{"audit", "--home", home}, &out, &errb); code != 3 || !strings.Contains(errb.String(), "no database") {
 		t.Fatalf("audit without a database: %d %s", code, errb.String())
 	}
 
@@ -45,6 +47,10 @@ func TestAuditFindsMACKeyedHistoryUntilRemint(t *testing.T) {
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+	errb.Reset()
+	if code := run([]string{"audit", "--home", home}, &out, &errb); code != 3 || out.Len() != 0 || errb.Len() == 0 {
+		t.Fatalf("audit while the database is held: %d\n%s%s", code, out.String(), errb.String())
 	}
 	_ = db.Close()
 
@@ -69,5 +75,9 @@ func TestAuditFindsMACKeyedHistoryUntilRemint(t *testing.T) {
 	out.Reset()
 	if code := run([]string{"audit", "--home", home}, &out, &errb); code != 0 || !strings.HasPrefix(out.String(), "ok:") {
 		t.Fatalf("audit after remint: %d\n%s%s", code, out.String(), errb.String())
+	}
+	out.Reset()
+	if code := run([]string{"audit", "--help"}, &out, &errb); code != 0 {
+		t.Fatalf("audit --help: %d", code)
 	}
 }

@@ -38,7 +38,7 @@ func cmdLoadgen(args []string, stdout, stderr io.Writer) int {
 	ownProc := fs.Bool("own-process", true, "run the full appliance in a child process, so its peak memory is its own")
 	child := fs.Bool("child", false, "internal: be the appliance side of --own-process")
 	if err := fs.Parse(args); err != nil {
-		return 2
+		return flagExit(err)
 	}
 	var qs []byte
 	for _, q := range strings.Split(*qos, ",") {

@@ -20,7 +20,7 @@ commands:
   version                          print version and brand
   config check [--home DIR]        validate and print the effective configuration (secrets masked)
   mobile-key regenerate [--home DIR]  replace server_mobile_api_key (restart to apply)
-  audit [--home DIR]               post-upgrade audit: list records still keyed by a MAC (exit 1 if any)
+  audit [--home DIR]               post-upgrade audit: list records still keyed by a MAC (exit 1 if any, 3 if it could not look)
   api-account create NAME [--home DIR]  create an integration (api role) account; prints its password once
   loadgen [--gateways N] [--beacons N] [--duration D] [--qos 0,1]
                                    ingest benchmark on loopback (full appliance vs bare broker)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -27,14 +28,14 @@ func homeFlag(fs *flag.FlagSet) *string {
 }
 
 // homeCommand parses a maintenance subcommand's --home flag and loads the
-// configuration there (read-only when check is set). It prints the reason
-// and returns a non-zero exit code when it cannot.
+// configuration there (read-only when check is set). A nil config means
+// stop with the code returned: 0 after --help, else it printed why.
 func homeCommand(name string, args []string, stderr io.Writer, check bool) (config.Paths, *config.Config, map[string]any, config.LoadResult, int) {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	home := homeFlag(fs)
 	if err := fs.Parse(args); err != nil {
-		return config.Paths{}, nil, nil, config.LoadResult{}, 2
+		return config.Paths{}, nil, nil, config.LoadResult{}, flagExit(err)
 	}
 	h, err := absHome(*home)
 	if err != nil {
@@ -54,6 +55,16 @@ func homeCommand(name string, args []string, stderr io.Writer, check bool) (conf
 	return paths, cfg, extra, res, 0
 }
 
+// flagExit is the exit code of a flag parse that failed: --help asked
+// for the usage (0, as the top-level help), anything else is a usage
+// error (2).
+func flagExit(err error) int {
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	return 2
+}
+
 func absHome(h string) (string, error) {
 	abs, err := filepath.Abs(h)
 	if err != nil {
@@ -69,7 +80,7 @@ func cmdServe(args []string, stdout, stderr io.Writer) int {
 	debug := fs.Bool("debug", false, "debug logging and diagnostic snapshots")
 	listen := fs.String("http-listen", "", "override the HTTP listen address (default :server_http_port)")
 	if err := fs.Parse(args); err != nil {
-		return 2
+		return flagExit(err)
 	}
 	h, err := absHome(*home)
 	if err != nil {
