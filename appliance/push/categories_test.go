@@ -114,3 +114,28 @@ func TestRecordTextIsDeterministicAndParses(t *testing.T) {
 		t.Fatal("legacy must not parse")
 	}
 }
+
+// TestRecoveryIntents pins the intent of each recovery to docs/push.md:
+// only a sensor's recovery is a quiet state update (the spec's sensor
+// cadence); battery, not-seen and calibration recoveries are news to the
+// staff alerted, and the doc had named them state (a review).
+func TestRecoveryIntents(t *testing.T) {
+	d := Device{Name: "Dev", AssetUID: "D1", Type: "watch"}
+	rec := func(kind string) store.SensorConditionRecord {
+		return store.SensorConditionRecord{Key: kind + ":D1", Kind: kind, Subject: "D1", Phase: store.HealthResolved, At: 1, Since: 1}
+	}
+	for _, c := range []struct {
+		m      Message
+		intent string
+	}{
+		{SensorRecovery(rec("range"), d), IntentState},
+		{BatteryAlert(rec("battery"), d), IntentAlert},
+		{NotSeenAlert(rec("notseen"), d), IntentAlert},
+		{CalibrationAlert(rec("calibration"), d), IntentAlert},
+		{HealthAlert(store.HealthRecord{Key: "fleet:stale:D1", Phase: store.HealthResolved, At: 1}), IntentAlert},
+	} {
+		if c.m.Record.Phase != PhaseResolved || c.m.Record.Intent != c.intent {
+			t.Errorf("%s %q: phase %s intent %s, docs/push.md says %s", c.m.Category, c.m.Title, c.m.Record.Phase, c.m.Record.Intent, c.intent)
+		}
+	}
+}

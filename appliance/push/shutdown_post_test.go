@@ -1,16 +1,20 @@
 package push
 
 import (
+	"bytes"
 	"context"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"beaconhub/appliance/clock"
+	"beaconhub/store"
 )
 
 // lateAnswer forwards a publish to the fake ntfy at once (the server has
@@ -104,5 +108,45 @@ func TestPostGraceIsOneTimerThatEndsWithTheLastPost(t *testing.T) {
 	done()
 	if n := fc.Pending(); n != 0 {
 		t.Fatalf("%d timers left after the stop met the post's end", n)
+	}
+}
+
+// lockedLog is a log sink the service's goroutines may write while the
+// test reads it.
+type lockedLog struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (l *lockedLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.Write(p)
+}
+
+func (l *lockedLog) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.String()
+}
+
+// TestATestSendNotDeliveredIsLogged: a drill is never queued (late is
+// worse than none), so one that met the server's 429 pause vanished
+// without a word and could not be told from a lost alert (a black-box
+// check); it is logged.
+func TestATestSendNotDeliveredIsLogged(t *testing.T) {
+	r := newRig(t, true)
+	var logs lockedLog
+	r.svc.log = slog.New(slog.NewTextHandler(&logs, nil))
+	r.pub.mu.Lock()
+	r.pub.backoffUntil = map[string]time.Time{backoffKey(r.live.Get().PushServerURL): r.clk.Now().Add(time.Minute)}
+	r.pub.mu.Unlock()
+	r.svc.OnEvent(store.Event{ID: 4, Status: "alert", Test: true, BeaconType: "watch"})
+	r.svc.Idle()
+	if r.svc.RetryQueued() != 0 || len(r.msgs("TST000-test")) != 0 {
+		t.Fatalf("a drill in the pause: queued %d, sent %v", r.svc.RetryQueued(), r.msgs("TST000-test"))
+	}
+	if !strings.Contains(logs.String(), "test send not delivered") {
+		t.Fatalf("not logged: %q", logs.String())
 	}
 }
