@@ -3,6 +3,7 @@ package handlers
 import (
 	"net/http"
 	"strconv"
+	"strings"
 
 	"beaconhub/appliance/apperr"
 	"beaconhub/appliance/applog"
@@ -112,7 +113,7 @@ func (s *Server) deleteFloor(w http.ResponseWriter, r *http.Request, p httproute
 	}
 	what := "deleted with its nodes and edges"
 	if len(beacons) > 0 {
-		what += "; floor_id cleared on beacons " + joinIDs(beacons)
+		what += "; floor_id cleared on beacons " + strings.Join(beacons, ", ")
 	}
 	s.navRecord(r, "floor.delete", "floor", id, what)
 	return ok(w, map[string]any{"id": id, "unassigned_beacons": beacons})

@@ -105,11 +105,13 @@ func TestDeleteFloorUnassignsBeacons(t *testing.T) {
 	h.clock.Advance(time.Minute)
 
 	var del struct {
-		Unassigned []uint64 `json:"unassigned_beacons"`
+		Unassigned []string `json:"unassigned_beacons"`
 	}
 	h.send("DELETE", "/api/v1/floor/"+itoa(f.ID), admin, nil).expect(t, http.StatusOK).decodePayload(t, &del)
-	if len(del.Unassigned) != 1 || del.Unassigned[0] != on.ID {
-		t.Fatalf("unassigned %v, want [%d]", del.Unassigned, on.ID)
+	// By asset_uid, which every beacon route takes: the numeric id was
+	// answered and logged, and GET /beacon/<id> is a 404 (a review).
+	if len(del.Unassigned) != 1 || del.Unassigned[0] != on.AssetUID {
+		t.Fatalf("unassigned %v, want [%s]", del.Unassigned, on.AssetUID)
 	}
 	var got, kept assets.BeaconView
 	h.get("/api/v1/beacon/"+on.AssetUID, admin).expect(t, http.StatusOK).decodePayload(t, &got)
@@ -122,7 +124,7 @@ func TestDeleteFloorUnassignsBeacons(t *testing.T) {
 	}
 	// Saving the beacon back as read is accepted.
 	h.send("POST", "/api/v1/beacon/"+on.AssetUID, admin, map[string]any{"name": got.Name, "floor_id": got.FloorID, "poi": got.POI}).expect(t, http.StatusOK)
-	if !h.applogHas(t, "floor_id cleared on beacons "+itoa(on.ID)) {
+	if !h.applogHas(t, "floor_id cleared on beacons "+on.AssetUID) {
 		t.Error("the floor.delete record does not name the unassigned beacon")
 	}
 }

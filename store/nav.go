@@ -119,7 +119,16 @@ func (db *DB) PutFloor(f Floor) (Floor, error) {
 		if err != nil {
 			return err
 		}
-		if f.LocationID != 0 && !hasID(tx, bLocations, f.LocationID) {
+		var old Floor
+		if f.ID != 0 {
+			if err := getJSON(fb, itob(f.ID), &old); err != nil {
+				return err
+			}
+		}
+		// Checked when it changes only: a floor stored before this check
+		// with a location that does not exist can still be saved back
+		// as read, renamed or linked to a map (a review).
+		if f.LocationID != 0 && (f.ID == 0 || f.LocationID != old.LocationID) && !hasID(tx, bLocations, f.LocationID) {
 			// Otherwise the mobile catalog lists a project nobody can
 			// see in the site tree.
 			return invalidField("location_id", "location %d does not exist", f.LocationID)
@@ -138,10 +147,6 @@ func (db *DB) PutFloor(f Floor) (Floor, error) {
 			}
 			f.ID = seq
 		} else {
-			var old Floor
-			if err := getJSON(fb, itob(f.ID), &old); err != nil {
-				return err
-			}
 			f.CreatedAt = old.CreatedAt
 		}
 		return putJSON(fb, itob(f.ID), f)
@@ -154,10 +159,10 @@ func (db *DB) PutFloor(f Floor) (Floor, error) {
 // stay, their floor_id cleared and UpdatedAt set to now (a beacon naming a
 // floor that does not exist could not be saved back); their ids are
 // returned.
-func (db *DB) DeleteFloor(id uint64, now time.Time) ([]uint64, error) {
-	var beacons []uint64
+func (db *DB) DeleteFloor(id uint64, now time.Time) ([]string, error) {
+	var beacons []string
 	err := db.Update(func(tx *bolt.Tx) error {
-		beacons = []uint64{}
+		beacons = []string{}
 		fb, nb, eb, err := navBuckets(tx)
 		if err != nil {
 			return err
@@ -175,7 +180,7 @@ func (db *DB) DeleteFloor(id uint64, now time.Time) ([]uint64, error) {
 				if err := putJSON(bb, itob(b.ID), b); err != nil {
 					return err
 				}
-				beacons = append(beacons, b.ID)
+				beacons = append(beacons, b.AssetUID)
 			}
 		}
 		gone := map[uint64]bool{}

@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	bolt "go.etcd.io/bbolt"
 )
 
 func TestSurveySamplesPerFloor(t *testing.T) {
@@ -58,5 +60,40 @@ func TestSurveySamplesPerFloor(t *testing.T) {
 	}
 	if left, rev, _ := db.SurveySamples(f2.ID); len(left) != 0 || !rev.IsZero() {
 		t.Fatalf("survey of a deleted floor: %d %v", len(left), rev)
+	}
+}
+
+// TestFloorStoredBeforeTheLocationCheckSavesBackAsRead: the location must
+// exist when it is set or changed, not on every save; a floor stored with
+// a missing location before the check could not be renamed (a review).
+func TestFloorStoredBeforeTheLocationCheckSavesBackAsRead(t *testing.T) {
+	db := openTestDB(t)
+	if err := db.Update(func(tx *bolt.Tx) error {
+		fb, _, _, err := navBuckets(tx)
+		if err != nil {
+			return err
+		}
+		id, err := fb.NextSequence()
+		if err != nil {
+			return err
+		}
+		return putJSON(fb, itob(id), Floor{ID: id, Name: "Ground", LocationID: 77})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	f, err := db.GetFloor(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Name = "Ground floor"
+	if _, err := db.PutFloor(f); err != nil {
+		t.Fatalf("saving the floor back as read, renamed: %v", err)
+	}
+	f.LocationID = 78
+	if _, err := db.PutFloor(f); err == nil {
+		t.Fatal("moved to another missing location: accepted")
+	}
+	if _, err := db.PutFloor(Floor{Name: "New", LocationID: 77}); err == nil {
+		t.Fatal("a new floor in a missing location: accepted")
 	}
 }

@@ -70,6 +70,17 @@ func checkXY(in NodeInput, what string) error {
 	return nil
 }
 
+// checkMoved is checkXY for an existing node, n, when in moves it: a node
+// stored before the bound (x = -5 was accepted) may keep its place, so
+// the editor's whole-floor save, which sends every node back, is not
+// refused over a node nobody touched (a review).
+func checkMoved(n store.NavNode, in NodeInput, what string) error {
+	if in.X == n.X && in.Y == n.Y {
+		return nil
+	}
+	return checkXY(in, what)
+}
+
 func nodeFrom(in NodeInput, id, floor uint64) store.NavNode {
 	return store.NavNode{ID: id, FloorID: floor, X: in.X, Y: in.Y, Name: strings.TrimSpace(in.Name), Kind: in.Kind, BeaconUID: strings.TrimSpace(in.BeaconUID)}
 }
@@ -98,13 +109,13 @@ func (s *Service) CreateNode(floor uint64, in NodeInput) (store.NavNode, error) 
 
 // UpdateNode changes a node in place; its floor and edges stay.
 func (s *Service) UpdateNode(id uint64, in NodeInput) (store.NavNode, error) {
-	if err := checkXY(in, ""); err != nil {
-		return store.NavNode{}, err
-	}
 	var got store.NavNode
 	_, err := s.edit(func(cur store.NavGraph) (store.NavGraph, error) {
 		for i, n := range cur.Nodes {
 			if n.ID == id {
+				if err := checkMoved(n, in, ""); err != nil {
+					return cur, err
+				}
 				cur.Nodes[i] = nodeFrom(in, id, n.FloorID)
 				got = cur.Nodes[i]
 				return cur, nil
@@ -229,16 +240,20 @@ func replace(cur store.NavGraph, floor uint64, in GraphInput) (store.NavGraph, e
 		} else if gn.ID != 0 {
 			what = "node " + strconv.FormatUint(gn.ID, 10) + ": "
 		}
-		if err := checkXY(gn.NodeInput, what); err != nil {
-			return next, err
-		}
 		id := gn.ID
 		if id != 0 {
-			if _, ok := old[id]; !ok || kept[id] {
+			was, ok := old[id]
+			if !ok || kept[id] {
 				return next, apperr.InvalidField("nodes", "node %d is not a node of this floor (or is listed twice)", id)
 			}
 			kept[id] = true
+			if err := checkMoved(was, gn.NodeInput, what); err != nil {
+				return next, err
+			}
 		} else {
+			if err := checkXY(gn.NodeInput, what); err != nil {
+				return next, err
+			}
 			id = placeholder(fresh)
 			fresh++
 		}

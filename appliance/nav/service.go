@@ -72,8 +72,8 @@ func (s *Service) SaveFloor(f store.Floor) (store.Floor, error) {
 
 // DeleteFloor removes a floor with its nodes and edges and clears the
 // floor_id of the beacons assigned to it, in one transaction; it returns
-// those beacons' ids.
-func (s *Service) DeleteFloor(id uint64) ([]uint64, error) {
+// those beacons' asset_uids (what every beacon route takes).
+func (s *Service) DeleteFloor(id uint64) ([]string, error) {
 	defer s.models.drop(id)
 	beacons, err := s.db.DeleteFloor(id, s.clock.Now())
 	if err != nil {

@@ -244,3 +244,50 @@ func TestCoordinateBounds(t *testing.T) {
 		}
 	}
 }
+
+// TestNodeStoredOffThePlanKeepsItsPlace: the coordinate bound applies to
+// new and moved nodes; a node stored before it (x = -5 was accepted) made
+// the editor's whole-floor save, and any edit of that node, a 400 until
+// it was moved (a review).
+func TestNodeStoredOffThePlanKeepsItsPlace(t *testing.T) {
+	s := newService(t)
+	f, err := s.SaveFloor(store.Floor{Name: "Ground"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.db.UpdateNavGraph(func(cur store.NavGraph) (store.NavGraph, error) {
+		cur.Nodes = append(cur.Nodes, store.NavNode{FloorID: f.ID, X: -5, Y: 10, Name: "door"}, store.NavNode{FloorID: f.ID, X: 20, Y: 10, Name: "desk"})
+		return cur, nil
+	}, func(store.NavGraph, store.GraphTx) error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	g, err := s.FloorGraph(f.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var in GraphInput
+	var door store.NavNode
+	for _, n := range g.Nodes {
+		name := n.Name
+		if name == "desk" {
+			name = "front desk"
+		} else {
+			door = n
+		}
+		in.Nodes = append(in.Nodes, GraphNode{ID: n.ID, NodeInput: NodeInput{Name: name, X: n.X, Y: n.Y}})
+	}
+	if _, err := s.ReplaceFloorGraph(f.ID, in); err != nil {
+		t.Fatalf("whole-floor save renaming another node: %v", err)
+	}
+	if _, err := s.UpdateNode(door.ID, NodeInput{Name: "main door", X: door.X, Y: door.Y}); err != nil {
+		t.Fatalf("renaming the node in place: %v", err)
+	}
+	// Moved, it must land on the plan.
+	if _, err := s.UpdateNode(door.ID, NodeInput{Name: "main door", X: -6, Y: door.Y}); err == nil {
+		t.Fatal("moved off the plan: accepted")
+	}
+	in.Nodes[0].X, in.Nodes[1].X = -7, -7
+	if _, err := s.ReplaceFloorGraph(f.ID, in); err == nil {
+		t.Fatal("whole-floor save moving nodes off the plan: accepted")
+	}
+}
