@@ -27,7 +27,7 @@ func (a *App) buildPush() error {
 	a.pushIDs = &pushIdentity{db: a.db, clock: a.clock}
 	svc.Identify = a.pushIDs.device
 	svc.Alias = a.pushIDs.alias
-	sp.SetQueue(svc.Held, svc.ServerAccepted)
+	sp.SetQueue(svc.Held, svc.ServerAccepted, svc.ServerLimited)
 	a.monitor.Conditions().Subscribe(svc.OnHealth)
 	if c := a.SensorConditions(); c != nil {
 		c.Subscribe(svc.OnSensor)

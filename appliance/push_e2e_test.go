@@ -131,3 +131,41 @@ func TestRateLimitedAlertsShowAndGoAfterARecheck(t *testing.T) {
 		t.Fatalf("dashboard after delivery: %+v", ps)
 	}
 }
+
+// TestARecheck429PausesAlertsAndSaysUntil: "a 429 from the push server
+// starts a global backoff" (spec), the recheck's test publish included:
+// it started none, so the next alert was posted into the limit, and the
+// dashboard said "rate limiting" without for how long (a black-box
+// check). ntfy sends no Retry-After: the default pause, 30 s.
+func TestARecheck429PausesAlertsAndSaysUntil(t *testing.T) {
+	app, fake, clk := startPushAppClock(t)
+	c := app.Live().Get()
+	fake.Set(func(s *ntfytest.Server) { s.RateLimited = 1 })
+	d, err := app.Monitor().Recheck(t.Context(), "push")
+	if err != nil {
+		t.Fatal(err)
+	}
+	until := clk.Now().Add(push.DefaultBackoff).UTC().Format(time.RFC3339)
+	if d.Push.Delivery.ErrorCode != "rate_limited" || d.Push.Delivery.Message != "push server is rate limiting (HTTP 429) until "+until {
+		t.Fatalf("recheck delivery probe: %+v", d.Push.Delivery)
+	}
+	brokertest.Pub(t, app.MQTTAddr(), c.MQTTUser, c.MQTTPass, "-q", "1", "-i", "AC233FA0B1C2", "-t", "gw/AC233FA0B1C2/adv1",
+		"-m", `{"reports":[{"mac":"C30000000A01","rssi":-70,"temperature":9.5}]}`)
+	app.Push().Idle()
+	sensorsSent := func() (n int) {
+		for _, m := range fake.Messages() {
+			if m.Topic == c.ServerID+"-sensors" {
+				n++
+			}
+		}
+		return n
+	}
+	if n, _ := app.Push().Held(); n != 1 || sensorsSent() != 0 {
+		t.Fatalf("an alert during the pause: held %d, sent %d", n, sensorsSent())
+	}
+	clk.Advance(push.DefaultBackoff)
+	eventually(t, "the held alert sent after the pause", func() bool {
+		app.Push().Idle()
+		return sensorsSent() == 1
+	})
+}

@@ -7,7 +7,6 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -262,18 +261,36 @@ func backoffKey(base string) string {
 // a date passed) left the retry to the doubling delay, and repeated 429s
 // held an SOS 2 minutes apart (a review).
 func retryAfter(h string, now time.Time) time.Duration {
-	h = strings.TrimSpace(h)
-	d := DefaultBackoff
-	if s, err := strconv.ParseInt(h, 10, 64); err == nil && s >= 0 {
-		d = time.Duration(min(s, int64(MaxBackoff/time.Second))) * time.Second
-	} else if t, err := http.ParseTime(h); err == nil {
-		d = max(t.Sub(now), 0)
+	d, ok := status.RetryAfter(h, now)
+	if !ok {
+		d = DefaultBackoff
 	}
 	return min(max(d, MinBackoff), MaxBackoff)
 }
 
 // MinBackoff is the least pause after a 429.
 const MinBackoff = time.Second
+
+// Pause starts base's 429 pause for a 429 met outside Post (a status
+// probe), as long as retryAfter (a Retry-After header, maybe empty)
+// asks, bounded as Post's; a pause already longer stays. It returns the
+// pause's end.
+func (p *Publisher) Pause(base, retryAfterHeader string) time.Time {
+	now := p.clk.Now()
+	until := now.Add(retryAfter(retryAfterHeader, now))
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.backoffUntil == nil {
+		p.backoffUntil = map[string]time.Time{}
+	}
+	k := backoffKey(base)
+	if p.backoffUntil[k].After(until) {
+		return p.backoffUntil[k]
+	}
+	p.backoffUntil[k] = until
+	p.log.Warn("push server rate limiting a status probe; backing off", "until", until.UTC())
+	return until
+}
 
 // Resume ends base's 429 pause: the server has just accepted a post
 // (the dashboard's recheck), so what waits for it may go.

@@ -633,6 +633,13 @@ func (s *Service) Held() (n int, pausedUntil time.Time) {
 	return n, pausedUntil
 }
 
+// ServerLimited is told that the staff push server answered a status
+// probe with 429: the global pause starts (spec: any 429 of the push
+// server) and its end is returned for the probe's message.
+func (s *Service) ServerLimited(retryAfter string) time.Time {
+	return s.pub.Pause(s.live.Get().PushServerURL, retryAfter)
+}
+
 // ServerAccepted is told that the staff push server has just accepted a
 // post outside the queues (the dashboard's recheck): its 429 pause is
 // over and what waits for it goes now. The recheck ignored the pause

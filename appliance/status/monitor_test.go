@@ -198,8 +198,9 @@ func TestPushProbes(t *testing.T) {
 	}
 	// 429 is reported but is not "down"; a 503 is, once.
 	f.push.Set(func(s *pushtest.Server) { s.HealthStatus = 429 })
-	if pr := f.mon.o.Push.CheckReachability(ctx); pr.OK || pr.ErrorCode != "rate_limited" || f.conds.IsActive(KeyPushDown) {
-		t.Errorf("429: %+v", pr)
+	if pr := f.mon.o.Push.CheckReachability(ctx); pr.OK || pr.ErrorCode != "rate_limited" || f.conds.IsActive(KeyPushDown) ||
+		!strings.HasSuffix(pr.Message, " until "+f.clk.Now().Add(30*time.Second).UTC().Format(time.RFC3339)) {
+		t.Errorf("429 with Retry-After 30: %+v", pr)
 	}
 	f.push.Set(func(s *pushtest.Server) { s.HealthStatus = 503 })
 	f.clk.Advance(120 * time.Second)

@@ -52,14 +52,41 @@ type Push struct {
 	// a 2xx. Both are the push subsystem's (SetQueue); nil without one.
 	held     func() (int, time.Time)
 	accepted func()
+	// limited starts (or lengthens) the push subsystem's 429 pause from
+	// a probe's 429 and its Retry-After, and says until when.
+	limited func(retryAfter string) time.Time
 }
 
 // SetQueue connects the push subsystem's retry queue: held feeds the
-// summary, accepted hears that a recheck publish went through.
-func (p *Push) SetQueue(held func() (int, time.Time), accepted func()) {
+// summary, accepted hears that a recheck publish went through, limited
+// that a probe met the server's rate limit.
+func (p *Push) SetQueue(held func() (int, time.Time), accepted func(), limited func(retryAfter string) time.Time) {
 	p.mu.Lock()
-	p.held, p.accepted = held, accepted
+	p.held, p.accepted, p.limited = held, accepted, limited
 	p.mu.Unlock()
+}
+
+// rateLimited completes a 429 probe: the spec's "a 429 from the push
+// server starts a global backoff" holds for the probes' 429s too (a
+// recheck's started none, and said nothing of how long: a black-box
+// check), so the pause starts here and the message says until when.
+// Without a push subsystem the server's own Retry-After, if any, is said.
+func (p *Push) rateLimited(pr *Probe, resp Response, at time.Time) {
+	if pr.ErrorCode != "rate_limited" {
+		return
+	}
+	p.mu.Lock()
+	limited := p.limited
+	p.mu.Unlock()
+	var until time.Time
+	if limited != nil {
+		until = limited(resp.Header.Get("Retry-After"))
+	} else if d, ok := RetryAfter(resp.Header.Get("Retry-After"), at); ok {
+		until = at.Add(min(d, 24*time.Hour)) // a day at most: further off is the server's mistake
+	}
+	if !until.IsZero() {
+		pr.Message += " until " + until.UTC().Format(time.RFC3339)
+	}
 }
 
 // NewPush builds the push prober.
@@ -114,7 +141,9 @@ func (p *Push) CheckReachability(ctx context.Context) Probe {
 		return pr
 	}
 	resp, err := p.tr.Do(ctx, Request{Method: http.MethodGet, URL: base + "/v1/health"})
-	pr := p.probeOf(p.clock.Now(), resp, err)
+	now := p.clock.Now()
+	pr := p.probeOf(now, resp, err)
+	p.rateLimited(&pr, resp, now)
 	if pr.OK {
 		var h struct {
 			Healthy *bool `json:"healthy"`
@@ -164,7 +193,9 @@ func (p *Push) CheckDelivery(ctx context.Context) Probe {
 		hdr["Authorization"] = "Bearer " + cfg.PushPublishToken
 	}
 	resp, err := p.tr.Do(ctx, Request{Method: http.MethodPost, URL: base + "/", Header: hdr, Body: body})
-	pr := p.probeOf(p.clock.Now(), resp, err)
+	now := p.clock.Now()
+	pr := p.probeOf(now, resp, err)
+	p.rateLimited(&pr, resp, now)
 	p.set(&p.deliv, pr)
 	if pr.ErrorCode != "rate_limited" {
 		p.conds.Set(KeyPushTestFailed, !pr.OK, "test publish failed: "+pr.Message)
