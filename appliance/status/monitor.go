@@ -56,6 +56,9 @@ type Monitor struct {
 	stopped bool
 
 	probeMu map[string]*sync.Mutex // one probe per target at a time
+	// rechecks are the alertsys probes a settings change started;
+	// Stop waits for them, so none writes a condition after it.
+	rechecks sync.WaitGroup
 
 	bridge func() bridge.Status // set by SetBridge (bridge.go)
 }
@@ -95,6 +98,9 @@ func (m *Monitor) Push() *Push { return m.o.Push }
 
 // Start schedules the periodic probes on the injected clock.
 func (m *Monitor) Start() {
+	if m.o.Live != nil && m.o.Alertsys != nil {
+		m.o.Live.Subscribe(m.alertsysSettings)
+	}
 	m.schedule(m.o.FirstDelay, m.o.Interval, m.networkTick)
 	m.schedule(time.Second, m.o.MQTTInterval, func() { m.checkMQTT(false) })
 }
@@ -130,6 +136,29 @@ func (m *Monitor) Stop() {
 	m.timers = nil
 	m.mu.Unlock()
 	m.cancel()
+	m.rechecks.Wait()
+}
+
+// alertsysSettings probes alertsys at once when its address or
+// credentials change: emptied, alertsys_down stayed active until the next
+// periodic probe (up to a minute: a black-box check), and a corrected URL
+// stayed "down" as long. Beside the settings write, not in it.
+func (m *Monitor) alertsysSettings(old, cur *config.Config) {
+	if old != nil && old.AlertsysURLBase == cur.AlertsysURLBase && old.AlertsysPathLogin == cur.AlertsysPathLogin &&
+		old.AlertsysPathConvene == cur.AlertsysPathConvene && old.AlertsysUsername == cur.AlertsysUsername &&
+		old.AlertsysPassword == cur.AlertsysPassword {
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.stopped {
+		return
+	}
+	m.rechecks.Add(1)
+	go func() {
+		defer m.rechecks.Done()
+		m.checkAlertsys(m.ctx)
+	}()
 }
 
 // networkTick updates MQTT (with a dial), alertsys, push reachability (not

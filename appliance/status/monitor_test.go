@@ -8,12 +8,14 @@ import (
 	"log/slog"
 	"net"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"beaconhub/appliance/alerting"
+	"beaconhub/appliance/alerting/alertsystest"
 	"beaconhub/appliance/apperr"
 	"beaconhub/appliance/clock"
 	"beaconhub/appliance/config"
@@ -338,5 +340,49 @@ func TestAlertsysRefusalIsNamed(t *testing.T) {
 		if !strings.HasPrefix(got.Message, "alertsys unreachable: ") {
 			t.Fatalf("after %+v: %+v", st, got)
 		}
+	}
+}
+
+// TestAlertsysSettingsChangeProbesAtOnce: emptying alertsys's URL left
+// alertsys_down active until the next periodic probe (a black-box check
+// saw 16 s; up to a minute), and a corrected URL stayed "down" as long.
+// A change of alertsys's settings probes at once, the clock standing.
+func TestAlertsysSettingsChangeProbesAtOnce(t *testing.T) {
+	f := newFixture(t)
+	fake := alertsystest.New()
+	t.Cleanup(fake.Close)
+	fake.Set(func(s *alertsystest.Server) { s.FailStatus = 503 })
+	cfg := *f.live.Get()
+	cfg.AlertsysURLBase, cfg.AlertsysUsername, cfg.AlertsysPassword = fake.URL, alertsystest.User, alertsystest.Pass
+	live := config.NewLive(&cfg, nil, "")
+	patch := func(url string) {
+		t.Helper()
+		if _, err := live.Patch(map[string]json.RawMessage{"server_alertsys_url_base": json.RawMessage(strconv.Quote(url))}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	client := alerting.NewClient(alerting.ClientOptions{Live: live, Clock: f.clk})
+	mon := NewMonitor(Options{Live: live, Clock: f.clk, Logger: quiet, Conditions: f.conds, Alertsys: client})
+	t.Cleanup(mon.Stop)
+	mon.checkAlertsys(context.Background())
+	if !f.conds.IsActive(KeyAlertsysDown) {
+		t.Fatal("alertsys answering 503: not down")
+	}
+	mon.Start()
+	patch("")
+	waitFor(t, "alertsys_down resolved by emptying the URL", func() bool { return !f.conds.IsActive(KeyAlertsysDown) })
+	fake.Set(func(s *alertsystest.Server) { s.FailStatus = 0 })
+	patch(fake.URL)
+	waitFor(t, "the restored URL probed", func() bool { return mon.AlertsysStatus().State == alerting.StateOK })
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond) // polling a condition, bounded by the deadline
 	}
 }
