@@ -165,3 +165,12 @@ func jsonErrText(err error) string {
 	}
 	return s
 }
+
+// nonNil is s, or an empty list for nil: a list in a payload is [] when
+// empty, never null.
+func nonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}

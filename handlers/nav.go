@@ -52,7 +52,7 @@ func (s *Server) listFloors(w http.ResponseWriter, _ *http.Request, _ httprouter
 	if err != nil {
 		return err
 	}
-	return ok(w, fs)
+	return ok(w, map[string]any{"floors": nonNil(fs)})
 }
 
 // floorInput is the editable part of a floor.
@@ -140,7 +140,7 @@ func (s *Server) floorNodes(w http.ResponseWriter, _ *http.Request, p httprouter
 	if err != nil {
 		return err
 	}
-	return ok(w, g.Nodes)
+	return ok(w, map[string]any{"nodes": nonNil(g.Nodes)})
 }
 
 func (s *Server) floorEdges(w http.ResponseWriter, _ *http.Request, p httprouter.Params) error {
@@ -152,7 +152,7 @@ func (s *Server) floorEdges(w http.ResponseWriter, _ *http.Request, p httprouter
 	if err != nil {
 		return err
 	}
-	return ok(w, g.Edges)
+	return ok(w, map[string]any{"edges": nonNil(g.Edges)})
 }
 
 func (s *Server) replaceFloorGraph(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {

@@ -126,7 +126,7 @@ func (s *Server) mobileCatalog(w http.ResponseWriter, r *http.Request, _ httprou
 		}
 		out = append(out, map[string]any{"id": id, "sha": sha})
 	}
-	return ok(w, out)
+	return ok(w, map[string]any{"projects": out})
 }
 
 // mobileSnapshot is every project in one download.
@@ -147,5 +147,5 @@ func (s *Server) mobileSnapshot(w http.ResponseWriter, r *http.Request, _ httpro
 		}
 		out = append(out, map[string]any{"sha": sha, "project": json.RawMessage(data)})
 	}
-	return ok(w, out)
+	return ok(w, map[string]any{"projects": out})
 }

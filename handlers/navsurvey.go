@@ -40,7 +40,7 @@ func (s *Server) listSurvey(w http.ResponseWriter, _ *http.Request, p httprouter
 	if err != nil {
 		return err
 	}
-	return ok(w, samples)
+	return ok(w, map[string]any{"samples": nonNil(samples)})
 }
 
 // exportSurvey answers JSONL in the upload format.

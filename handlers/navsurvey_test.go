@@ -54,7 +54,9 @@ func TestSurveyUploadExportModelAndEval(t *testing.T) {
 	h.send("POST", base+"/survey", admin, big).expect(t, http.StatusRequestEntityTooLarge)
 
 	var list []store.SurveySample
-	h.get(base+"/survey", admin).expect(t, http.StatusOK).decodePayload(t, &list)
+	h.get(base+"/survey", admin).expect(t, http.StatusOK).decodePayload(t, &struct {
+		Samples *[]store.SurveySample `json:"samples"`
+	}{&list})
 	if len(list) != 10 || list[0].BLE[1].MAC != "AABBCCDDEE02" || list[0].ID == 0 {
 		t.Fatalf("list %+v", list)
 	}

@@ -18,7 +18,7 @@ func (s *Server) listNavTokens(w http.ResponseWriter, _ *http.Request, _ httprou
 	if err != nil {
 		return err
 	}
-	return ok(w, ts)
+	return ok(w, map[string]any{"tokens": nonNil(ts)})
 }
 
 func (s *Server) createNavToken(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {

@@ -51,7 +51,9 @@ func TestNavTokenMatrix(t *testing.T) {
 	}
 
 	var list []map[string]any
-	h.get("/api/v1/navigation/tokens", admin).expect(t, http.StatusOK).decodePayload(t, &list)
+	h.get("/api/v1/navigation/tokens", admin).expect(t, http.StatusOK).decodePayload(t, &struct {
+		Tokens *[]map[string]any `json:"tokens"`
+	}{&list})
 	if len(list) != 1 || list[0]["hash"] != nil || list[0]["token"] != nil {
 		t.Fatalf("token list leaks or misses: %v", list)
 	}
