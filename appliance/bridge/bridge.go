@@ -130,7 +130,7 @@ func (b *Bridge) UseServer(base string) error {
 // Start fetches at once and sends the first values one interval later,
 // which leaves the monitoring server time to create the discovered items.
 func (b *Bridge) Start() {
-	b.log.Info("bridge started", "main_server", b.src.Load().Base.Redacted(), "monitor", b.o.MonitorAddr,
+	b.log.Info("bridge started", "main_server", shownURL(b.src.Load().Base), "monitor", b.o.MonitorAddr,
 		"host", b.o.Host, "beacon_every", b.o.BeaconEvery.String(), "gateway_every", b.o.GatewayEvery.String())
 	b.mu.Lock()
 	b.started = true
@@ -235,11 +235,16 @@ func (b *Bridge) refresh() {
 	if skipped := skippedB + skippedG; skipped > 0 {
 		b.log.Warn("bridge skipped assets whose uid cannot be an item key parameter", "count", skipped)
 	}
+	b.mu.Lock()
+	oldB, oldG := b.st.beacons, b.st.gateways
+	b.mu.Unlock()
 	b.mainOK(beacons, gateways, now)
-	values := []Value{
-		{Host: b.o.Host, Key: KeyBeaconDiscovery, Value: discoveryValue(beacons), Clock: now},
-		{Host: b.o.Host, Key: KeyGatewayDiscovery, Value: discoveryValue(gateways), Clock: now},
-	}
+	// Offline first, while discovery still holds their items.
+	values := assetValues(nil, b.o.Host, KindBeacon, gone(oldB, beacons), now)
+	values = assetValues(values, b.o.Host, KindGateway, gone(oldG, gateways), now)
+	values = append(values,
+		Value{Host: b.o.Host, Key: KeyBeaconDiscovery, Value: discoveryValue(beacons), Clock: now},
+		Value{Host: b.o.Host, Key: KeyGatewayDiscovery, Value: discoveryValue(gateways), Clock: now})
 	if !b.deliver("discovery", values) {
 		// The lists are fine; Zabbix is not. Retry soon rather than wait a
 		// whole cache interval with unknown items on the monitoring side.

@@ -65,6 +65,10 @@ func discoveryValue(assets []Asset) string {
 // assetValues appends the per-asset values of one kind.
 func assetValues(dst []Value, host, kind string, assets []Asset, now time.Time) []Value {
 	for _, a := range assets {
+		if a.Gone {
+			dst = append(dst, Value{Host: host, Key: AssetKey(kind, MetricOnline, a.UID), Value: "0", Clock: now})
+			continue
+		}
 		dst = append(dst,
 			Value{Host: host, Key: AssetKey(kind, MetricOnline, a.UID), Value: "1", Clock: now},
 			Value{Host: host, Key: AssetKey(kind, MetricMAC, a.UID), Value: a.MAC, Clock: now},
@@ -88,9 +92,11 @@ func assetValues(dst []Value, host, kind string, assets []Asset, now time.Time) 
 }
 
 // current keeps the discovered assets (the cache: the monitoring server
-// has items for exactly these) with the values of a fresh fetch; an asset
-// the fresh list no longer has keeps its cached row, one it newly has
-// waits for the next discovery.
+// has items for exactly these) with the rows of a fresh fetch: MAC and
+// name too, which replace-device and renames change between discoveries
+// (they went out as cached for up to an hour, and a deleted asset kept
+// reading online: a black-box check). An asset the fresh list no longer
+// has is Gone; one it newly has waits for the next discovery.
 func current(discovered, fresh []Asset) []Asset {
 	byUID := make(map[string]*Asset, len(fresh))
 	for i := range fresh {
@@ -99,9 +105,28 @@ func current(discovered, fresh []Asset) []Asset {
 	out := make([]Asset, len(discovered))
 	for i, a := range discovered {
 		if f, ok := byUID[a.UID]; ok {
-			a.LastSeen, a.Temperature, a.Humidity, a.BatteryMV = f.LastSeen, f.Temperature, f.Humidity, f.BatteryMV
+			out[i] = *f
+		} else {
+			out[i] = Asset{UID: a.UID, Gone: true}
 		}
-		out[i] = a
+	}
+	return out
+}
+
+// gone lists, as Gone, the assets of the old cache the new one lacks: a
+// refresh tells the monitoring server they are offline before its
+// discovery drops them, so their last value is 0, not the 1 of their
+// last round.
+func gone(old, cur []Asset) []Asset {
+	keep := make(map[string]bool, len(cur))
+	for _, a := range cur {
+		keep[a.UID] = true
+	}
+	var out []Asset
+	for _, a := range old {
+		if !keep[a.UID] {
+			out = append(out, Asset{UID: a.UID, Gone: true})
+		}
 	}
 	return out
 }

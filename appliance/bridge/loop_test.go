@@ -2,6 +2,7 @@ package bridge_test
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"net"
@@ -288,18 +289,24 @@ func TestBridgeLogsRefusedKeys(t *testing.T) {
 }
 
 // The main server URL may carry credentials; they appear in no status
-// field and no log line.
+// field and no log line: a password, nor a token given as the user alone
+// (url.URL.Redacted showed that one: a black-box check).
 func TestBridgeRedactsServerURL(t *testing.T) {
 	ln, _ := net.Listen("tcp", "127.0.0.1:0")
 	dead := ln.Addr().String()
 	_ = ln.Close()
-	r := newRig(t, "http://bridge:s3cret-pw@"+dead+"/", "")
-	r.advance(0)
-	waitFor(t, "failure", func() bool { return r.b.Status().Main.LastError != "" })
-	st := r.b.Status()
-	for _, s := range []string{st.Main.URL, st.Main.LastError, r.logBuf.String()} {
-		if strings.Contains(s, "s3cret-pw") {
-			t.Fatalf("secret leaked: %s", s)
+	for _, userinfo := range []string{"bridge:s3cret-pw", "s3cret-pw"} {
+		r := newRig(t, "http://"+userinfo+"@"+dead+"/", "")
+		r.advance(0)
+		waitFor(t, "failure", func() bool { return r.b.Status().Main.LastError != "" })
+		st := r.b.Status()
+		for _, s := range []string{st.Main.URL, st.Main.LastError, r.logBuf.String()} {
+			if strings.Contains(s, "s3cret-pw") {
+				t.Fatalf("secret leaked: %s", s)
+			}
+		}
+		if st.Main.URL != "http://********@"+dead+"/" {
+			t.Errorf("shown URL %q", st.Main.URL)
 		}
 	}
 }
@@ -371,5 +378,106 @@ func TestBridgeSendsFreshValues(t *testing.T) {
 	}
 	if got := r.value(bridge.KeyBeaconDiscovery)(); strings.Contains(got, "temperature") || strings.Contains(got, "NEW-1") {
 		t.Errorf("discovery changed by a value round: %s", got)
+	}
+}
+
+// TestBridgeValuesFollowRenamesAndRemovals: a value round sends the MAC and
+// name the main server lists now, and online = 0 for a discovered asset it
+// no longer lists; they went out as cached until the hourly refresh, a
+// deleted gateway reading online all the while (a black-box check against
+// Zabbix 6.0). The refresh that drops it from discovery sends 0 first, so
+// Zabbix keeps 0 as its last value.
+func TestBridgeValuesFollowRenamesAndRemovals(t *testing.T) {
+	r := newRig(t, "", "")
+	r.main.set(http.StatusOK, `{"data":[{"{#ASSET_UID}":"SEN-H1-1","{#MAC}":"C30000000A01","{#NAME}":"Fridge"},`+
+		`{"{#ASSET_UID}":"SEN-H1-2","{#MAC}":"C30000000A02","{#NAME}":"Freezer"}]}`)
+	r.advance(0)
+	waitFor(t, "discovery", func() bool { return r.value(bridge.KeyGatewayDiscovery)() != "" })
+	r.main.set(http.StatusOK, `{"data":[{"{#ASSET_UID}":"SEN-H1-1","{#MAC}":"C30000000B10","{#NAME}":"Fridge renamed"}]}`)
+	r.advance(60 * time.Second)
+	online2 := bridge.AssetKey(bridge.KindBeacon, bridge.MetricOnline, "SEN-H1-2")
+	waitFor(t, "the removed beacon offline", func() bool { return r.value(online2)() == "0" })
+	for key, want := range map[string]string{
+		bridge.AssetKey(bridge.KindBeacon, bridge.MetricMAC, "SEN-H1-1"):    "C30000000B10",
+		bridge.AssetKey(bridge.KindBeacon, bridge.MetricName, "SEN-H1-1"):   "Fridge renamed",
+		bridge.AssetKey(bridge.KindBeacon, bridge.MetricOnline, "SEN-H1-1"): "1",
+	} {
+		if got := r.value(key)(); got != want {
+			t.Errorf("%s = %q, want %q", key, got, want)
+		}
+	}
+	// Only online goes out for it: its name and MAC stay as last sent.
+	for _, v := range r.tr.Values() {
+		if strings.HasSuffix(v.Key, "[SEN-H1-2]") && v.Key != online2 && v.Clock == r.clk.Now().Unix() {
+			t.Errorf("value for the removed beacon: %+v", v)
+		}
+	}
+}
+
+// TestBridgeRefreshSaysOfflineBeforeDropping: an asset removed after the
+// last value round before a refresh last read online = 1 in Zabbix for
+// the item's whole lost-resource lifetime; the refresh sends 0 for it
+// ahead of the discovery that drops it.
+func TestBridgeRefreshSaysOfflineBeforeDropping(t *testing.T) {
+	r := newRig(t, "", "", func(o *bridge.Options) { o.BeaconEvery, o.GatewayEvery = 25*time.Minute, 25*time.Minute })
+	r.main.set(http.StatusOK, `{"data":[{"{#ASSET_UID}":"SEN-H1-1","{#MAC}":"C30000000A01","{#NAME}":"Fridge"},`+
+		`{"{#ASSET_UID}":"SEN-H1-2","{#MAC}":"C30000000A02","{#NAME}":"Freezer"}]}`)
+	r.advance(0)
+	waitFor(t, "discovery", func() bool { return r.value(bridge.KeyGatewayDiscovery)() != "" })
+	online2 := bridge.AssetKey(bridge.KindBeacon, bridge.MetricOnline, "SEN-H1-2")
+	r.advance(50 * time.Minute) // value rounds at 25 and 50 min
+	waitFor(t, "the second round", func() bool { return r.value(bridge.KeyCacheAge)() == "3000" })
+	if got := r.value(online2)(); got != "1" {
+		t.Fatalf("online before removal = %q", got)
+	}
+	r.main.set(http.StatusOK, `{"data":[{"{#ASSET_UID}":"SEN-H1-1","{#MAC}":"C30000000A01","{#NAME}":"Fridge"}]}`)
+	n := len(r.tr.Values())
+	r.advance(10 * time.Minute) // the hourly refresh, no value round between
+	waitFor(t, "the refresh", func() bool { return !strings.Contains(r.value(bridge.KeyBeaconDiscovery)(), "SEN-H1-2") })
+	offline, discovery := -1, -1
+	for i, v := range r.tr.Values()[n:] {
+		switch v.Key {
+		case online2:
+			if v.Value == "0" {
+				offline = i
+			}
+		case bridge.KeyBeaconDiscovery:
+			discovery = i
+		}
+	}
+	if offline < 0 || offline > discovery {
+		t.Fatalf("refresh: online=0 at %d, discovery at %d: %+v", offline, discovery, r.tr.Values()[n:])
+	}
+}
+
+// TestBridgeStatusErrorFieldsAreNullBeforeAnError: last_error and
+// last_error_at were left out until a first error, where docs/api.md
+// lists them and the MQTT part shows null.
+func TestBridgeStatusErrorFieldsAreNullBeforeAnError(t *testing.T) {
+	r := newRig(t, "", "")
+	r.advance(0)
+	waitFor(t, "first fetch", func() bool { return r.b.Status().State == "ok" })
+	data, err := json.Marshal(r.b.Status())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st struct {
+		Main, Monitor map[string]any
+	}
+	if err := json.Unmarshal(data, &struct {
+		Main    *map[string]any `json:"main_server"`
+		Monitor *map[string]any `json:"monitor"`
+	}{&st.Main, &st.Monitor}); err != nil {
+		t.Fatal(err)
+	}
+	for name, part := range map[string]map[string]any{"main_server": st.Main, "monitor": st.Monitor} {
+		for _, k := range []string{"last_error", "last_error_at"} {
+			if v, ok := part[k]; !ok || v != nil {
+				t.Errorf("%s.%s = %v (present %v), want null: %s", name, k, v, ok, data)
+			}
+		}
+		if part["ok"] != true {
+			t.Errorf("%s lost its other fields: %s", name, data)
+		}
 	}
 }

@@ -22,6 +22,9 @@ type Asset struct {
 	Temperature *float64 `json:"temperature,omitempty"`
 	Humidity    *float64 `json:"humidity,omitempty"`
 	BatteryMV   *int64   `json:"battery_mv,omitempty"`
+	// Gone: discovered, but no longer in the main server's list (deleted,
+	// merged away, deactivated); only online = 0 is sent for it.
+	Gone bool `json:"-"`
 }
 
 // maxListBody bounds a discovery list: 10,000 assets are about 1 MiB.

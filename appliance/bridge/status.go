@@ -1,7 +1,10 @@
 package bridge
 
 import (
+	"encoding/json"
+	"net/url"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -39,8 +42,41 @@ type MainStatus struct {
 	Gateways    int    `json:"gateways"`
 	FetchedAt   *int64 `json:"fetched_at"` // ms; last good fetch
 	Failures    int    `json:"failures"`   // consecutive
-	LastError   string `json:"last_error,omitempty"`
-	LastErrorAt *int64 `json:"last_error_at,omitempty"`
+	LastError   string `json:"-"`          // null before any error (errorFields)
+	LastErrorAt *int64 `json:"-"`
+}
+
+// errorFields is how both parts show their last error: null before any,
+// as the dashboard's MQTT part does (the keys were left out: a black-box
+// check).
+type errorFields struct {
+	LastError   *string `json:"last_error"`
+	LastErrorAt *int64  `json:"last_error_at"`
+}
+
+func lastError(msg string, at *int64) errorFields {
+	if msg == "" {
+		return errorFields{LastErrorAt: at}
+	}
+	return errorFields{LastError: &msg, LastErrorAt: at}
+}
+
+// MarshalJSON adds the error fields.
+func (m MainStatus) MarshalJSON() ([]byte, error) {
+	type plain MainStatus
+	return json.Marshal(struct {
+		plain
+		errorFields
+	}{plain(m), lastError(m.LastError, m.LastErrorAt)})
+}
+
+// MarshalJSON adds the error fields.
+func (m MonitorStatus) MarshalJSON() ([]byte, error) {
+	type plain MonitorStatus
+	return json.Marshal(struct {
+		plain
+		errorFields
+	}{plain(m), lastError(m.LastError, m.LastErrorAt)})
 }
 
 // MonitorStatus describes delivery to Zabbix.
@@ -52,8 +88,8 @@ type MonitorStatus struct {
 	Failures    int    `json:"failures"` // consecutive
 	Processed   int64  `json:"processed"`
 	Refused     int64  `json:"refused"` // counted failed by Zabbix since start
-	LastError   string `json:"last_error,omitempty"`
-	LastErrorAt *int64 `json:"last_error_at,omitempty"`
+	LastError   string `json:"-"`       // null before any error (errorFields)
+	LastErrorAt *int64 `json:"-"`
 }
 
 func msPtr(t time.Time) *int64 {
@@ -64,6 +100,21 @@ func msPtr(t time.Time) *int64 {
 	return &v
 }
 
+// shownURL is u for a log line or the dashboard: its userinfo, user and
+// password alike, as ********. url.URL.Redacted masks a password only,
+// and a token given as the user alone (http://tok@host/) was shown in
+// the start log and to every user on the dashboard (a black-box check).
+func shownURL(u *url.URL) string {
+	if u.User == nil {
+		return u.String()
+	}
+	c := *u
+	c.User = nil
+	// Spliced by hand: url.URL would escape the asterisks.
+	scheme, rest, _ := strings.Cut(c.String(), "://")
+	return scheme + "://********@" + rest
+}
+
 // Status snapshots the bridge's health. Error texts are the bridge's own
 // (no response bodies), and the URL is shown without credentials.
 func (b *Bridge) Status() Status {
@@ -71,7 +122,7 @@ func (b *Bridge) Status() Status {
 	s := b.st
 	b.mu.Unlock()
 	st := Status{
-		Main: MainStatus{URL: b.src.Load().Base.Redacted(), OK: s.mainUp, Beacons: len(s.beacons), Gateways: len(s.gateways),
+		Main: MainStatus{URL: shownURL(b.src.Load().Base), OK: s.mainUp, Beacons: len(s.beacons), Gateways: len(s.gateways),
 			FetchedAt: msPtr(s.cacheAt), Failures: s.mainFailures, LastError: s.mainErr, LastErrorAt: msPtr(s.mainErrAt)},
 		Monitor: MonitorStatus{Address: b.o.MonitorAddr, Host: b.o.Host, OK: s.monitorUp, DeliveredAt: msPtr(s.monitorOKAt),
 			Failures: s.monitorFailures, Processed: s.processed, Refused: s.refused,
@@ -118,7 +169,7 @@ func (b *Bridge) mainFailed(err error, now time.Time) int {
 	b.mu.Unlock()
 	if n == 1 || n%10 == 0 {
 		b.log.Warn("bridge cannot fetch from the main server; keeping the cached lists",
-			"main_server", b.src.Load().Base.Redacted(), "failures", n, "err", err)
+			"main_server", shownURL(b.src.Load().Base), "failures", n, "err", err)
 	}
 	return n
 }

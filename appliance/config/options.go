@@ -87,6 +87,39 @@ func nonEmpty(v any) error {
 	}
 	return nil
 }
+
+// hostOnly is a host name or IP address without a port (the port has
+// its own key) or anything a dial would read as more: "127.0.0.1:20551"
+// passed and failed at run time as "lookup 127.0.0.1:20551: no such
+// host" (a black-box check). A bare IPv6 address is a host.
+func hostOnly(v any) error {
+	h := strings.TrimSpace(v.(string))
+	if h == "" {
+		return fmt.Errorf("must not be empty")
+	}
+	if net.ParseIP(h) != nil {
+		return nil
+	}
+	if strings.ContainsAny(h, ":/@?# []") {
+		return fmt.Errorf("must be a host name or IP address alone (the port is server_bridge_monitor_port)")
+	}
+	return nil
+}
+
+// endpointPath is a path below the main server's URL: a query or
+// fragment was escaped into the path and answered 404 (a black-box
+// check).
+func endpointPath(v any) error {
+	p := v.(string)
+	if strings.TrimSpace(p) == "" {
+		return fmt.Errorf("must not be empty")
+	}
+	if strings.ContainsAny(p, "?# ") || strings.Contains(p, "://") {
+		return fmt.Errorf("must be a path such as lld/beacons, without a query, fragment or scheme")
+	}
+	return nil
+}
+
 func maxLen(n int) func(any) error {
 	return func(v any) error {
 		if utf8.RuneCountInString(v.(string)) > n {
@@ -272,10 +305,10 @@ var Options = []Option{
 	{Key: "server_mqtt_pass", Group: "mqtt", Default: str("service"), UI: true, Secret: true, Validate: nonEmpty},
 
 	{Key: "server_bridge_server_url", Group: "bridge", URL: true, Default: str("http://localhost:8088/"), Restart: true, Validate: httpURL(false)},
-	{Key: "server_bridge_monitor_host", Group: "bridge", Default: str("localhost"), Restart: true, Validate: nonEmpty},
+	{Key: "server_bridge_monitor_host", Group: "bridge", Default: str("localhost"), Restart: true, Validate: hostOnly},
 	{Key: "server_bridge_monitor_port", Group: "bridge", Kind: KindInt, Default: num(10051), Restart: true, Validate: intRange(1, 65535)},
-	{Key: "server_bridge_endpoint_beacon", Group: "bridge", Default: str("lld/beacons"), Restart: true, Validate: nonEmpty},
-	{Key: "server_bridge_endpoint_gateway", Group: "bridge", Default: str("lld/gateways"), Restart: true, Validate: nonEmpty},
+	{Key: "server_bridge_endpoint_beacon", Group: "bridge", Default: str("lld/beacons"), Restart: true, Validate: endpointPath},
+	{Key: "server_bridge_endpoint_gateway", Group: "bridge", Default: str("lld/gateways"), Restart: true, Validate: endpointPath},
 	{Key: "server_bridge_delay_beacon", Group: "bridge", Kind: KindInt, Default: num(300), Restart: true, Validate: intRange(1, 86400)},
 	{Key: "server_bridge_delay_gateway", Group: "bridge", Kind: KindInt, Default: num(300), Restart: true, Validate: intRange(1, 86400)},
 	{Key: "server_bridge_cache_update_interval", Group: "bridge", Kind: KindInt, Default: num(3600), Restart: true, Validate: intRange(10, 604800)},

@@ -28,10 +28,10 @@ var badValues = map[string][]any{
 	"server_mqtt_user":                            {""},
 	"server_mqtt_pass":                            {"", "  "},
 	"server_bridge_server_url":                    {"", "ftp://x/", "localhost:8088"},
-	"server_bridge_monitor_host":                  {""},
+	"server_bridge_monitor_host":                  {"", "127.0.0.1:20551", "zabbix.local:10051", "http://zabbix/", "[::1]"},
 	"server_bridge_monitor_port":                  {0, 65536},
-	"server_bridge_endpoint_beacon":               {""},
-	"server_bridge_endpoint_gateway":              {""},
+	"server_bridge_endpoint_beacon":               {"", "lld/beacons?x=1", "lld/beacons#top", "http://other/lld/beacons"},
+	"server_bridge_endpoint_gateway":              {"", "lld/gateways?x=1"},
 	"server_bridge_delay_beacon":                  {0, 86401},
 	"server_bridge_delay_gateway":                 {0},
 	"server_bridge_cache_update_interval":         {9},
@@ -220,6 +220,9 @@ func TestGoodValuesAccepted(t *testing.T) {
 		"server_gateway_scan_default_subnet": "192.0.2.0/24",
 		"server_alertsys_url_base":           "",
 		"server_push_ops_topic":              "",
+		"server_bridge_monitor_host":         "::1",
+		"server_bridge_endpoint_beacon":      "/api/lld/beacons",
+		"server_bridge_endpoint_gateway":     "lld/gateways.json",
 	}
 	for k, v := range good {
 		o, ok := Lookup(k)
