@@ -73,15 +73,22 @@ func (s *Server) deploy(w http.ResponseWriter, r *http.Request, _ httprouter.Par
 		body.Action = deployStatus
 	}
 	admin := s.adminClaims(r)
+	// The default admin whose install-file password is unchanged may do
+	// nothing but change it, here as behind the guards: it ran import and
+	// remint (a black-box check).
+	mayAct := admin != nil && !admin.MustChangePassword
 	switch body.Action {
 	case deployStatus:
-		return ok(w, s.deployStatus(admin != nil))
+		return ok(w, s.deployStatus(mayAct))
 	case deployRemint, deployImport:
 	default:
 		return apperr.InvalidField("action", "action must be status, remint or import")
 	}
 	if admin == nil {
 		return apperr.Forbidden(msgDeployNeedsAdmin)
+	}
+	if !mayAct {
+		return apperr.Forbidden(msgMustChange)
 	}
 	reg, err := s.registry()
 	if err != nil {

@@ -107,3 +107,33 @@ func TestDeployWithoutAuthChangesNothing(t *testing.T) {
 	h.post("/api/v1/deploy", map[string]any{"action": "import"}, http.StatusOK)
 	h.adminGet("/api/v1/beacon/LEGACY-C30000000A09", http.StatusOK)
 }
+
+// TestDeployRefusesAnAdminThatMustChangeItsPassword: the default admin,
+// its password still the install file's, ran import and remint here (the
+// handler checks the token itself, and skipped that rule of the guards:
+// a black-box check). Status does not call it authenticated either.
+func TestDeployRefusesAnAdminThatMustChangeItsPassword(t *testing.T) {
+	h := newAssetHarness(t)
+	discover(t, h, store.DiscoveredDevice{MAC: "C30000000A09"})
+	if _, err := h.auth.CreateUser("fresh@example.org", "initial-pass-1", "admin", true); err != nil {
+		t.Fatal(err)
+	}
+	_, res := h.loginHTTP("fresh@example.org", "initial-pass-1")
+	before := h.snapshot()
+	for _, action := range []string{"remint", "import"} {
+		r := h.do(req{method: "POST", path: "/api/v1/deploy", token: res.Token, body: map[string]any{"action": action}})
+		if r.Code != http.StatusForbidden || r.Message != msgMustChange {
+			t.Errorf("%s: %d %s", action, r.Code, r.Body)
+		}
+	}
+	if h.snapshot() != before {
+		t.Fatal("deploy by an admin that must change its password changed state")
+	}
+	var st struct {
+		Authenticated bool `json:"authenticated"`
+	}
+	h.do(req{method: "POST", path: "/api/v1/deploy", token: res.Token}).expect(t, http.StatusOK).decodePayload(t, &st)
+	if st.Authenticated {
+		t.Error("status calls the token authenticated")
+	}
+}
