@@ -44,7 +44,7 @@ func newClient(t *testing.T, fake *alertsystest.Server, clk clock.Clock, timeout
 func sampleRequest(id uint64) alerting.ConveneRequest {
 	return alerting.ConveneRequest{Rule: "sos", EventID: id, Press: "double", OccurredAt: t0.UnixMilli(),
 		Asset:    alerting.ConveneAsset{AssetUID: "PAN-WB-1", Name: "Room 12, bed 2", Type: "panic", MAC: "C3000000B001"},
-		Location: alerting.ConvenePlace{ID: 7, Name: "Site / Ward B"},
+		Location: alerting.PlaceOf(7, "Site / Ward B"),
 		HeardBy:  alerting.ConveneHeard{Gateway: "AC233FA0B1C2", AssetUID: "GW-WB-1", Name: "Corridor"}}
 }
 

@@ -36,18 +36,29 @@ type ConveneAsset struct {
 	MAC      string `json:"mac"`
 }
 
-// ConvenePlace is the beacon's home location.
+// ConvenePlace is the beacon's home location. Every key is always sent
+// (docs/alertsys.md: what the registry does not know is empty, the id
+// null), so a parser need not tell a missing key from an unknown value:
+// they were left out, against the doc (a black-box check).
 type ConvenePlace struct {
-	ID   uint64 `json:"id,omitempty"`
-	Name string `json:"name"`
+	ID   *uint64 `json:"id"`
+	Name string  `json:"name"`
+}
+
+// PlaceOf is the ConvenePlace of location id (0: none) named name.
+func PlaceOf(id uint64, name string) ConvenePlace {
+	if id == 0 {
+		return ConvenePlace{Name: name}
+	}
+	return ConvenePlace{ID: &id, Name: name}
 }
 
 // ConveneHeard is the gateway that reported the press first.
 type ConveneHeard struct {
 	Gateway  string `json:"gateway"`
-	AssetUID string `json:"asset_uid,omitempty"`
-	Name     string `json:"name,omitempty"`
-	Location string `json:"location,omitempty"`
+	AssetUID string `json:"asset_uid"`
+	Name     string `json:"name"`
+	Location string `json:"location"`
 }
 
 // ConveneResponse is alertsys' answer; Message is the text the push

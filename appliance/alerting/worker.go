@@ -507,6 +507,6 @@ func conveneRequest(e store.Event) ConveneRequest {
 	}
 	return ConveneRequest{Rule: rule, EventID: e.ID, Press: e.Type, OccurredAt: e.CreatedAt,
 		Asset:    ConveneAsset{AssetUID: e.AssetUID, Name: e.BeaconName, Type: e.BeaconType, MAC: e.MAC},
-		Location: ConvenePlace{ID: e.LocationID, Name: e.Location},
+		Location: PlaceOf(e.LocationID, e.Location),
 		HeardBy:  ConveneHeard{Gateway: e.Gateway, AssetUID: e.GatewayUID, Name: e.GatewayName, Location: e.GatewayLocation}}
 }
