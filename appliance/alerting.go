@@ -27,7 +27,7 @@ func (a *App) buildAlerting() error {
 	if cfg.Has(config.FeatureAlerting) {
 		client = alerting.NewClient(alerting.ClientOptions{Live: a.live, Clock: a.clock})
 		a.alertsys = alerting.NewWorker(alerting.WorkerOptions{Client: client, Writer: a.writer, Clock: a.clock,
-			Logger: a.log.With("component", "alertsys"), Pending: a.db.PendingAlertsysEvents})
+			Logger: a.log.With("component", "alertsys"), Pending: a.db.PendingAlertsysEvents, StopGrace: alerting.DefaultStopGrace})
 		queue = a.alertsys.Stats
 		a.events = alerting.New(alerting.Options{DB: a.db, Live: a.live, Clock: a.clock,
 			Logger: a.log.With("component", "alerting"), Alertsys: a.alertsys})

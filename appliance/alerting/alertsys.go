@@ -106,6 +106,9 @@ func (c *Client) endpoints() endpoints {
 		cfg.AlertsysUsername, cfg.AlertsysPassword, cfg.ServerID}
 }
 
+// codeCanceled is the error code of a request our own shutdown cut.
+const codeCanceled = "canceled"
+
 // Configured reports whether a base URL is set right now.
 func (c *Client) Configured() bool { return c.live.Get().AlertsysURLBase != "" }
 
@@ -301,7 +304,7 @@ func transportError(err error) *Error {
 	case errors.As(err, &op) && op.Op == "dial":
 		e.Code, e.Msg = "connection_refused", "cannot connect"
 	case errors.Is(err, context.Canceled):
-		e.Code, e.Msg, e.Retryable = "canceled", "shutting down", false
+		e.Code, e.Msg, e.Retryable = codeCanceled, "shutting down", false
 	}
 	return e
 }

@@ -40,6 +40,15 @@ type Status struct {
 // answered, whenever the request began (ignoring those by start order
 // held alertsys_down after a later success: a review). Observers hear
 // outcomes in the order they are applied (order).
+//
+// A login proves less than a convene: alertsys can log us in and fail
+// every convene (a convene-only outage). Then each periodic login probe
+// resolved alertsys_down and the next retry raised it again, once a
+// minute (a black-box check). So a convene failure is stale only against
+// a newer convene success, and a login success does not clear it for
+// ConveneFailHold, the worker's whole retry schedule and then some;
+// after that, with no press to try, the login probe is the best evidence
+// left.
 type healthRecorder struct {
 	order     sync.Mutex // held from applying an outcome to telling it
 	mu        sync.Mutex
@@ -47,7 +56,14 @@ type healthRecorder struct {
 	observers []func(Status)
 	started   uint64 // exchanges begun
 	okSeq     uint64 // the newest exchange number that succeeded
+	convOKSeq uint64 // the newest convene that succeeded
+	// convFailAt is when a convene last failed, zero once one succeeds.
+	convFailAt time.Time
 }
+
+// ConveneFailHold is how long a failed convene keeps alertsys down against
+// successful logins.
+const ConveneFailHold = 10 * time.Minute
 
 // begin numbers an exchange about to start.
 func (h *healthRecorder) begin() uint64 {
@@ -59,19 +75,39 @@ func (h *healthRecorder) begin() uint64 {
 
 func (h *healthRecorder) record(seq uint64, now time.Time, step string, httpStatus int, dur time.Duration, err error, configured bool) {
 	ms := now.UnixMilli()
+	var ae *Error
+	if errors.As(err, &ae) && ae.Code == codeCanceled {
+		// Our shutdown cut it, not alertsys: no outcome (it raised
+		// alertsys_down at every stop during a convene: a black-box
+		// check). The event stays pending for the next start.
+		return
+	}
 	h.order.Lock()
 	defer h.order.Unlock()
 	h.mu.Lock()
-	if err != nil && seq < h.okSeq {
+	newerOK := h.okSeq
+	if step == "convene" {
+		newerOK = h.convOKSeq
+	}
+	if err != nil && seq < newerOK {
 		h.mu.Unlock()
 		return // stale: an exchange begun after it succeeded
 	}
-	if err == nil {
+	switch {
+	case err == nil && step == "convene":
+		h.okSeq, h.convOKSeq, h.convFailAt = max(h.okSeq, seq), max(h.convOKSeq, seq), time.Time{}
+	case err == nil && configured && !h.convFailAt.IsZero() && now.Sub(h.convFailAt) < ConveneFailHold:
+		// A login works, convene did not lately: still down.
 		h.okSeq = max(h.okSeq, seq)
+		h.mu.Unlock()
+		return
+	case err == nil:
+		h.okSeq, h.convFailAt = max(h.okSeq, seq), time.Time{}
+	case step == "convene" && configured:
+		h.convFailAt = now
 	}
 	st := Status{Configured: configured, Step: step, HTTPStatus: httpStatus, DurationMS: dur.Milliseconds(),
 		CheckedAt: &ms, LastOKAt: h.st.LastOKAt}
-	var ae *Error
 	switch {
 	case !configured:
 		st.State, st.ErrorCode, st.Message, st.CheckedAt, st.Step = StateDisabled, ErrNotConfigured.Code, "alertsys is not configured (server_alertsys_url_base is empty)", nil, ""

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"testing"
 	"time"
@@ -196,5 +197,83 @@ func TestClientLiveConfigAndFailures(t *testing.T) {
 	patch(t, live, "server_alertsys_url_base", "http://127.0.0.1:1")
 	if err := c.Check(ctx); errCode(err) != "connection_refused" {
 		t.Errorf("closed port: %v (%s)", err, errCode(err))
+	}
+}
+
+// TestConveneOutageDoesNotFlap: alertsys logs in but fails every convene.
+// Each periodic login probe resolved alertsys_down and the next retry
+// raised it again, a minute apart (a black-box check). A login success no
+// longer clears a convene failure for ConveneFailHold; a convene success
+// does at once.
+func TestConveneOutageDoesNotFlap(t *testing.T) {
+	fake := alertsystest.New()
+	defer fake.Close()
+	clk := clock.NewFake(t0)
+	c, _ := newClient(t, fake, clk, time.Second)
+	var states []string
+	c.Observe(func(st alerting.Status) { states = append(states, st.Step+":"+st.State) })
+	fake.Set(func(s *alertsystest.Server) { s.FailConvene = 503 })
+	if _, err := c.Convene(context.Background(), sampleRequest(1)); err == nil {
+		t.Fatal("convene answered 503: no error")
+	}
+	for i := 0; i < 3; i++ {
+		clk.Advance(time.Minute)
+		if err := c.Check(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if st := c.Status(); st.State != alerting.StateDown {
+			t.Fatalf("login probe %d during a convene outage: %+v (heard %v)", i, st, states)
+		}
+	}
+	// Past the hold, with no press to try, the login probe speaks again.
+	clk.Advance(alerting.ConveneFailHold)
+	if err := c.Check(context.Background()); err != nil || c.Status().State != alerting.StateOK {
+		t.Fatalf("login probe after the hold: %v %+v", err, c.Status())
+	}
+	// A convene failure, then a convene success: up at once.
+	if _, err := c.Convene(context.Background(), sampleRequest(2)); err == nil {
+		t.Fatal("convene answered 503: no error")
+	}
+	fake.Set(func(s *alertsystest.Server) { s.FailConvene = 0 })
+	if _, err := c.Convene(context.Background(), sampleRequest(3)); err != nil || c.Status().State != alerting.StateOK {
+		t.Fatalf("convene success: %v %+v", err, c.Status())
+	}
+	want := []string{"login:ok", "convene:down", "login:ok", "convene:down", "convene:ok"}
+	if fmt.Sprint(states) != fmt.Sprint(want) {
+		t.Errorf("outcomes heard %v, want %v", states, want)
+	}
+}
+
+// TestOurShutdownIsNoOutage: a convene cut by our own shutdown (its
+// context canceled) raised alertsys_down at every stop during a press.
+func TestOurShutdownIsNoOutage(t *testing.T) {
+	fake := alertsystest.New()
+	defer fake.Close()
+	defer fake.Release()
+	clk := clock.NewFake(t0)
+	c, _ := newClient(t, fake, clk, 10*time.Second)
+	if err := c.Check(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	fake.Hold()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, err := c.Convene(ctx, sampleRequest(1))
+		done <- err
+	}()
+	deadline := time.Now().Add(10 * time.Second)
+	for fake.Held() == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the convene never reached alertsys")
+		}
+		time.Sleep(time.Millisecond) // polling a condition, bounded by the deadline
+	}
+	cancel()
+	if err := <-done; errCode(err) != "canceled" {
+		t.Fatalf("convene cut by the shutdown: %v", err)
+	}
+	if st := c.Status(); st.State != alerting.StateOK || st.Step != "login" {
+		t.Fatalf("after our own shutdown: %+v", st)
 	}
 }

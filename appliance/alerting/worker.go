@@ -56,7 +56,17 @@ type WorkerOptions struct {
 	// waits between them (default 1 s, 3 s, 10 s, 30 s; the last repeats).
 	Attempts int
 	Backoff  []time.Duration
+	// StopGrace is how long Stop lets the convenes in flight finish, in
+	// real time (a shutdown bound, not a schedule); 0 cuts them at once.
+	// A convene cut at a stop had reached alertsys, stayed pending and
+	// was sent again at the next start: alertsys saw it twice, told apart
+	// only by its Idempotency-Key (a black-box check). The appliance
+	// gives DefaultStopGrace.
+	StopGrace time.Duration
 }
+
+// DefaultStopGrace is the appliance's StopGrace: as push's PostGrace.
+const DefaultStopGrace = 5 * time.Second
 
 // Result is the final alertsys outcome of one event.
 type Result struct {
@@ -197,8 +207,18 @@ func (w *Worker) Stop() {
 	}
 	started := w.started
 	w.mu.Unlock()
-	w.cancel()
+	// Runners take no new attempt once stop is closed; the ones under
+	// way get StopGrace to be answered.
 	close(w.stop)
+	if started && w.o.StopGrace > 0 {
+		t := time.NewTimer(w.o.StopGrace)
+		select {
+		case <-w.exited:
+		case <-t.C:
+		}
+		t.Stop()
+	}
+	w.cancel()
 	if started { // a worker built but never started has no goroutine to wait for
 		<-w.exited
 	}

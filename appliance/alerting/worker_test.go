@@ -146,3 +146,50 @@ func TestWorkerOutlastsAShortAlertsysOutage(t *testing.T) {
 		t.Fatalf("gave up after %v, want about %v", waited, alerting.RecoverWindow)
 	}
 }
+
+// gated is a Conveneer whose convenes wait for release or their context.
+type gated struct {
+	entered chan struct{}
+	release chan struct{}
+}
+
+func (g *gated) Configured() bool { return true }
+func (g *gated) Convene(ctx context.Context, _ alerting.ConveneRequest) (alerting.ConveneResponse, error) {
+	g.entered <- struct{}{}
+	select {
+	case <-g.release:
+		return alerting.ConveneResponse{OK: true, Message: "convened"}, nil
+	case <-ctx.Done():
+		return alerting.ConveneResponse{}, &alerting.Error{Code: "canceled", Msg: "shutting down"}
+	}
+}
+
+// TestStopLetsAConveneUnderWayFinish: a convene under way at a stop was
+// cut though alertsys had it; the press stayed pending and was convened
+// again at the next start (a black-box check). Stop now gives it
+// StopGrace to be answered, and cuts it only after.
+func TestStopLetsAConveneUnderWayFinish(t *testing.T) {
+	for _, answered := range []bool{true, false} {
+		g := &gated{entered: make(chan struct{}, 1), release: make(chan struct{})}
+		grace := time.Minute
+		if !answered {
+			grace = 20 * time.Millisecond // real time: Stop's bound
+		}
+		w, result := startWorker(t, alerting.WorkerOptions{Client: g, Clock: clock.NewFake(t0), Logger: quiet, StopGrace: grace})
+		w.Enqueue(store.Event{ID: 1, BeaconType: "panic"})
+		<-g.entered
+		stopped := make(chan struct{})
+		go func() { w.Stop(); close(stopped) }()
+		if answered {
+			close(g.release)
+		}
+		<-stopped
+		r, ok := result(1)
+		if answered && (!ok || r.State != store.AlertsysSent) {
+			t.Errorf("answered within the grace: %+v %v", r, ok)
+		}
+		if !answered && ok {
+			t.Errorf("cut after the grace, yet a result: %+v", r)
+		}
+	}
+}
