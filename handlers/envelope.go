@@ -129,6 +129,12 @@ func decode(w http.ResponseWriter, r *http.Request, dst any) error {
 		if errors.Is(err, io.EOF) {
 			return apperr.Invalid("request body is empty")
 		}
+		// A value of the wrong type names its field, as every other
+		// invalid field does (docs/api.md: payload.field).
+		var ute *json.UnmarshalTypeError
+		if errors.As(err, &ute) && ute.Field != "" {
+			return apperr.InvalidField(ute.Field, "malformed JSON body: %s", jsonErrText(err))
+		}
 		return apperr.Invalid("malformed JSON body: %s", jsonErrText(err))
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {

@@ -127,6 +127,13 @@ func TestStrictBodyDecoding(t *testing.T) {
 			t.Errorf("%s: message %q, want %q", body, r.Message, want)
 		}
 	}
+	// ... and in payload.field, as every invalid field is (it was not: a
+	// black-box check); a body that is no object has no field.
+	for body, field := range map[string]string{`{"email":["a"],"password":"x"}`: `"field":"email"`, `[1,2]`: `"payload":{}`} {
+		if r := h.do(req{method: "POST", path: "/api/v1/login", body: body}); !strings.Contains(r.Body, field) {
+			t.Errorf("%s: %s, want %s", body, r.Body, field)
+		}
+	}
 	// A missing email or password is named (it was not: a black-box check).
 	for body, field := range map[string]string{`{"email":"a@example.com"}`: "password", `{"password":"x"}`: "email", `{}`: "email"} {
 		r := h.do(req{method: "POST", path: "/api/v1/login", body: body})

@@ -41,8 +41,8 @@ func TestLocationsEndpoints(t *testing.T) {
 		"no name":            {map[string]any{"code": "Z9"}, "name"},
 		"unknown field":      {map[string]any{"name": "x", "colour": "red"}, ""},
 		"malformed JSON":     {`{"name": "x",`, ""},
-		"wrong type":         {map[string]any{"name": "x", "parent_id": "one"}, ""},
-		"negative parent id": {`{"name":"x","parent_id":-1}`, ""},
+		"wrong type":         {map[string]any{"name": "x", "parent_id": "one"}, "parent_id"},
+		"negative parent id": {`{"name":"x","parent_id":-1}`, "parent_id"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			h.send("POST", "/api/v1/locations", h.admin, tc.body).wantBad(t, tc.field)
