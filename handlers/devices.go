@@ -169,6 +169,9 @@ func (s *Server) remintPlan(w http.ResponseWriter, r *http.Request, _ httprouter
 }
 
 func (s *Server) remintApply(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
+	if err := noBody(w, r); err != nil {
+		return err
+	}
 	reg, err := s.registry()
 	if err != nil {
 		return err

@@ -220,6 +220,13 @@ func TestRemintAndDevicesHTTP(t *testing.T) {
 	if plan.Mintable != 1 || len(plan.MACKeyed) != 1 || plan.Assets[0].NewUID != "SEN-H1-1" {
 		t.Fatalf("plan = %s", mustJSON(plan))
 	}
+	// It takes no input: a body meant for something else is refused,
+	// not ignored (it ran: a black-box check).
+	unreminted := h.snapshot()
+	h.send("POST", "/api/v1/assets/remint/apply", h.admin, map[string]any{"x": 1}).wantBad(t, "")
+	if h.snapshot() != unreminted {
+		t.Fatal("a refused apply reminted")
+	}
 	var res assets.RemintResult
 	h.post("/api/v1/assets/remint/apply", nil, http.StatusOK).decodePayload(t, &res)
 	if len(res.Reminted) != 1 || res.Reminted[0].NewUID != "SEN-H1-1" || h.countHistory("SEN-H1-1") != 2 {

@@ -143,6 +143,17 @@ func decode(w http.ResponseWriter, r *http.Request, dst any) error {
 	return nil
 }
 
+// noBody is decode for a route that takes no input: an empty body or
+// {} only, so a body meant for another route is refused, not ignored
+// ({"x":1} ran remint apply: a black-box check).
+func noBody(w http.ResponseWriter, r *http.Request) error {
+	var none struct{}
+	if err := decode(w, r, &none); err != nil && !isEmptyBody(err) {
+		return err
+	}
+	return nil
+}
+
 // jsonErrText keeps decoder messages useful but free of Go type names.
 func jsonErrText(err error) string {
 	var ute *json.UnmarshalTypeError

@@ -32,12 +32,19 @@ func (s *Server) importKind(w http.ResponseWriter, r *http.Request, kind string)
 		return err
 	}
 	var macs []string
-	for _, v := range r.URL.Query()["mac"] {
+	vals, limited := r.URL.Query()["mac"]
+	for _, v := range vals {
 		for _, m := range strings.Split(v, ",") {
 			if m = strings.TrimSpace(m); m != "" {
 				macs = append(macs, m)
 			}
 		}
+	}
+	if limited && len(macs) == 0 {
+		// "?mac=" (a form left empty) imported the whole list: a
+		// limit that names nothing is a mistake, not "everything" (a
+		// black-box check).
+		return apperr.InvalidField("mac", "mac names no MAC; leave it out to import the whole list")
 	}
 	res, err := reg.Import(kind, macs)
 	if err != nil {

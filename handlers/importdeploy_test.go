@@ -28,6 +28,8 @@ func TestImportFromDiscovery(t *testing.T) {
 	h.get("/api/v1/import/beacons?mac=zz", h.admin).wantBad(t, "mac")
 	h.get("/api/v1/import/beacons?mac=C30000000A02,C300000000FF", h.admin).wantBad(t, "mac") // not discovered
 	h.get("/api/v1/import/gateways?mac=C30000000A02", h.admin).wantBad(t, "mac")             // a beacon, not a gateway
+	h.get("/api/v1/import/beacons?mac=", h.admin).wantBad(t, "mac")                          // imported the whole list
+	h.get("/api/v1/import/beacons?mac=,%20", h.admin).wantBad(t, "mac")
 	if h.snapshot() != before {
 		t.Fatal("refused imports wrote")
 	}
