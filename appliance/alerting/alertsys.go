@@ -257,9 +257,13 @@ func (c *Client) tokenFor(ctx context.Context, ep endpoints, rejected string, fo
 	return lr.Token, login, nil
 }
 
+// statusError: 5xx, 429 and 408 (the server timed out waiting for our
+// request: a busy alertsys, as the health message says) are retried; 408
+// was final with the other 4xx (a black-box check).
 func statusError(status int, what string) *Error {
-	return &Error{Code: "http_status", HTTPStatus: status, Retryable: status >= 500 || status == http.StatusTooManyRequests,
-		Msg: fmt.Sprintf("%s answered HTTP %d", what, status)}
+	return &Error{Code: "http_status", HTTPStatus: status,
+		Retryable: status >= 500 || status == http.StatusTooManyRequests || status == http.StatusRequestTimeout,
+		Msg:       fmt.Sprintf("%s answered HTTP %d", what, status)}
 }
 
 // post sends one JSON request under the total timeout and reads a bounded

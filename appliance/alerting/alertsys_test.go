@@ -277,3 +277,21 @@ func TestOurShutdownIsNoOutage(t *testing.T) {
 		t.Fatalf("after our own shutdown: %+v", st)
 	}
 }
+
+// TestWhichAnswersAreRetried: 5xx, 429 and 408 are alertsys busy or
+// away, worth a retry; 408 was final with the other 4xx, though the
+// health message called it unreachable (a black-box check). A 3xx is
+// not followed and final.
+func TestWhichAnswersAreRetried(t *testing.T) {
+	fake := alertsystest.New()
+	defer fake.Close()
+	c, _ := newClient(t, fake, clock.NewFake(t0), time.Second)
+	for status, retry := range map[int]bool{500: true, 503: true, 429: true, 408: true, 400: false, 404: false, 422: false, 302: false} {
+		fake.Set(func(s *alertsystest.Server) { s.FailConvene = status })
+		_, err := c.Convene(context.Background(), sampleRequest(uint64(status)))
+		var ae *alerting.Error
+		if !errors.As(err, &ae) || ae.Retryable != retry {
+			t.Errorf("HTTP %d: %v, want retryable %v", status, err, retry)
+		}
+	}
+}
