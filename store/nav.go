@@ -1,6 +1,8 @@
 package store
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"time"
 
@@ -386,3 +388,84 @@ func clearBucket(b *bolt.Bucket) error {
 // FloorExists reports whether floor id exists, for registry validation of
 // a beacon's floor assignment in the same transaction.
 func (t *AssetTx) FloorExists(id uint64) bool { return hasID(t.tx, bNavFloors, id) }
+
+// RewriterNavNodes: navigation nodes name the beacon placed at them by
+// asset_uid (NavNode.BeaconUID). A remint or merge left the old uid there,
+// so the project no longer linked the beacon to its node and pathfinding
+// from it failed (a carried item); the rename follows into the node.
+const RewriterNavNodes = "nav_nodes"
+
+// navNodesOf calls fn for every node linked to uid. Values are checked
+// for the uid's bytes before decoding: a remint apply renames thousands
+// of assets, each through every node.
+func navNodesOf(tx *bolt.Tx, uid string, fn func(k []byte, n NavNode) error) error {
+	b := tx.Bucket(bNavNodes)
+	if b == nil || uid == "" {
+		return nil
+	}
+	needle := []byte(uid)
+	type hit struct {
+		k []byte
+		n NavNode
+	}
+	var hits []hit
+	err := b.ForEach(func(k, v []byte) error {
+		if !bytes.Contains(v, needle) {
+			return nil
+		}
+		var n NavNode
+		if err := json.Unmarshal(v, &n); err != nil {
+			return err
+		}
+		if n.BeaconUID == uid {
+			hits = append(hits, hit{append([]byte(nil), k...), n})
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	// Called after the walk: a Put while a cursor walks the bucket may
+	// move it (bbolt).
+	for _, h := range hits {
+		if err := fn(h.k, h.n); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func renameNavNodeBeacon(tx *bolt.Tx, oldUID, newUID string) (int, error) {
+	moved := 0
+	err := navNodesOf(tx, oldUID, func(k []byte, n NavNode) error {
+		n.BeaconUID = newUID
+		moved++
+		return putJSON(tx.Bucket(bNavNodes), k, n)
+	})
+	return moved, err
+}
+
+func countNavNodeBeacon(tx *bolt.Tx, uid string) (int, error) {
+	n := 0
+	err := navNodesOf(tx, uid, func([]byte, NavNode) error { n++; return nil })
+	return n, err
+}
+
+func eachNavNodeBeacon(tx *bolt.Tx, fn func(uid string) error) error {
+	b := tx.Bucket(bNavNodes)
+	if b == nil {
+		return nil
+	}
+	seen := map[string]bool{}
+	return b.ForEach(func(_, v []byte) error {
+		var n NavNode
+		if err := json.Unmarshal(v, &n); err != nil {
+			return err
+		}
+		if n.BeaconUID == "" || seen[n.BeaconUID] {
+			return nil
+		}
+		seen[n.BeaconUID] = true
+		return fn(n.BeaconUID)
+	})
+}

@@ -37,6 +37,7 @@ var uidRewriters = []uidRewriter{
 	{RewriterSensorIntervals, renameSensorIntervals, countSensorIntervals, eachSensorIntervalUID},
 	{RewriterHealthConditions, renameHealthConds, countHealthConds, eachHealthCondUID},
 	{RewriterZoneHeard, renameZoneHeard, countZoneHeard, eachZoneHeardUID},
+	{RewriterNavNodes, renameNavNodeBeacon, countNavNodeBeacon, eachNavNodeBeacon},
 }
 
 // Rewriter names, as they appear in counts and audit findings.

@@ -30,6 +30,10 @@ func New(db *store.DB, clk clock.Clock) (*Service, error) {
 	return s, nil
 }
 
+// Reload recompiles the graph from the store: after a change made
+// outside the service (a uid rename swept through the nodes).
+func (s *Service) Reload() error { return s.rebuild() }
+
 // Graph returns the current compiled graph.
 func (s *Service) Graph() *Graph { return s.graph.Load() }
 
