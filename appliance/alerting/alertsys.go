@@ -109,6 +109,12 @@ func (c *Client) endpoints() endpoints {
 // codeCanceled is the error code of a request our own shutdown cut.
 const codeCanceled = "canceled"
 
+// target names the alertsys and account an exchange was with: a convene
+// failure holds alertsys down against logins only to the same one.
+func (ep endpoints) target() string {
+	return ep.base + "\x00" + ep.login + "\x00" + ep.convene + "\x00" + ep.user + "\x00" + ep.pass
+}
+
 // Configured reports whether a base URL is set right now.
 func (c *Client) Configured() bool { return c.live.Get().AlertsysURLBase != "" }
 
@@ -119,7 +125,7 @@ func (c *Client) Configured() bool { return c.live.Get().AlertsysURLBase != "" }
 func (c *Client) Convene(ctx context.Context, req ConveneRequest) (ConveneResponse, error) {
 	ep := c.endpoints()
 	if ep.base == "" {
-		c.health.record(c.health.begin(), c.clock.Now(), "convene", 0, 0, ErrNotConfigured, false)
+		c.health.record(c.health.begin(), c.clock.Now(), "convene", "", 0, 0, ErrNotConfigured, false)
 		return ConveneResponse{}, ErrNotConfigured
 	}
 	req.ServerID = ep.serverID
@@ -154,7 +160,7 @@ func (c *Client) Convene(ctx context.Context, req ConveneRequest) (ConveneRespon
 				err.(*Error).Retryable = true
 			}
 		}
-		c.health.record(seq, c.clock.Now(), "convene", status, dur, err, c.Configured())
+		c.health.record(seq, c.clock.Now(), "convene", ep.target(), status, dur, err, c.Configured())
 		if err != nil {
 			return ConveneResponse{}, err
 		}
@@ -171,7 +177,7 @@ func (c *Client) Convene(ctx context.Context, req ConveneRequest) (ConveneRespon
 func (c *Client) Check(ctx context.Context) error {
 	ep := c.endpoints()
 	if ep.base == "" {
-		c.health.record(c.health.begin(), c.clock.Now(), "probe", 0, 0, ErrNotConfigured, false)
+		c.health.record(c.health.begin(), c.clock.Now(), "probe", "", 0, 0, ErrNotConfigured, false)
 		return ErrNotConfigured
 	}
 	_, _, err := c.tokenFor(ctx, ep, "", true)
@@ -243,7 +249,7 @@ func (c *Client) tokenFor(ctx context.Context, ep endpoints, rejected string, fo
 	case json.Unmarshal(raw, &lr) != nil || lr.Token == "":
 		err = &Error{Code: "bad_response", HTTPStatus: status, Retryable: true, Msg: "login answer is not JSON with a token"}
 	}
-	c.health.record(seq, c.clock.Now(), "login", status, dur, err, true)
+	c.health.record(seq, c.clock.Now(), "login", ep.target(), status, dur, err, true)
 	if err != nil {
 		return "", 0, err
 	}

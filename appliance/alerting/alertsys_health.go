@@ -57,8 +57,13 @@ type healthRecorder struct {
 	started   uint64 // exchanges begun
 	okSeq     uint64 // the newest exchange number that succeeded
 	convOKSeq uint64 // the newest convene that succeeded
-	// convFailAt is when a convene last failed, zero once one succeeds.
+	// convFailAt is when a convene last failed, zero once one succeeds;
+	// convFailTo is the target (endpoints.target) it failed at. Another
+	// target (the URL or credentials corrected) is not held: a login
+	// there speaks for itself (a review: a corrected URL read "down" for
+	// 10 minutes).
 	convFailAt time.Time
+	convFailTo string
 }
 
 // ConveneFailHold is how long a failed convene keeps alertsys down against
@@ -73,7 +78,7 @@ func (h *healthRecorder) begin() uint64 {
 	return h.started
 }
 
-func (h *healthRecorder) record(seq uint64, now time.Time, step string, httpStatus int, dur time.Duration, err error, configured bool) {
+func (h *healthRecorder) record(seq uint64, now time.Time, step, target string, httpStatus int, dur time.Duration, err error, configured bool) {
 	ms := now.UnixMilli()
 	var ae *Error
 	if errors.As(err, &ae) && ae.Code == codeCanceled {
@@ -96,15 +101,17 @@ func (h *healthRecorder) record(seq uint64, now time.Time, step string, httpStat
 	switch {
 	case err == nil && step == "convene":
 		h.okSeq, h.convOKSeq, h.convFailAt = max(h.okSeq, seq), max(h.convOKSeq, seq), time.Time{}
-	case err == nil && configured && !h.convFailAt.IsZero() && now.Sub(h.convFailAt) < ConveneFailHold:
-		// A login works, convene did not lately: still down.
+	case err == nil && configured && !h.convFailAt.IsZero() && target == h.convFailTo && now.Sub(h.convFailAt) < ConveneFailHold:
+		// A login works, convene did not lately: still down, though
+		// the login did succeed (last_ok_at says so).
 		h.okSeq = max(h.okSeq, seq)
+		h.st.LastOKAt = &ms
 		h.mu.Unlock()
 		return
-	case err == nil:
+	case err == nil, !configured:
 		h.okSeq, h.convFailAt = max(h.okSeq, seq), time.Time{}
-	case step == "convene" && configured:
-		h.convFailAt = now
+	case step == "convene":
+		h.convFailAt, h.convFailTo = now, target
 	}
 	st := Status{Configured: configured, Step: step, HTTPStatus: httpStatus, DurationMS: dur.Milliseconds(),
 		CheckedAt: &ms, LastOKAt: h.st.LastOKAt}

@@ -221,8 +221,8 @@ func TestConveneOutageDoesNotFlap(t *testing.T) {
 		if err := c.Check(context.Background()); err != nil {
 			t.Fatal(err)
 		}
-		if st := c.Status(); st.State != alerting.StateDown {
-			t.Fatalf("login probe %d during a convene outage: %+v (heard %v)", i, st, states)
+		if st := c.Status(); st.State != alerting.StateDown || st.LastOKAt == nil || *st.LastOKAt != clk.Now().UnixMilli() {
+			t.Fatalf("login probe %d during a convene outage (down, its login's success in last_ok_at): %+v (heard %v)", i, st, states)
 		}
 	}
 	// Past the hold, with no press to try, the login probe speaks again.

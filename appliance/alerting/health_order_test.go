@@ -17,13 +17,13 @@ func TestStaleAlertsysOutcomesAreIgnored(t *testing.T) {
 	now := time.Date(2026, 11, 29, 5, 0, 0, 0, time.UTC)
 	hung := h.begin()  // a convene, hanging
 	fresh := h.begin() // a newer one, after recovery
-	h.record(fresh, now, "convene", 200, time.Millisecond, nil, true)
-	h.record(hung, now.Add(time.Second), "convene", 0, 10*time.Second, &Error{Code: "timeout", Retryable: true, Msg: "no answer"}, true)
+	h.record(fresh, now, "convene", "A", 200, time.Millisecond, nil, true)
+	h.record(hung, now.Add(time.Second), "convene", "A", 0, 10*time.Second, &Error{Code: "timeout", Retryable: true, Msg: "no answer"}, true)
 	if h.st.State != StateOK || len(heard) != 1 || heard[0] != StateOK {
 		t.Fatalf("state %s, observers heard %v", h.st.State, heard)
 	}
 	// A newer failure still counts.
-	h.record(h.begin(), now.Add(2*time.Second), "convene", 503, time.Millisecond, errors.New("x"), true)
+	h.record(h.begin(), now.Add(2*time.Second), "convene", "A", 503, time.Millisecond, errors.New("x"), true)
 	if h.st.State != StateDown || len(heard) != 2 {
 		t.Fatalf("a newer failure: state %s, heard %v", h.st.State, heard)
 	}
@@ -37,8 +37,8 @@ func TestALateSuccessCounts(t *testing.T) {
 	var h healthRecorder
 	now := time.Date(2026, 11, 29, 5, 0, 0, 0, time.UTC)
 	a, b := h.begin(), h.begin()
-	h.record(b, now, "convene", 400, time.Millisecond, &Error{Code: "http_status", Msg: "bad"}, true)
-	h.record(a, now.Add(time.Second), "convene", 200, time.Millisecond, nil, true)
+	h.record(b, now, "convene", "A", 400, time.Millisecond, &Error{Code: "http_status", Msg: "bad"}, true)
+	h.record(a, now.Add(time.Second), "convene", "A", 200, time.Millisecond, nil, true)
 	if h.st.State != StateOK {
 		t.Fatalf("state %s after the late success", h.st.State)
 	}

@@ -386,3 +386,54 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 		time.Sleep(5 * time.Millisecond) // polling a condition, bounded by the deadline
 	}
 }
+
+// TestACorrectedAlertsysIsNotHeldDown: a convene failure holds alertsys
+// down against logins (a convene-only outage must not flap), but only
+// logins to the same alertsys and account: after the URL was corrected,
+// the at-once probe's login was ignored and alertsys_down held for 10
+// minutes; emptied and restored, the status read "not checked yet"
+// (a review).
+func TestACorrectedAlertsysIsNotHeldDown(t *testing.T) {
+	for _, how := range []string{"corrected", "emptied and restored"} {
+		t.Run(how, func(t *testing.T) {
+			f := newFixture(t)
+			broken, fixed := alertsystest.New(), alertsystest.New()
+			t.Cleanup(broken.Close)
+			t.Cleanup(fixed.Close)
+			broken.Set(func(s *alertsystest.Server) { s.FailConvene = 503 })
+			cfg := *f.live.Get()
+			cfg.AlertsysURLBase, cfg.AlertsysUsername, cfg.AlertsysPassword = broken.URL, alertsystest.User, alertsystest.Pass
+			live := config.NewLive(&cfg, nil, "")
+			client := alerting.NewClient(alerting.ClientOptions{Live: live, Clock: f.clk})
+			mon := NewMonitor(Options{Live: live, Clock: f.clk, Logger: quiet, Conditions: f.conds, Alertsys: client})
+			t.Cleanup(mon.Stop)
+			mon.Start()
+			if _, err := client.Convene(context.Background(), alerting.ConveneRequest{Rule: "sos", EventID: 1}); err == nil {
+				t.Fatal("convene answered 503: no error")
+			}
+			if !f.conds.IsActive(KeyAlertsysDown) {
+				t.Fatal("not down after the failed convene")
+			}
+			patch := func(url string) {
+				if _, err := live.Patch(map[string]json.RawMessage{"server_alertsys_url_base": json.RawMessage(strconv.Quote(url))}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			to := fixed.URL
+			if how != "corrected" {
+				patch("")
+				waitFor(t, "emptied", func() bool { return !f.conds.IsActive(KeyAlertsysDown) })
+				to = broken.URL
+				broken.Set(func(s *alertsystest.Server) { s.FailConvene = 0 })
+			}
+			patch(to)
+			waitFor(t, "the new URL's login counted", func() bool {
+				st := mon.AlertsysStatus()
+				return st.State == alerting.StateOK && st.CheckedAt != nil
+			})
+			if f.conds.IsActive(KeyAlertsysDown) {
+				t.Fatal("alertsys_down still active")
+			}
+		})
+	}
+}
