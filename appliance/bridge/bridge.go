@@ -236,7 +236,7 @@ func (b *Bridge) refresh() {
 		b.log.Warn("bridge skipped assets whose uid cannot be an item key parameter", "count", skipped)
 	}
 	b.mu.Lock()
-	oldB, oldG := b.st.beacons, b.st.gateways
+	oldB, oldG := b.st.announcedB, b.st.announcedG
 	b.mu.Unlock()
 	b.mainOK(beacons, gateways, now)
 	// Offline first, while discovery still holds their items.
@@ -251,6 +251,9 @@ func (b *Bridge) refresh() {
 		b.schedule(taskRefresh, b.backoff(b.monitorFailures(), b.o.RefreshEvery))
 		return
 	}
+	b.mu.Lock()
+	b.st.announcedB, b.st.announcedG = beacons, gateways
+	b.mu.Unlock()
 	b.schedule(taskRefresh, b.o.RefreshEvery)
 }
 

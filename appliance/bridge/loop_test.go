@@ -481,3 +481,31 @@ func TestBridgeStatusErrorFieldsAreNullBeforeAnError(t *testing.T) {
 		}
 	}
 }
+
+// TestBridgeRefreshRetryStillSaysOffline: the offline values go with the
+// refresh's discovery; when that delivery failed, the retry compared the
+// new lists with a cache the failed refresh had already replaced, found
+// nothing gone, and Zabbix kept online=1 for the removed asset (a review).
+func TestBridgeRefreshRetryStillSaysOffline(t *testing.T) {
+	r := newRig(t, "", "", func(o *bridge.Options) { o.BeaconEvery, o.GatewayEvery = 25*time.Minute, 25*time.Minute })
+	r.main.set(http.StatusOK, `{"data":[{"{#ASSET_UID}":"SEN-H1-1","{#MAC}":"C30000000A01","{#NAME}":"Fridge"},`+
+		`{"{#ASSET_UID}":"SEN-H1-2","{#MAC}":"C30000000A02","{#NAME}":"Freezer"}]}`)
+	r.advance(0)
+	waitFor(t, "discovery", func() bool { return r.value(bridge.KeyGatewayDiscovery)() != "" })
+	online2 := bridge.AssetKey(bridge.KindBeacon, bridge.MetricOnline, "SEN-H1-2")
+	r.advance(50 * time.Minute)
+	waitFor(t, "the second round", func() bool { return r.value(bridge.KeyCacheAge)() == "3000" })
+	r.main.set(http.StatusOK, `{"data":[{"{#ASSET_UID}":"SEN-H1-1","{#MAC}":"C30000000A01","{#NAME}":"Fridge"}]}`)
+	r.tr.SetMode(zabbixtest.Close) // one missed delivery
+	fails := r.b.Status().Monitor.Failures
+	r.advance(10 * time.Minute) // the hourly refresh
+	waitFor(t, "the refresh's delivery failed", func() bool { return r.b.Status().Monitor.Failures > fails })
+	r.tr.SetMode(zabbixtest.Accept)
+	waitFor(t, "the refresh retried", func() bool {
+		r.advance(time.Second)
+		return !strings.Contains(r.value(bridge.KeyBeaconDiscovery)(), "SEN-H1-2")
+	})
+	if got := r.value(online2)(); got != "0" {
+		t.Fatalf("the removed beacon's last online value in Zabbix = %q, want 0", got)
+	}
+}

@@ -12,10 +12,16 @@ import (
 type state struct {
 	mainUp, mainSeen  bool // mainSeen: at least one fetch was attempted
 	beacons, gateways []Asset
-	cacheAt           time.Time
-	mainErr           string
-	mainFailures      int
-	mainErrAt         time.Time
+	// announcedB and announcedG are the lists the last discovery that
+	// reached Zabbix carried: a refresh sends online=0 for what they
+	// have and the new lists lack. Compared with the cache instead, a
+	// refresh whose delivery failed replaced the cache, and its retry
+	// found nothing gone (a review).
+	announcedB, announcedG []Asset
+	cacheAt                time.Time
+	mainErr                string
+	mainFailures           int
+	mainErrAt              time.Time
 
 	monitorUp, monitorSeen bool
 	monitorErr             string
