@@ -62,6 +62,8 @@ func (s *Server) patchSettings(w http.ResponseWriter, r *http.Request, _ httprou
 		return apperr.InvalidField(ne.Key, "%s", ne.Error())
 	case errors.As(err, &ve):
 		return apperr.InvalidField(ve.Key, "%s", ve.Error())
+	case errors.As(err, new(*config.FileEditedError)):
+		return apperr.Conflict("%s", err.Error())
 	case err != nil:
 		return err
 	}

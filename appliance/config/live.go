@@ -109,7 +109,13 @@ func (l *Live) Patch(changes map[string]json.RawMessage) ([]string, error) {
 		return nil, nil
 	}
 	if l.path != "" {
-		if err := WriteFile(l.path, FileValues(next, l.pinned), l.extra); err != nil {
+		set := make(map[string]any, len(changed))
+		for _, k := range changed {
+			if _, env := l.pinned[k]; !env { // the file keeps its own value of a key the environment overrides
+				set[k] = next.Get(k)
+			}
+		}
+		if err := PatchFile(l.path, set, FileValues(next, l.pinned), l.extra); err != nil {
 			l.mu.Unlock()
 			return nil, err
 		}

@@ -435,3 +435,56 @@ func TestALongURLRefusalIsMaskedBeforeTheCut(t *testing.T) {
 		t.Errorf("%v", err)
 	}
 }
+
+// TestPatchKeepsTheFilesOtherEdits: a settings save wrote the whole
+// running configuration back, undoing what was edited in the file since
+// the start (a non-UI key waiting for a restart; the key `mobile-key
+// regenerate` wrote, so a rotated key came back at the next restart: a
+// black-box check). Only the keys saved change in the file; a file that
+// is no JSON object now is left alone and the save refused.
+func TestPatchKeepsTheFilesOtherEdits(t *testing.T) {
+	l, p := newLive(t)
+	var file map[string]any
+	data, err := os.ReadFile(p.ConfigFile())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(data, &file); err != nil {
+		t.Fatal(err)
+	}
+	file["server_mobile_api_key"] = "rotated-by-the-command"
+	file["server_bridge_delay_beacon"] = 120
+	file["a_key_of_a_newer_release"] = "kept"
+	edited, _ := json.MarshalIndent(file, "", "  ")
+	if err := os.WriteFile(p.ConfigFile(), edited, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Patch(patch("server_ui_footer_text", `"hello"`)); err != nil {
+		t.Fatal(err)
+	}
+	reloaded, extra, _, err := Load(p, testBrand)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if reloaded.UIFooterText != "hello" || reloaded.MobileAPIKey != "rotated-by-the-command" || reloaded.BridgeDelayBeacon != 120 || extra["a_key_of_a_newer_release"] != "kept" {
+		t.Fatalf("after the save: footer %q, mobile key %q, bridge delay %d, extra %v",
+			reloaded.UIFooterText, reloaded.MobileAPIKey, reloaded.BridgeDelayBeacon, extra)
+	}
+	if fi, _ := os.Stat(p.ConfigFile()); fi.Mode().Perm() != 0o600 {
+		t.Errorf("file mode after the save = %v", fi.Mode().Perm())
+	}
+
+	broken := []byte(`{"server_ui_footer_text": "half an edit",`)
+	if err := os.WriteFile(p.ConfigFile(), broken, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Patch(patch("server_ui_footer_text", `"again"`)); err == nil {
+		t.Fatal("a save over a file that is not JSON now: accepted")
+	}
+	if after, _ := os.ReadFile(p.ConfigFile()); string(after) != string(broken) {
+		t.Fatalf("the file under edit was rewritten: %s", after)
+	}
+	if l.Get().UIFooterText != "hello" {
+		t.Fatalf("a refused save applied: %q", l.Get().UIFooterText)
+	}
+}

@@ -198,7 +198,50 @@ func WriteFile(path string, c *Config, extra map[string]any) error {
 	for _, o := range Options {
 		out[o.Key] = c.Get(o.Key)
 	}
-	data, err := json.MarshalIndent(out, "", "  ")
+	return writeJSON(path, out)
+}
+
+// PatchFile sets keys in the file at path and leaves every other key as
+// the file has it now: a settings save wrote the whole running
+// configuration back, undoing edits made to the file since the start
+// (a non-UI key waiting for a restart, the key `mobile-key regenerate`
+// wrote: a black-box check). A file that does not exist gets c whole (as
+// WriteFile); one that is not a JSON object now is left alone, and the
+// save refused.
+func PatchFile(path string, set map[string]any, c *Config, extra map[string]any) error {
+	data, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return WriteFile(path, c, extra)
+	}
+	if err != nil {
+		return fmt.Errorf("read config: %w", err)
+	}
+	var cur map[string]json.RawMessage
+	if err := json.Unmarshal(data, &cur); err != nil || cur == nil {
+		return &FileEditedError{Path: path}
+	}
+	out := make(map[string]any, len(cur)+len(set))
+	for k, v := range cur {
+		out[k] = v
+	}
+	for k, v := range set {
+		out[k] = v
+	}
+	return writeJSON(path, out)
+}
+
+// FileEditedError: the configuration file is not a JSON object now, so a
+// settings save cannot merge into it.
+type FileEditedError struct{ Path string }
+
+func (e *FileEditedError) Error() string {
+	return "the configuration file " + e.Path + " is not a JSON object now (being edited?): fix it, then save again"
+}
+
+// writeJSON writes v as indented JSON to path atomically: temp file,
+// fsync, rename, fsync of the directory.
+func writeJSON(path string, v any) error {
+	data, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
 		return err
 	}
