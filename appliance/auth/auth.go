@@ -165,12 +165,20 @@ func (s *Service) CreateScopedUser(email, password, role string, location uint64
 }
 
 // EnsureDefaultAdmin creates the default admin from the configuration when
-// the database has no users yet (first install). The account must change
-// its password at first login.
+// the database has no admin yet (first install). The account must change
+// its password at first login. "No admin", not "no user": an api account
+// created with `beaconhub api-account create` before the first start
+// left a box nobody could administer (a black-box check). Once there is
+// an admin there always is one (the last cannot be deleted or demoted).
 func (s *Service) EnsureDefaultAdmin() (bool, error) {
-	n, err := s.db.CountUsers()
-	if err != nil || n > 0 {
+	users, err := s.db.ListUsers()
+	if err != nil {
 		return false, err
+	}
+	for _, u := range users {
+		if u.Role == RoleAdmin {
+			return false, nil
+		}
 	}
 	c := s.live.Get()
 	if _, err := s.CreateUser(c.DefaultEmail, c.DefaultPassword, RoleAdmin, true); err != nil {
