@@ -71,8 +71,10 @@ func Check(p Paths, b Brand) (*Config, map[string]any, LoadResult, error) {
 func load(p Paths, b Brand, write bool) (*Config, map[string]any, LoadResult, error) {
 	var res LoadResult
 	path := p.ConfigFile()
-	if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
-		return nil, nil, res, fmt.Errorf("create config directory: %w", err)
+	if write { // a check (config check, audit) creates nothing
+		if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
+			return nil, nil, res, fmt.Errorf("create config directory: %w", err)
+		}
 	}
 	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) && write {
 		if _, err := os.Stat(p.legacyFile()); err == nil {

@@ -2,8 +2,10 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"os"
 	"sort"
 
 	"beaconhub/appliance/buildinfo"
@@ -31,10 +33,15 @@ func cmdConfigCheck(args []string, stdout, stderr io.Writer) int {
 	sort.Strings(keys)
 	// Still exit 0 with warnings: serve starts with them. A script
 	// looks for "warning".
-	switch n := len(res.Degraded) + len(res.UnknownKeys); n {
-	case 0:
+	_, statErr := os.Stat(paths.ConfigFile())
+	switch n := len(res.Degraded) + len(res.UnknownKeys); {
+	case errors.Is(statErr, os.ErrNotExist) && !res.Migrated:
+		// "valid" of a file that is not there read as if one had been
+		// checked (a black-box check: a mistyped --home passed).
+		fmt.Fprintf(stdout, "# %s: no such file; every key takes its default (serve writes the file)\n", paths.ConfigFile())
+	case n == 0:
 		fmt.Fprintf(stdout, "# %s: valid\n", paths.ConfigFile())
-	case 1:
+	case n == 1:
 		fmt.Fprintf(stdout, "# %s: valid, with 1 warning below\n", paths.ConfigFile())
 	default:
 		fmt.Fprintf(stdout, "# %s: valid, with %d warnings below\n", paths.ConfigFile(), n)
@@ -43,7 +50,7 @@ func cmdConfigCheck(args []string, stdout, stderr io.Writer) int {
 		// check writes nothing: serve moves it.
 		fmt.Fprintln(stdout, "# read from the home directory root; serve moves it into config/")
 	}
-	if len(res.FilledKeys) > 0 {
+	if len(res.FilledKeys) > 0 && statErr == nil {
 		// check writes nothing: serve fills them at its start.
 		fmt.Fprintf(stdout, "# %d missing keys take their defaults (serve writes them into the file)\n", len(res.FilledKeys))
 	}

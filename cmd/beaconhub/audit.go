@@ -22,7 +22,7 @@ const auditNotMade = 3
 // a box must not read "the service is still running" as "records left to
 // remint": both were 1.
 func cmdAudit(args []string, stdout, stderr io.Writer) int {
-	paths, cfg, _, _, code := homeCommand("audit", args, stderr, false)
+	paths, cfg, _, _, code := homeCommand("audit", args, stderr, true)
 	if cfg == nil {
 		if code == 1 {
 			return auditNotMade
