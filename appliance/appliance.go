@@ -136,6 +136,9 @@ func New(opts Options) (*App, error) {
 	for _, d := range res.Degraded {
 		a.log.Warn("configuration value not valid, partly ignored", "detail", d)
 	}
+	for _, d := range cfg.Advice(config.ActiveBrand()) {
+		a.log.Warn("configuration: " + d)
+	}
 	if err := os.MkdirAll(paths.LogDir(), 0o750); err != nil {
 		return nil, fmt.Errorf("create log directory: %w", err)
 	}
@@ -159,6 +162,16 @@ func (a *App) needsDB() bool {
 
 func (a *App) build() error {
 	cfg := a.live.Get()
+	if !a.needsDB() {
+		// The database's lock keeps a second process off a home; a
+		// bridge-only box has none, and two bridges on one home both fed
+		// the monitoring server (a black-box check). A lock file stands in.
+		unlock, err := lockHome(filepath.Join(a.paths.Home, "bridge.lock"))
+		if err != nil {
+			return err
+		}
+		a.onStop(func(context.Context) error { unlock(); return nil })
+	}
 	if a.needsDB() {
 		db, err := store.Open(a.paths.DBFile(cfg), store.OpenOptions{})
 		if err != nil {

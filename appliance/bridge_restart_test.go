@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -152,4 +153,38 @@ func TestDashboardShowsBridge(t *testing.T) {
 		d := dashboard()
 		return d.Bridge != nil && d.Bridge.State == "monitor_down" && hasIssue(d) && !d.OK
 	})
+}
+
+// TestASecondBridgeOnTheSameHomeIsRefused: the database's lock keeps a
+// second process off a home; a bridge-only box keeps no database, and two
+// bridges on one home both fed the monitoring server (a black-box check).
+func TestASecondBridgeOnTheSameHomeIsRefused(t *testing.T) {
+	home := t.TempDir()
+	data, _ := json.Marshal(map[string]any{"server_features": []string{"bridge"},
+		"server_bridge_server_url": "http://127.0.0.1:1/", "server_bridge_monitor_host": "127.0.0.1"})
+	if err := os.MkdirAll(filepath.Join(home, "config"), 0o750); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(home, "config", "main.config.json"), data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	open := func() (*appliance.App, error) {
+		return appliance.New(appliance.Options{Home: home, HTTPListen: "127.0.0.1:0", BcryptCost: 4,
+			Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	}
+	first, err := open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := open(); err == nil || !strings.Contains(err.Error(), "another beaconhub") {
+		t.Fatalf("a second bridge on the home: %v", err)
+	}
+	if err := first.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	again, err := open()
+	if err != nil {
+		t.Fatalf("after the first stopped: %v", err)
+	}
+	_ = again.Shutdown(context.Background())
 }

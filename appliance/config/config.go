@@ -163,6 +163,19 @@ func (c *Config) Has(feature string) bool {
 	return false
 }
 
+// Advice lists what in c is valid but likely a mistake on a real site,
+// for config check and the start log. The spec calls server_id required:
+// it has a default so a fresh box starts, but two sites left on it share
+// every push topic ({server_id}-sos...) on a shared push server, and
+// each would get the other's alerts.
+func (c *Config) Advice(b Brand) []string {
+	var out []string
+	if c.ServerID == Defaults(b).ServerID {
+		out = append(out, "server_id is the default "+c.ServerID+": set one unique to this site (push topics are named after it, and a shared push server would mix two sites' alerts)")
+	}
+	return out
+}
+
 // Clone returns a deep copy, so a live config can be edited without racing
 // its readers.
 func (c *Config) Clone() *Config {

@@ -343,3 +343,17 @@ func TestBrands(t *testing.T) {
 		t.Errorf("unknown brand did not fall back to neutral")
 	}
 }
+
+// TestAdviceOnTheDefaultServerID: the spec calls server_id required; the
+// default keeps a fresh box starting, and config check and the start log
+// say to set a unique one (two sites on the default share push topics).
+func TestAdviceOnTheDefaultServerID(t *testing.T) {
+	c := Defaults(testBrand)
+	if a := c.Advice(testBrand); len(a) != 1 || !strings.Contains(a[0], "server_id") {
+		t.Fatalf("advice on the default: %v", a)
+	}
+	c.ServerID = "HOSP01"
+	if a := c.Advice(testBrand); len(a) != 0 {
+		t.Fatalf("advice on a set server_id: %v", a)
+	}
+}

@@ -60,6 +60,9 @@ func cmdConfigCheck(args []string, stdout, stderr io.Writer) int {
 	for _, d := range res.Degraded {
 		fmt.Fprintf(stdout, "# warning: %s\n", d)
 	}
+	for _, d := range cfg.Advice(config.ActiveBrand()) {
+		fmt.Fprintf(stdout, "# advice: %s\n", d)
+	}
 	fmt.Fprintf(stdout, "# enabled subsystems: %v\n", cfg.EnabledFeatures())
 	for _, k := range keys {
 		v, _ := json.Marshal(m[k])

@@ -14,6 +14,7 @@ func TestHelpIsNotAUsageError(t *testing.T) {
 		{"serve", "--help"}, {"audit", "--help"}, {"config", "check", "--help"},
 		{"mobile-key", "regenerate", "-h"}, {"api-account", "create", "--help"}, {"loadgen", "--help"},
 		{"rtls-eval", "--help"}, {"fingerprint-eval", "--help"},
+		{"config", "--help"}, {"mobile-key", "-h"}, {"api-account", "--help"},
 	} {
 		var out, errb bytes.Buffer
 		if code := run(args, &out, &errb); code != 0 || out.Len()+errb.Len() == 0 {
@@ -21,7 +22,9 @@ func TestHelpIsNotAUsageError(t *testing.T) {
 		}
 	}
 	var out, errb bytes.Buffer
-	if code := run([]string{"serve", "--bogus"}, &out, &errb); code != 2 {
-		t.Errorf("serve --bogus: exit %d", code)
+	for _, args := range [][]string{{"serve", "--bogus"}, {"config"}, {"config", "chek"}, {"api-account", "list"}} {
+		if code := run(args, &out, &errb); code != 2 {
+			t.Errorf("%s: exit %d, want 2", strings.Join(args, " "), code)
+		}
 	}
 }

@@ -48,14 +48,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return cmdVersion(stdout)
 	case "config":
 		if len(args) < 2 || args[1] != "check" {
-			fmt.Fprint(stderr, usage)
-			return 2
+			return groupUsage(args, stdout, stderr)
 		}
 		return cmdConfigCheck(args[2:], stdout, stderr)
 	case "mobile-key":
 		if len(args) < 2 || args[1] != "regenerate" {
-			fmt.Fprint(stderr, usage)
-			return 2
+			return groupUsage(args, stdout, stderr)
 		}
 		return cmdMobileKey(args[2:], stdout, stderr)
 	case "loadgen":
@@ -67,11 +65,27 @@ func run(args []string, stdout, stderr io.Writer) int {
 	case "fingerprint-eval":
 		return cmdFingerprintEval(args[1:], stdout, stderr)
 	case "api-account":
+		if len(args) < 2 || args[1] != "create" {
+			return groupUsage(args, stdout, stderr)
+		}
 		return cmdAPIAccount(args[1:], stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return 0
 	}
 	fmt.Fprintf(stderr, "unknown command %q\n\n%s", args[0], usage)
+	return 2
+}
+
+// groupUsage answers a command group ("config", "mobile-key",
+// "api-account") given without its subcommand: the usage, exit 0 when
+// help was asked for (it was 2, as for a mistake: a black-box check),
+// else 2.
+func groupUsage(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 2 && (args[1] == "-h" || args[1] == "--help" || args[1] == "-help" || args[1] == "help") {
+		fmt.Fprint(stdout, usage)
+		return 0
+	}
+	fmt.Fprint(stderr, usage)
 	return 2
 }
