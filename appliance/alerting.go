@@ -3,6 +3,7 @@ package appliance
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"beaconhub/appliance/alerting"
 	"beaconhub/appliance/config"
@@ -39,7 +40,10 @@ func (a *App) buildAlerting() error {
 	push := status.NewPush(a.live, a.clock, status.NewTransport(status.Limits{}, false), conds)
 	a.monitor = status.NewMonitor(status.Options{Live: a.live, Clock: a.clock, Logger: a.log.With("component", "status"),
 		Conditions: conds, MQTT: func() broker.Stats { return a.mqtt.Stats() }, Alertsys: client, Queue: queue,
-		Push: push, Fleet: a.fleet})
+		Push: push, Fleet: a.fleet, Store: func() (time.Time, string) {
+			s := a.writer.Stats()
+			return s.FailingSince, s.LastError
+		}})
 	a.onStop(func(context.Context) error {
 		a.monitor.Stop()
 		if a.alertsys != nil {

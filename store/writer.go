@@ -54,6 +54,11 @@ type WriterStats struct {
 	LastCommitBytes   int64         // bytes of pages the last commit wrote
 	WrittenBytes      uint64        // bytes of pages all commits wrote (flash wear)
 	PendingReadings   int           // queued, not yet picked up by the writer goroutine
+	// FailingSince is when commits began failing (a full disk, a
+	// read-only file system), zero once one commits again; LastError is
+	// the latest failure's text.
+	FailingSince time.Time `json:"-"`
+	LastError    string    `json:"-"`
 }
 
 type entryKind uint8
@@ -520,6 +525,7 @@ func (w *Writer) commit(ents []wentry, rds []Reading) {
 	w.processed = ents[len(ents)-1].seq
 	w.stats.Errors += uint64(nerr)
 	if committed {
+		w.stats.FailingSince = time.Time{}
 		w.stats.Commits++
 		w.stats.Readings += uint64(nReadings)
 		w.stats.Ops += uint64(nOps)
@@ -534,6 +540,10 @@ func (w *Writer) commit(ents []wentry, rds []Reading) {
 		w.stats.FailedCommits++
 		w.failures++
 		w.lastErr = commitErr
+		w.stats.LastError = commitErr.Error()
+		if !committed && w.stats.FailingSince.IsZero() {
+			w.stats.FailingSince = time.Now()
+		}
 	}
 	w.progress.Broadcast()
 	w.mu.Unlock()

@@ -456,7 +456,8 @@ func TestWriterCommitFailure(t *testing.T) {
 	if !errors.Is(got, berrors.ErrDatabaseReadOnly) {
 		t.Fatalf("done(%v), want the commit error", got)
 	}
-	if st := w.Stats(); st.FailedCommits != 1 || st.Commits != 0 || st.Errors != 1 {
+	// FailingSince feeds the dashboard's store_failing issue.
+	if st := w.Stats(); st.FailedCommits != 1 || st.Commits != 0 || st.Errors != 1 || st.FailingSince.IsZero() || st.LastError == "" {
 		t.Fatalf("stats %+v", st)
 	}
 	// A later successful-or-not Flush reports only failures after its call.

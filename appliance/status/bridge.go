@@ -16,6 +16,32 @@ func (m *Monitor) SetBridge(status func() bridge.Status) {
 	m.mu.Unlock()
 }
 
+// StoreIssueKey is the dashboard issue of a database whose writes fail.
+const StoreIssueKey = "store_failing"
+
+// addStore puts, while the database's commits fail (a full disk, a file
+// system gone read-only), an issue in front of every other: readings,
+// events and conditions are not being stored, and alerts raised from
+// them not sent. A full disk showed nowhere but the log (a black-box
+// check). Like bridge_down it is not persisted (the store is what
+// fails) nor pushed.
+func (m *Monitor) addStore(d *Dashboard) {
+	if m.o.Store == nil {
+		return
+	}
+	since, msg := m.o.Store()
+	if since.IsZero() {
+		return
+	}
+	d.Issues = append([]Issue{{Key: StoreIssueKey, Since: since.UnixMilli(),
+		Message: "database writes are failing (disk full? file system read-only?): " + msg}}, d.Issues...)
+	if len(d.Issues) > MaxIssues {
+		d.Issues = d.Issues[:MaxIssues]
+	}
+	d.IssuesTotal++
+	d.OK = false
+}
+
 // addBridge puts the bridge's snapshot on d and, while it is failing, an
 // issue in front of the fleet's (it is infrastructure). The condition is
 // not persisted nor pushed: the bridge reports its own outage to the

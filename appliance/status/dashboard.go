@@ -108,6 +108,7 @@ func (m *Monitor) Dashboard() Dashboard {
 	}
 	d.OK = len(active) == 0
 	m.addBridge(&d)
+	m.addStore(&d)
 	return d
 }
 

@@ -27,6 +27,9 @@ type Options struct {
 	Queue      func() alerting.WorkerStats
 	Push       *Push
 	Fleet      func() ([]FleetAsset, error)
+	// Store says since when the database's commits have been failing
+	// (zero: they are not) and the latest error; nil without a writer.
+	Store func() (since time.Time, lastErr string)
 	// Interval of the network probes (alertsys login, push reachability,
 	// MQTT listener dial) and the fleet evaluation; default 60 s. The cheap
 	// MQTT flag check runs every MQTTInterval (default 10 s).

@@ -437,3 +437,23 @@ func TestACorrectedAlertsysIsNotHeldDown(t *testing.T) {
 		})
 	}
 }
+
+// TestDashboardShowsFailingStore: a full disk showed nowhere but the log
+// (a black-box check): readings, events and conditions not stored, and
+// the alerts raised from them not sent. The dashboard leads with it.
+func TestDashboardShowsFailingStore(t *testing.T) {
+	f := newFixture(t)
+	var since time.Time
+	mon := NewMonitor(Options{Live: f.live, Clock: f.clk, Logger: quiet, Conditions: f.conds,
+		Store: func() (time.Time, string) { return since, "write service.db: no space left on device" }})
+	if d := mon.Dashboard(); !d.OK || len(d.Issues) != 0 {
+		t.Fatalf("a working store: %+v", d)
+	}
+	since = t0.Add(-time.Minute)
+	f.conds.Set(KeyMQTTDown, true, "broker down")
+	d := mon.Dashboard()
+	if d.OK || d.IssuesTotal != 2 || d.Issues[0].Key != StoreIssueKey || d.Issues[0].Since != since.UnixMilli() ||
+		!strings.Contains(d.Issues[0].Message, "no space left") {
+		t.Fatalf("a failing store: %+v", d)
+	}
+}
