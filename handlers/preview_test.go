@@ -61,6 +61,7 @@ func TestPreviewResolvesTheUser(t *testing.T) {
 	tpl := h.createTemplate("maint", "maintenance", defMaint)
 	m := h.users["maintenance"]
 	h.send("PUT", fmt.Sprintf("/api/v1/users/%d/template", m.ID), admin, map[string]any{"template_id": tpl.ID}).expect(t, http.StatusOK)
+	h.locationsUpTo(42) // a scope must name a location
 	if _, err := h.db.UpdateUser(m.ID, func(u *store.User) error { u.LocationID = 42; return nil }); err != nil {
 		t.Fatal(err)
 	}

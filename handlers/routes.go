@@ -29,6 +29,7 @@ func (s *Server) table() []Route {
 		{"GET", "/api/v1/users", Admin, s.listUsers},
 		{"GET", "/api/v1/users/:userId", Admin, s.getUser},
 		{"DELETE", "/api/v1/users/:userId", Admin, s.deleteUser},
+		{"PATCH", "/api/v1/users/:userId", Admin, s.updateUser},
 
 		// Settings, features, logs, version, status.
 		{"GET", "/api/v1/settings", Admin, s.getSettings},

@@ -35,6 +35,7 @@ func TestSessionPerRole(t *testing.T) {
 	tpl := h.createTemplate("ward", "user", defUser)
 	h.send("PUT", fmt.Sprintf("/api/v1/users/%d/template", h.users["user"].ID), h.token("admin"),
 		map[string]any{"template_id": tpl.ID}).expect(t, http.StatusOK)
+	h.locationsUpTo(7) // a scope must name a location
 	if _, err := h.db.UpdateUser(h.users["user"].ID, func(u *store.User) error { u.LocationID = 7; return nil }); err != nil {
 		t.Fatal(err)
 	}

@@ -332,3 +332,64 @@ func TestDefaultAdminMustChangePassword(t *testing.T) {
 		t.Errorf("login with the chosen password: %d", r.Code)
 	}
 }
+
+// TestUpdateUser: PATCH /api/v1/users/:userId changes a role, a scope or
+// the password of an account in place. Without it, any of those meant
+// deleting the account and making it again (a black-box check).
+func TestUpdateUser(t *testing.T) {
+	h := newHarness(t)
+	admin := h.token("admin")
+	h.locationsUpTo(2)
+	var u auth.PublicUser
+	h.send("POST", "/api/v1/register", admin, map[string]any{"email": "nurse@example.com", "password": "nurse-password-1", "location_id": 1}).
+		expect(t, http.StatusCreated).decodePayload(t, &u)
+	path := "/api/v1/users/" + strconv.FormatUint(u.ID, 10)
+	_, nurse := h.loginHTTP("nurse@example.com", "nurse-password-1")
+
+	// Role and scope: applied at the next request of the same token.
+	var got auth.PublicUser
+	h.send("PATCH", path, admin, map[string]any{"role": "maintenance", "location_id": 2}).expect(t, http.StatusOK).decodePayload(t, &got)
+	if got.Role != "maintenance" || got.LocationID != 2 {
+		t.Fatalf("after the change: %+v", got)
+	}
+	var sess struct {
+		User auth.PublicUser `json:"user"`
+	}
+	h.get("/api/v1/user/session", nurse.Token).expect(t, http.StatusOK).decodePayload(t, &sess)
+	if sess.User.Role != "maintenance" {
+		t.Errorf("the user's session after the change: %s", h.get("/api/v1/user/session", nurse.Token).Body)
+	}
+	// Promoted to admin, the scope goes (an admin sees the whole site);
+	// an admin given a scope, a missing location or a bad role are 400.
+	got = auth.PublicUser{} // location_id is omitted when 0
+	h.send("PATCH", path, admin, map[string]any{"role": "admin"}).expect(t, http.StatusOK).decodePayload(t, &got)
+	if got.Role != "admin" || got.LocationID != 0 {
+		t.Fatalf("promoted: %+v", got)
+	}
+	h.send("PATCH", path, admin, map[string]any{"location_id": 1}).wantBad(t, "location_id")
+	h.send("PATCH", path, admin, map[string]any{"role": "user", "location_id": 99}).wantBad(t, "location_id")
+	h.send("PATCH", path, admin, map[string]any{"role": "root"}).wantBad(t, "role")
+	h.send("PATCH", path, admin, map[string]any{}).wantBad(t, "")
+	h.send("PATCH", path, admin, map[string]any{"email": "x@example.com"}).wantBad(t, "")
+	h.send("PATCH", path, admin, map[string]any{"password": "short"}).wantBad(t, "password")
+	checkErrorEnvelope(t, "unknown user", h.send("PATCH", "/api/v1/users/424242", admin, map[string]any{"role": "user"}), http.StatusNotFound)
+	checkErrorEnvelope(t, "not an admin", h.send("PATCH", path, h.token("user"), map[string]any{"role": "user"}), http.StatusForbidden)
+
+	// The last admin cannot be demoted.
+	h.send("PATCH", path, admin, map[string]any{"role": "user"}).expect(t, http.StatusOK)
+	self := "/api/v1/users/" + strconv.FormatUint(h.users["admin"].ID, 10)
+	checkErrorEnvelope(t, "demoting the last admin", h.send("PATCH", self, admin, map[string]any{"role": "user"}), http.StatusConflict)
+
+	// A password reset ends every session and must be changed at login.
+	_, before := h.loginHTTP("nurse@example.com", "nurse-password-1")
+	h.send("PATCH", path, admin, map[string]any{"password": "temporary-pass-2"}).expect(t, http.StatusOK)
+	checkErrorEnvelope(t, "a token from before the reset", h.get("/api/v1/features", before.Token), http.StatusForbidden)
+	checkErrorEnvelope(t, "a refresh token from before the reset",
+		h.send("POST", "/api/v1/auth/refresh", "", map[string]string{"refresh_token": before.RefreshToken}), http.StatusUnauthorized)
+	if r, res := h.loginHTTP("nurse@example.com", "temporary-pass-2"); r.Code != http.StatusOK || !res.MustChangePassword {
+		t.Fatalf("login after the reset: %d %+v", r.Code, res)
+	}
+	if !h.applogHas(t, "password reset") || h.applogHas(t, "temporary-pass-2") {
+		t.Error("the reset is not logged, or its password is")
+	}
+}

@@ -141,6 +141,21 @@ func (db *DB) UpdateUser(id uint64, fn func(u *User) error) (*User, error) {
 		if before.Role == "admin" && u.Role != "admin" && countAdmins(users) <= 1 {
 			return ErrLastAdmin
 		}
+		if u.LocationID != before.LocationID && u.LocationID != 0 {
+			if lb := tx.Bucket(bLocations); lb == nil || lb.Get(itob(u.LocationID)) == nil {
+				return invalidField("location_id", "location %d does not exist", u.LocationID)
+			}
+		}
+		if u.Role != before.Role {
+			// An interface template is made for one role: one left
+			// assigned across a role change would give the user another
+			// role's pages.
+			if a := tx.Bucket(bUITemplateUsers); a != nil {
+				if err := a.Delete(itob(id)); err != nil {
+					return err
+				}
+			}
+		}
 		out = u
 		return putJSON(users, itob(id), &u)
 	})

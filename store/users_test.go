@@ -130,3 +130,33 @@ func TestDeleteUserRemovesRefreshTokens(t *testing.T) {
 		t.Errorf("refresh token of a deleted user still rotates: %v", err)
 	}
 }
+
+// TestARoleChangeUnassignsTheTemplate: a template is made for one role;
+// left assigned across a role change it would give the user another
+// role's pages.
+func TestARoleChangeUnassignsTheTemplate(t *testing.T) {
+	db := openTestDB(t)
+	u := &User{Email: "a@example.com", PasswordHash: "x", Role: "user"}
+	if err := db.CreateUser(u); err != nil {
+		t.Fatal(err)
+	}
+	tpl, err := db.CreateUITemplate(UITemplate{Name: "ward", Role: "user", Definition: []byte(`{}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.AssignUITemplate(u.ID, tpl.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.UpdateUser(u.ID, func(u *User) error { u.LocationID = 0; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.UserUITemplate(u.ID); err != nil {
+		t.Fatalf("an edit keeping the role dropped the template: %v", err)
+	}
+	if _, err := db.UpdateUser(u.ID, func(u *User) error { u.Role = "maintenance"; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.UserUITemplate(u.ID); err != ErrNotFound {
+		t.Fatalf("after the role change: %v", err)
+	}
+}
