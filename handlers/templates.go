@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"strconv"
 	"time"
 
 	"beaconhub/appliance/apperr"
@@ -165,7 +166,11 @@ func (s *Server) deleteTemplate(w http.ResponseWriter, r *http.Request, p httpro
 	var inUse *store.TemplateInUseError
 	switch {
 	case errors.As(err, &inUse):
-		e := apperr.Conflict("interface template is assigned to %d users; assign them another template first", len(inUse.UserIDs))
+		who := strconv.Itoa(len(inUse.UserIDs)) + " users"
+		if len(inUse.UserIDs) == 1 {
+			who = "1 user"
+		}
+		e := apperr.Conflict("interface template is assigned to %s; assign another template first", who)
 		e.Details = map[string]any{"assigned_user_ids": inUse.UserIDs}
 		return e
 	case errors.Is(err, store.ErrNotFound):
@@ -233,14 +238,21 @@ func (s *Server) assignTemplate(w http.ResponseWriter, r *http.Request, p httpro
 		return err
 	}
 	var in struct {
-		TemplateID *uint64 `json:"template_id"`
+		TemplateID json.RawMessage `json:"template_id"`
 	}
 	if err := decode(w, r, &in); err != nil {
 		return err
 	}
+	// Required: {} unassigned silently, as if null had been sent (a
+	// black-box check); null or 0 unassigns.
 	var tid uint64
-	if in.TemplateID != nil {
-		tid = *in.TemplateID
+	if len(in.TemplateID) == 0 {
+		return apperr.InvalidField("template_id", "template_id is required (null or 0 unassigns)")
+	}
+	if string(in.TemplateID) != "null" {
+		if err := json.Unmarshal(in.TemplateID, &tid); err != nil {
+			return apperr.InvalidField("template_id", "template_id must be a template id, or null or 0 to unassign")
+		}
 	}
 	err = s.deps.DB.AssignUITemplate(uid, tid)
 	switch {

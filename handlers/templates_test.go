@@ -195,6 +195,13 @@ func TestTemplateAssignment(t *testing.T) {
 	h.send("DELETE", fmt.Sprintf("/api/v1/interface-templates/%d", ut.ID), admin, nil).expect(t, http.StatusOK)
 	ut = h.createTemplate("users again", "user", defShared)
 	assign(user.ID, ut.ID).expect(t, http.StatusOK)
+	// {} is no "unassign" (it was taken for one: a black-box check);
+	// nor is a template id of the wrong type.
+	h.send("PUT", fmt.Sprintf("/api/v1/users/%d/template", user.ID), admin, map[string]any{}).wantBad(t, "template_id")
+	assign(user.ID, "3").wantBad(t, "template_id")
+	if r := h.send("DELETE", fmt.Sprintf("/api/v1/interface-templates/%d", ut.ID), admin, nil).expect(t, http.StatusConflict); !strings.Contains(r.Message, "assigned to 1 user;") {
+		t.Errorf("in-use message %q", r.Message)
+	}
 	assign(user.ID, nil).expect(t, http.StatusOK)
 	h.send("DELETE", fmt.Sprintf("/api/v1/interface-templates/%d", ut.ID), admin, nil).expect(t, http.StatusOK)
 
