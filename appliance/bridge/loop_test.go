@@ -414,11 +414,12 @@ func TestBridgeValuesFollowRenamesAndRemovals(t *testing.T) {
 	}
 }
 
-// TestBridgeRefreshSaysOfflineBeforeDropping: an asset removed after the
-// last value round before a refresh last read online = 1 in Zabbix for
-// the item's whole lost-resource lifetime; the refresh sends 0 for it
-// ahead of the discovery that drops it.
-func TestBridgeRefreshSaysOfflineBeforeDropping(t *testing.T) {
+// twoDiscoveredBeforeARefresh is a bridge whose value rounds come every
+// 25 minutes (never at the hourly refresh), with SEN-H1-1 and SEN-H1-2
+// discovered and the round at 50 minutes sent: the next thing due is the
+// refresh. It returns SEN-H1-2's online key.
+func twoDiscoveredBeforeARefresh(t *testing.T) (*rig, string) {
+	t.Helper()
 	r := newRig(t, "", "", func(o *bridge.Options) { o.BeaconEvery, o.GatewayEvery = 25*time.Minute, 25*time.Minute })
 	r.main.set(http.StatusOK, `{"data":[{"{#ASSET_UID}":"SEN-H1-1","{#MAC}":"C30000000A01","{#NAME}":"Fridge"},`+
 		`{"{#ASSET_UID}":"SEN-H1-2","{#MAC}":"C30000000A02","{#NAME}":"Freezer"}]}`)
@@ -427,6 +428,15 @@ func TestBridgeRefreshSaysOfflineBeforeDropping(t *testing.T) {
 	online2 := bridge.AssetKey(bridge.KindBeacon, bridge.MetricOnline, "SEN-H1-2")
 	r.advance(50 * time.Minute) // value rounds at 25 and 50 min
 	waitFor(t, "the second round", func() bool { return r.value(bridge.KeyCacheAge)() == "3000" })
+	return r, online2
+}
+
+// TestBridgeRefreshSaysOfflineBeforeDropping: an asset removed after the
+// last value round before a refresh last read online = 1 in Zabbix for
+// the item's whole lost-resource lifetime; the refresh sends 0 for it
+// ahead of the discovery that drops it.
+func TestBridgeRefreshSaysOfflineBeforeDropping(t *testing.T) {
+	r, online2 := twoDiscoveredBeforeARefresh(t)
 	if got := r.value(online2)(); got != "1" {
 		t.Fatalf("online before removal = %q", got)
 	}
@@ -487,14 +497,7 @@ func TestBridgeStatusErrorFieldsAreNullBeforeAnError(t *testing.T) {
 // new lists with a cache the failed refresh had already replaced, found
 // nothing gone, and Zabbix kept online=1 for the removed asset (a review).
 func TestBridgeRefreshRetryStillSaysOffline(t *testing.T) {
-	r := newRig(t, "", "", func(o *bridge.Options) { o.BeaconEvery, o.GatewayEvery = 25*time.Minute, 25*time.Minute })
-	r.main.set(http.StatusOK, `{"data":[{"{#ASSET_UID}":"SEN-H1-1","{#MAC}":"C30000000A01","{#NAME}":"Fridge"},`+
-		`{"{#ASSET_UID}":"SEN-H1-2","{#MAC}":"C30000000A02","{#NAME}":"Freezer"}]}`)
-	r.advance(0)
-	waitFor(t, "discovery", func() bool { return r.value(bridge.KeyGatewayDiscovery)() != "" })
-	online2 := bridge.AssetKey(bridge.KindBeacon, bridge.MetricOnline, "SEN-H1-2")
-	r.advance(50 * time.Minute)
-	waitFor(t, "the second round", func() bool { return r.value(bridge.KeyCacheAge)() == "3000" })
+	r, online2 := twoDiscoveredBeforeARefresh(t)
 	r.main.set(http.StatusOK, `{"data":[{"{#ASSET_UID}":"SEN-H1-1","{#MAC}":"C30000000A01","{#NAME}":"Fridge"}]}`)
 	r.tr.SetMode(zabbixtest.Close) // one missed delivery
 	fails := r.b.Status().Monitor.Failures
