@@ -21,6 +21,11 @@ type uidRewriter struct {
 	count func(tx *bolt.Tx, uid string) (int, error)
 	// each calls fn once per uid key present (for the audit and upgrade).
 	each func(tx *bolt.Tx, fn func(uid string) error) error
+	// renameT and countT, when set, replace rename and count: for a
+	// store that is not keyed by uid and keeps a per-transaction index
+	// in the AssetTx instead (nav nodes).
+	renameT func(t *AssetTx, oldUID, newUID string) (int, error)
+	countT  func(t *AssetTx, uid string) (int, error)
 }
 
 // uidRewriters is the list of uid-keyed buckets. A subsystem that adds one
@@ -28,16 +33,16 @@ type uidRewriter struct {
 // entry here; remint, merge, the upgrade and `beaconhub audit` then cover
 // it with no other change.
 var uidRewriters = []uidRewriter{
-	{RewriterHistory, RenameHistoryUID, countHistoryUID, eachHistoryUID},
-	{RewriterLastSeen, renameLastSeen, countLastSeen, eachLastSeenUID},
-	{RewriterEvents, renameEventsUID, countEventsUID, eachEventsUID},
-	{RewriterButtonAudit, renameAuditUID, countAuditUID, eachAuditUID},
-	{RewriterZoneIntervals, renameZoneIntervals, countZoneIntervals, eachZoneIntervalUID},
-	{RewriterSensorConditions, renameSensorConds, countSensorConds, eachSensorCondUID},
-	{RewriterSensorIntervals, renameSensorIntervals, countSensorIntervals, eachSensorIntervalUID},
-	{RewriterHealthConditions, renameHealthConds, countHealthConds, eachHealthCondUID},
-	{RewriterZoneHeard, renameZoneHeard, countZoneHeard, eachZoneHeardUID},
-	{RewriterNavNodes, renameNavNodeBeacon, countNavNodeBeacon, eachNavNodeBeacon},
+	{name: RewriterHistory, rename: RenameHistoryUID, count: countHistoryUID, each: eachHistoryUID},
+	{name: RewriterLastSeen, rename: renameLastSeen, count: countLastSeen, each: eachLastSeenUID},
+	{name: RewriterEvents, rename: renameEventsUID, count: countEventsUID, each: eachEventsUID},
+	{name: RewriterButtonAudit, rename: renameAuditUID, count: countAuditUID, each: eachAuditUID},
+	{name: RewriterZoneIntervals, rename: renameZoneIntervals, count: countZoneIntervals, each: eachZoneIntervalUID},
+	{name: RewriterSensorConditions, rename: renameSensorConds, count: countSensorConds, each: eachSensorCondUID},
+	{name: RewriterSensorIntervals, rename: renameSensorIntervals, count: countSensorIntervals, each: eachSensorIntervalUID},
+	{name: RewriterHealthConditions, rename: renameHealthConds, count: countHealthConds, each: eachHealthCondUID},
+	{name: RewriterZoneHeard, rename: renameZoneHeard, count: countZoneHeard, each: eachZoneHeardUID},
+	{name: RewriterNavNodes, each: noKeyedUIDs, renameT: renameNavNodeBeacon, countT: countNavNodeBeacon},
 }
 
 // Rewriter names, as they appear in counts and audit findings.
@@ -64,7 +69,13 @@ func (t *AssetTx) RenameUID(oldUID, newUID string, skip ...string) (map[string]i
 		if contains(skip, r.name) {
 			continue
 		}
-		n, err := r.rename(t.tx, oldUID, newUID)
+		var n int
+		var err error
+		if r.renameT != nil {
+			n, err = r.renameT(t, oldUID, newUID)
+		} else {
+			n, err = r.rename(t.tx, oldUID, newUID)
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -79,7 +90,11 @@ func (t *AssetTx) RenameUID(oldUID, newUID string, skip ...string) (map[string]i
 func (t *AssetTx) CountUID(uid string) (map[string]int, error) {
 	out := map[string]int{}
 	for _, r := range t.rewriters() {
-		n, err := r.count(t.tx, uid)
+		count := func() (int, error) { return r.count(t.tx, uid) }
+		if r.countT != nil {
+			count = func() (int, error) { return r.countT(t, uid) }
+		}
+		n, err := count()
 		if err != nil {
 			return nil, err
 		}
