@@ -124,3 +124,25 @@ func TestRevokeUserRefreshTokens(t *testing.T) {
 		t.Errorf("other user's token revoked: %v", err)
 	}
 }
+
+// TestUpdateUserEndingSessions: a password change and the end of the
+// user's refresh tokens are one transaction (they were two: a crash or a
+// refresh between them let a token of before get an access token of
+// after: a review); a refused change ends nothing.
+func TestUpdateUserEndingSessions(t *testing.T) {
+	db := openTemp(t)
+	u := mkUser(t, db, "a@example.com", "user")
+	putTok(t, db, "a1", u.ID, "f1", time.Hour)
+	if _, err := db.UpdateUserEndingSessions(u.ID, func(*User) error { return errors.New("refused") }); err == nil {
+		t.Fatal("the refusal was lost")
+	}
+	if _, err := db.RotateRefreshToken([]byte("a1"), []byte("a2"), time.Hour, t0); err != nil {
+		t.Fatalf("a refused change ended the session: %v", err)
+	}
+	if _, err := db.UpdateUserEndingSessions(u.ID, func(u *User) error { u.SessionGen++; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.RotateRefreshToken([]byte("a2"), []byte("a3"), time.Hour, t0); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("a session outlived the change: %v", err)
+	}
+}

@@ -114,6 +114,18 @@ func (db *DB) CountUsers() (int, error) {
 // UpdateUser applies fn to the stored user inside one transaction. The
 // email index follows an email change; demoting the last admin fails.
 func (db *DB) UpdateUser(id uint64, fn func(u *User) error) (*User, error) {
+	return db.updateUser(id, fn, false)
+}
+
+// UpdateUserEndingSessions is UpdateUser that also deletes every refresh
+// token of the user in the same transaction (a password change or
+// reset): in two, a crash or a refresh racing between them let a token
+// of before the change get an access token of after it (a review).
+func (db *DB) UpdateUserEndingSessions(id uint64, fn func(u *User) error) (*User, error) {
+	return db.updateUser(id, fn, true)
+}
+
+func (db *DB) updateUser(id uint64, fn func(u *User) error, endSessions bool) (*User, error) {
 	var out User
 	err := db.bolt.Update(func(tx *bolt.Tx) error {
 		users, idx := tx.Bucket(bUsers), tx.Bucket(bUsersByEmail)
@@ -154,6 +166,11 @@ func (db *DB) UpdateUser(id uint64, fn func(u *User) error) (*User, error) {
 				if err := a.Delete(itob(id)); err != nil {
 					return err
 				}
+			}
+		}
+		if endSessions {
+			if err := deleteRefreshWhere(tx, func(t *RefreshToken) bool { return t.UserID == id }); err != nil {
+				return err
 			}
 		}
 		out = u

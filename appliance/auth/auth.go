@@ -196,7 +196,11 @@ func (s *Service) UpdateUser(id uint64, c UserChange) (*store.User, error) {
 		hash = h
 	}
 	now := s.clock.Now().UTC().Truncate(time.Second)
-	u, err := s.db.UpdateUser(id, func(u *store.User) error {
+	update := s.db.UpdateUser
+	if hash != "" {
+		update = s.db.UpdateUserEndingSessions
+	}
+	u, err := update(id, func(u *store.User) error {
 		if c.Role != nil {
 			u.Role = *c.Role
 		}
@@ -224,11 +228,6 @@ func (s *Service) UpdateUser(id uint64, c UserChange) (*store.User, error) {
 	case err != nil:
 		return nil, store.ClientErr(err, "user")
 	}
-	if hash != "" {
-		if err := s.db.RevokeUserRefreshTokens(id); err != nil {
-			return nil, err
-		}
-	}
 	return u, nil
 }
 
@@ -250,6 +249,13 @@ func (s *Service) EnsureDefaultAdmin() (bool, error) {
 	}
 	c := s.live.Get()
 	if _, err := s.CreateUser(c.DefaultEmail, c.DefaultPassword, RoleAdmin, true); err != nil {
+		if apperr.KindOf(err) == apperr.KindConflict {
+			// Its email is another account's (an api account named so
+			// before the first start): starting without an admin beats
+			// not starting at all (a review: every start failed).
+			s.log.Error("no admin account, and the default admin's email is taken by another account: delete that account's database record or set server_credentials_default_email to a free address and restart", "email", c.DefaultEmail)
+			return false, nil
+		}
 		return false, err
 	}
 	return true, nil
@@ -306,7 +312,7 @@ func (s *Service) ChangePassword(userID uint64, current, next string) (*LoginRes
 	}
 	// Second resolution, like the iat claim it is compared with.
 	now := s.clock.Now().UTC().Truncate(time.Second)
-	u, err = s.db.UpdateUser(userID, func(u *store.User) error {
+	u, err = s.db.UpdateUserEndingSessions(userID, func(u *store.User) error {
 		u.PasswordHash = h
 		u.MustChangePassword = false
 		u.PasswordChangedAt = now
@@ -315,9 +321,6 @@ func (s *Service) ChangePassword(userID uint64, current, next string) (*LoginRes
 		return nil
 	})
 	if err != nil {
-		return nil, err
-	}
-	if err := s.db.RevokeUserRefreshTokens(userID); err != nil {
 		return nil, err
 	}
 	if s.changed != nil {

@@ -190,6 +190,19 @@ func TestChangePassword(t *testing.T) {
 	}
 }
 
+// TestDefaultAdminEmailTakenStillStarts: an account holding the default
+// admin's email (made before the first start) made every start fail once
+// the admin was ensured while no admin exists; the start goes on, logged.
+func TestDefaultAdminEmailTakenStillStarts(t *testing.T) {
+	f := newFixture(t)
+	if _, err := f.s.CreateUser(f.live.Get().DefaultEmail, "an-api-password-1", RoleAPI, false); err != nil {
+		t.Fatal(err)
+	}
+	if created, err := f.s.EnsureDefaultAdmin(); err != nil || created {
+		t.Fatalf("EnsureDefaultAdmin = %v, %v", created, err)
+	}
+}
+
 func TestDefaultAdmin(t *testing.T) {
 	f := newFixture(t)
 	// An api account made before the first start (api-account create):

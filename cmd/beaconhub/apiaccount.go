@@ -68,6 +68,12 @@ func cmdAPIAccount(args []string, stdout, stderr io.Writer) int {
 	if cfg == nil {
 		return code
 	}
+	if store.NormalizeEmail(email) == store.NormalizeEmail(cfg.DefaultEmail) {
+		// The first start creates the admin under it (a review: taken
+		// by an api account, the box had no admin).
+		fmt.Fprintf(stderr, "%s is the default admin's email (server_credentials_default_email); choose another NAME\n", email)
+		return 2
+	}
 	file := paths.DBFile(cfg)
 	db, err := store.Open(file, store.OpenOptions{})
 	if err != nil {

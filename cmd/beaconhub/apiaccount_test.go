@@ -88,6 +88,9 @@ func TestAPIAccountUsage(t *testing.T) {
 		{"api-account", "create", "--home", home},
 		{"api-account", "create", "a", "b", "--home", home},
 		{"api-account", "create", "bad name!", "--home", home},
+		// The default admin's email: the first start makes the admin
+		// under it (a review).
+		{"api-account", "create", "Admin@BeaconHub.local", "--home", home},
 	} {
 		var out, errb bytes.Buffer
 		if code := run(args, &out, &errb); code != 2 || out.Len() != 0 {
