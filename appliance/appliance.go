@@ -162,10 +162,12 @@ func (a *App) needsDB() bool {
 
 func (a *App) build() error {
 	cfg := a.live.Get()
-	if !a.needsDB() {
+	if cfg.Has(config.FeatureBridge) {
 		// The database's lock keeps a second process off a home; a
 		// bridge-only box has none, and two bridges on one home both fed
-		// the monitoring server (a black-box check). A lock file stands in.
+		// the monitoring server (a black-box check), as did a full server
+		// and a bridge-only process started beside it on its home (a
+		// review). Every process running the bridge takes this lock.
 		unlock, err := lockHome(filepath.Join(a.paths.Home, "bridge.lock"))
 		if err != nil {
 			return err

@@ -187,4 +187,16 @@ func TestASecondBridgeOnTheSameHomeIsRefused(t *testing.T) {
 		t.Fatalf("after the first stopped: %v", err)
 	}
 	_ = again.Shutdown(context.Background())
+
+	// Nor beside a full server running the bridge on that home (a
+	// review): only the database's lock was taken there.
+	full := startAppWith(t, appRig{extra: map[string]any{"server_features": []string{"bridge", "service"},
+		"server_bridge_server_url": "http://127.0.0.1:1/", "server_bridge_monitor_host": "127.0.0.1"}, home: home})
+	if err := os.WriteFile(filepath.Join(home, "config", "main.config.json"), data, 0o600); err != nil {
+		t.Fatal(err) // the bridge-only configuration again, for the second process
+	}
+	if _, err := open(); err == nil || !strings.Contains(err.Error(), "another beaconhub") {
+		t.Fatalf("a bridge beside the full server: %v", err)
+	}
+	_ = full.Shutdown(context.Background())
 }

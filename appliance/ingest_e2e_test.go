@@ -31,13 +31,17 @@ type appRig struct {
 	extra  map[string]any      // config keys over {"server_features": ["service"]}
 	clock  clock.Clock         // nil: the real clock
 	fridge func(*store.Beacon) // adjusts the registered sensor SEN-A1-1 (C30000000A01)
+	home   string              // "": a fresh temporary directory
 }
 
 // startAppWith starts an appliance on loopback in a temporary home with
 // one sensor beacon and one gateway (GW-A1-1, AC233FA0B1C2) registered.
 func startAppWith(t *testing.T, r appRig) *appliance.App {
 	t.Helper()
-	home := t.TempDir()
+	home := r.home
+	if home == "" {
+		home = t.TempDir()
+	}
 	cfg := map[string]any{"server_features": []string{"service"}}
 	for k, v := range r.extra {
 		cfg[k] = v
