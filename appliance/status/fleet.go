@@ -45,8 +45,13 @@ type FleetSnapshot struct {
 // should be active (key -> message). Ages are measured from the later of
 // the last sighting (or creation) and the process start: last-seen times
 // are only as fresh as the last flush before a restart, and every device
-// being "stale" right after an upgrade would be noise, not news.
-func evaluateFleet(now, started int64, assets []FleetAsset) (FleetSnapshot, map[string]string) {
+// being "stale" right after an upgrade would be noise, not news. That
+// grace is for raising only: a condition already active (active: key ->
+// since, kept across restarts) stays while its device has not been heard
+// since it began; measured from the start, every restart resolved them
+// all, told staff and the vendor "Resolved", and raised them again ten
+// minutes later (a black-box check).
+func evaluateFleet(now, started int64, assets []FleetAsset, active map[string]int64) (FleetSnapshot, map[string]string) {
 	snap := FleetSnapshot{CheckedAt: &now, StaleAfterSeconds: map[string]int{
 		"beacon": int(BeaconStaleAfter / time.Second), "gateway": int(GatewayStaleAfter / time.Second)}}
 	want := map[string]string{}
@@ -64,13 +69,15 @@ func evaluateFleet(now, started int64, assets []FleetAsset) (FleetSnapshot, map[
 			name = a.UID
 		}
 		if a.LastSeen == 0 {
-			if now-max(a.CreatedAt, started) > limit.Milliseconds() {
+			_, was := active[FleetKey("never_seen", a.UID)]
+			if was || now-max(a.CreatedAt, started) > limit.Milliseconds() {
 				counts.NeverSeen++
 				want[FleetKey("never_seen", a.UID)] = fmt.Sprintf("%s %s has never been heard", a.Kind, name)
 			}
 			continue
 		}
-		if now-max(a.LastSeen, started) > limit.Milliseconds() {
+		since, was := active[FleetKey("stale", a.UID)]
+		if (was && a.LastSeen < since) || now-max(a.LastSeen, started) > limit.Milliseconds() {
 			counts.Stale++
 			want[FleetKey("stale", a.UID)] = fmt.Sprintf("%s %s not heard for more than %d minutes", a.Kind, name, int(limit/time.Minute))
 		}

@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -313,7 +314,13 @@ func (m *Monitor) checkFleet() {
 			m.mu.Unlock()
 			return
 		}
-		snap, want := evaluateFleet(now, m.started, assets)
+		active := map[string]int64{}
+		for _, c := range m.o.Conditions.Active() {
+			if strings.HasPrefix(c.Key, fleetPrefix) {
+				active[c.Key] = c.Since
+			}
+		}
+		snap, want := evaluateFleet(now, m.started, assets, active)
 		var changes []Change
 		for key, msg := range want {
 			changes = append(changes, Change{Key: key, Active: true, Message: msg})

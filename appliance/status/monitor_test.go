@@ -457,3 +457,40 @@ func TestDashboardShowsFailingStore(t *testing.T) {
 		t.Fatalf("a failing store: %+v", d)
 	}
 }
+
+// TestFleetConditionsSurviveARestart: ages count from the later of the
+// last sighting and the process start, so a restart does not flag the
+// whole fleet; but that grace resolved every fleet condition already
+// active, told staff and the vendor "Resolved", and raised them again
+// ten minutes later (a black-box check). Active ones stay until their
+// device is heard.
+func TestFleetConditionsSurviveARestart(t *testing.T) {
+	f := newFixture(t)
+	start := t0.UnixMilli()
+	f.set(func(f *fixture) {
+		f.fleet = []FleetAsset{
+			{UID: "GW-A1-1", Kind: "gateway", LastSeen: start},
+			{UID: "GW-A1-2", Kind: "gateway", CreatedAt: start},
+		}
+	})
+	f.clk.Advance(11 * time.Minute)
+	f.mon.checkFleet()
+	if n := len(f.conds.Active()); n != 2 {
+		t.Fatalf("before the restart: %+v", f.conds.Active())
+	}
+	heard := len(f.transitions())
+	f.mon.Stop()
+	_ = f.db.Close()
+	f.open() // a restart: the monitor's start is now
+	f.mon.checkFleet()
+	if n := len(f.conds.Active()); n != 2 || len(f.transitions()) != heard {
+		t.Fatalf("after the restart: active %+v, transitions %v", f.conds.Active(), f.transitions())
+	}
+	// Heard again: resolved at once.
+	now := f.clk.Now().UnixMilli()
+	f.set(func(f *fixture) { f.fleet[0].LastSeen = now })
+	f.mon.checkFleet()
+	if active := f.conds.Active(); len(active) != 1 || active[0].Key != "fleet:never_seen:GW-A1-2" {
+		t.Fatalf("after GW-A1-1 was heard: %+v", active)
+	}
+}
