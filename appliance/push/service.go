@@ -195,7 +195,7 @@ func (s *Service) Start(ctx context.Context) {
 		s.do(func() { s.toIndividual(cat) })
 	}
 	s.opsw.do(func() { s.runRetry(laneOps) })
-	s.do(s.armDigest)
+	s.do(s.catchUpDigest)
 	s.live.Subscribe(s.settingsChanged)
 	s.armReminder()
 }
