@@ -153,7 +153,7 @@ func TestModeSwitchAppliedLive(t *testing.T) {
 	}
 	r.advance(time.Second)
 	d := r.msgs("TST000-batteries")
-	if len(d) != 1 || d[0].Title != "Low battery: 1 devices" {
+	if len(d) != 1 || d[0].Title != "Low battery: 1 device" {
 		t.Fatalf("digest: %+v", d)
 	}
 	rec, err := ParseRecord(d[0].Message)
@@ -278,7 +278,7 @@ func TestADigestBoundaryMissedWhileDownIsCaughtUpAtStart(t *testing.T) {
 	r.clk.Advance(21*time.Hour + 5*time.Minute) // down over the boundary
 	r.open()
 	r.svc.Idle()
-	if d := r.msgs("TST000-batteries"); len(d) != 1 || d[0].Title != "Low battery: 1 devices" {
+	if d := r.msgs("TST000-batteries"); len(d) != 1 || d[0].Title != "Low battery: 1 device" {
 		t.Fatalf("at the start after a missed boundary: %+v", d)
 	}
 	// Caught up: the next comes at the next boundary, not again now.
@@ -286,5 +286,27 @@ func TestADigestBoundaryMissedWhileDownIsCaughtUpAtStart(t *testing.T) {
 	r.advance(time.Hour)
 	if d := r.msgs("TST000-batteries"); len(d) != 1 {
 		t.Fatalf("a second digest for the same bucket: %+v", d)
+	}
+}
+
+// TestTheFleetDigestListsFleetConditionsOnly: infrastructure conditions
+// (mqtt_down, push_down...) go on their own at once; the "Fleet health"
+// digest counted and listed them as fleet exceptions too (a black-box
+// check).
+func TestTheFleetDigestListsFleetConditionsOnly(t *testing.T) {
+	r := newRig(t, false)
+	now := r.clk.Now().UnixMilli()
+	r.health(store.HealthRecord{Key: "mqtt_down", Phase: store.HealthActive, At: now, Since: now, Message: "MQTT broker connection lost"})
+	r.health(store.HealthRecord{Key: "fleet:stale:GW-A1-1", Phase: store.HealthActive, At: now, Since: now, Message: "gateway GW-A1-1 not heard for more than 10 minutes"})
+	r.svc.Idle()
+	r.advance(21 * time.Hour) // the next 09:00 Prague
+	var digest []ntfytest.Message
+	for _, m := range r.msgs("TST000-health") {
+		if strings.HasPrefix(m.Title, "Fleet health") {
+			digest = append(digest, m)
+		}
+	}
+	if len(digest) != 1 || digest[0].Title != "Fleet health: 1 exception" || strings.Contains(digest[0].Message, "mqtt_down") {
+		t.Fatalf("fleet digest: %+v", digest)
 	}
 }

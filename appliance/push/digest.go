@@ -159,15 +159,24 @@ func digestTitle(cat string, n int) string {
 	case CatSensors:
 		return fmt.Sprintf("Sensors: %d out of range", n)
 	case CatBatteries:
-		return fmt.Sprintf("Low battery: %d devices", n)
+		return "Low battery: " + count(n, "device", "devices")
 	case CatNotSeen:
-		return fmt.Sprintf("Not seen: %d sensors", n)
+		return "Not seen: " + count(n, "sensor", "sensors")
 	case CatCalibration:
-		return fmt.Sprintf("Calibration expired: %d devices", n)
+		return "Calibration expired: " + count(n, "device", "devices")
 	case CatHealth:
-		return fmt.Sprintf("Fleet health: %d exceptions", n)
+		return "Fleet health: " + count(n, "exception", "exceptions")
 	}
 	return cat
+}
+
+// count is n with its noun ("1 device", "2 devices"): staff read these
+// titles on a lock screen ("1 devices": a black-box check).
+func count(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
 }
 
 func truncRunes(s string, n int) string {

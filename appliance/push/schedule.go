@@ -1,6 +1,7 @@
 package push
 
 import (
+	"strings"
 	"time"
 
 	"beaconhub/appliance/config"
@@ -115,7 +116,14 @@ func (s *Service) runDigest() {
 			continue
 		}
 		var active []Item
-		for _, it := range s.st.Active[cat] {
+		for key, it := range s.st.Active[cat] {
+			if cat == CatHealth && !strings.HasPrefix(key, "fleet:") {
+				// Infrastructure (mqtt_down, push_down...) goes on its
+				// own, at once: listed in "Fleet health: N exceptions" it
+				// was counted as one (a black-box check). The companion
+				// snapshot still shows it: it is the category's state.
+				continue
+			}
 			active = append(active, it)
 		}
 		msgs = append(msgs, Digest(cat, active, changes, now.UnixMilli(), cat == CatSensors)...)
