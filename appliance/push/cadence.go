@@ -648,7 +648,14 @@ func (s *Service) currentKey(key string, since int64) (string, bool) {
 
 func (s *Service) bulkOrIndividual(cat string, r store.SensorConditionRecord, m Message) (bool, Message) {
 	bulk, iv := s.mode(cat)
-	s.track(cat, r.Key, phaseOf(r.Phase), m.Title, r.Since, r.At, bulk)
+	text := m.Title
+	if cat == CatCalibration && r.Phase != store.HealthResolved && r.Message != "" {
+		// The checker's text (uid, MAC, type, last calibrated,
+		// interval), as the spec's body; a digest item gave the title
+		// alone (a black-box check).
+		text = r.Message
+	}
+	s.track(cat, r.Key, phaseOf(r.Phase), text, r.Since, r.At, bulk)
 	if bulk {
 		return false, m
 	}

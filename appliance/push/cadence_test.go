@@ -310,3 +310,17 @@ func TestTheFleetDigestListsFleetConditionsOnly(t *testing.T) {
 		t.Fatalf("fleet digest: %+v", digest)
 	}
 }
+
+// TestACalibrationDigestItemCarriesTheCheckersText: the spec's body has
+// uid, MAC, type, last calibrated and interval; a digest item gave the
+// title alone (a black-box check).
+func TestACalibrationDigestItemCarriesTheCheckersText(t *testing.T) {
+	r := newRig(t, false) // calibration is bulk by default
+	text := "Calibration expired: SEN-A1-4 (MAC C30000000A04, type sensor; last calibrated 2025-01-01, interval 365 days)"
+	r.sensor(sensorRec("calibration", "SEN-A1-4", "active", text, r.clk.Now()))
+	r.advance(21 * time.Hour)
+	d := r.msgs("TST000-calibration")
+	if len(d) != 1 || !strings.Contains(d[0].Message, text) {
+		t.Fatalf("calibration digest: %+v", d)
+	}
+}

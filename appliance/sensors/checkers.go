@@ -219,13 +219,19 @@ func (m *Monitor) CheckCalibration() error {
 			if now < d.LastCalibratedAt+int64(d.CalibrationIntervalDays)*86400e3 {
 				return nil
 			}
-			msg := fmt.Sprintf("Calibration expired: %s (last calibrated %s, interval %d days)", d.MAC,
-				time.UnixMilli(d.LastCalibratedAt).UTC().Format(time.DateOnly), d.CalibrationIntervalDays)
+			// The spec's body: uid, MAC, type, last calibrated and
+			// interval (the MAC alone was given: a black-box check).
+			msg := func(uid, typ string) string {
+				return fmt.Sprintf("Calibration expired: %s (MAC %s, %s; last calibrated %s, interval %d days)", uid, d.MAC, typ,
+					time.UnixMilli(d.LastCalibratedAt).UTC().Format(time.DateOnly), d.CalibrationIntervalDays)
+			}
 			switch b := byMAC[d.MAC]; {
 			case b != nil && b.Type == TypeSensor:
-				expired[b.AssetUID] = msg
-			case b == nil && d.AssignmentID == 0, b != nil && b.Type == "unknown":
-				expired[d.MAC] = msg
+				expired[b.AssetUID] = msg(b.AssetUID, "type sensor")
+			case b != nil && b.Type == "unknown":
+				expired[d.MAC] = msg(b.AssetUID, "type unknown")
+			case b == nil && d.AssignmentID == 0:
+				expired[d.MAC] = msg("no asset", "an unassigned device")
 			}
 			return nil
 		})

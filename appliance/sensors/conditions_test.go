@@ -2,6 +2,7 @@ package sensors
 
 import (
 	"encoding/json"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -272,6 +273,12 @@ func TestCalibrationConditions(t *testing.T) {
 	r.expect()
 	r.clk.Advance(2 * time.Hour)
 	r.expect(cal + " active")
+	// The spec's body: uid, MAC, type, last calibrated, interval (the MAC
+	// alone was given: a black-box check).
+	if msg := r.m.Conds.Active()[0].Message; !strings.Contains(msg, r.uids["Room"]) || !strings.Contains(msg, "MAC C3000000000B") ||
+		!strings.Contains(msg, "type sensor") || !strings.Contains(msg, "last calibrated 2025-05-02") || !strings.Contains(msg, "interval 365 days") {
+		t.Fatalf("calibration message %q", msg)
+	}
 	// Restart: the boot check does not announce it again.
 	r.start()
 	r.clk.Advance(CalibrationBootDelay + 3*time.Hour)
