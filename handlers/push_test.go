@@ -3,6 +3,7 @@ package handlers
 import (
 	"context"
 	"encoding/base64"
+	"encoding/json"
 	"net/http"
 	"strings"
 	"testing"
@@ -78,6 +79,15 @@ func TestCompanionQRDefaultsAndLocalToken(t *testing.T) {
 		if m.Priority != 1 || err != nil || rec.Intent != push.IntentSnapshot {
 			t.Fatalf("snapshot %+v %+v %v", m, rec, err)
 		}
+	}
+	// Notifications off: nothing is published, and the count says so (it
+	// said 2 of nothing: a black-box check).
+	if _, err := h.live.Patch(map[string]json.RawMessage{"server_push_enabled": json.RawMessage("false")}); err != nil {
+		t.Fatal(err)
+	}
+	h.send("POST", "/api/v1/companion/qr", h.token("admin"), map[string]any{}).expect(t, http.StatusOK).decodePayload(t, &out)
+	if out.Snapshots != 0 || len(fake.Messages()) != 4 {
+		t.Fatalf("with notifications off: snapshots %d, published %d", out.Snapshots, len(fake.Messages()))
 	}
 }
 
