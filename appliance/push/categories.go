@@ -68,7 +68,10 @@ func BatteryAlert(r store.SensorConditionRecord, d Device) Message {
 	title := "Low battery"
 	var mv int
 	if _, err := fmt.Sscanf(r.Message, "battery %d mV", &mv); err == nil {
-		title = fmt.Sprintf("Low battery %.2f V", float64(mv)/1000)
+		// Cut, not rounded: 2799 mV read "2.80 V", the 2800 mV
+		// threshold itself, under a "Low battery" title (a black-box
+		// check).
+		title = fmt.Sprintf("Low battery %d.%02d V", mv/1000, mv%1000/10)
 	}
 	if r.Phase == store.HealthResolved {
 		title = resolvedTitle(r, "Battery ok")

@@ -1,6 +1,7 @@
 package push
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -112,6 +113,17 @@ func TestRecordTextIsDeterministicAndParses(t *testing.T) {
 	}
 	if _, err := ParseRecord("legacy message"); err == nil || !strings.Contains(err.Error(), "no alert data") {
 		t.Fatal("legacy must not parse")
+	}
+}
+
+// TestLowBatteryVoltsAreCut: 2799 mV is below the 2800 mV threshold and
+// must not read 2.80 V.
+func TestLowBatteryVoltsAreCut(t *testing.T) {
+	for mv, want := range map[int]string{2799: "Low battery 2.79 V", 2650: "Low battery 2.65 V", 2500: "Low battery 2.50 V", 999: "Low battery 0.99 V"} {
+		m := BatteryAlert(store.SensorConditionRecord{Kind: "battery", Phase: store.HealthActive, Message: fmt.Sprintf("battery %d mV", mv)}, Device{})
+		if m.Title != want {
+			t.Errorf("%d mV: %q, want %q", mv, m.Title, want)
+		}
 	}
 }
 
