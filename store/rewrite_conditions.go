@@ -112,6 +112,9 @@ func renameSensorConds(tx *bolt.Tx, oldUID, newUID string) (int, error) {
 			return nil, err
 		}
 		c.Key, c.Subject = key, key[strings.LastIndexByte(key, ':')+1:]
+		// A text naming the asset (calibration's) names it as it is now:
+		// it went out in every digest with the former uid (a review).
+		c.Message = strings.ReplaceAll(c.Message, oldUID, newUID)
 		return json.Marshal(&c)
 	}, func(from, to string, free bool) error { return followMove(tx, from, to, free) })
 }

@@ -16,6 +16,7 @@ func TestRenameMovesConditionState(t *testing.T) {
 	err := db.Update(func(tx *bolt.Tx) error {
 		if err := ApplySensorConditions(tx, []SensorConditionRecord{
 			{Seq: 1, Key: "range:OLD-1", Kind: "range", Subject: "OLD-1", Phase: HealthActive, At: 10, Since: 10, Message: "old range"},
+			{Seq: 6, Key: "calibration:OLD-1", Kind: "calibration", Subject: "OLD-1", Phase: HealthActive, At: 10, Since: 10, Message: "Calibration expired: OLD-1 (MAC C30000000A05, type sensor)"},
 			{Seq: 2, Key: "battery:OLD-1", Kind: "battery", Subject: "OLD-1", Phase: HealthActive, At: 11, Since: 11, Message: "old battery"},
 			{Seq: 3, Key: "battery:NEW-1", Kind: "battery", Subject: "NEW-1", Phase: HealthActive, At: 12, Since: 12, Message: "survivor battery"},
 			{Seq: 4, Key: "range:C30000000A01", Kind: "range", Subject: "C30000000A01", Phase: HealthActive, At: 13, Since: 13},
@@ -53,7 +54,7 @@ func TestRenameMovesConditionState(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if moved[RewriterSensorConditions] != 2 || moved[RewriterHealthConditions] != 1 || moved[RewriterSensorIntervals] != 1 {
+	if moved[RewriterSensorConditions] != 3 || moved[RewriterHealthConditions] != 1 || moved[RewriterSensorIntervals] != 1 {
 		t.Fatalf("moved %v", moved)
 	}
 	active, _ := db.ActiveSensorConditions()
@@ -61,7 +62,12 @@ func TestRenameMovesConditionState(t *testing.T) {
 	for _, c := range active {
 		got[c.Key] = c
 	}
-	if len(got) != 4 || got["range:NEW-1"].Subject != "NEW-1" || got["range:NEW-1"].Message != "old range" ||
+	// A text naming the asset names it as it is now (calibration's went
+	// out with the former uid in every digest: a review).
+	if got["calibration:NEW-1"].Message != "Calibration expired: NEW-1 (MAC C30000000A05, type sensor)" {
+		t.Fatalf("calibration text after rename: %q", got["calibration:NEW-1"].Message)
+	}
+	if len(got) != 5 || got["range:NEW-1"].Subject != "NEW-1" || got["range:NEW-1"].Message != "old range" ||
 		got["battery:NEW-1"].Message != "survivor battery" || got["range:XOLD-1"].Subject != "XOLD-1" {
 		t.Fatalf("sensor conditions after rename: %+v", active)
 	}

@@ -812,6 +812,10 @@ func (s *Service) rename(oldUID, newUID string) {
 				delete(items, subj)
 				if _, taken := items[nk]; !taken {
 					it.Subject = nk
+					// A text naming the asset (calibration's) names it as
+					// it is now: digests repeated the former uid for as
+					// long as the condition lasted (a review).
+					it.Text = strings.ReplaceAll(it.Text, oldUID, newUID)
 					items[nk] = it
 				} else {
 					// The survivor has its own: a late transition of the

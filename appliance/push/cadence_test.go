@@ -2,14 +2,16 @@ package push
 
 import (
 	"fmt"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"beaconhub/appliance/config"
 	"beaconhub/appliance/push/ntfytest"
-
 	"beaconhub/store"
+
+	bolt "go.etcd.io/bbolt"
 )
 
 func TestSensorCooldownPerAssetAndQuietRecovery(t *testing.T) {
@@ -309,6 +311,16 @@ func TestTheFleetDigestListsFleetConditionsOnly(t *testing.T) {
 	if len(digest) != 1 || digest[0].Title != "Fleet health: 1 exception" || strings.Contains(digest[0].Message, "mqtt_down") {
 		t.Fatalf("fleet digest: %+v", digest)
 	}
+	// The companion snapshot is the category's whole state, infrastructure
+	// included, and says so (it read "Fleet health: 2 exceptions": a
+	// review).
+	if n := r.svc.Snapshot([]string{CatHealth}); n != 1 {
+		t.Fatalf("%d snapshot parts", n)
+	}
+	all := r.msgs("TST000-health")
+	if last := all[len(all)-1]; last.Title != "Health: 2 active conditions" || !strings.Contains(last.Message, "mqtt_down") {
+		t.Fatalf("health snapshot: %+v", last)
+	}
 }
 
 // TestACalibrationDigestItemCarriesTheCheckersText: the spec's body has
@@ -322,5 +334,69 @@ func TestACalibrationDigestItemCarriesTheCheckersText(t *testing.T) {
 	d := r.msgs("TST000-calibration")
 	if len(d) != 1 || !strings.Contains(d[0].Message, text) {
 		t.Fatalf("calibration digest: %+v", d)
+	}
+}
+
+// TestACalibrationDigestItemFollowsARemint: the item text names the asset;
+// after a remint it went on naming the former uid in every digest for as
+// long as the condition lasted (a review).
+func TestACalibrationDigestItemFollowsARemint(t *testing.T) {
+	r := newRig(t, false)
+	r.sensor(sensorRec("calibration", "LEGACY-C30000000A04", "active", "Calibration expired: LEGACY-C30000000A04 (MAC C30000000A04, type sensor)", r.clk.Now()))
+	r.svc.Idle()
+	r.svc.Rename("LEGACY-C30000000A04", "SEN-A1-4")
+	r.advance(21 * time.Hour)
+	d := r.msgs("TST000-calibration")
+	// The active item ("•") names the asset as it is now; the changes
+	// ("Δ") keep what happened under the former uid.
+	if len(d) != 1 || !strings.Contains(d[0].Message, "• calibration:SEN-A1-4: Calibration expired: SEN-A1-4 (MAC") {
+		t.Fatalf("calibration digest after the remint: %+v", d)
+	}
+}
+
+// TestARestartAfterAScheduleChangeSendsNoSecondDigest: the running box
+// waits for the next boundary under a changed digest time; a restart took
+// the changed schedule's boundary (passed before the change) for one
+// missed while down and sent a second digest (a review).
+func TestARestartAfterAScheduleChangeSendsNoSecondDigest(t *testing.T) {
+	r := newRig(t, false)
+	r.sensor(sensorRec("battery", "F1", "active", "battery 2600 mV", r.clk.Now()))
+	r.svc.Idle()
+	r.advance(21*time.Hour + 5*time.Minute) // 09:05 Prague: the day's digest
+	r.advance(15 * time.Minute)
+	r.patch(map[string]any{"server_push_digest_time": "09:10"})
+	r.svc.Idle()
+	r.advance(time.Minute)
+	r.restart()
+	r.svc.Idle()
+	if d := r.msgs("TST000-batteries"); len(d) != 1 {
+		t.Fatalf("%d digests, want the one of 09:00", len(d))
+	}
+}
+
+// TestTheFirstRunsBucketMarksAreSaved: the first start marks the current
+// bucket delivered; the marks waited for the next save, a stop before it
+// lost them, and the next start's catch-up, seeing none, skipped the
+// boundary it had missed (a review).
+func TestTheFirstRunsBucketMarksAreSaved(t *testing.T) {
+	r := newRig(t, false) // 11:00 Prague, nothing to do
+	r.svc.Idle()
+	r.close()
+	// A low battery committed while push was stopped, then a start after
+	// the 09:00 boundary.
+	rec := sensorRec("battery", "F1", "active", "battery 2600 mV", r.clk.Now())
+	db, err := store.Open(filepath.Join(r.dir, "service.db"), store.OpenOptions{LockTimeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Update(func(tx *bolt.Tx) error { return store.ApplySensorConditions(tx, []store.SensorConditionRecord{rec}) }); err != nil {
+		t.Fatal(err)
+	}
+	_ = db.Close()
+	r.clk.Advance(21*time.Hour + 5*time.Minute)
+	r.open()
+	r.svc.Idle()
+	if d := r.msgs("TST000-batteries"); len(d) != 1 {
+		t.Fatalf("%d digests at the start after the missed boundary: %+v", len(d), d)
 	}
 }

@@ -10,22 +10,35 @@ import (
 // armDigest schedules the next digest run at the earliest next boundary
 // of any digest category. Boundaries are recomputed on every run, so a
 // changed timezone, anchor or interval applies from the next bucket.
-func (s *Service) armDigest() {
+func (s *Service) armDigest() { s.armDigestMarking(false) }
+
+// armDigestMarking is armDigest; with current set, the bucket now under
+// way counts as delivered (a settings change: a running box waits for the
+// next boundary under the new settings, and a restart must not take the
+// changed schedule's last boundary for one missed while down and send a
+// second digest: a review). First marks and these are saved at once: left
+// to the next save, a stop before it lost them, and the next start's
+// catch-up saw no bucket to catch up from (a review).
+func (s *Service) armDigestMarking(current bool) {
 	cfg := s.live.Get()
 	loc := s.siteZone()
 	now := s.clk.Now()
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	if s.stopped {
+		s.mu.Unlock()
 		return
 	}
+	marked := false
 	next := time.Time{}
 	for _, cat := range digestCategories {
 		_, iv := s.mode(cat)
-		if s.st.LastBucket[cat] == 0 {
-			// First run ever: the current bucket counts as delivered, so
-			// the first digest comes at the next boundary.
-			s.st.LastBucket[cat] = Boundary(now, cfg.PushDigestTime, loc, iv).UnixMilli()
+		b := Boundary(now, cfg.PushDigestTime, loc, iv).UnixMilli()
+		if last := s.st.LastBucket[cat]; last == 0 || (current && b > last) {
+			// First run ever (or a changed schedule): the current bucket
+			// counts as delivered, so the first digest comes at the next
+			// boundary.
+			s.st.LastBucket[cat] = b
+			marked = true
 		}
 		if n := NextBoundary(now, cfg.PushDigestTime, loc, iv); next.IsZero() || n.Before(next) {
 			next = n
@@ -35,6 +48,10 @@ func (s *Service) armDigest() {
 		s.digTimer.Stop()
 	}
 	s.digTimer = s.clk.AfterFunc(next.Sub(now), func() { s.do(s.runDigest) })
+	s.mu.Unlock()
+	if marked {
+		s.save()
+	}
 }
 
 // catchUpDigest is armDigest at start: a boundary that passed while the
@@ -78,7 +95,7 @@ func (s *Service) settingsChanged(old, cur *config.Config) {
 		old.PushSensorNotseenIntervalSeconds != cur.PushSensorNotseenIntervalSeconds ||
 		old.PushCalibrationIntervalSeconds != cur.PushCalibrationIntervalSeconds ||
 		old.PushFleetHealthIntervalSeconds != cur.PushFleetHealthIntervalSeconds {
-		s.do(s.armDigest)
+		s.do(func() { s.armDigestMarking(true) })
 	}
 	for _, m := range []struct{ cat, was, now string }{
 		{CatBatteries, old.PushBatteriesMode, cur.PushBatteriesMode},
@@ -203,6 +220,13 @@ func (s *Service) Snapshot(categories []string) int {
 			}
 			for _, p := range parts {
 				p.Record.Intent = IntentSnapshot
+				if cat == CatHealth {
+					// The category's whole state, infrastructure too (a
+					// phone subscribing now must learn mqtt_down), so not
+					// "Fleet health: N exceptions", the digest's count of
+					// fleet conditions only (a review).
+					p.Title = strings.Replace(p.Title, digestTitle(CatHealth, len(active)), "Health: "+count(len(active), "active condition", "active conditions"), 1)
+				}
 				s.immediate(p)
 				n++
 			}

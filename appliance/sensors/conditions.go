@@ -205,6 +205,7 @@ func (c *Conditions) Rename(oldUID, newUID string) {
 			continue
 		}
 		x.Key, x.Subject = nk, newUID
+		x.Message = strings.ReplaceAll(x.Message, oldUID, newUID) // as the store's (renameSensorConds)
 		c.active[nk] = x
 	}
 }

@@ -76,8 +76,16 @@ func evaluateFleet(now, started int64, assets []FleetAsset, active map[string]in
 			}
 			continue
 		}
-		since, was := active[FleetKey("stale", a.UID)]
-		if (was && a.LastSeen < since) || now-max(a.LastSeen, started) > limit.Milliseconds() {
+		// Active already: no grace from the start, the age alone (not
+		// "heard after it began": a gateway's clock a few minutes slow
+		// stamps a sighting before that, and the condition held: a
+		// review).
+		_, was := active[FleetKey("stale", a.UID)]
+		from := max(a.LastSeen, started)
+		if was {
+			from = a.LastSeen
+		}
+		if now-from > limit.Milliseconds() {
 			counts.Stale++
 			want[FleetKey("stale", a.UID)] = fmt.Sprintf("%s %s not heard for more than %d minutes", a.Kind, name, int(limit/time.Minute))
 		}

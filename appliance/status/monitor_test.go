@@ -494,3 +494,17 @@ func TestFleetConditionsSurviveARestart(t *testing.T) {
 		t.Fatalf("after GW-A1-1 was heard: %+v", active)
 	}
 }
+
+// TestAStaleConditionResolvesOnALaggingGatewayClock: an active condition
+// is judged on the sighting's age alone; "heard after it began" held it
+// when a gateway's clock, a few minutes slow as ingest allows, stamped the
+// sighting before that (a review).
+func TestAStaleConditionResolvesOnALaggingGatewayClock(t *testing.T) {
+	since := t0.UnixMilli()
+	_, want := evaluateFleet(since+2*60e3, since-24*3600e3,
+		[]FleetAsset{{UID: "SEN-1", Kind: "beacon", Type: "sensor", LastSeen: since - 2*60e3}},
+		map[string]int64{FleetKey("stale", "SEN-1"): since})
+	if _, stale := want[FleetKey("stale", "SEN-1")]; stale {
+		t.Fatal("heard two minutes ago by a gateway running late, still stale")
+	}
+}
