@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"regexp"
 	"sort"
+	"strings"
+	"unicode"
 
 	"beaconhub/appliance/apperr"
 )
@@ -116,8 +118,13 @@ func (w *walker) integer(path string, v any, lo, hi int) int {
 	return int(i)
 }
 
+// text reads a title: trimmed, and held to the rules of a template's name
+// (apperr.CleanName): a tab titled "  " or "A\nB", or a component title
+// with an escape sequence, was stored though the name next to it is
+// refused such (a black-box check).
 func (w *walker) text(path string, v any, required bool, max int) string {
 	s, isStr := v.(string)
+	s = strings.TrimSpace(s)
 	switch {
 	case v == nil && !required:
 		return ""
@@ -127,6 +134,8 @@ func (w *walker) text(path string, v any, required bool, max int) string {
 		w.fail(path, "is required")
 	case len([]rune(s)) > max:
 		w.fail(path, "must be at most %d characters", max)
+	case strings.IndexFunc(s, func(r rune) bool { return unicode.IsControl(r) || unicode.In(r, unicode.Zl, unicode.Zp) }) >= 0:
+		w.fail(path, "may not contain control characters or line breaks (newlines, tabs, escapes)")
 	}
 	return s
 }

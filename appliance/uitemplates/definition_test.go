@@ -64,6 +64,11 @@ func TestParseRejects(t *testing.T) {
 		{"option bool", RoleUser, tab(`{"type":"floor_map","options":{"show_graph":"yes"}}`), "definition.tabs[0].components[0].options.show_graph", "true or false"},
 		{"component field", RoleUser, tab(`{"type":"event_feed","size":"xl"}`), "definition.tabs[0].components[0].size", "unknown field"},
 		{"long title", RoleUser, tab(`{"type":"event_feed","title":"` + strings.Repeat("x", 81) + `"}`), "definition.tabs[0].components[0].title", "at most 80"},
+		// Titles are held to a template name's rules (they were not: a
+		// black-box check).
+		{"blank tab title", RoleUser, `{"version":1,"tabs":[{"id":"a","title":"  ","components":[]}]}`, "definition.tabs[0].title", "required"},
+		{"tab title newline", RoleUser, `{"version":1,"tabs":[{"id":"a","title":"A\nB","components":[]}]}`, "definition.tabs[0].title", "control characters"},
+		{"component title escape", RoleUser, tab(`{"type":"event_feed","title":"bad\u001b[31m"}`), "definition.tabs[0].components[0].title", "control characters"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			_, err := Parse(json.RawMessage(c.raw), c.role)
