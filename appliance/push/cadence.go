@@ -247,6 +247,15 @@ func (s *Service) toIndividual(cat string) {
 			s.st.Told[cat] = append(s.st.Told[cat], it)
 		}
 	}
+	// A recovery the digest has not told yet carries its own time, not
+	// the switch's (`at` is the transition's: a black-box check).
+	clearAt := map[string]int64{}
+	for _, key := range clear {
+		clearAt[key] = now
+		if it, ok := last[key]; ok && it.Phase == PhaseResolved && it.At != 0 {
+			clearAt[key] = it.At
+		}
+	}
 	delete(s.st.Changes, cat) // told one by one from now on
 	s.mu.Unlock()
 	s.tellPending()
@@ -266,7 +275,7 @@ func (s *Service) toIndividual(cat string) {
 			}
 		}
 		for _, key := range clear {
-			if m := HealthAlert(healthRecovery(key, 0, now)); s.announce(key, false, iv, m, false) {
+			if m := HealthAlert(healthRecovery(key, 0, clearAt[key])); s.announce(key, false, iv, m, false) {
 				s.immediate(m)
 			}
 		}
@@ -284,7 +293,7 @@ func (s *Service) toIndividual(cat string) {
 		}
 	}
 	for _, key := range clear {
-		s.sensor(recovery(key, 0, now))
+		s.sensor(recovery(key, 0, clearAt[key]))
 	}
 }
 

@@ -400,3 +400,23 @@ func TestTheFirstRunsBucketMarksAreSaved(t *testing.T) {
 		t.Fatalf("%d digests at the start after the missed boundary: %+v", len(d), d)
 	}
 }
+
+// TestASwitchToIndividualTellsARecoveryAtItsOwnTime: a recovery made in
+// bulk mode and not yet in a digest is told at the switch, with the time
+// it happened; it carried the switch's (a black-box check).
+func TestASwitchToIndividualTellsARecoveryAtItsOwnTime(t *testing.T) {
+	r := newRig(t, false)
+	r.sensor(sensorRec("battery", "F1", "active", "battery 2600 mV", r.clk.Now()))
+	r.advance(21 * time.Hour) // the digest lists it: staff heard "low"
+	recovered := r.clk.Now()
+	r.sensor(sensorRec("battery", "F1", "resolved", "battery ok", recovered))
+	r.advance(2 * time.Minute)
+	r.patch(map[string]any{"server_push_batteries_mode": "individual"})
+	r.svc.Idle()
+	d := r.msgs("TST000-batteries")
+	last := d[len(d)-1]
+	rec, err := ParseRecord(last.Message)
+	if err != nil || last.Title != "Battery ok" || rec.At != recovered.UnixMilli() {
+		t.Fatalf("the recovery told at the switch: %q at %d, want at %d (%v)", last.Title, rec.At, recovered.UnixMilli(), err)
+	}
+}
