@@ -680,6 +680,14 @@ func (s *Service) health(h store.HealthRecord) {
 		h.Key = key
 	}
 	m := HealthAlert(h)
+	if uid := m.Record.Device.AssetUID; uid != "" {
+		// A fleet condition's device as the registry knows it (name,
+		// MAC, type), as a sensor's record has it; the uid alone was
+		// given though the rest was known (a black-box check).
+		if d := s.identify(uid); d.AssetUID == uid {
+			m.Record.Device = d
+		}
+	}
 	active := h.Phase != store.HealthResolved
 	if h.Key == keyPushDown && !active {
 		// The server answers its health check again: what waits goes

@@ -151,3 +151,24 @@ func TestRecoveryIntents(t *testing.T) {
 		}
 	}
 }
+
+// TestAFleetRecordNamesItsDevice: a fleet condition's record carried the
+// asset_uid alone though the registry knows its name and MAC (a
+// black-box check); it names the device as a sensor's record does.
+func TestAFleetRecordNamesItsDevice(t *testing.T) {
+	r := newRig(t, false)
+	r.patch(map[string]any{"server_push_fleet_health_mode": "individual"})
+	now := r.clk.Now().UnixMilli()
+	r.health(store.HealthRecord{Key: "fleet:stale:P1", Phase: store.HealthActive, At: now, Since: now, Message: "beacon Panic 1 not heard for more than 60 minutes"})
+	r.svc.Idle()
+	for _, topic := range []string{"TST000-health", "beaconhub-ops"} {
+		ms := r.msgs(topic)
+		if len(ms) != 1 {
+			t.Fatalf("%s: %+v", topic, ms)
+		}
+		rec, err := ParseRecord(ms[0].Message)
+		if err != nil || rec.Device != (Device{Name: "Panic 1", MAC: "AABBCCDDEE01", AssetUID: "P1", Type: "panic"}) {
+			t.Errorf("%s record device %+v (%v)", topic, rec.Device, err)
+		}
+	}
+}
