@@ -71,10 +71,10 @@ type AssetTx struct {
 	Now int64
 	// only restricts the uid rewriters by name (nil = all); see rewriters.
 	only []string
-	// navIdx maps a beacon uid to the keys of the nav nodes linked to
-	// it, built on first use in this transaction (nav.go): a remint
-	// apply renames thousands of uids, each through every node.
-	navIdx map[string][][]byte
+	// navIdx maps a beacon uid to the ids of the nav nodes linked to it,
+	// built on first use in this transaction (nav.go): a remint apply
+	// renames thousands of uids, each through every node.
+	navIdx map[string][]uint64
 }
 
 // ViewAssets runs fn in a read-only registry transaction.

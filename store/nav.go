@@ -1,7 +1,6 @@
 package store
 
 import (
-	"encoding/json"
 	"fmt"
 	"time"
 
@@ -394,29 +393,21 @@ func (t *AssetTx) FloorExists(id uint64) bool { return hasID(t.tx, bNavFloors, i
 // from it failed (a carried item); the rename follows into the node.
 const RewriterNavNodes = "nav_nodes"
 
-// navIndex is t's map of beacon uid -> keys of the nodes linked to it,
+// navIndex is t's map of beacon uid -> ids of the nodes linked to it,
 // read from the nodes once per transaction and kept up by
 // renameNavNodeBeacon (a remint apply renames thousands of uids; each
 // scanning every node held the write lock for seconds: a review).
-func navIndex(t *AssetTx) (map[string][][]byte, error) {
+func navIndex(t *AssetTx) (map[string][]uint64, error) {
 	if t.navIdx != nil {
 		return t.navIdx, nil
 	}
-	idx := map[string][][]byte{}
-	if b := t.tx.Bucket(bNavNodes); b != nil {
-		err := b.ForEach(func(k, v []byte) error {
-			var n NavNode
-			if err := json.Unmarshal(v, &n); err != nil {
-				return err
-			}
-			if n.BeaconUID != "" {
-				idx[n.BeaconUID] = append(idx[n.BeaconUID], append([]byte(nil), k...))
-			}
-			return nil
-		})
-		if err != nil {
-			return nil, err
-		}
+	linked, err := navList(t.tx, bNavNodes, func(n *NavNode) bool { return n.BeaconUID != "" })
+	if err != nil {
+		return nil, err
+	}
+	idx := map[string][]uint64{}
+	for _, n := range linked {
+		idx[n.BeaconUID] = append(idx[n.BeaconUID], n.ID)
 	}
 	t.navIdx = idx
 	return idx, nil
@@ -431,8 +422,8 @@ func renameNavNodeBeacon(t *AssetTx, oldUID, newUID string) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	keys := idx[oldUID]
-	if len(keys) == 0 {
+	ids := idx[oldUID]
+	if len(ids) == 0 {
 		return 0, nil
 	}
 	to := newUID
@@ -440,21 +431,21 @@ func renameNavNodeBeacon(t *AssetTx, oldUID, newUID string) (int, error) {
 		to = ""
 	}
 	b := t.tx.Bucket(bNavNodes)
-	for _, k := range keys {
+	for _, id := range ids {
 		var n NavNode
-		if err := getJSON(b, k, &n); err != nil {
+		if err := getJSON(b, itob(id), &n); err != nil {
 			return 0, err
 		}
 		n.BeaconUID = to
-		if err := putJSON(b, k, n); err != nil {
+		if err := putJSON(b, itob(id), n); err != nil {
 			return 0, err
 		}
 	}
 	delete(idx, oldUID)
 	if to != "" {
-		idx[to] = keys
+		idx[to] = ids
 	}
-	return len(keys), nil
+	return len(ids), nil
 }
 
 func countNavNodeBeacon(t *AssetTx, uid string) (int, error) {

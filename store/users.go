@@ -42,10 +42,8 @@ func (db *DB) CreateUser(u *User) error {
 		if idx.Get([]byte(u.Email)) != nil {
 			return ErrDuplicate
 		}
-		if u.LocationID != 0 {
-			if lb := tx.Bucket(bLocations); lb == nil || lb.Get(itob(u.LocationID)) == nil {
-				return invalidField("location_id", "location %d does not exist", u.LocationID)
-			}
+		if u.LocationID != 0 && !hasID(tx, bLocations, u.LocationID) {
+			return invalidField("location_id", "location %d does not exist", u.LocationID)
 		}
 		id, err := users.NextSequence()
 		if err != nil {
@@ -153,10 +151,8 @@ func (db *DB) updateUser(id uint64, fn func(u *User) error, endSessions bool) (*
 		if before.Role == "admin" && u.Role != "admin" && countAdmins(users) <= 1 {
 			return ErrLastAdmin
 		}
-		if u.LocationID != before.LocationID && u.LocationID != 0 {
-			if lb := tx.Bucket(bLocations); lb == nil || lb.Get(itob(u.LocationID)) == nil {
-				return invalidField("location_id", "location %d does not exist", u.LocationID)
-			}
+		if u.LocationID != before.LocationID && u.LocationID != 0 && !hasID(tx, bLocations, u.LocationID) {
+			return invalidField("location_id", "location %d does not exist", u.LocationID)
 		}
 		if u.Role != before.Role {
 			// An interface template is made for one role: one left
