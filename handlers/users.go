@@ -127,15 +127,21 @@ func (s *Server) listUsers(w http.ResponseWriter, r *http.Request, _ httprouter.
 	return ok(w, map[string]any{"users": out})
 }
 
+// userByID is account id (404 when there is none).
+func (s *Server) userByID(id uint64) (*store.User, error) {
+	u, err := s.deps.DB.GetUser(id)
+	if err == store.ErrNotFound {
+		return nil, apperr.NotFound("user not found")
+	}
+	return u, err
+}
+
 func (s *Server) getUser(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
 	id, err := pathID(p, "userId")
 	if err != nil {
 		return err
 	}
-	u, err := s.deps.DB.GetUser(id)
-	if err == store.ErrNotFound {
-		return apperr.NotFound("user not found")
-	}
+	u, err := s.userByID(id)
 	if err != nil {
 		return err
 	}
@@ -163,10 +169,7 @@ func (s *Server) updateUser(w http.ResponseWriter, r *http.Request, p httprouter
 	if body.Role == nil && body.LocationID == nil && body.Password == nil {
 		return apperr.Invalid("nothing to change: send role, location_id or password")
 	}
-	before, err := s.deps.DB.GetUser(id)
-	if err == store.ErrNotFound {
-		return apperr.NotFound("user not found")
-	}
+	before, err := s.userByID(id)
 	if err != nil {
 		return err
 	}
@@ -195,10 +198,7 @@ func (s *Server) deleteUser(w http.ResponseWriter, r *http.Request, p httprouter
 	if err != nil {
 		return err
 	}
-	u, err := s.deps.DB.GetUser(id)
-	if err == store.ErrNotFound {
-		return apperr.NotFound("user not found")
-	}
+	u, err := s.userByID(id)
 	if err != nil {
 		return err
 	}

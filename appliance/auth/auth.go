@@ -136,8 +136,8 @@ func (s *Service) CreateUser(email, password, role string, mustChange bool) (*st
 // are scoped; admin and api accounts are system-wide, so a location for
 // them is refused rather than silently ignored.
 func (s *Service) CreateScopedUser(email, password, role string, location uint64, mustChange bool) (*store.User, error) {
-	if location != 0 && (role == RoleAdmin || role == RoleAPI) {
-		return nil, apperr.InvalidField("location_id", "%s accounts see the whole site; location_id is for the user and maintenance roles", role)
+	if err := scopeAllowed(role, location); err != nil {
+		return nil, err
 	}
 	if err := ValidateEmail(email); err != nil {
 		return nil, err
@@ -162,6 +162,18 @@ func (s *Service) CreateScopedUser(email, password, role string, location uint64
 		return nil, store.ClientErr(err, "user")
 	}
 	return u, nil
+}
+
+// scoped reports whether accounts of role may be bound to a location:
+// admin and api accounts see the whole site.
+func scoped(role string) bool { return role != RoleAdmin && role != RoleAPI }
+
+// scopeAllowed refuses a location for a role that sees the whole site.
+func scopeAllowed(role string, location uint64) error {
+	if location != 0 && !scoped(role) {
+		return apperr.InvalidField("location_id", "%s accounts see the whole site; location_id is for the user and maintenance roles", role)
+	}
+	return nil
 }
 
 // UserChange is an admin's edit of another account: each field set
@@ -207,9 +219,11 @@ func (s *Service) UpdateUser(id uint64, c UserChange) (*store.User, error) {
 		if c.LocationID != nil {
 			u.LocationID = *c.LocationID
 		}
-		if u.Role == RoleAdmin || u.Role == RoleAPI {
-			if c.LocationID != nil && *c.LocationID != 0 {
-				return apperr.InvalidField("location_id", "%s accounts see the whole site; location_id is for the user and maintenance roles", u.Role)
+		if !scoped(u.Role) {
+			if c.LocationID != nil {
+				if err := scopeAllowed(u.Role, *c.LocationID); err != nil {
+					return err
+				}
 			}
 			u.LocationID = 0
 		}
