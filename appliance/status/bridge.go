@@ -33,8 +33,14 @@ func (m *Monitor) addStore(d *Dashboard) {
 	if since.IsZero() {
 		return
 	}
-	d.Issues = append([]Issue{{Key: StoreIssueKey, Since: since.UnixMilli(),
-		Message: "database writes are failing (disk full? file system read-only?): " + msg}}, d.Issues...)
+	d.lead(Issue{Key: StoreIssueKey, Since: since.UnixMilli(),
+		Message: "database writes are failing (disk full? file system read-only?): " + msg})
+}
+
+// lead puts an infrastructure issue that is no health condition in front
+// of the others (at most MaxIssues are listed); the dashboard is not ok.
+func (d *Dashboard) lead(is Issue) {
+	d.Issues = append([]Issue{is}, d.Issues...)
 	if len(d.Issues) > MaxIssues {
 		d.Issues = d.Issues[:MaxIssues]
 	}
@@ -64,10 +70,5 @@ func (m *Monitor) addBridge(d *Dashboard) {
 			since = *at
 		}
 	}
-	d.Issues = append([]Issue{{Key: BridgeIssueKey, Since: since, Message: "bridge: " + s.Message}}, d.Issues...)
-	if len(d.Issues) > MaxIssues {
-		d.Issues = d.Issues[:MaxIssues]
-	}
-	d.IssuesTotal++
-	d.OK = false
+	d.lead(Issue{Key: BridgeIssueKey, Since: since, Message: "bridge: " + s.Message})
 }

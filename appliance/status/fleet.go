@@ -46,12 +46,12 @@ type FleetSnapshot struct {
 // the last sighting (or creation) and the process start: last-seen times
 // are only as fresh as the last flush before a restart, and every device
 // being "stale" right after an upgrade would be noise, not news. That
-// grace is for raising only: a condition already active (active: key ->
-// since, kept across restarts) stays while its device has not been heard
-// since it began; measured from the start, every restart resolved them
-// all, told staff and the vendor "Resolved", and raised them again ten
-// minutes later (a black-box check).
-func evaluateFleet(now, started int64, assets []FleetAsset, active map[string]int64) (FleetSnapshot, map[string]string) {
+// grace is for raising only: a condition already active (the keys in
+// active, kept across restarts) stays while its device's own age is over
+// the limit; measured from the start, every restart resolved them all,
+// told staff and the vendor "Resolved", and raised them again ten minutes
+// later (a black-box check).
+func evaluateFleet(now, started int64, assets []FleetAsset, active map[string]bool) (FleetSnapshot, map[string]string) {
 	snap := FleetSnapshot{CheckedAt: &now, StaleAfterSeconds: map[string]int{
 		"beacon": int(BeaconStaleAfter / time.Second), "gateway": int(GatewayStaleAfter / time.Second)}}
 	want := map[string]string{}
@@ -69,8 +69,7 @@ func evaluateFleet(now, started int64, assets []FleetAsset, active map[string]in
 			name = a.UID
 		}
 		if a.LastSeen == 0 {
-			_, was := active[FleetKey("never_seen", a.UID)]
-			if was || now-max(a.CreatedAt, started) > limit.Milliseconds() {
+			if active[FleetKey("never_seen", a.UID)] || now-max(a.CreatedAt, started) > limit.Milliseconds() {
 				counts.NeverSeen++
 				want[FleetKey("never_seen", a.UID)] = fmt.Sprintf("%s %s has never been heard", a.Kind, name)
 			}
@@ -80,9 +79,8 @@ func evaluateFleet(now, started int64, assets []FleetAsset, active map[string]in
 		// "heard after it began": a gateway's clock a few minutes slow
 		// stamps a sighting before that, and the condition held: a
 		// review).
-		_, was := active[FleetKey("stale", a.UID)]
 		from := max(a.LastSeen, started)
-		if was {
+		if active[FleetKey("stale", a.UID)] {
 			from = a.LastSeen
 		}
 		if now-from > limit.Milliseconds() {

@@ -161,14 +161,14 @@ func (c *Conditions) IsActive(key string) bool {
 	return ok
 }
 
-// activeWithPrefix lists active keys starting with prefix.
-func (c *Conditions) activeWithPrefix(prefix string) []string {
+// activeWithPrefix is the set of active keys starting with prefix.
+func (c *Conditions) activeWithPrefix(prefix string) map[string]bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	var out []string
+	out := map[string]bool{}
 	for k := range c.active {
 		if strings.HasPrefix(k, prefix) {
-			out = append(out, k)
+			out[k] = true
 		}
 	}
 	return out

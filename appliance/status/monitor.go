@@ -6,7 +6,6 @@ import (
 	"net"
 	"net/http"
 	"sort"
-	"strings"
 	"sync"
 	"time"
 
@@ -314,18 +313,13 @@ func (m *Monitor) checkFleet() {
 			m.mu.Unlock()
 			return
 		}
-		active := map[string]int64{}
-		for _, c := range m.o.Conditions.Active() {
-			if strings.HasPrefix(c.Key, fleetPrefix) {
-				active[c.Key] = c.Since
-			}
-		}
+		active := m.o.Conditions.activeWithPrefix(fleetPrefix)
 		snap, want := evaluateFleet(now, m.started, assets, active)
 		var changes []Change
 		for key, msg := range want {
 			changes = append(changes, Change{Key: key, Active: true, Message: msg})
 		}
-		for _, key := range m.o.Conditions.activeWithPrefix(fleetPrefix) {
+		for key := range active {
 			if _, ok := want[key]; !ok {
 				changes = append(changes, Change{Key: key, Active: false, Message: "seen again or no longer monitored"})
 			}
