@@ -93,10 +93,10 @@ func nonEmpty(v any) error {
 // passed and failed at run time as "lookup 127.0.0.1:20551: no such
 // host" (a black-box check). A bare IPv6 address is a host.
 func hostOnly(v any) error {
-	h := strings.TrimSpace(v.(string))
-	if h == "" {
-		return fmt.Errorf("must not be empty")
+	if err := nonEmpty(v); err != nil {
+		return err
 	}
+	h := strings.TrimSpace(v.(string))
 	if net.ParseIP(h) != nil {
 		return nil
 	}
@@ -110,10 +110,10 @@ func hostOnly(v any) error {
 // fragment was escaped into the path and answered 404 (a black-box
 // check).
 func endpointPath(v any) error {
-	p := v.(string)
-	if strings.TrimSpace(p) == "" {
-		return fmt.Errorf("must not be empty")
+	if err := nonEmpty(v); err != nil {
+		return err
 	}
+	p := v.(string)
 	if strings.ContainsAny(p, "?# ") || strings.Contains(p, "://") {
 		return fmt.Errorf("must be a path such as lld/beacons, without a query, fragment or scheme")
 	}

@@ -47,7 +47,7 @@ func cmdAPIAccount(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	for _, f := range flags {
-		if f == "-h" || f == "--help" || f == "-help" {
+		if isHelp(f) {
 			fmt.Fprint(stdout, usage)
 			return 0
 		}

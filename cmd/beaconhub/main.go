@@ -82,10 +82,14 @@ func run(args []string, stdout, stderr io.Writer) int {
 // help was asked for (it was 2, as for a mistake: a black-box check),
 // else 2.
 func groupUsage(args []string, stdout, stderr io.Writer) int {
-	if len(args) == 2 && (args[1] == "-h" || args[1] == "--help" || args[1] == "-help" || args[1] == "help") {
+	if len(args) == 2 && (isHelp(args[1]) || args[1] == "help") {
 		fmt.Fprint(stdout, usage)
 		return 0
 	}
 	fmt.Fprint(stderr, usage)
 	return 2
 }
+
+// isHelp reports whether arg asks for the usage, as the flag package
+// reads it.
+func isHelp(arg string) bool { return arg == "-h" || arg == "--help" || arg == "-help" }

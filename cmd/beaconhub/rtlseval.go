@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -191,10 +190,7 @@ const rtlsEvalUsage = "usage: beaconhub rtls-eval [--alg a,b] [--timeout D] [--s
 func parseInterspersed(fs *flag.FlagSet, args []string) (pos []string, code int) {
 	for rest := args; ; {
 		if err := fs.Parse(rest); err != nil {
-			if errors.Is(err, flag.ErrHelp) {
-				return nil, 0 // asked for: not a usage error
-			}
-			return nil, 2
+			return nil, flagExit(err) // --help asked for: not a usage error
 		}
 		if fs.NArg() == 0 {
 			return pos, -1
