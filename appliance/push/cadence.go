@@ -672,7 +672,7 @@ func (s *Service) bulkOrIndividual(cat string, r store.SensorConditionRecord, m 
 }
 
 func (s *Service) health(h store.HealthRecord) {
-	if strings.HasPrefix(h.Key, "fleet:") {
+	if isFleetKey(h.Key) {
 		key, ok := s.currentKey(h.Key, h.Since) // a fleet transition under a former uid (a review)
 		if !ok {
 			return
@@ -703,7 +703,7 @@ func (s *Service) health(h store.HealthRecord) {
 		}
 		s.retryNow()
 	}
-	if strings.HasPrefix(h.Key, "fleet:") {
+	if isFleetKey(h.Key) {
 		bulk, iv := s.mode(CatHealth)
 		s.track(CatHealth, h.Key, phaseOf(h.Phase), m.Title, h.Since, h.At, bulk)
 		if !bulk && s.announce(h.Key, active, iv, m, false) { // ops hears every fleet change below

@@ -113,6 +113,10 @@ func CalibrationAlert(r store.SensorConditionRecord, d Device) Message {
 		Tags: tagsCalib, Priority: PrioDefault, Record: condRecord(CatCalibration, r, d, IntentAlert)}
 }
 
+// isFleetKey reports whether a health key is a fleet condition
+// (fleet:stale:<uid>, fleet:never_seen:<uid>), not infrastructure.
+func isFleetKey(key string) bool { return strings.HasPrefix(key, "fleet:") }
+
 // HealthAlert is a health transition (the health event as title).
 func HealthAlert(h store.HealthRecord) Message {
 	title := h.Message
@@ -125,7 +129,7 @@ func HealthAlert(h store.HealthRecord) Message {
 	body := "Health: " + h.Key
 	rec := Record{Category: CatHealth, Kind: KindCondition, Phase: h.Phase, Intent: IntentAlert,
 		Subject: h.Key, At: h.At}
-	if strings.HasPrefix(h.Key, "fleet:") {
+	if isFleetKey(h.Key) {
 		rec.Device.AssetUID = h.Key[strings.LastIndex(h.Key, ":")+1:]
 	}
 	return Message{Category: CatHealth, Title: title, Body: body, Tags: tagsHealth, Priority: PrioHigh, Record: rec}

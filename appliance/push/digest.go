@@ -87,11 +87,22 @@ func Digest(cat string, active []Item, changes []Item, at int64, quiet bool) []M
 		return nil
 	}
 	sort.Slice(active, func(i, j int) bool { return active[i].Subject < active[j].Subject })
-	prio, intent := PrioDefault, IntentDigest
+	prio, intent, title := PrioDefault, IntentDigest, digestTitle(cat, len(active))
 	if quiet {
-		prio, intent = PrioMin, IntentSnapshot
+		prio, intent, title = PrioMin, IntentSnapshot, snapshotTitle(cat, len(active))
 	}
-	return parts(cat, digestTitle(cat, len(active)), "digest:"+cat, active, changes, at, prio, intent)
+	return parts(cat, title, "digest:"+cat, active, changes, at, prio, intent)
+}
+
+// snapshotTitle is a quiet current-state message's title. Health's is the
+// category's whole state, infrastructure too (a phone subscribing now
+// must learn mqtt_down), so not "Fleet health: N exceptions", the
+// digest's count of fleet conditions only (a review).
+func snapshotTitle(cat string, n int) string {
+	if cat == CatHealth {
+		return "Health: " + count(n, "active condition", "active conditions")
+	}
+	return digestTitle(cat, n)
 }
 
 // lastWords is the quiet message (in parts if it must) carrying the last

@@ -277,7 +277,14 @@ const MinBackoff = time.Second
 // pause's end.
 func (p *Publisher) Pause(base, retryAfterHeader string) time.Time {
 	now := p.clk.Now()
-	until := now.Add(retryAfter(retryAfterHeader, now))
+	until := p.pauseUntil(base, now.Add(retryAfter(retryAfterHeader, now)))
+	p.log.Warn("push server rate limiting a status probe; backing off", "until", until.UTC())
+	return until
+}
+
+// pauseUntil starts or lengthens base's 429 pause to until (a pause
+// already longer stays) and returns its end.
+func (p *Publisher) pauseUntil(base string, until time.Time) time.Time {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.backoffUntil == nil {
@@ -288,7 +295,6 @@ func (p *Publisher) Pause(base, retryAfterHeader string) time.Time {
 		return p.backoffUntil[k]
 	}
 	p.backoffUntil[k] = until
-	p.log.Warn("push server rate limiting a status probe; backing off", "until", until.UTC())
 	return until
 }
 
@@ -333,12 +339,7 @@ func (p *Publisher) Post(ctx context.Context, base string, r Rendered, staff boo
 		return Failed
 	case resp.Status == http.StatusTooManyRequests:
 		d := retryAfter(resp.Header.Get("Retry-After"), p.clk.Now())
-		p.mu.Lock()
-		if p.backoffUntil == nil {
-			p.backoffUntil = map[string]time.Time{}
-		}
-		p.backoffUntil[backoffKey(base)] = p.clk.Now().Add(d)
-		p.mu.Unlock()
+		p.pauseUntil(base, p.clk.Now().Add(d))
 		p.log.Warn("push server rate limiting; backing off", "for", d)
 		return RateLimited
 	case resp.Status >= 200 && resp.Status < 300:

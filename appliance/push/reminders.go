@@ -34,7 +34,7 @@ func (s *Service) cooldownFor(cfg *config.Config, cat, key string) (time.Duratio
 	switch {
 	case cat == CatSensors:
 		return secs(cfg.PushSensorsCooldownSeconds), true
-	case cat == CatHealth && !strings.HasPrefix(key, "fleet:"):
+	case cat == CatHealth && !isFleetKey(key):
 		return secs(cfg.PushCriticalCooldownSeconds), true
 	case cat == CatNotSeen && s.st.Critical[key]:
 		return secs(cfg.PushCriticalCooldownSeconds), true

@@ -1,7 +1,6 @@
 package push
 
 import (
-	"strings"
 	"time"
 
 	"beaconhub/appliance/config"
@@ -134,7 +133,7 @@ func (s *Service) runDigest() {
 		}
 		var active []Item
 		for key, it := range s.st.Active[cat] {
-			if cat == CatHealth && !strings.HasPrefix(key, "fleet:") {
+			if cat == CatHealth && !isFleetKey(key) {
 				// Infrastructure (mqtt_down, push_down...) goes on its
 				// own, at once: listed in "Fleet health: N exceptions" it
 				// was counted as one (a black-box check). The companion
@@ -215,18 +214,11 @@ func (s *Service) Snapshot(categories []string) int {
 			s.mu.Unlock()
 			parts := Digest(cat, active, nil, s.clk.Now().UnixMilli(), true)
 			if len(parts) == 0 {
-				parts = []Message{{Category: cat, Title: digestTitle(cat, 0), Body: "No active conditions.", Tags: categoryTags(cat), Priority: PrioMin,
+				parts = []Message{{Category: cat, Title: snapshotTitle(cat, 0), Body: "No active conditions.", Tags: categoryTags(cat), Priority: PrioMin,
 					Record: Record{Category: cat, Kind: KindCondition, Phase: PhaseSnapshot, Subject: "digest:" + cat, At: s.clk.Now().UnixMilli()}}}
 			}
 			for _, p := range parts {
 				p.Record.Intent = IntentSnapshot
-				if cat == CatHealth {
-					// The category's whole state, infrastructure too (a
-					// phone subscribing now must learn mqtt_down), so not
-					// "Fleet health: N exceptions", the digest's count of
-					// fleet conditions only (a review).
-					p.Title = strings.Replace(p.Title, digestTitle(CatHealth, len(active)), "Health: "+count(len(active), "active condition", "active conditions"), 1)
-				}
 				s.immediate(p)
 				n++
 			}
