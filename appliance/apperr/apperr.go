@@ -73,12 +73,17 @@ func CleanName(field, raw string, max int) (string, error) {
 	if n == "" || utf8.RuneCountInString(n) > max {
 		return "", InvalidField(field, "%s must be 1 to %d characters", field, max)
 	}
-	// Line and paragraph separators (U+2028, U+2029) break a line as a
-	// newline does, and are not control characters to unicode.
-	if strings.IndexFunc(n, func(r rune) bool { return unicode.IsControl(r) || unicode.In(r, unicode.Zl, unicode.Zp) }) >= 0 {
+	if BreaksALine(n) {
 		return "", InvalidField(field, "%s may not contain control characters or line breaks (newlines, tabs, escapes)", field)
 	}
 	return n, nil
+}
+
+// BreaksALine reports whether s holds a control character or a line or
+// paragraph separator (U+2028, U+2029: they break a line as a newline
+// does, and are not control characters to unicode).
+func BreaksALine(s string) bool {
+	return strings.IndexFunc(s, func(r rune) bool { return unicode.IsControl(r) || unicode.In(r, unicode.Zl, unicode.Zp) }) >= 0
 }
 
 // Unauthorized is a 401.

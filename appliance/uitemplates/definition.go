@@ -7,7 +7,6 @@ import (
 	"regexp"
 	"sort"
 	"strings"
-	"unicode"
 
 	"beaconhub/appliance/apperr"
 )
@@ -134,7 +133,7 @@ func (w *walker) text(path string, v any, required bool, max int) string {
 		w.fail(path, "is required")
 	case len([]rune(s)) > max:
 		w.fail(path, "must be at most %d characters", max)
-	case strings.IndexFunc(s, func(r rune) bool { return unicode.IsControl(r) || unicode.In(r, unicode.Zl, unicode.Zp) }) >= 0:
+	case apperr.BreaksALine(s):
 		w.fail(path, "may not contain control characters or line breaks (newlines, tabs, escapes)")
 	}
 	return s
