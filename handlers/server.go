@@ -105,9 +105,7 @@ func New(d Deps) *Server {
 	s.router.MethodNotAllowed = http.HandlerFunc(s.methodNotAllowed)
 	// The router's own OPTIONS answer, its Allow completed likewise (GET
 	// /maps/image is exact, its HEAD in the router: a review).
-	s.router.GlobalOPTIONS = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Allow", strings.Join(s.otherMethods(r.URL.Path, w.Header().Get("Allow")), ", "))
-	})
+	s.router.GlobalOPTIONS = http.HandlerFunc(s.completeAllow)
 	s.router.PanicHandler = func(w http.ResponseWriter, r *http.Request, v any) {
 		s.log.Error("handler panic", "route", routeOf(r), "panic", v)
 		writeJSONError(w, http.StatusInternalServerError, "internal error")
@@ -192,20 +190,24 @@ func (s *Server) notFound(w http.ResponseWriter, r *http.Request) {
 		writeJSONError(w, http.StatusNotFound, "no such endpoint")
 		return
 	}
-	if r.Method == http.MethodOptions {
-		w.Header().Set("Allow", strings.Join(append(allow, http.MethodOptions), ", "))
-		return
-	}
 	w.Header().Set("Allow", strings.Join(append(allow, http.MethodOptions), ", "))
-	writeJSONError(w, http.StatusMethodNotAllowed, "method not allowed")
+	if r.Method != http.MethodOptions {
+		writeJSONError(w, http.StatusMethodNotAllowed, "method not allowed")
+	}
 }
 
 // methodNotAllowed is the router's 405, its Allow completed with the
 // exact and segment-matched routes' methods on the same path (GET
 // /maps/image is exact, its HEAD in the router: the Allow lacked GET).
 func (s *Server) methodNotAllowed(w http.ResponseWriter, r *http.Request) {
-	w.Header().Set("Allow", strings.Join(s.otherMethods(r.URL.Path, w.Header().Get("Allow")), ", "))
+	s.completeAllow(w, r)
 	writeJSONError(w, http.StatusMethodNotAllowed, "method not allowed")
+}
+
+// completeAllow completes the router's Allow header (its OPTIONS answer
+// and its 405) with the exact and segment-matched routes' methods.
+func (s *Server) completeAllow(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Allow", strings.Join(s.otherMethods(r.URL.Path, w.Header().Get("Allow")), ", "))
 }
 
 // otherMethods merges the methods of have (an Allow value) with those of
