@@ -45,7 +45,8 @@ type Snapshotter struct {
 
 // procSample is what procFigures could read; a field is zero when not.
 type procSample struct {
-	rss                 uint64
+	rss                 uint64 // resident size
+	rssOK               bool
 	cpu                 time.Duration
 	cpuOK               bool
 	load                []float64 // 1, 5 and 15 minute load averages
@@ -129,7 +130,7 @@ func (s *Snapshotter) WriteNow() error {
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	now := s.clock.Now().UTC()
-	proc, rssOK := procFigures(s.paths.Home)
+	proc := procFigures(s.paths.Home)
 	// The threshold is the spec's resident memory; the Go runtime's Sys
 	// (what it holds from the system, resident or not) stands in only
 	// where the resident size cannot be read.
@@ -140,7 +141,7 @@ func (s *Snapshotter) WriteNow() error {
 		"num_gc":           ms.NumGC,
 		"threshold_mb":     c.PerfMemoryThreshold,
 	}
-	if rssOK {
+	if proc.rssOK {
 		used, compares = proc.rss, "rss"
 		memory["rss_bytes"] = proc.rss
 	}

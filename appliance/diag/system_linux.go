@@ -10,14 +10,14 @@ import (
 
 // procFigures reads what the kernel knows of this process and its box.
 // Each figure is left out when it cannot be read (a /proc hidden by a
-// sandbox), rather than failing the snapshot; rssOK says whether rss
-// is the process's resident size.
-func procFigures(home string) (f procSample, rssOK bool) {
+// sandbox), rather than failing the snapshot; its ...OK fields say which
+// were read.
+func procFigures(home string) (f procSample) {
 	if data, err := os.ReadFile("/proc/self/statm"); err == nil {
 		// statm: size resident shared ... in pages.
 		if fs := strings.Fields(string(data)); len(fs) > 1 {
 			if pages, err := strconv.ParseUint(fs[1], 10, 64); err == nil {
-				f.rss, rssOK = pages*uint64(os.Getpagesize()), true
+				f.rss, f.rssOK = pages*uint64(os.Getpagesize()), true
 			}
 		}
 	}
@@ -40,5 +40,5 @@ func procFigures(home string) (f procSample, rssOK bool) {
 		f.diskTotal = st.Blocks * uint64(st.Bsize)
 		f.diskOK = true
 	}
-	return f, rssOK
+	return f
 }
