@@ -43,17 +43,33 @@ func Boundary(t time.Time, anchor string, loc *time.Location, interval time.Dura
 	return best
 }
 
-// NextBoundary returns the first boundary strictly after t.
+// NextBoundary returns the first boundary strictly after t. It takes the
+// earliest of the local days' boundaries after t, day by day forward,
+// rather than probing ahead by steps: over a spring-forward gap two wall
+// clock boundaries 90 min apart can be 30 min apart in real time, and a
+// probe an hour long stepped over the first of them (a reviewer's
+// brute-force check).
 func NextBoundary(t time.Time, anchor string, loc *time.Location, interval time.Duration) time.Time {
+	var h, m int
+	if _, err := fmt.Sscanf(anchor, "%d:%d", &h, &m); err != nil {
+		h, m = 9, 0
+	}
 	if interval <= 0 {
 		interval = 24 * time.Hour // as Boundary: never a zero step
 	}
-	cur := Boundary(t, anchor, loc, interval)
-	probe := t
-	for i := 0; i < 800; i++ {
-		probe = probe.Add(min(interval, time.Hour))
-		if b := Boundary(probe, anchor, loc, interval); b.After(cur) && b.After(t) {
-			return b
+	lt := t.In(loc)
+	// From the day before: a boundary of the previous local day cannot be
+	// after t, but starting there costs one day and needs no proof.
+	for ahead := -1; ahead <= 400; ahead++ {
+		y, mo, d := lt.AddDate(0, 0, ahead).Date()
+		var best time.Time
+		for _, b := range dayBoundaries(y, mo, d, h, m, loc, interval) {
+			if b.After(t) && (best.IsZero() || b.Before(best)) {
+				best = b
+			}
+		}
+		if !best.IsZero() {
+			return best
 		}
 	}
 	return t.Add(interval)

@@ -94,3 +94,35 @@ func TestNextBoundaryIsAlwaysInTheFuture(t *testing.T) {
 		}
 	}
 }
+
+// TestNextBoundaryIsTheFirstBoundaryAfter checks NextBoundary against
+// Boundary minute by minute over both DST changes of New York and Prague
+// and intervals that do and do not divide a day: the next boundary after
+// t is a boundary, and the boundary in force just before it is not after
+// t, so none lies between. The old probe by hour-long steps skipped 01:30
+// on New York's spring-forward day every 90 min.
+func TestNextBoundaryIsTheFirstBoundaryAfter(t *testing.T) {
+	for _, zone := range []string{"America/New_York", "Europe/Prague"} {
+		loc, err := time.LoadLocation(zone)
+		if err != nil {
+			t.Skip("no tzdata:", err)
+		}
+		for _, day := range []time.Time{time.Date(2026, 3, 7, 12, 0, 0, 0, loc), time.Date(2026, 3, 28, 12, 0, 0, 0, loc),
+			time.Date(2026, 10, 24, 12, 0, 0, 0, loc), time.Date(2026, 10, 31, 12, 0, 0, 0, loc)} {
+			for _, iv := range []time.Duration{30 * time.Minute, 90 * time.Minute, 7 * time.Hour, 24 * time.Hour} {
+				for now := day; now.Before(day.Add(36 * time.Hour)); now = now.Add(time.Minute) {
+					next := NextBoundary(now, "09:00", loc, iv)
+					if !next.After(now) {
+						t.Fatalf("%s every %v: next after %v is %v", zone, iv, now, next)
+					}
+					if b := Boundary(next, "09:00", loc, iv); !b.Equal(next) {
+						t.Fatalf("%s every %v: next %v is no boundary (%v is)", zone, iv, next.In(loc), b.In(loc))
+					}
+					if b := Boundary(next.Add(-time.Second), "09:00", loc, iv); b.After(now) {
+						t.Fatalf("%s every %v: after %v next is %v but %v comes first", zone, iv, now.In(loc), next.In(loc), b.In(loc))
+					}
+				}
+			}
+		}
+	}
+}
