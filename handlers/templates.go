@@ -205,7 +205,7 @@ func (s *Server) cloneTemplate(w http.ResponseWriter, r *http.Request, p httprou
 	if !uitemplates.ValidRole(in.Role) {
 		return apperr.InvalidField("role", "role must be user or maintenance")
 	}
-	d, err := uitemplates.Parse(src.Definition, src.Role)
+	d, err := uitemplates.ParseStored(src.Definition, src.Role)
 	if err != nil {
 		return err
 	}

@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+
+	"beaconhub/store"
 )
 
 type templateOut struct {
@@ -158,6 +160,34 @@ func TestTemplateCloneMatrix(t *testing.T) {
 	h.send("POST", "/api/v1/interface-templates/999/clone", admin, map[string]any{"name": "x", "role": "user"}).expect(t, http.StatusNotFound)
 	h.send("POST", fmt.Sprintf("/api/v1/interface-templates/%d/clone", sources["user shared"].ID), admin,
 		map[string]any{"name": "x", "role": "api"}).expect(t, http.StatusBadRequest)
+}
+
+// A template stored before titles were held to a name's rules (a tab
+// titled "A\nB") is cloned with its titles mended, not refused with a
+// 400 about a definition the request did not carry.
+func TestCloneMendsTitlesStoredBeforeTheRule(t *testing.T) {
+	h := newHarness(t)
+	admin := h.token("admin")
+	old := `{"version":1,"tabs":[{"id":"home","title":"Ward\n\tA","components":[{"type":"event_feed","title":"feed\u001b[31m"}]}]}`
+	src, err := h.db.CreateUITemplate(store.UITemplate{Name: "old", Role: "user", Definition: json.RawMessage(old), CreatedAt: 1, UpdatedAt: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out templateOut
+	h.send("POST", fmt.Sprintf("/api/v1/interface-templates/%d/clone", src.ID), admin,
+		map[string]any{"name": "new", "role": "user"}).expect(t, http.StatusCreated).decodePayload(t, &out)
+	var d struct {
+		Tabs []struct {
+			Title      string
+			Components []struct{ Title string }
+		}
+	}
+	if err := json.Unmarshal(out.Definition, &d); err != nil || d.Tabs[0].Title != "Ward A" || d.Tabs[0].Components[0].Title != "feed [31m" {
+		t.Fatalf("clone %s (%v)", out.Definition, err)
+	}
+	// Sent in a request, the same titles are still refused.
+	h.send("POST", "/api/v1/interface-templates", admin,
+		map[string]any{"name": "again", "role": "user", "definition": json.RawMessage(old)}).expect(t, http.StatusBadRequest)
 }
 
 func TestTemplateAssignment(t *testing.T) {

@@ -82,8 +82,28 @@ func CleanName(field, raw string, max int) (string, error) {
 // BreaksALine reports whether s holds a control character or a line or
 // paragraph separator (U+2028, U+2029: they break a line as a newline
 // does, and are not control characters to unicode).
-func BreaksALine(s string) bool {
-	return strings.IndexFunc(s, func(r rune) bool { return unicode.IsControl(r) || unicode.In(r, unicode.Zl, unicode.Zp) }) >= 0
+func BreaksALine(s string) bool { return strings.IndexFunc(s, breaks) >= 0 }
+
+func breaks(r rune) bool { return unicode.IsControl(r) || unicode.In(r, unicode.Zl, unicode.Zp) }
+
+// MendLine turns every run of the characters BreaksALine finds into one
+// space, for text stored before a rule refused them that must now be
+// carried forward (a template cloned from one stored so).
+func MendLine(s string) string {
+	var b strings.Builder
+	gap := false
+	for _, r := range s {
+		if breaks(r) {
+			gap = true
+			continue
+		}
+		if gap && b.Len() > 0 {
+			b.WriteByte(' ')
+		}
+		gap = false
+		b.WriteRune(r)
+	}
+	return b.String()
 }
 
 // Unauthorized is a 401.

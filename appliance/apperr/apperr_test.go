@@ -28,3 +28,19 @@ func TestCleanName(t *testing.T) {
 		}
 	}
 }
+
+// MendLine leaves one space where a run of line-breaking characters
+// was, none at the start, and text BreaksALine passes unchanged.
+func TestMendLine(t *testing.T) {
+	for in, want := range map[string]string{
+		"Ward\n\t3":       "Ward 3",
+		"\x1b[31mred":     "[31mred",
+		"a\u2028b\u2029c": "a b c",
+		"end\n":           "end",
+		"Küche–Nord":      "Küche–Nord",
+	} {
+		if got := MendLine(in); got != want || BreaksALine(got) {
+			t.Errorf("MendLine(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

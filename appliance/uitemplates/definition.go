@@ -53,7 +53,18 @@ var tabID = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,31}$`)
 // Parse validates raw against the catalogue for role and returns the
 // canonical definition. Errors are 400s naming the offending path, e.g.
 // definition.tabs[1].components[0].type.
-func Parse(raw json.RawMessage, role string) (*Definition, error) {
+func Parse(raw json.RawMessage, role string) (*Definition, error) { return parse(raw, role, false) }
+
+// ParseStored reads a definition already stored, to carry it into a new
+// template (a clone): as Parse, but titles stored before control
+// characters were refused have them mended to spaces (apperr.MendLine)
+// rather than failing the clone with an error about a body the caller
+// did not send.
+func ParseStored(raw json.RawMessage, role string) (*Definition, error) {
+	return parse(raw, role, true)
+}
+
+func parse(raw json.RawMessage, role string, mend bool) (*Definition, error) {
 	if len(bytes.TrimSpace(raw)) == 0 || bytes.Equal(bytes.TrimSpace(raw), []byte("null")) {
 		return nil, apperr.InvalidField("definition", "definition is required")
 	}
@@ -63,7 +74,7 @@ func Parse(raw json.RawMessage, role string) (*Definition, error) {
 	if err := dec.Decode(&v); err != nil {
 		return nil, apperr.InvalidField("definition", "definition is not valid JSON")
 	}
-	w := walker{role: role}
+	w := walker{role: role, mend: mend}
 	d := w.definition(v)
 	if w.err != nil {
 		return nil, w.err
@@ -75,6 +86,7 @@ func Parse(raw json.RawMessage, role string) (*Definition, error) {
 type walker struct {
 	role string
 	err  error
+	mend bool // ParseStored: mend titles that break a line
 }
 
 func (w *walker) fail(path, format string, args ...any) {
@@ -133,6 +145,11 @@ func (w *walker) text(path string, v any, required bool, max int) string {
 		w.fail(path, "is required")
 	case len([]rune(s)) > max:
 		w.fail(path, "must be at most %d characters", max)
+	case apperr.BreaksALine(s) && w.mend:
+		s = strings.TrimSpace(apperr.MendLine(s))
+		if required && s == "" {
+			w.fail(path, "is required")
+		}
 	case apperr.BreaksALine(s):
 		w.fail(path, "may not contain control characters or line breaks (newlines, tabs, escapes)")
 	}
