@@ -126,13 +126,6 @@ func (db *DB) RotateRefreshToken(oldHash, newHash []byte, ttl time.Duration, now
 	return &out, nil
 }
 
-// RevokeUserRefreshTokens deletes every refresh token of a user.
-func (db *DB) RevokeUserRefreshTokens(userID uint64) error {
-	return db.bolt.Update(func(tx *bolt.Tx) error {
-		return deleteRefreshWhere(tx, func(t *RefreshToken) bool { return t.UserID == userID })
-	})
-}
-
 func deleteRefreshWhere(tx *bolt.Tx, match func(*RefreshToken) bool) error {
 	b := tx.Bucket(bRefresh)
 	var dead [][]byte

@@ -107,32 +107,16 @@ func TestPutRefreshTokenPurgesExpired(t *testing.T) {
 	}
 }
 
-func TestRevokeUserRefreshTokens(t *testing.T) {
-	db := openTemp(t)
-	putTok(t, db, "u1a", 1, "f1", time.Hour)
-	putTok(t, db, "u1b", 1, "f2", time.Hour)
-	putTok(t, db, "u2", 2, "f3", time.Hour)
-	if err := db.RevokeUserRefreshTokens(1); err != nil {
-		t.Fatal(err)
-	}
-	for _, h := range []string{"u1a", "u1b"} {
-		if _, err := db.RotateRefreshToken([]byte(h), []byte(h+"'"), time.Hour, t0); !errors.Is(err, ErrNotFound) {
-			t.Errorf("revoked token %s error = %v, want ErrNotFound", h, err)
-		}
-	}
-	if _, err := db.RotateRefreshToken([]byte("u2"), []byte("u2'"), time.Hour, t0); err != nil {
-		t.Errorf("other user's token revoked: %v", err)
-	}
-}
-
 // TestUpdateUserEndingSessions: a password change and the end of the
 // user's refresh tokens are one transaction (they were two: a crash or a
 // refresh between them let a token of before get an access token of
-// after: a review); a refused change ends nothing.
+// after: a review); a refused change ends nothing, and another user's
+// sessions go on.
 func TestUpdateUserEndingSessions(t *testing.T) {
 	db := openTemp(t)
 	u := mkUser(t, db, "a@example.com", "user")
 	putTok(t, db, "a1", u.ID, "f1", time.Hour)
+	putTok(t, db, "other", u.ID+1, "f2", time.Hour)
 	if _, err := db.UpdateUserEndingSessions(u.ID, func(*User) error { return errors.New("refused") }); err == nil {
 		t.Fatal("the refusal was lost")
 	}
@@ -144,5 +128,8 @@ func TestUpdateUserEndingSessions(t *testing.T) {
 	}
 	if _, err := db.RotateRefreshToken([]byte("a2"), []byte("a3"), time.Hour, t0); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("a session outlived the change: %v", err)
+	}
+	if _, err := db.RotateRefreshToken([]byte("other"), []byte("other'"), time.Hour, t0); err != nil {
+		t.Fatalf("another user's session ended: %v", err)
 	}
 }
