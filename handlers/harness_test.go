@@ -237,6 +237,13 @@ func (h *harness) do(r req) *response {
 	out := &response{Code: rec.Code, Header: rec.Header(), Body: rec.Body.String()}
 	if strings.HasPrefix(rec.Header().Get("Content-Type"), "application/json") && strings.HasPrefix(out.Body, "{") {
 		_ = json.Unmarshal(rec.Body.Bytes(), out)
+		// Every answer of the API is the spec's envelope, whose payload
+		// is an object: checked on every request any test makes, since
+		// a list answered bare was found route by route by black-box
+		// checks (navigation's seven, then the sensors' lists).
+		if p := bytes.TrimSpace(out.Payload); len(p) > 0 && p[0] != '{' && strings.HasPrefix(r.path, "/api/") {
+			h.t.Errorf("%s %s: payload is not an object: %.200s", r.method, r.path, p)
+		}
 	}
 	return out
 }

@@ -176,8 +176,9 @@ func TestFloorLocationMustExist(t *testing.T) {
 }
 
 // TestNavigationListsAreObjects: every payload is an object (the spec's
-// envelope); seven navigation routes answered a bare array, the only ones
-// in the API (a black-box check). Each list is [] when empty, not null.
+// envelope); seven navigation routes answered a bare array (a black-box
+// check; the harness now checks every answer's payload). Each list is []
+// when empty, not null.
 func TestNavigationListsAreObjects(t *testing.T) {
 	h, admin := newNavHarness(t)
 	var f store.Floor

@@ -93,7 +93,8 @@ func (s *Server) sensorHistory(w http.ResponseWriter, r *http.Request, _ httprou
 	return ok(w, res)
 }
 
-// sensorDevices is GET /api/v1/sensors/devices.
+// sensorDevices is GET /api/v1/sensors/devices: {devices: [...]}, an
+// object as the spec's envelope says (it answered a bare list).
 func (s *Server) sensorDevices(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
 	svc, err := s.sensorsService()
 	if err != nil {
@@ -107,7 +108,7 @@ func (s *Server) sensorDevices(w http.ResponseWriter, r *http.Request, _ httprou
 	if err != nil {
 		return err
 	}
-	return ok(w, slices.DeleteFunc(ds, func(d sensors.Device) bool { return !allowed(d.AssetUID) }))
+	return ok(w, map[string]any{"devices": slices.DeleteFunc(ds, func(d sensors.Device) bool { return !allowed(d.AssetUID) })})
 }
 
 // sensorScope says which asset_uids the caller may see: all for a
@@ -142,5 +143,5 @@ func (s *Server) sensorAlerts(w http.ResponseWriter, r *http.Request, _ httprout
 	if err != nil {
 		return err
 	}
-	return ok(w, as)
+	return ok(w, map[string]any{"alerts": as})
 }

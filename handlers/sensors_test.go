@@ -92,16 +92,18 @@ func TestSensorDevicesAndAlerts(t *testing.T) {
 	)
 	h.store(rs...)
 
-	var ds []sensors.Device
-	h.get("/api/v1/sensors/devices", h.token("user")).expect(t, http.StatusOK).decodePayload(t, &ds)
+	var dl struct{ Devices []sensors.Device }
+	h.get("/api/v1/sensors/devices", h.token("user")).expect(t, http.StatusOK).decodePayload(t, &dl)
+	ds := dl.Devices
 	if len(ds) != 2 || ds[0].Name != "Fridge 1" || ds[0].Battery == nil || ds[0].Battery.Value != 2900 ||
 		ds[0].Humidity.Value != 70 || ds[0].LastSeen != now-400 || ds[0].TemperatureRange.Max != 8 || ds[1].HumidityRange != nil {
 		t.Fatalf("devices %+v", ds)
 	}
 
 	h.get("/api/v1/sensors/alerts", h.token("user")).expect(t, http.StatusForbidden)
-	var as []sensors.Alert
-	h.adminGet("/api/v1/sensors/alerts", http.StatusOK).decodePayload(t, &as)
+	var al struct{ Alerts []sensors.Alert }
+	h.adminGet("/api/v1/sensors/alerts", http.StatusOK).decodePayload(t, &al)
+	as := al.Alerts
 	if len(as) != sensors.AlertLimit {
 		t.Fatalf("%d alerts, want %d", len(as), sensors.AlertLimit)
 	}
@@ -128,18 +130,18 @@ func TestSensorRoutesFollowLocationScope(t *testing.T) {
 		t.Fatal(err)
 	}
 	user := h.token("user")
-	var ds []sensors.Device
-	h.get("/api/v1/sensors/devices", user).expect(t, http.StatusOK).decodePayload(t, &ds)
-	if len(ds) != 1 || ds[0].AssetUID != cold.AssetUID {
-		t.Fatalf("ward user devices %+v", ds)
+	var dl struct{ Devices []sensors.Device }
+	h.get("/api/v1/sensors/devices", user).expect(t, http.StatusOK).decodePayload(t, &dl)
+	if ds := dl.Devices; len(ds) != 1 || ds[0].AssetUID != cold.AssetUID {
+		t.Fatalf("ward user devices %+v", dl.Devices)
 	}
 	var hist sensors.HistoryResult
 	h.get(fmt.Sprintf("/api/v1/sensors/history?since=%d&until=%d", now-3600e3, now), user).expect(t, http.StatusOK).decodePayload(t, &hist)
 	if len(hist.Rows) != 1 {
 		t.Fatalf("ward user history rows %+v", hist.Rows)
 	}
-	h.get("/api/v1/sensors/devices", h.admin).expect(t, http.StatusOK).decodePayload(t, &ds)
-	if len(ds) != 3 {
-		t.Fatalf("admin devices %d, want 3", len(ds))
+	h.get("/api/v1/sensors/devices", h.admin).expect(t, http.StatusOK).decodePayload(t, &dl)
+	if len(dl.Devices) != 3 {
+		t.Fatalf("admin devices %d, want 3", len(dl.Devices))
 	}
 }
