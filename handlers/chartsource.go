@@ -1,11 +1,13 @@
 package handlers
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"math"
 	"net"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -45,6 +47,10 @@ func (s *Server) chartGuard(h handlerFunc) handlerFunc {
 			if err != nil || claims.MustChangePassword || claims.Role == auth.RoleAPI {
 				return apperr.Forbidden(msgAuthRequired)
 			}
+			// The account's location scope applies (chartQuery), as on
+			// /sensors/history: without it a site-bound account saw
+			// every site's sensors here (a black-box check).
+			r = r.WithContext(context.WithValue(r.Context(), claimsKey{}, claims))
 		}
 		return h(w, r, p)
 	}
@@ -202,6 +208,12 @@ func (s *Server) chartQuery(w http.ResponseWriter, r *http.Request, _ httprouter
 	if err != nil {
 		return err
 	}
+	allowed := func(string) bool { return true } // loopback: the box itself
+	if claimsFrom(r) != nil {
+		if allowed, err = s.sensorScope(r, svc); err != nil {
+			return err
+		}
+	}
 	out := []chartSeries{}
 	for _, t := range q.Targets {
 		if t.Hide {
@@ -220,6 +232,7 @@ func (s *Server) chartQuery(w http.ResponseWriter, r *http.Request, _ httprouter
 		if err != nil {
 			return err
 		}
+		keys = slices.DeleteFunc(keys, func(k sensors.Key) bool { return !allowed(k.UID) })
 		if len(keys) == 0 {
 			out = append(out, chartSeries{Target: name, RefID: t.RefID, Datapoints: [][2]float64{}})
 			continue

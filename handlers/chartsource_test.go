@@ -198,3 +198,47 @@ func TestChartsourceWithoutSensorsFailsItsConnectionTest(t *testing.T) {
 		}
 	}
 }
+
+// A remote dashboard with the token of a site-bound account sees only the
+// sensors homed in its scope, as /sensors/history shows them: the query
+// answered every site's series (a black-box check). Naming an
+// out-of-scope uid gives what an unknown uid gives. Loopback stays the
+// box itself.
+func TestChartsourceFollowsLocationScope(t *testing.T) {
+	h := newSensorHarness(t)
+	ward := h.location("Ward", "W1", h.fridge.LocationID)
+	cold := h.beacon(map[string]any{"mac": "C3000000000C", "name": "Ward fridge", "type": "sensor", "location_id": ward})
+	now := h.clock.Now().UnixMilli()
+	h.store(store.Reading{UID: h.fridge.AssetUID, Metric: store.MetricTemperature, TS: now - 2000, Value: 4},
+		store.Reading{UID: cold.AssetUID, Metric: store.MetricTemperature, TS: now - 1000, Value: 5})
+	if _, err := h.db.UpdateUser(h.users["user"].ID, func(u *store.User) error { u.LocationID = ward; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	query := func(remote, token, payload string) []string {
+		t.Helper()
+		body := `{"range":{"from":` + itoa(uint64(now-60000)) + `,"to":` + itoa(uint64(now)) + `},"targets":[{"target":"Temperature","refId":"A"` + payload + `}]}`
+		r := h.do(req{method: "POST", path: "/chartsource/query", remote: remote, token: token, body: body}).expect(t, http.StatusOK)
+		var out []chartSeriesT
+		if err := json.Unmarshal([]byte(r.Body), &out); err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, s := range out {
+			got = append(got, s.Target+":"+itoa(uint64(len(s.Datapoints))))
+		}
+		return got
+	}
+	remote, user := "192.0.2.10:41000", h.token("user")
+	if got := strings.Join(query(remote, user, ""), ","); got != "Temperature - Ward fridge:1" {
+		t.Errorf("ward user sees %s", got)
+	}
+	if got := strings.Join(query(remote, user, `,"payload":{"asset_uid":"`+h.fridge.AssetUID+`"}`), ","); got != "Temperature:0" {
+		t.Errorf("ward user naming another site's sensor sees %s", got)
+	}
+	if got := query(remote, h.token("admin"), ""); len(got) != 2 {
+		t.Errorf("admin sees %v", got)
+	}
+	if got := query("127.0.0.1:5000", "", ""); len(got) != 2 {
+		t.Errorf("loopback sees %v", got)
+	}
+}
