@@ -12,7 +12,7 @@ import (
 // History, the bucket is not taken from the ladder: the dashboard tool
 // already picks a round interval (its intervalMs) for the panel width.
 func Points(db *store.DB, k Key, from, to int64, maxPoints int, minBucket int64) ([]Row, error) {
-	maxPoints = max(maxPoints, 3)
+	maxPoints = max(maxPoints, 1)
 	var n int
 	err := db.View(func(tx *bolt.Tx) error {
 		var err error
@@ -31,9 +31,13 @@ func Points(db *store.DB, k Key, from, to int64, maxPoints int, minBucket int64)
 		return out, err
 	}
 	// Downsample gives at most span/bucket + 2 rows (partial buckets at
-	// both ends).
+	// both ends), so the bucket is sized for maxPoints - 2 and the two
+	// extra trimmed; under 3 points the bucket is the whole span and the
+	// trim keeps the latest (maxDataPoints 1 answered 2 points: a
+	// black-box check).
 	span := to - from
-	bucket := max(minBucket, (span+int64(maxPoints)-3)/int64(maxPoints-2), 1)
+	buckets := int64(max(maxPoints, 3) - 2)
+	bucket := max(minBucket, (span+buckets-1)/buckets, 1)
 	out, err := Downsample(db, k, from, to, bucket, n)
 	if len(out) > maxPoints {
 		out = out[len(out)-maxPoints:]

@@ -173,6 +173,16 @@ func TestPointsHonoursMaxDataPoints(t *testing.T) {
 	if len(rows) != 0 {
 		t.Fatalf("empty range: %d rows", len(rows))
 	}
+	// Down to one point, and that one the latest reading, over a range
+	// whose buckets cannot align with it.
+	from, to := t0+90e3+7, t0+3000e3
+	raw, _ := Points(db, k, from, to, 500, 0)
+	for _, n := range []int{1, 2, 3, 7} {
+		rows, _ = Points(db, k, from, to, n, 0)
+		if len(rows) == 0 || len(rows) > n || rows[len(rows)-1] != raw[len(raw)-1] {
+			t.Fatalf("maxPoints %d: %d rows %v", n, len(rows), rows)
+		}
+	}
 }
 
 // A former uid names the series of the uid it continues as (its readings
