@@ -151,6 +151,86 @@ func (l *Layout) validate() error {
 	return nil
 }
 
+// shapes holds, per primitive, the device keys without which it cannot
+// be drawn and those it may have besides (the contract's table): a text
+// without s, a QR code without content or a rectangle without a size
+// reached the display as saved, and keys of another primitive rode along
+// (a black-box check). Position, font of a text and colour are left to
+// the firmware's defaults when absent, as they always were.
+var shapes = map[Prim]struct{ need, may string }{
+	0:          {"s", "x y f c"},
+	1:          {"x2 y2", "x y c"},
+	2:          {"w h", "x y c"},
+	3:          {"w h", "x y c"},
+	4:          {"r", "x y c"},
+	5:          {"r", "x y c"},
+	6:          {"f", "x y c"},
+	7:          {"s", "x y c"},
+	sensorPrim: {"", "x y f c"},
+}
+
+// complete checks each object has its primitive's keys and no other
+// device key, and that sizes are not negative. Like plainText it is
+// checked where a layout is saved or applied, not where a stored one is
+// read, so a layout saved before still renders.
+func (l *Layout) complete(hasT func(i int) bool) error {
+	for i := range l.Objects {
+		o := &l.Objects[i]
+		if !hasT(i) {
+			return apperr.InvalidField("layout", "object %d: t is required (0 to 7 or \"sensor\")", i)
+		}
+		has := map[string]bool{"x": o.X != nil, "y": o.Y != nil, "x2": o.X2 != nil, "y2": o.Y2 != nil, "w": o.W != nil,
+			"h": o.H != nil, "r": o.R != nil, "f": o.F != nil, "c": o.C != nil, "s": o.S != nil}
+		if o.T == 7 && o.S != nil && *o.S == "" {
+			has["s"] = false // a QR code of nothing
+		}
+		sh := shapes[o.T]
+		for _, k := range strings.Fields(sh.need) {
+			if !has[k] {
+				return apperr.InvalidField("layout", "object %d (t %s): %s is required", i, primName(o.T), k)
+			}
+			delete(has, k)
+		}
+		for _, k := range strings.Fields(sh.may) {
+			delete(has, k)
+		}
+		for _, k := range []string{"x", "y", "x2", "y2", "w", "h", "r", "f", "c", "s"} {
+			if has[k] {
+				return apperr.InvalidField("layout", "object %d (t %s): %s does not apply to it", i, primName(o.T), k)
+			}
+		}
+		for _, p := range []*int{o.W, o.H, o.R} {
+			if p != nil && *p < 0 {
+				return apperr.InvalidField("layout", "object %d (t %s): w, h and r may not be negative", i, primName(o.T))
+			}
+		}
+	}
+	return nil
+}
+
+func primName(p Prim) string {
+	if p == sensorPrim {
+		return "sensor"
+	}
+	return strconv.Itoa(int(p))
+}
+
+// objectsWithT reports, per object of raw designer JSON, whether it
+// names its primitive: a missing t decodes as 0, a text.
+func objectsWithT(raw []byte) func(i int) bool {
+	var probe struct {
+		Objects []map[string]json.RawMessage `json:"objects"`
+	}
+	_ = json.Unmarshal(raw, &probe)
+	return func(i int) bool {
+		if i >= len(probe.Objects) {
+			return true
+		}
+		_, ok := probe.Objects[i]["t"]
+		return ok
+	}
+}
+
 // plainText refuses text (s, label, unit) with control characters.
 // Checked where a layout is saved or applied, not where it is read: a
 // stored one with them still renders. The displays draw one line per

@@ -20,6 +20,9 @@ func normalizeLayout(t *store.AssetTx, raw json.RawMessage) (json.RawMessage, *L
 	if err := l.plainText(); err != nil {
 		return nil, nil, err
 	}
+	if err := l.complete(objectsWithT(raw)); err != nil {
+		return nil, nil, err
+	}
 	for i := range l.Objects {
 		o := &l.Objects[i]
 		if o.T != sensorPrim {

@@ -135,6 +135,9 @@ func (s *Service) ApplyTemplate(displayID uint64, in ApplyInput) (DisplayView, e
 		if err := l.plainText(); err != nil { // a template saved before they were refused
 			return err
 		}
+		if err := l.complete(objectsWithT(tp.Layout)); err != nil {
+			return err
+		}
 		if err := checkMapping(t, l.sensorUIDs(), in.SensorMap); err != nil {
 			return err
 		}
