@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"errors"
 	"net"
 	"net/http"
 	"net/url"
@@ -39,13 +40,24 @@ func plain(w http.ResponseWriter, status int, msg string) {
 func (s *Server) einkPoll(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
 	svc := s.deps.EInk
 	if svc == nil {
-		plain(w, http.StatusServiceUnavailable, "e-ink displays are not enabled")
+		plain(w, http.StatusServiceUnavailable, "e-ink displays are not running in this configuration")
 		return nil
 	}
 	rawMAC, rawVoltage := queryValue(r.URL.RawQuery, "mac"), queryValue(r.URL.RawQuery, "voltage")
 	if r.Method == http.MethodPost && rawMAC == "" {
 		// Firmwares that post a form body: read it, bounded.
 		r.Body = http.MaxBytesReader(w, r.Body, 4<<10)
+		if err := r.ParseForm(); err != nil {
+			// Not "missing mac" for a mac that was sent in a body too
+			// long to read (a black-box check).
+			var mbe *http.MaxBytesError
+			if errors.As(err, &mbe) {
+				plain(w, http.StatusRequestEntityTooLarge, "form body over 4 KiB")
+			} else {
+				plain(w, http.StatusBadRequest, "form body unreadable")
+			}
+			return nil
+		}
 		rawMAC, rawVoltage = r.PostFormValue("mac"), r.PostFormValue("voltage")
 	}
 	if rawMAC == "" {
@@ -73,6 +85,10 @@ func (s *Server) einkPoll(w http.ResponseWriter, r *http.Request, _ httprouter.P
 	*bp = body[:0]
 	w.Header()["Content-Type"] = einkContentType
 	w.Header()["Cache-Control"] = einkNoStore
+	// Always a length: net/http adds one only to replies it buffered
+	// whole (about 2 KiB), and a firmware may size its buffer by it (a
+	// black-box check saw layouts of 40 texts sent chunked).
+	w.Header()["Content-Length"] = []string{strconv.Itoa(len(body))}
 	w.WriteHeader(http.StatusOK)
 	_, _ = w.Write(body)
 	return nil

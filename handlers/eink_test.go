@@ -45,6 +45,14 @@ func TestEInkPollHTTP(t *testing.T) {
 		if r.Type != "" || !strings.Contains(r.Body, `"version":`) || !strings.Contains(r.Body, "A0B1C2D3E4F5") {
 			t.Errorf("%s %s: body %q is not the device JSON", tc.method, tc.path, r.Body)
 		}
+		if r.Header.Get("Content-Length") != strconv.Itoa(len(r.Body)) {
+			t.Errorf("%s %s: Content-Length %q for %d bytes", tc.method, tc.path, r.Header.Get("Content-Length"), len(r.Body))
+		}
+	}
+	// A mac in a form body too long to read is no "missing mac".
+	if r := h.do(req{method: "POST", path: "/eink/display", body: "mac=a0b1c2d3e4f5&pad=" + strings.Repeat("x", 5000),
+		header: map[string]string{"Content-Type": "application/x-www-form-urlencoded"}}); r.Code != http.StatusRequestEntityTooLarge {
+		t.Errorf("long form: %d %q", r.Code, r.Body)
 	}
 	for _, bad := range []string{"/eink/display", "/eink/display?mac=zz", "/eink/display?mac=a0:b1:c2:d3:e4:f5", "/eink/display?mac=A0B1C2D3E4F5A"} {
 		r := h.do(req{method: "GET", path: bad})
@@ -113,6 +121,9 @@ func TestEInkAdminHTTP(t *testing.T) {
 	h.post("/api/v1/eink/layout-templates", map[string]any{"name": "Door", "layout": v.Layout}, http.StatusCreated).decodePayload(t, &tp)
 	h.do(req{method: "GET", path: "/eink/display?mac=B0B1C2D3E4F5"}).expect(t, http.StatusOK)
 	h.post("/api/v1/eink/display/2/apply-template", map[string]any{"template_id": tp.ID, "sensor_map": map[string]string{}}, http.StatusBadRequest)
+	if r := h.post("/api/v1/eink/display/2/apply-template", map[string]any{}, http.StatusBadRequest); !strings.Contains(r.Body, `"field":"template_id"`) {
+		t.Errorf("apply without template_id: %s", r.Body)
+	}
 	h.post("/api/v1/eink/display/2/apply-template", map[string]any{"template_id": tp.ID, "sensor_map": map[string]string{"SEN-H1W2-1": "SEN-H1W2-1"}}, http.StatusOK)
 	h.post("/api/v1/eink/layout-template/"+strconv.FormatUint(tp.ID, 10), map[string]any{"name": "Door 2"}, http.StatusOK)
 	h.adminGet("/api/v1/eink/layout-templates", http.StatusOK)

@@ -114,6 +114,9 @@ func (s *Server) applyEInkTemplate(w http.ResponseWriter, r *http.Request, p htt
 	if err := decode(w, r, &in); err != nil {
 		return err
 	}
+	if in.TemplateID == 0 { // not "layout template 0 not found" (a black-box check)
+		return apperr.InvalidField("template_id", "template_id is required")
+	}
 	v, err := svc.ApplyTemplate(id, in)
 	if err != nil {
 		return err
