@@ -74,6 +74,17 @@ func cmdConfigCheck(args []string, stdout, stderr io.Writer) int {
 // cmdMobileKey rotates the shared mobile navigation key in the file. The
 // key itself is not printed: admins read it through the API.
 func cmdMobileKey(args []string, stdout, stderr io.Writer) int {
+	// Only an install's own file: with a mistyped --home it made a new
+	// install there, said "regenerated" and exited 0, while the real
+	// one kept the old key (a black-box check).
+	paths, cfg, _, res, code := homeCommand("mobile-key regenerate", args, stderr, true)
+	if cfg == nil {
+		return code
+	}
+	if _, err := os.Stat(paths.ConfigFile()); err != nil && !res.Migrated {
+		fmt.Fprintf(stderr, "no configuration at %s: is --home the install directory? (nothing written)\n", paths.ConfigFile())
+		return 1
+	}
 	paths, cfg, extra, res, code := homeCommand("mobile-key regenerate", args, stderr, false)
 	if cfg == nil {
 		return code

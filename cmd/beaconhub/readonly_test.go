@@ -22,8 +22,20 @@ func TestReadOnlyCommandsCreateNothing(t *testing.T) {
 	if code := run([]string{"config", "check", "--home", missing}, &out, &errb); code != 0 || !strings.Contains(out.String(), "no such file") {
 		t.Fatalf("config check of a missing home: %d %s", code, out.String())
 	}
+	// mobile-key regenerate writes, but only into an install's file: with
+	// a mistyped home it made a new install there and exited 0.
+	if code := run([]string{"mobile-key", "regenerate", "--home", missing}, &out, &errb); code != 1 || !strings.Contains(errb.String(), "no configuration") {
+		t.Fatalf("mobile-key regenerate of a missing home: %d %s", code, errb.String())
+	}
 	if _, err := os.Stat(missing); !os.IsNotExist(err) {
-		t.Fatalf("a read-only command created %s: %v", missing, err)
+		t.Fatalf("a command created %s: %v", missing, err)
+	}
+	// A stray word is a usage error, not a run on the current directory.
+	for _, args := range [][]string{{"mobile-key", "regenerate", "extra"}, {"audit", "--home", missing, "extra"}, {"config", "check", "extra"}} {
+		errb.Reset()
+		if code := run(args, &out, &errb); code != 2 || !strings.Contains(errb.String(), `"extra"`) {
+			t.Fatalf("%v: %d %s", args, code, errb.String())
+		}
 	}
 
 	home := t.TempDir()

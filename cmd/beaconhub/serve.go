@@ -37,6 +37,12 @@ func homeCommand(name string, args []string, stderr io.Writer, check bool) (conf
 	if err := fs.Parse(args); err != nil {
 		return config.Paths{}, nil, nil, config.LoadResult{}, flagExit(err)
 	}
+	if fs.NArg() > 0 {
+		// A word the command does not take was ignored and the command
+		// ran on the current directory (a black-box check).
+		fmt.Fprintf(stderr, "%s takes no argument %q (only --home DIR)\n", name, fs.Arg(0))
+		return config.Paths{}, nil, nil, config.LoadResult{}, 2
+	}
 	// A read-only look (config check, audit) creates nothing: audit made
 	// the home and rewrote the file with defaults and fresh secrets, then
 	// said it could not look (a black-box check).
