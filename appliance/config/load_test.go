@@ -422,3 +422,21 @@ func TestDebugLogDirOutsideTheHomeInTheFileIsKept(t *testing.T) {
 		t.Errorf("loaded %q, degraded %q", c.DebugLogDir, res.Degraded)
 	}
 }
+
+// Bridge values a later release refuses (a monitor host with a port, an
+// endpoint with a query) do not stop the start of a box whose older file
+// holds them: kept as written, with a warning naming the rule (the
+// upgrade stopped everything, alerting with it, bridge on or off: a
+// black-box check).
+func TestBridgeValuesOfAnOlderFileAreKept(t *testing.T) {
+	home := t.TempDir()
+	writeConfig(t, home, `{"server_bridge_monitor_host": "zabbix.example.org:10051", "server_bridge_endpoint_beacon": "lld/beacons?site=42"}`)
+	c, _, res, err := Check(Paths{Home: home}, testBrand)
+	if err != nil {
+		t.Fatalf("Check: %v", err)
+	}
+	if c.BridgeMonitorHost != "zabbix.example.org:10051" || c.BridgeEndpointBeacon != "lld/beacons?site=42" || len(res.Degraded) != 2 ||
+		!strings.Contains(strings.Join(res.Degraded, "\n"), "server_bridge_monitor_host: \"zabbix.example.org:10051\" must be a host name") {
+		t.Errorf("loaded %q %q, degraded %q", c.BridgeMonitorHost, c.BridgeEndpointBeacon, res.Degraded)
+	}
+}

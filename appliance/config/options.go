@@ -120,6 +120,18 @@ func endpointPath(v any) error {
 	return nil
 }
 
+// bridgeKept degrades a bridge value that a release's tighter check
+// refuses: kept as written (the bridge fails with it at run time, as it
+// did under the release that accepted it) and warned about at start. A
+// site whose older file held "zabbix.example.org:10051" could not start
+// at all after the upgrade, alerting with it, even with the bridge off
+// (a black-box check).
+func bridgeKept(validate func(any) error) func(any) string {
+	return func(v any) string {
+		return fmt.Sprintf("%q %v; kept as written, so the bridge fails with it until it is corrected", v, validate(v))
+	}
+}
+
 func maxLen(n int) func(any) error {
 	return func(v any) error {
 		if utf8.RuneCountInString(v.(string)) > n {
@@ -305,10 +317,10 @@ var Options = []Option{
 	{Key: "server_mqtt_pass", Group: "mqtt", Default: str("service"), UI: true, Secret: true, Validate: nonEmpty},
 
 	{Key: "server_bridge_server_url", Group: "bridge", URL: true, Default: str("http://localhost:8088/"), Restart: true, Validate: httpURL(false)},
-	{Key: "server_bridge_monitor_host", Group: "bridge", Default: str("localhost"), Restart: true, Validate: hostOnly},
+	{Key: "server_bridge_monitor_host", Group: "bridge", Default: str("localhost"), Restart: true, Validate: hostOnly, Degrade: bridgeKept(hostOnly)},
 	{Key: "server_bridge_monitor_port", Group: "bridge", Kind: KindInt, Default: num(10051), Restart: true, Validate: intRange(1, 65535)},
-	{Key: "server_bridge_endpoint_beacon", Group: "bridge", Default: str("lld/beacons"), Restart: true, Validate: endpointPath},
-	{Key: "server_bridge_endpoint_gateway", Group: "bridge", Default: str("lld/gateways"), Restart: true, Validate: endpointPath},
+	{Key: "server_bridge_endpoint_beacon", Group: "bridge", Default: str("lld/beacons"), Restart: true, Validate: endpointPath, Degrade: bridgeKept(endpointPath)},
+	{Key: "server_bridge_endpoint_gateway", Group: "bridge", Default: str("lld/gateways"), Restart: true, Validate: endpointPath, Degrade: bridgeKept(endpointPath)},
 	{Key: "server_bridge_delay_beacon", Group: "bridge", Kind: KindInt, Default: num(300), Restart: true, Validate: intRange(1, 86400)},
 	{Key: "server_bridge_delay_gateway", Group: "bridge", Kind: KindInt, Default: num(300), Restart: true, Validate: intRange(1, 86400)},
 	{Key: "server_bridge_cache_update_interval", Group: "bridge", Kind: KindInt, Default: num(3600), Restart: true, Validate: intRange(10, 604800)},
