@@ -136,6 +136,10 @@ func New(opts Options) (*App, error) {
 	for _, d := range res.Degraded {
 		a.log.Warn("configuration value not valid, partly ignored", "detail", d)
 	}
+	if res.StrayLegacy {
+		a.log.Warn("configuration file in the home root ignored: only config/main.config.json is read; merge its edits there and remove it",
+			"ignored", paths.LegacyFile())
+	}
 	for _, d := range cfg.Advice(config.ActiveBrand()) {
 		a.log.Warn("configuration: " + d)
 	}
@@ -185,6 +189,10 @@ func (a *App) build() error {
 		// Where an admin looks, not only in the process log.
 		for _, d := range a.load.Degraded {
 			a.applog.Record(applog.Normal, "config", "configuration", "system", "value not valid, partly ignored: "+d)
+		}
+		if a.load.StrayLegacy {
+			a.applog.Record(applog.Normal, "config", "configuration", "system",
+				"main.config.json in the home root is ignored: only config/main.config.json is read")
 		}
 		as, err := auth.New(db, a.live, auth.Options{Clock: a.clock, BcryptCost: a.opts.BcryptCost, Logger: a.log,
 			PasswordChanged: a.forgetInitialPassword})

@@ -21,8 +21,8 @@ type Paths struct {
 // ConfigFile is home/config/main.config.json.
 func (p Paths) ConfigFile() string { return filepath.Join(p.Home, "config", "main.config.json") }
 
-// legacyFile is the pre-8.0 location in home's root.
-func (p Paths) legacyFile() string { return filepath.Join(p.Home, "main.config.json") }
+// LegacyFile is the pre-8.0 location in home's root.
+func (p Paths) LegacyFile() string { return filepath.Join(p.Home, "main.config.json") }
 
 // DBFile resolves server_db_path against home.
 func (p Paths) DBFile(c *Config) string { return p.Resolve(c.DBPath) }
@@ -40,7 +40,11 @@ func (p Paths) LogDir() string { return filepath.Join(p.Home, "logs") }
 
 // LoadResult says what loading changed on disk, for the startup log.
 type LoadResult struct {
-	Migrated      bool     // root file moved into config/
+	Migrated bool // root file moved into config/
+	// StrayLegacy: a root file (the pre-8.0 place) beside the one in
+	// config/, which alone is read; edits made there after the upgrade
+	// were ignored without a word (an upgrade check).
+	StrayLegacy   bool
 	Created       bool     // no file existed; one was written with defaults
 	FilledKeys    []string // keys that were missing and got defaults
 	GeneratedKeys []string // secrets generated on this start
@@ -77,14 +81,19 @@ func load(p Paths, b Brand, write bool) (*Config, map[string]any, LoadResult, er
 		}
 	}
 	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) && write {
-		if _, err := os.Stat(p.legacyFile()); err == nil {
-			if err := os.Rename(p.legacyFile(), path); err != nil {
-				return nil, nil, res, fmt.Errorf("migrate %s into config/: %w", p.legacyFile(), err)
+		if _, err := os.Stat(p.LegacyFile()); err == nil {
+			if err := os.Rename(p.LegacyFile(), path); err != nil {
+				return nil, nil, res, fmt.Errorf("migrate %s into config/: %w", p.LegacyFile(), err)
 			}
 			res.Migrated = true
 		}
 	}
 	raw := map[string]any{}
+	if _, err := os.Stat(p.LegacyFile()); err == nil && !res.Migrated {
+		if _, err := os.Stat(path); err == nil {
+			res.StrayLegacy = true
+		}
+	}
 	if data, err := os.ReadFile(path); err == nil {
 		// Plain encoding/json, not viper: viper lower-cases keys, splits
 		// dotted ones and drops nulls, so unknown keys would not survive
@@ -95,9 +104,9 @@ func load(p Paths, b Brand, write bool) (*Config, map[string]any, LoadResult, er
 	} else if errors.Is(err, os.ErrNotExist) {
 		res.Created = true
 		if !write {
-			if data, err := os.ReadFile(p.legacyFile()); err == nil {
+			if data, err := os.ReadFile(p.LegacyFile()); err == nil {
 				if raw, err = parseFile(data); err != nil {
-					return nil, nil, res, fmt.Errorf("read %s: %w", p.legacyFile(), err)
+					return nil, nil, res, fmt.Errorf("read %s: %w", p.LegacyFile(), err)
 				}
 				res.Created, res.Migrated = false, true
 			}

@@ -440,3 +440,29 @@ func TestBridgeValuesOfAnOlderFileAreKept(t *testing.T) {
 		t.Errorf("loaded %q %q, degraded %q", c.BridgeMonitorHost, c.BridgeEndpointBeacon, res.Degraded)
 	}
 }
+
+// A root file left beside config/'s (the pre-8.0 place, edited there
+// out of habit after the upgrade) is reported, not silently ignored; a
+// root file alone is moved and is no stray.
+func TestARootFileBesideConfigIsReported(t *testing.T) {
+	home := t.TempDir()
+	writeConfig(t, home, `{"server_id": "CFG001"}`)
+	if err := os.WriteFile(filepath.Join(home, "main.config.json"), []byte(`{"server_id": "ROOT01"}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, load := range []func(Paths, Brand) (*Config, map[string]any, LoadResult, error){Check, Load} {
+		c, _, res, err := load(Paths{Home: home}, testBrand)
+		if err != nil || c.ServerID != "CFG001" || !res.StrayLegacy {
+			t.Fatalf("server_id %q, stray %v, %v", c.ServerID, res.StrayLegacy, err)
+		}
+	}
+	alone := t.TempDir()
+	if err := os.WriteFile(filepath.Join(alone, "main.config.json"), []byte(`{"server_id": "ROOT01"}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, load := range []func(Paths, Brand) (*Config, map[string]any, LoadResult, error){Check, Load} {
+		if c, _, res, err := load(Paths{Home: alone}, testBrand); err != nil || c.ServerID != "ROOT01" || res.StrayLegacy || !res.Migrated {
+			t.Fatalf("root file alone: %+v %v", res, err)
+		}
+	}
+}

@@ -34,7 +34,11 @@ func cmdConfigCheck(args []string, stdout, stderr io.Writer) int {
 	// Still exit 0 with warnings: serve starts with them. A script
 	// looks for "warning".
 	_, statErr := os.Stat(paths.ConfigFile())
-	switch n := len(res.Degraded) + len(res.UnknownKeys); {
+	n := len(res.Degraded) + len(res.UnknownKeys)
+	if res.StrayLegacy {
+		n++
+	}
+	switch {
 	case errors.Is(statErr, os.ErrNotExist) && !res.Migrated:
 		// "valid" of a file that is not there read as if one had been
 		// checked (a black-box check: a mistyped --home passed).
@@ -59,6 +63,9 @@ func cmdConfigCheck(args []string, stdout, stderr io.Writer) int {
 	}
 	for _, d := range res.Degraded {
 		fmt.Fprintf(stdout, "# warning: %s\n", d)
+	}
+	if res.StrayLegacy {
+		fmt.Fprintf(stdout, "# warning: %s is ignored: only %s is read; merge its edits there and remove it\n", paths.LegacyFile(), paths.ConfigFile())
 	}
 	for _, d := range cfg.Advice(config.ActiveBrand()) {
 		fmt.Fprintf(stdout, "# advice: %s\n", d)
