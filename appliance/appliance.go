@@ -185,6 +185,9 @@ func (a *App) build() error {
 		}
 		a.db = db
 		a.onStop(func(context.Context) error { return db.Close() })
+		if from, to, moved := db.Migrated(); moved {
+			a.log.Info("database schema migrated; an older binary no longer opens this file (restore a backup to go back)", "from", from, "to", to)
+		}
 		a.applog = applog.New(db, a.live, a.clock, a.log)
 		// Where an admin looks, not only in the process log.
 		for _, d := range a.load.Degraded {

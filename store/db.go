@@ -33,6 +33,18 @@ type DB struct {
 	// assetsFault, when set, fails UpdateAssets' transactions after their
 	// function succeeded, as a full disk fails a commit (SetAssetsFault).
 	assetsFault atomic.Pointer[func() error]
+	// schemaFrom and schemaTo are the schema versions before and after
+	// this open's migrations (Migrated).
+	schemaFrom, schemaTo int
+}
+
+// Migrated reports the schema versions this open moved the file between,
+// for the start's log and audit's report: an existing file moved to a
+// newer schema is one an older binary no longer opens, which neither
+// said (an upgrade check). ok is false for a new file or one already
+// current.
+func (db *DB) Migrated() (from, to int, ok bool) {
+	return db.schemaFrom, db.schemaTo, db.schemaFrom > 0 && db.schemaTo > db.schemaFrom
 }
 
 // SetAssetsFault makes every UpdateAssets whose function succeeds ask

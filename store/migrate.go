@@ -148,6 +148,7 @@ var migrations = []migration{
 func SchemaVersion() int { return len(migrations) }
 
 func (db *DB) migrate() error {
+	first := true
 	for {
 		done := false
 		err := db.bolt.Update(func(tx *bolt.Tx) error {
@@ -159,6 +160,10 @@ func (db *DB) migrate() error {
 			if raw := meta.Get(keySchemaVersion); len(raw) == 8 {
 				v = int(binary.BigEndian.Uint64(raw))
 			}
+			if first {
+				db.schemaFrom, first = v, false
+			}
+			db.schemaTo = v
 			if v > len(migrations) {
 				return fmt.Errorf("database schema version %d is newer than this binary supports (%d); upgrade beaconhub", v, len(migrations))
 			}

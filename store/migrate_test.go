@@ -116,6 +116,9 @@ func TestMigrateResumesFromOlderVersion(t *testing.T) {
 	if v, _ := db.ReadSchemaVersion(); v != SchemaVersion() {
 		t.Errorf("schema version = %d, want %d", v, SchemaVersion())
 	}
+	if from, to, ok := db.Migrated(); !ok || from != 1 || to != SchemaVersion() {
+		t.Errorf("Migrated() = %d, %d, %v; want 1, %d, true", from, to, ok, SchemaVersion())
+	}
 	_ = db.View(func(tx *bolt.Tx) error {
 		if tx.Bucket(bHistory) == nil {
 			t.Error("later migration did not run")
@@ -152,6 +155,10 @@ func TestMigrateIsIdempotentAcrossOpens(t *testing.T) {
 		}
 		if v, _ := db.ReadSchemaVersion(); v != SchemaVersion() {
 			t.Errorf("Open #%d: schema version %d", i, v)
+		}
+		// A new file and a current one are no migration to report.
+		if _, _, ok := db.Migrated(); ok {
+			t.Errorf("Open #%d: reported a migration", i)
 		}
 		db.Close()
 	}

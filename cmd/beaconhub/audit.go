@@ -40,6 +40,12 @@ func cmdAudit(args []string, stdout, stderr io.Writer) int {
 		return auditNotMade
 	}
 	defer db.Close()
+	if from, to, moved := db.Migrated(); moved {
+		// Opening migrates, as serve would; said, since an older binary
+		// no longer opens the file (an upgrade check ran audit as a
+		// read-only look before upgrading).
+		fmt.Fprintf(stdout, "note: the database was migrated from schema %d to %d, as serve would; an older binary no longer opens it\n", from, to)
+	}
 	findings, err := db.AuditMACKeys()
 	if err != nil {
 		fmt.Fprintf(stderr, "audit failed: %v\n", err)

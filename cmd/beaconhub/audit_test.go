@@ -2,6 +2,8 @@ package main
 
 import (
 	"bytes"
+	encbin "encoding/binary"
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
@@ -79,5 +81,46 @@ func TestAuditFindsMACKeyedHistoryUntilRemint(t *testing.T) {
 	out.Reset()
 	if code := run([]string{"audit", "--help"}, &out, &errb); code != 0 {
 		t.Fatalf("audit --help: %d", code)
+	}
+}
+
+// Audit opens the database as serve does, migrating it; on a file of an
+// older schema it says so, since an older binary no longer opens it (an
+// upgrade check ran audit as a read-only look before upgrading).
+func TestAuditSaysItMigrated(t *testing.T) {
+	home := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(home, "config"), 0o750); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(home, "config", "main.config.json"), []byte(`{"server_id":"audit","server_features":["sensors"]}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	dbFile := filepath.Join(home, "db", "service.db")
+	db, err := store.Open(dbFile, store.OpenOptions{LockTimeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = db.Close()
+	var out, errb bytes.Buffer
+	if code := run([]string{"audit", "--home", home}, &out, &errb); code != 0 || strings.Contains(out.String(), "migrated") {
+		t.Fatalf("audit of a current file: %d\n%s%s", code, out.String(), errb.String())
+	}
+	// One step back: every step is idempotent, so the last runs again.
+	b, err := bolt.Open(dbFile, 0o600, &bolt.Options{Timeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	older := uint64(store.SchemaVersion() - 1)
+	err = b.Update(func(tx *bolt.Tx) error {
+		return tx.Bucket([]byte("meta")).Put([]byte("schema_version"), encbin.BigEndian.AppendUint64(nil, older))
+	})
+	_ = b.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out.Reset()
+	want := fmt.Sprintf("migrated from schema %d to %d", older, store.SchemaVersion())
+	if code := run([]string{"audit", "--home", home}, &out, &errb); code != 0 || !strings.Contains(out.String(), want) {
+		t.Fatalf("audit of an older file: %d\n%s%s", code, out.String(), errb.String())
 	}
 }
