@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"encoding/json"
 	"net/http"
 	"strconv"
 	"strings"
@@ -55,12 +56,36 @@ func (s *Server) listFloors(w http.ResponseWriter, _ *http.Request, _ httprouter
 	return ok(w, map[string]any{"floors": nonNil(fs)})
 }
 
-// floorInput is the editable part of a floor.
+// floorInput is the editable part of a floor, plus the fields a GET
+// gives that are not editable: docs/navigation.md says to send a record
+// back whole as read, which was refused for its id (a black-box check).
 type floorInput struct {
 	Name       string `json:"name"`
 	Level      int    `json:"level"`
 	LocationID uint64 `json:"location_id"`
 	MapID      uint64 `json:"map_id"`
+	readOnly
+	CreatedAt json.RawMessage `json:"created_at,omitempty"`
+	UpdatedAt json.RawMessage `json:"updated_at,omitempty"`
+}
+
+// readOnly is the record's fields a save sends back as read: id, which
+// must be the path's, and floor_id, which a save does not change.
+type readOnly struct {
+	ID      *uint64 `json:"id,omitempty"`
+	FloorID *uint64 `json:"floor_id,omitempty"`
+}
+
+// check refuses an id other than the record's (id 0: a create, which
+// takes none).
+func (ro readOnly) check(id uint64) error {
+	if ro.ID != nil && *ro.ID != id {
+		if id == 0 {
+			return apperr.InvalidField("id", "id is given by the server: leave it out of a create")
+		}
+		return apperr.InvalidField("id", "id %d is not the record's (%d)", *ro.ID, id)
+	}
+	return nil
 }
 
 func (s *Server) saveFloor(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
@@ -77,6 +102,12 @@ func (s *Server) saveFloor(w http.ResponseWriter, r *http.Request, p httprouter.
 	var in floorInput
 	if err := decode(w, r, &in); err != nil {
 		return err
+	}
+	if err := in.check(id); err != nil {
+		return err
+	}
+	if in.FloorID != nil {
+		return apperr.InvalidField("floor_id", "a floor has no floor_id")
 	}
 	f, err := n.SaveFloor(store.Floor{ID: id, Name: in.Name, Level: in.Level, LocationID: in.LocationID, MapID: in.MapID})
 	if err != nil {

@@ -2,6 +2,7 @@ package handlers
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
@@ -204,4 +205,70 @@ func TestNavigationListsAreObjects(t *testing.T) {
 			t.Errorf("GET %s: %q is %s, want a list", c.path, c.key, r.Payload)
 		}
 	}
+}
+
+// A floor, node, edge or graph is sent back as read, as
+// docs/navigation.md tells: the record's id, floor_id and times came back
+// 400 as unknown fields, and a graph's numeric edge ends as the wrong
+// type (a black-box check). An id other than the record's is refused.
+func TestNavigationRecordsSaveBackAsRead(t *testing.T) {
+	h, admin := newNavHarness(t)
+	var f store.Floor
+	h.send("POST", "/api/v1/floors", admin, map[string]any{"name": "G"}).expect(t, http.StatusCreated).decodePayload(t, &f)
+	base := "/api/v1/floor/" + itoa(f.ID)
+	var a, b store.NavNode
+	h.send("POST", base+"/nodes", admin, map[string]any{"x": 0, "y": 0, "name": "door"}).expect(t, http.StatusCreated).decodePayload(t, &a)
+	h.send("POST", base+"/nodes", admin, map[string]any{"x": 0, "y": 2}).expect(t, http.StatusCreated).decodePayload(t, &b)
+	var e store.NavEdge
+	h.send("POST", base+"/edges", admin, map[string]any{"from": a.ID, "to": b.ID}).expect(t, http.StatusCreated).decodePayload(t, &e)
+
+	asRead := func(path string) json.RawMessage {
+		t.Helper()
+		return h.get(path, admin).expect(t, http.StatusOK).Payload
+	}
+	floor := asRead(base)
+	h.send("POST", base, admin, floor).expect(t, http.StatusOK)
+	var nodes struct{ Nodes []json.RawMessage }
+	if err := json.Unmarshal(asRead(base+"/nodes"), &nodes); err != nil || len(nodes.Nodes) != 2 {
+		t.Fatalf("nodes %v", err)
+	}
+	h.send("POST", "/api/v1/node/"+itoa(a.ID), admin, nodes.Nodes[0]).expect(t, http.StatusOK)
+	var edges struct{ Edges []json.RawMessage }
+	if err := json.Unmarshal(asRead(base+"/edges"), &edges); err != nil || len(edges.Edges) != 1 {
+		t.Fatalf("edges %v", err)
+	}
+	h.send("POST", "/api/v1/edge/"+itoa(e.ID), admin, edges.Edges[0]).expect(t, http.StatusOK)
+	graph := asRead(base + "/graph")
+	h.send("POST", base+"/graph", admin, graph).expect(t, http.StatusOK)
+	// The same graph; its edges are new records (a replace renumbers them).
+	type graphT struct {
+		Nodes []store.NavNode
+		Edges []store.NavEdge
+	}
+	var was, now graphT
+	_ = json.Unmarshal(graph, &was)
+	_ = json.Unmarshal(asRead(base+"/graph"), &now)
+	for i := range was.Edges {
+		was.Edges[i].ID = 0
+	}
+	for i := range now.Edges {
+		now.Edges[i].ID = 0
+	}
+	if fmt.Sprint(was) != fmt.Sprint(now) || len(now.Edges) != 1 {
+		t.Errorf("graph sent back as read changed:\n%+v\n%+v", was, now)
+	}
+	if again := asRead(base); string(again) != string(floor) {
+		// updated_at may move with a save; nothing else.
+		var was, now store.Floor
+		_ = json.Unmarshal(floor, &was)
+		_ = json.Unmarshal(again, &now)
+		now.UpdatedAt = was.UpdatedAt
+		if was != now {
+			t.Errorf("floor sent back as read changed: %+v -> %+v", was, now)
+		}
+	}
+	// Another record's id is refused, and a create takes none.
+	h.send("POST", "/api/v1/node/"+itoa(a.ID), admin, nodes.Nodes[1]).wantBad(t, "id")
+	h.send("POST", base+"/nodes", admin, nodes.Nodes[0]).wantBad(t, "id")
+	h.send("POST", "/api/v1/floors", admin, floor).wantBad(t, "id")
 }

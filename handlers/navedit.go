@@ -10,6 +10,19 @@ import (
 
 // Single node and edge edits; each is one validated graph transaction.
 
+// nodeBody and edgeBody take a record as read (id, floor_id) besides
+// its editable part: floor_id is ignored, a node stays on its floor and
+// an edge belongs to its from node's.
+type nodeBody struct {
+	nav.NodeInput
+	readOnly
+}
+
+type edgeBody struct {
+	nav.EdgeInput
+	readOnly
+}
+
 func (s *Server) createNode(w http.ResponseWriter, r *http.Request, p httprouter.Params) error {
 	n, err := s.nav()
 	if err != nil {
@@ -19,11 +32,14 @@ func (s *Server) createNode(w http.ResponseWriter, r *http.Request, p httprouter
 	if err != nil {
 		return err
 	}
-	var in nav.NodeInput
+	var in nodeBody
 	if err := decode(w, r, &in); err != nil {
 		return err
 	}
-	node, err := n.CreateNode(floor, in)
+	if err := in.check(0); err != nil {
+		return err
+	}
+	node, err := n.CreateNode(floor, in.NodeInput)
 	if err != nil {
 		return err
 	}
@@ -36,11 +52,14 @@ func (s *Server) updateNode(w http.ResponseWriter, r *http.Request, p httprouter
 	if err != nil {
 		return err
 	}
-	var in nav.NodeInput
+	var in nodeBody
 	if err := decode(w, r, &in); err != nil {
 		return err
 	}
-	node, err := n.UpdateNode(id, in)
+	if err := in.check(id); err != nil {
+		return err
+	}
+	node, err := n.UpdateNode(id, in.NodeInput)
 	if err != nil {
 		return err
 	}
@@ -73,19 +92,26 @@ func (s *Server) saveEdge(w http.ResponseWriter, r *http.Request, p httprouter.P
 	if err != nil {
 		return err
 	}
-	var in nav.EdgeInput
+	var in edgeBody
 	if err := decode(w, r, &in); err != nil {
 		return err
 	}
+	own := id // the edge's own id on an update; the floor's on a create
 	if isNew {
-		e, err := n.SaveEdge(id, 0, in)
+		own = 0
+	}
+	if err := in.check(own); err != nil {
+		return err
+	}
+	if isNew {
+		e, err := n.SaveEdge(id, 0, in.EdgeInput)
 		if err != nil {
 			return err
 		}
 		s.navRecord(r, "edge.create", "edge", e.ID, "created")
 		return created(w, e)
 	}
-	e, err := n.SaveEdge(0, id, in)
+	e, err := n.SaveEdge(0, id, in.EdgeInput)
 	if err != nil {
 		return err
 	}

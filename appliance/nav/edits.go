@@ -1,6 +1,7 @@
 package nav
 
 import (
+	"encoding/json"
 	"math"
 	"strconv"
 	"strings"
@@ -35,16 +36,44 @@ type GraphNode struct {
 	NodeInput
 	ID  uint64 `json:"id"`
 	Key string `json:"key"`
+	// FloorID is accepted as GET /floor/:id/graph gives it and ignored:
+	// the floor is the path's, and a graph read was refused when sent
+	// back (a black-box check).
+	FloorID *uint64 `json:"floor_id,omitempty"`
+}
+
+// NodeEnd is an edge end in a graph replacement: a key of the request
+// or an existing node's id, as a string ("12") or, as GET
+// /floor/:id/graph gives it, a number (12).
+type NodeEnd string
+
+// UnmarshalJSON takes a string or a whole number.
+func (e *NodeEnd) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err == nil {
+		*e = NodeEnd(s)
+		return nil
+	}
+	var n uint64
+	if err := json.Unmarshal(b, &n); err != nil {
+		return apperr.InvalidField("edges", "an edge end is a node key or a node id")
+	}
+	*e = NodeEnd(strconv.FormatUint(n, 10))
+	return nil
 }
 
 // GraphEdge joins two nodes named by key, or by the decimal id of an
 // existing node (any floor, for stairs and lifts).
 type GraphEdge struct {
-	From       string   `json:"from"`
-	To         string   `json:"to"`
+	From       NodeEnd  `json:"from"`
+	To         NodeEnd  `json:"to"`
 	Weight     *float64 `json:"weight"`
 	Kind       string   `json:"kind"`
 	Accessible *bool    `json:"accessible"`
+	// ID and FloorID are accepted as read and ignored: the floor's edges
+	// are replaced, and an edge belongs to the floor of its from.
+	ID      *uint64 `json:"id,omitempty"`
+	FloorID *uint64 `json:"floor_id,omitempty"`
 }
 
 // GraphInput replaces one floor's nodes and the edges it owns.
@@ -295,11 +324,11 @@ func replace(cur store.NavGraph, floor uint64, in GraphInput) (store.NavGraph, e
 		if ge.From == "" || ge.To == "" {
 			return next, apperr.InvalidField("edges", "every edge needs from and to")
 		}
-		from, err := resolve(ge.From, refs)
+		from, err := resolve(string(ge.From), refs)
 		if err != nil {
 			return next, err
 		}
-		to, err := resolve(ge.To, refs)
+		to, err := resolve(string(ge.To), refs)
 		if err != nil {
 			return next, err
 		}

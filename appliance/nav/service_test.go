@@ -61,7 +61,7 @@ func TestReplaceFloorGraphValidates(t *testing.T) {
 
 	// An inter-floor corridor is refused; stairs are accepted.
 	a := g.Nodes[0].ID
-	up := GraphInput{Nodes: []GraphNode{{Key: "s"}}, Edges: []GraphEdge{{From: "s", To: strconv.FormatUint(a, 10), Weight: ptr(8.0)}}}
+	up := GraphInput{Nodes: []GraphNode{{Key: "s"}}, Edges: []GraphEdge{{From: "s", To: NodeEnd(strconv.FormatUint(a, 10)), Weight: ptr(8.0)}}}
 	if _, err := s.ReplaceFloorGraph(f2.ID, up); apperr.KindOf(err) != apperr.KindInvalid {
 		t.Fatalf("inter-floor corridor: %v", err)
 	}
