@@ -87,6 +87,12 @@ func TestBeaconNavigationFlags(t *testing.T) {
 	if _, again := project(); again != sha2 {
 		t.Fatal("hash changed without a content change")
 	}
+	// Deleted, the beacon links nothing (its uid stays in the node): a
+	// route to it is a 404, as the project lists no such beacon (a
+	// black-box check found the node's route served).
+	h.send("DELETE", "/api/v1/beacon/"+linkedStatic.AssetUID, admin, nil).expect(t, http.StatusOK)
+	h.send("POST", "/api/v1/navigation/pathfind", admin, map[string]any{"from": map[string]any{"node_id": node.ID}, "to": map[string]any{"beacon": linkedStatic.AssetUID}}).
+		expect(t, http.StatusNotFound)
 }
 
 // TestDeleteFloorUnassignsBeacons: deleting a floor clears the floor_id of

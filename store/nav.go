@@ -289,6 +289,17 @@ func (g GraphTx) BeaconExists(uid string) bool {
 	return ok && ref.Kind == KindBeacon
 }
 
+// BeaconUIDExists reports whether a beacon holds asset_uid uid now (a
+// deleted beacon's uid may stay in a node).
+func (db *DB) BeaconUIDExists(uid string) (bool, error) {
+	exists := false
+	err := db.View(func(tx *bolt.Tx) error {
+		exists = GraphTx{tx: tx}.BeaconExists(uid)
+		return nil
+	})
+	return exists, err
+}
+
 // UpdateNavGraph applies change to the graph in one transaction and commits
 // only if check accepts the result, so a rejected edit leaves nothing
 // behind. change receives the current graph and returns the full new one;

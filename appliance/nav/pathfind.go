@@ -90,6 +90,23 @@ func (g *Graph) endpoint(e Endpoint, field string) (store.NavNode, error) {
 
 // Pathfind answers a route request on the current graph.
 func (s *Service) Pathfind(req PathRequest) (PathResult, error) {
+	// A deleted beacon's uid stays in its node and links nothing (the
+	// project lists no such beacon), so a route from or to it is a 404,
+	// not the node's route (a black-box check).
+	for _, e := range []struct {
+		uid, field string
+	}{{req.From.Beacon, "from"}, {req.To.Beacon, "to"}} {
+		if e.uid == "" {
+			continue
+		}
+		exists, err := s.db.BeaconUIDExists(e.uid)
+		if err != nil {
+			return PathResult{}, err
+		}
+		if !exists {
+			return PathResult{}, apperr.NotFound("%s: no beacon %s", e.field, e.uid)
+		}
+	}
 	return s.Graph().Route(req)
 }
 
