@@ -164,7 +164,10 @@ func Validate(g store.NavGraph) error {
 			return apperr.InvalidField("edges", "edge %d refers to a node that does not exist (dangling edge)", e.ID)
 		}
 		if e.From == e.To {
-			return apperr.InvalidField("edges", "edge %d joins a node to itself", e.ID)
+			// No id: a new edge's is given in the transaction this refusal
+			// rolls back, and named one the client never saw (a black-box
+			// check).
+			return apperr.InvalidField("to", "an edge may not join a node to itself (from and to are the same node)")
 		}
 		if math.IsNaN(e.Weight) || math.IsInf(e.Weight, 0) || e.Weight < 0 {
 			return apperr.InvalidField("weight", "edge weights must be finite and not negative")

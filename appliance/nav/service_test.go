@@ -2,6 +2,7 @@ package nav
 
 import (
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -49,6 +50,11 @@ func TestReplaceFloorGraphValidates(t *testing.T) {
 		"duplicate key":   {Nodes: append(nodes, GraphNode{Key: "a"})},
 		"bad kind":        {Nodes: nodes, Edges: []GraphEdge{{From: "a", To: "b", Kind: "slide"}}},
 		"foreign node id": {Nodes: []GraphNode{{ID: 12345}}},
+	}
+	// A self loop names no edge id: a new edge's is one the refusal
+	// rolls back.
+	if _, err := s.ReplaceFloorGraph(f1.ID, bad["self loop"]); err == nil || regexp.MustCompile(`edge \d`).MatchString(err.Error()) {
+		t.Errorf("self loop: %v", err)
 	}
 	for name, in := range bad {
 		if _, err := s.ReplaceFloorGraph(f1.ID, in); apperr.KindOf(err) != apperr.KindInvalid {

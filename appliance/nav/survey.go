@@ -150,6 +150,9 @@ func checkObs(obs []store.SurveyObs, list string, line int) ([]store.SurveyObs, 
 func jsonText(err error) string {
 	var ute *json.UnmarshalTypeError
 	if errors.As(err, &ute) {
+		if ute.Field == "" { // the line itself: "field  has the wrong type" named nothing
+			return "a line must be a JSON object, not " + ute.Value
+		}
 		return "field " + ute.Field + " has the wrong type"
 	}
 	return strings.TrimPrefix(err.Error(), "json: ")

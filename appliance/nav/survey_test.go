@@ -56,6 +56,7 @@ func TestParseSurveyRefuses(t *testing.T) {
 		{"other floor", repl(`"x": 10`, `"x": 10, "floor_id": 9`), "not this floor"},
 		{"bad mac", repl(`aa:bb:cc:dd:ee:01`, `aa:bb:cc:dd:ee`), "wifi[0].mac"},
 		{"rssi float", repl(`"rssi": -61`, `"rssi": -61.5`), "wrong type"},
+		{"array line", `[{"x": 1}]`, "a line must be a JSON object, not array"},
 		{"rssi range", repl(`"rssi": -70`, `"rssi": -200`), "ble[0].rssi"},
 		{"rssi zero", repl(`"rssi": -70`, `"rssi": 0`), "ble[0].rssi"},
 		{"negative t", repl(`"t": 1700000000000`, `"t": -5`), "t must be"},
