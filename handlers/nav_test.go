@@ -267,6 +267,22 @@ func TestNavigationRecordsSaveBackAsRead(t *testing.T) {
 			t.Errorf("floor sent back as read changed: %+v -> %+v", was, now)
 		}
 	}
+	// A second floor's stairs to this one are listed by both floors'
+	// graphs; sent back as read, each floor keeps the one edge (a review
+	// found a copy added per round trip).
+	var up store.Floor
+	h.send("POST", "/api/v1/floors", admin, map[string]any{"name": "1", "level": 1}).expect(t, http.StatusCreated).decodePayload(t, &up)
+	var c store.NavNode
+	h.send("POST", "/api/v1/floor/"+itoa(up.ID)+"/nodes", admin, map[string]any{"x": 0, "y": 0}).expect(t, http.StatusCreated).decodePayload(t, &c)
+	h.send("POST", "/api/v1/floor/"+itoa(up.ID)+"/edges", admin, map[string]any{"from": c.ID, "to": a.ID, "kind": "stairs", "weight": 8}).expect(t, http.StatusCreated)
+	for i := 0; i < 2; i++ {
+		for _, g := range []string{base + "/graph", "/api/v1/floor/" + itoa(up.ID) + "/graph"} {
+			h.send("POST", g, admin, asRead(g)).expect(t, http.StatusOK)
+		}
+	}
+	if all, err := h.db.AllNavGraph(); err != nil || len(all.Edges) != 2 {
+		t.Fatalf("after round trips: %d edges (want the corridor and the stairs), %v", len(all.Edges), err)
+	}
 	// Another record's id is refused, and a create takes none.
 	h.send("POST", "/api/v1/node/"+itoa(a.ID), admin, nodes.Nodes[1]).wantBad(t, "id")
 	h.send("POST", base+"/nodes", admin, nodes.Nodes[0]).wantBad(t, "id")

@@ -70,8 +70,10 @@ type GraphEdge struct {
 	Weight     *float64 `json:"weight"`
 	Kind       string   `json:"kind"`
 	Accessible *bool    `json:"accessible"`
-	// ID and FloorID are accepted as read and ignored: the floor's edges
-	// are replaced, and an edge belongs to the floor of its from.
+	// ID is accepted as read and ignored: the floor's edges are
+	// replaced. An edge whose FloorID names another floor is that
+	// floor's, listed by the GET because it touches this one: it is kept
+	// as stored, whatever the body says of it.
 	ID      *uint64 `json:"id,omitempty"`
 	FloorID *uint64 `json:"floor_id,omitempty"`
 }
@@ -321,6 +323,13 @@ func replace(cur store.NavGraph, floor uint64, in GraphInput) (store.NavGraph, e
 		all[n.ID] = n
 	}
 	for _, ge := range in.Edges {
+		if ge.FloorID != nil && *ge.FloorID != floor {
+			// Another floor's edge to this one, as GET /floor/:id/graph
+			// lists it: kept above as stored. Taken as this floor's, each
+			// graph sent back as read added a copy of the stairs (a
+			// review).
+			continue
+		}
 		if ge.From == "" || ge.To == "" {
 			return next, apperr.InvalidField("edges", "every edge needs from and to")
 		}

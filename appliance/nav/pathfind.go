@@ -94,17 +94,18 @@ func (s *Service) Pathfind(req PathRequest) (PathResult, error) {
 	// project lists no such beacon), so a route from or to it is a 404,
 	// not the node's route (a black-box check).
 	for _, e := range []struct {
-		uid, field string
-	}{{req.From.Beacon, "from"}, {req.To.Beacon, "to"}} {
-		if e.uid == "" {
-			continue
+		end   Endpoint
+		field string
+	}{{req.From, "from"}, {req.To, "to"}} {
+		if e.end.Beacon == "" || e.end.Node != 0 || e.end.X != nil || e.end.Y != nil {
+			continue // no beacon, or a malformed end Route answers 400
 		}
-		exists, err := s.db.BeaconUIDExists(e.uid)
+		exists, err := s.db.BeaconUIDExists(e.end.Beacon)
 		if err != nil {
 			return PathResult{}, err
 		}
 		if !exists {
-			return PathResult{}, apperr.NotFound("%s: no beacon %s", e.field, e.uid)
+			return PathResult{}, apperr.NotFound("%s: no beacon %s", e.field, e.end.Beacon)
 		}
 	}
 	return s.Graph().Route(req)
