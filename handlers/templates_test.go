@@ -185,6 +185,21 @@ func TestCloneMendsTitlesStoredBeforeTheRule(t *testing.T) {
 	if err := json.Unmarshal(out.Definition, &d); err != nil || d.Tabs[0].Title != "Ward A" || d.Tabs[0].Components[0].Title != "feed [31m" {
 		t.Fatalf("clone %s (%v)", out.Definition, err)
 	}
+	// A title stored blank, or of control characters alone, becomes the
+	// tab's id.
+	for i, title := range []string{"  ", "\x1b", "\a\n"} {
+		tj, _ := json.Marshal(title)
+		def := `{"version":1,"tabs":[{"id":"home","title":` + string(tj) + `,"components":[{"type":"event_feed"}]}]}`
+		src, err := h.db.CreateUITemplate(store.UITemplate{Name: fmt.Sprintf("blank %d", i), Role: "user", Definition: json.RawMessage(def), CreatedAt: 1, UpdatedAt: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		h.send("POST", fmt.Sprintf("/api/v1/interface-templates/%d/clone", src.ID), admin,
+			map[string]any{"name": fmt.Sprintf("mended %d", i), "role": "user"}).expect(t, http.StatusCreated).decodePayload(t, &out)
+		if err := json.Unmarshal(out.Definition, &d); err != nil || d.Tabs[0].Title != "home" {
+			t.Fatalf("clone of title %q: %s (%v)", title, out.Definition, err)
+		}
+	}
 	// Sent in a request, the same titles are still refused.
 	h.send("POST", "/api/v1/interface-templates", admin,
 		map[string]any{"name": "again", "role": "user", "definition": json.RawMessage(old)}).expect(t, http.StatusBadRequest)

@@ -141,15 +141,15 @@ func (w *walker) text(path string, v any, required bool, max int) string {
 		return ""
 	case !isStr:
 		w.fail(path, "must be a string")
+	case required && s == "" && w.mend && isStr:
+		// A blank stored title (before the rule, "  " was stored): the
+		// caller gives it a stand-in (tab: its id).
 	case required && s == "":
 		w.fail(path, "is required")
 	case len([]rune(s)) > max:
 		w.fail(path, "must be at most %d characters", max)
 	case apperr.BreaksALine(s) && w.mend:
-		s = strings.TrimSpace(apperr.MendLine(s))
-		if required && s == "" {
-			w.fail(path, "is required")
-		}
+		s = strings.TrimSpace(apperr.MendLine(s)) // "" for a title of escapes alone: as blank
 	case apperr.BreaksALine(s):
 		w.fail(path, "may not contain control characters or line breaks (newlines, tabs, escapes)")
 	}
@@ -200,6 +200,12 @@ func (w *walker) tab(path string, v any) Tab {
 		t.ID = id
 	}
 	t.Title = w.text(path+".title", m["title"], true, MaxTabTitle)
+	if t.Title == "" && w.mend {
+		// A stored tab title blank, or of control characters alone, once
+		// mended: a clone failed on it, naming a path the request did not
+		// carry (a review).
+		t.Title = t.ID
+	}
 	cols := 1
 	if c, has := m["columns"]; has {
 		cols = w.integer(path+".columns", c, 1, MaxColumns)
