@@ -189,8 +189,12 @@ func (c *Config) applyLoaded(o Option, raw any, res *LoadResult) error {
 	if cerr != nil { // the wrong type: nothing to keep
 		return err
 	}
+	why := o.Degrade(v)
+	if why == "" { // a rule no release relaxed: still fatal
+		return err
+	}
 	c.set(o.Key, v)
-	res.Degraded = append(res.Degraded, o.Key+": "+o.Degrade(v))
+	res.Degraded = append(res.Degraded, o.Key+": "+why)
 	return nil
 }
 

@@ -439,6 +439,15 @@ func TestBridgeValuesOfAnOlderFileAreKept(t *testing.T) {
 		!strings.Contains(strings.Join(res.Degraded, "\n"), "server_bridge_monitor_host: \"zabbix.example.org:10051\" must be a host name") {
 		t.Errorf("loaded %q %q, degraded %q", c.BridgeMonitorHost, c.BridgeEndpointBeacon, res.Degraded)
 	}
+	// Empty was always refused, and still is.
+	for _, body := range []string{`{"server_bridge_monitor_host": ""}`, `{"server_bridge_monitor_host": "   "}`,
+		`{"server_bridge_endpoint_beacon": ""}`, `{"server_bridge_endpoint_gateway": " "}`} {
+		home := t.TempDir()
+		writeConfig(t, home, body)
+		if _, _, res, err := Check(Paths{Home: home}, testBrand); err == nil {
+			t.Errorf("%s accepted, degraded %q", body, res.Degraded)
+		}
+	}
 }
 
 // A root file left beside config/'s (the pre-8.0 place, edited there

@@ -54,7 +54,8 @@ type Option struct {
 	// Degrade says what that user ignores (LoadResult.Degraded). For
 	// tuning knobs whose bounds a release may tighten: a value an older
 	// release accepted stopped the whole appliance at the upgrade,
-	// alerting with it (a review).
+	// alerting with it (a review). An empty why keeps the failure fatal:
+	// for the part of a check no older release lacked.
 	Degrade func(v any) (why string)
 }
 
@@ -128,6 +129,9 @@ func endpointPath(v any) error {
 // (a black-box check).
 func bridgeKept(validate func(any) error) func(any) string {
 	return func(v any) string {
+		if nonEmpty(v) != nil {
+			return "" // empty was always refused: no older file holds it (a review)
+		}
 		return fmt.Sprintf("%q %v; kept as written, so the bridge fails with it until it is corrected", v, validate(v))
 	}
 }
