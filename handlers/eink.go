@@ -47,15 +47,17 @@ func (s *Server) einkPoll(w http.ResponseWriter, r *http.Request, _ httprouter.P
 	if r.Method == http.MethodPost && rawMAC == "" {
 		// Firmwares that post a form body: read it, bounded.
 		r.Body = http.MaxBytesReader(w, r.Body, 4<<10)
-		if err := r.ParseForm(); err != nil {
-			// Not "missing mac" for a mac that was sent in a body too
-			// long to read (a black-box check).
-			var mbe *http.MaxBytesError
-			if errors.As(err, &mbe) {
-				plain(w, http.StatusRequestEntityTooLarge, "form body over 4 KiB")
-			} else {
-				plain(w, http.StatusBadRequest, "form body unreadable")
-			}
+		// Not "missing mac" for a mac sent in a body too long to read (a
+		// black-box check). Other parse errors stay ignored: ParseForm
+		// reports one for any bad pair, the query's included, and a
+		// firmware's "note=100%" beside a good mac was served before (a
+		// review).
+		err := r.ParseForm()
+		if strings.HasPrefix(r.Header.Get("Content-Type"), "multipart/form-data") {
+			err = r.ParseMultipartForm(4 << 10)
+		}
+		if mbe := (*http.MaxBytesError)(nil); errors.As(err, &mbe) {
+			plain(w, http.StatusRequestEntityTooLarge, "form body over 4 KiB")
 			return nil
 		}
 		rawMAC, rawVoltage = r.PostFormValue("mac"), r.PostFormValue("voltage")

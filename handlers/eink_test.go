@@ -81,6 +81,15 @@ func TestEInkPollHTTP(t *testing.T) {
 	if d.State != "pending" || d.PollCount != 5 || d.LastIP != "10.1.2.3" || d.LastVoltage == nil || *d.LastVoltage != 3.01 || d.AssetUID != "LEGACY-A0B1C2D3E4F5" {
 		t.Errorf("display = %+v", d)
 	}
+	// A bad pair beside a good mac does not stop the poll (the query's
+	// included), as before 413s were told apart (a review).
+	for _, tc := range []struct{ path, body string }{{"/eink/display?fw=1;2", "mac=a0b1c2d3e4f5"},
+		{"/eink/display?voltage=3%2", "mac=a0b1c2d3e4f5"}, {"/eink/display", "mac=a0b1c2d3e4f5&note=100%"}} {
+		if r := h.do(req{method: "POST", path: tc.path, body: tc.body,
+			header: map[string]string{"Content-Type": "application/x-www-form-urlencoded"}}); r.Code != http.StatusOK {
+			t.Errorf("POST %s %s: %d %q", tc.path, tc.body, r.Code, r.Body)
+		}
+	}
 }
 
 func TestEInkAdminHTTP(t *testing.T) {
