@@ -64,9 +64,15 @@ func cmdAPIAccount(args []string, stdout, stderr io.Writer) int {
 		}
 		email += "@" + apiAccountDomain
 	}
-	paths, cfg, _, _, code := homeCommand("api-account create", flags, stderr, false)
+	paths, cfg, _, res, code := homeCommand("api-account create", flags, stderr, false)
 	if cfg == nil {
 		return code
+	}
+	if res.Created {
+		// Before the first start this is how an install begins; with a
+		// mistyped --home it is an install nobody runs, and the account
+		// is not where it is wanted (a review): say which it was.
+		fmt.Fprintf(stderr, "note: no configuration was at %s: a new install was begun there (if that is not the service's home, remove it and pass the right --home)\n", paths.ConfigFile())
 	}
 	if store.NormalizeEmail(email) == store.NormalizeEmail(cfg.DefaultEmail) {
 		// The first start creates the admin under it (a review: taken

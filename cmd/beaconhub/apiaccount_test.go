@@ -41,6 +41,9 @@ func TestAPIAccountCreate(t *testing.T) {
 	if creds["email"] != "erp-bridge@api.local" || len(creds["password"]) < 16 {
 		t.Fatalf("output:\n%s", out.String())
 	}
+	if strings.Contains(errb.String(), "new install") {
+		t.Errorf("an install's own home noted as new: %s", errb.String())
+	}
 
 	db, err := store.Open(filepath.Join(home, "db", "service.db"), store.OpenOptions{LockTimeout: time.Second})
 	if err != nil {
@@ -96,5 +99,16 @@ func TestAPIAccountUsage(t *testing.T) {
 		if code := run(args, &out, &errb); code != 2 || out.Len() != 0 {
 			t.Errorf("%v: exit %d out %q", args, code, out.String())
 		}
+	}
+}
+
+// On a home with no configuration (before the first start, or a mistyped
+// --home) the account is made and the command says a new install was
+// begun there, so a typo shows (a review).
+func TestAPIAccountCreateSaysItBeganAnInstall(t *testing.T) {
+	home := filepath.Join(t.TempDir(), "fresh")
+	var out, errb bytes.Buffer
+	if code := run([]string{"api-account", "create", "erp", "--home", home}, &out, &errb); code != 0 || !strings.Contains(errb.String(), "a new install was begun") {
+		t.Fatalf("exit %d: %s", code, errb.String())
 	}
 }
