@@ -79,6 +79,13 @@ func (s *syncBuffer) String() string {
 // anonymous refused, one user, no persistence) and starts the broker.
 func StartMosquitto(t testing.TB, user, pass string) *Mosquitto {
 	t.Helper()
+	return StartMosquittoWith(t, user, pass, "")
+}
+
+// StartMosquittoWith is StartMosquitto with extra configuration lines
+// (docs/mqtt.md's settings for an external broker, say).
+func StartMosquittoWith(t testing.TB, user, pass, extra string) *Mosquitto {
+	t.Helper()
 	bin := Need(t, "mosquitto", "/usr/sbin/mosquitto")
 	passwd := Need(t, "mosquitto_passwd", "/usr/bin/mosquitto_passwd")
 	dir := t.TempDir()
@@ -96,7 +103,7 @@ func StartMosquitto(t testing.TB, user, pass string) *Mosquitto {
 	if u, err := osuser.Current(); err == nil {
 		who = u.Username
 	}
-	conf := fmt.Sprintf("listener %d 127.0.0.1\nallow_anonymous false\npassword_file %s\npersistence false\nlog_dest stderr\nuser %s\n", m.Port, pwFile, who)
+	conf := fmt.Sprintf("listener %d 127.0.0.1\nallow_anonymous false\npassword_file %s\npersistence false\nlog_dest stderr\nuser %s\n%s\n", m.Port, pwFile, who, extra)
 	if err := os.WriteFile(m.conf, []byte(conf), 0o600); err != nil {
 		t.Fatal(err)
 	}
