@@ -392,4 +392,15 @@ func TestUpdateUser(t *testing.T) {
 	if !h.applogHas(t, "password reset") || h.applogHas(t, "temporary-pass-2") {
 		t.Error("the reset is not logged, or its password is")
 	}
+
+	// An api account cannot change its own password, so a reset (or a
+	// role change to api of an account told to change it) leaves it
+	// usable with the admin's password; it was refused everywhere (a
+	// black-box check).
+	h.send("PATCH", path, admin, map[string]any{"role": "api", "password": "integration-pass-3"}).expect(t, http.StatusOK)
+	r, res := h.loginHTTP("nurse@example.com", "integration-pass-3")
+	if r.Code != http.StatusOK || res.MustChangePassword {
+		t.Fatalf("api login after the reset: %d %+v", r.Code, res)
+	}
+	h.get("/api/v1/integration/zones", res.Token).expect(t, http.StatusOK)
 }

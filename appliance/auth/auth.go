@@ -231,6 +231,14 @@ func (s *Service) UpdateUser(id uint64, c UserChange) (*store.User, error) {
 			u.PasswordHash, u.MustChangePassword, u.PasswordChangedAt = hash, true, now
 			u.SessionGen++
 		}
+		if u.Role == RoleAPI {
+			// An api account cannot change its own password
+			// (change-password is not an integration route), so one
+			// told to was left unusable: every route answered "change
+			// your password" and change-password answered 403 (a
+			// black-box check). Its password is the admin's to set.
+			u.MustChangePassword = false
+		}
 		u.UpdatedAt = now
 		return nil
 	})
