@@ -2,6 +2,7 @@ package ingest
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -185,5 +186,43 @@ func TestSnapshotListsNoGatewaysAsAnEmptyList(t *testing.T) {
 	}
 	if !strings.Contains(string(b), `"gateways":[]`) {
 		t.Errorf("snapshot %s, want \"gateways\":[]", b)
+	}
+}
+
+// The per-gateway table is capped whatever fills it: status messages and
+// connections under fresh MACs grew it past 100,000 (and /status/mqtt to
+// 17 MB), where only reports were capped (a black-box check). Gateways
+// already known go on being counted.
+func TestGatewayTableIsCappedForEveryWayIn(t *testing.T) {
+	s := newStats(clock.NewFake(time.Date(2026, 11, 28, 10, 0, 0, 0, time.UTC)))
+	known, _ := ParseMAC("AC233FA0B1C2")
+	s.status(known, GatewayStatus{FW: "1.0"})
+	mac := func(i int) MAC {
+		m, _ := ParseMAC(fmt.Sprintf("FB%010X", i))
+		return m
+	}
+	for i := 0; i < maxGateways+500; i++ {
+		switch i % 2 {
+		case 0:
+			s.status(mac(i), GatewayStatus{IP: "192.0.2.1"})
+		default:
+			s.ClientConnected(mac(i).String(), "127.0.0.1:1")
+			s.ClientDisconnected(mac(i).String())
+		}
+	}
+	for _, g := range s.Snapshot().Gateways {
+		// ip, fw and uptime are null until a status message, not left out.
+		if statused := g.MAC == known.String() || g.IP != nil; (g.FW != nil) != statused || (g.Uptime != nil) != statused {
+			t.Fatalf("gateway %+v", g)
+		}
+	}
+	if got := s.Snapshot().GatewaysTotal; got != maxGateways {
+		t.Fatalf("%d gateways kept, want the cap %d", got, maxGateways)
+	}
+	s.status(known, GatewayStatus{FW: "2.0"})
+	for _, g := range s.Snapshot().Gateways {
+		if g.MAC == known.String() && (g.FW == nil || *g.FW != "2.0") {
+			t.Fatalf("a known gateway's status was not kept past the cap: %+v", g)
+		}
 	}
 }

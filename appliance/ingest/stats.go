@@ -42,6 +42,7 @@ type Stats struct {
 }
 
 type gwStats struct {
+	statused    bool // a status message came: IP, FW and Uptime are its
 	messages    atomic.Int64
 	reports     atomic.Int64
 	lastSeen    atomic.Int64
@@ -76,10 +77,17 @@ func (s *Stats) lookup(m MAC) (*gwStats, bool) {
 	return v.(*gwStats), true
 }
 
-// gw returns m's counters, creating them; call with mu held.
+// gw returns m's counters, creating them while fewer than maxGateways
+// are kept (nil past that); call with mu held. Every way in is capped:
+// status messages and connections under fresh MACs grew the table past
+// 100,000 and /status/mqtt to 17 MB, where only reports were capped (a
+// black-box check).
 func (s *Stats) gw(m MAC) *gwStats {
 	g, ok := s.lookup(m)
 	if !ok {
+		if s.ngw >= maxGateways {
+			return nil
+		}
 		g = &gwStats{}
 		s.gateways.Store(m, g)
 		s.ngw++
@@ -118,10 +126,10 @@ func (s *Stats) message(m *Message, now int64) {
 	if m.Gateway == (MAC{}) {
 		return
 	}
-	if _, known := s.lookup(m.Gateway); !known && s.ngw >= maxGateways {
+	g := s.gw(m.Gateway)
+	if g == nil {
 		return
 	}
-	g := s.gw(m.Gateway)
 	g.count(len(m.Reports), now)
 	if len(m.Drops) > 0 {
 		if g.Drops == nil {
@@ -151,6 +159,9 @@ func (s *Stats) status(m MAC, st GatewayStatus) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	g := s.gw(m)
+	if g == nil {
+		return
+	}
 	if st.IP != "" {
 		g.IP = st.IP
 	}
@@ -158,6 +169,7 @@ func (s *Stats) status(m MAC, st GatewayStatus) {
 		g.FW = st.FW
 	}
 	g.Uptime = st.Uptime
+	g.statused = true
 }
 
 // ClientConnected implements broker.ConnObserver.
@@ -166,6 +178,9 @@ func (s *Stats) ClientConnected(clientID, remote string) {
 	defer s.mu.Unlock()
 	if m, ok := ParseMAC(clientID); ok {
 		g := s.gw(m)
+		if g == nil {
+			return // its disconnect finds no entry either
+		}
 		g.Connected, g.Remote = true, remote
 		if len(g.open) == 0 {
 			g.connectedAt = s.clock.Now()
@@ -331,12 +346,14 @@ func (s *Stats) Tick() {
 
 // GatewaySnapshot is one gateway's row of the status snapshot.
 type GatewaySnapshot struct {
-	MAC         string           `json:"mac"`
-	Connected   bool             `json:"connected"`
-	LastSeen    int64            `json:"last_seen"`
-	IP          string           `json:"ip,omitempty"`
-	FW          string           `json:"fw,omitempty"`
-	Uptime      int64            `json:"uptime,omitempty"`
+	MAC       string `json:"mac"`
+	Connected bool   `json:"connected"`
+	LastSeen  int64  `json:"last_seen"`
+	// IP, FW and Uptime are null until the gateway's first status
+	// message (they were left out: a black-box check).
+	IP          *string          `json:"ip"`
+	FW          *string          `json:"fw"`
+	Uptime      *int64           `json:"uptime"`
 	Messages    int64            `json:"messages"`
 	Reports     int64            `json:"reports"`
 	Drops       map[string]int64 `json:"drops"`
@@ -380,8 +397,13 @@ func (s *Stats) Snapshot() Snapshot {
 		for reason, n := range g.Drops {
 			drops[reason] = n
 		}
-		out.Gateways = append(out.Gateways, GatewaySnapshot{MAC: m.String(), Connected: g.Connected, LastSeen: g.lastSeen.Load(),
-			IP: g.IP, FW: g.FW, Uptime: g.Uptime, Messages: g.messages.Load(), Reports: g.reports.Load(), Drops: drops, AckTimeouts: g.AckTimeouts})
+		gs := GatewaySnapshot{MAC: m.String(), Connected: g.Connected, LastSeen: g.lastSeen.Load(),
+			Messages: g.messages.Load(), Reports: g.reports.Load(), Drops: drops, AckTimeouts: g.AckTimeouts}
+		if g.statused {
+			ip, fw, up := g.IP, g.FW, g.Uptime
+			gs.IP, gs.FW, gs.Uptime = &ip, &fw, &up
+		}
+		out.Gateways = append(out.Gateways, gs)
 		if g.Connected {
 			out.Connected++
 		}
