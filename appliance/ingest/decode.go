@@ -33,12 +33,15 @@ package ingest
 //   - "Integer" means a JSON number without fraction or exponent that fits
 //     in int64; 2950.0 and 1e3 are not integers.
 //   - Each bad report yields exactly one Drop, for the first rule it breaks,
-//     in this order: mac, rssi, ts, then the kind's fields in the contract's
+//     in this order: mac, rssi, then the kind's fields in the contract's
 //     table order. So len(Reports) plus the report-level drops is always the
 //     length of the reports array (for an accepted message).
+//   - ts (message or report) that is no integer is not trusted and the
+//     receive time (the message's time, for a report) stands, as for one
+//     more than 5 minutes off: nothing is dropped for a ts.
 //   - A whole-message drop outranks everything: not_json first (nothing is
-//     trusted from a payload that does not parse), then a bad message ts or
-//     is_test (bad_value), then bad_status / no_reports / too_many_reports.
+//     trusted from a payload that does not parse), then a bad is_test
+//     (bad_value), then bad_status / no_reports / too_many_reports.
 //   - adv4: when beacon_is_pushed is false, press is ignored whatever it is.
 //   - status: a "reports" field is ignored; ts and is_test follow the same
 //     rules as for the other kinds.
@@ -275,19 +278,15 @@ func (d *decoder) message() DropReason {
 	}
 
 	var msgTS uint8 // HasTS when the message ts is the gateway's
-	switch ts.t {
-	case vAbsent, vNull:
-	case vNumber:
-		v, ok := d.int(ts)
-		if !ok {
-			return DropBadValue
-		}
-		if withinSkew(v, d.now) {
+	// A ts that is no integer (a string, seconds with a fraction) is not
+	// trusted, as one too far off is: the receive time stands. Dropped,
+	// it took a panic press with it (a black-box check), for a field
+	// whose own rule is to fall back when it cannot be believed.
+	if ts.t == vNumber {
+		if v, ok := d.int(ts); ok && withinSkew(v, d.now) {
 			m.TS = v
 			msgTS = HasTS
 		}
-	default:
-		return DropBadValue
 	}
 	switch isTest.t {
 	case vAbsent, vNull, vFalse:
@@ -484,11 +483,10 @@ func (d *decoder) evalReport(f *[numFields]val, r *Report) DropReason {
 	}
 	r.RSSI = int8(rssi)
 
+	// As the message ts: one that is no integer is not trusted, and the
+	// report is kept.
 	ts, present, ok := d.optInt(f[fTS], math.MinInt64, math.MaxInt64)
-	if !ok {
-		return DropBadValue
-	}
-	if present && withinSkew(ts, d.now) {
+	if ok && present && withinSkew(ts, d.now) {
 		r.TS = ts
 		r.Has |= HasTS
 	} else {

@@ -249,11 +249,8 @@ func refDecode(topic string, payload []byte, now int64) result {
 
 	msgOwn := false // the message ts is the gateway's
 	if x, ok := obj["ts"]; ok && x != nil {
-		ts, ok := refInt(x)
-		if !ok {
-			return drop(DropBadValue)
-		}
-		if withinSkewRef(ts, now) {
+		// No integer: not trusted, as too far off is not (nothing dropped).
+		if ts, ok := refInt(x); ok && withinSkewRef(ts, now) {
 			res.TS = ts
 			msgOwn = true
 		}
@@ -350,11 +347,7 @@ func refReport(o map[string]any, kind Kind, now, msgTS int64, msgOwn bool) (Repo
 		r.Has |= HasTS
 	}
 	if x := o["ts"]; x != nil {
-		ts, ok := refInt(x)
-		if !ok {
-			return r, DropBadValue
-		}
-		if withinSkewRef(ts, now) {
+		if ts, ok := refInt(x); ok && withinSkewRef(ts, now) {
 			r.TS = ts
 			r.Has |= HasTS
 		}

@@ -323,18 +323,19 @@ func TestDecodeMessageDrops(t *testing.T) {
 		{"last reports wins (type)", "adv1", `{"reports":[` + r + `],"reports":7}`, DropBadValue},
 
 		// Message-level field types.
-		{"ts string", "adv1", `{"ts":"1732290000123","reports":[` + r + `]}`, DropBadValue},
-		{"ts fraction", "adv1", `{"ts":1.5,"reports":[` + r + `]}`, DropBadValue},
-		{"ts exponent", "adv1", `{"ts":1e3,"reports":[` + r + `]}`, DropBadValue},
-		{"ts integral float", "adv1", `{"ts":1732290000123.0,"reports":[` + r + `]}`, DropBadValue},
-		{"ts overflow", "adv1", `{"ts":9223372036854775808,"reports":[` + r + `]}`, DropBadValue},
-		{"ts bool", "adv1", `{"ts":true,"reports":[` + r + `]}`, DropBadValue},
-		{"ts after reports still checked", "adv1", `{"reports":[` + r + `],"ts":[]}`, DropBadValue},
+		// A ts that is no integer is not trusted (TestUntrustedTSIsReceiveTime).
+		{"ts string", "adv1", `{"ts":"1732290000123","reports":[` + r + `]}`, 0},
+		{"ts fraction", "adv1", `{"ts":1.5,"reports":[` + r + `]}`, 0},
+		{"ts exponent", "adv1", `{"ts":1e3,"reports":[` + r + `]}`, 0},
+		{"ts integral float", "adv1", `{"ts":1732290000123.0,"reports":[` + r + `]}`, 0},
+		{"ts overflow", "adv1", `{"ts":9223372036854775808,"reports":[` + r + `]}`, 0},
+		{"ts bool", "adv1", `{"ts":true,"reports":[` + r + `]}`, 0},
+		{"ts array", "adv1", `{"reports":[` + r + `],"ts":[]}`, 0},
 		{"ts null is absent", "adv1", `{"ts":null,"reports":[` + r + `]}`, 0},
 		{"is_test string", "adv1", `{"is_test":"true","reports":[` + r + `]}`, DropBadValue},
 		{"is_test number", "adv1", `{"is_test":1,"reports":[` + r + `]}`, DropBadValue},
 		{"is_test null", "adv1", `{"is_test":null,"reports":[` + r + `]}`, 0},
-		{"bad ts outranks no reports", "adv1", `{"ts":"x"}`, DropBadValue},
+		{"a bad ts drops nothing: no reports is the reason", "adv1", `{"ts":"x"}`, DropNoReports},
 		{"unknown message fields ignored", "adv1", `{"fw_extra":{"a":[1,2,{"b":null}]},"seq":-1.5e-3,"reports":[` + r + `],"z":"\u00e9"}`, 0},
 	}
 	for _, tt := range tests {
@@ -409,12 +410,12 @@ func TestDecodeReports(t *testing.T) {
 		{"rssi bool", "adv8", `{"mac":"C30000000A01","rssi":true,"vbatt":1}`, Report{}, DropBadRSSI},
 
 		// ts (values; the skew rule has its own test).
-		{"ts string", "adv8", `{"mac":"C30000000A01","rssi":-60,"ts":"1","vbatt":1}`, Report{}, DropBadValue},
-		{"ts fraction", "adv8", `{"mac":"C30000000A01","rssi":-60,"ts":1.5,"vbatt":1}`, Report{}, DropBadValue},
-		{"ts overflow", "adv8", `{"mac":"C30000000A01","rssi":-60,"ts":-9223372036854775809,"vbatt":1}`, Report{}, DropBadValue},
+		{"ts string", "adv8", `{"mac":"C30000000A01","rssi":-60,"ts":"1","vbatt":1}`, with(func(r *Report) { r.VBatt, r.Has = 1, HasVBatt }), 0},
+		{"ts fraction", "adv8", `{"mac":"C30000000A01","rssi":-60,"ts":1.5,"vbatt":1}`, with(func(r *Report) { r.VBatt, r.Has = 1, HasVBatt }), 0},
+		{"ts overflow", "adv8", `{"mac":"C30000000A01","rssi":-60,"ts":-9223372036854775809,"vbatt":1}`, with(func(r *Report) { r.VBatt, r.Has = 1, HasVBatt }), 0},
 		{"ts min int64 is far away", "adv8", `{"mac":"C30000000A01","rssi":-60,"ts":-9223372036854775808,"vbatt":1}`, with(func(r *Report) { r.VBatt, r.Has = 1, HasVBatt }), 0},
 		{"ts null", "adv8", `{"mac":"C30000000A01","rssi":-60,"ts":null,"vbatt":1}`, with(func(r *Report) { r.VBatt, r.Has = 1, HasVBatt }), 0},
-		{"bad ts outranks bad vbatt", "adv8", `{"mac":"C30000000A01","rssi":-60,"ts":"x","vbatt":"x"}`, Report{}, DropBadValue},
+		{"a bad ts drops nothing: bad vbatt does", "adv8", `{"mac":"C30000000A01","rssi":-60,"ts":"x","vbatt":"x"}`, Report{}, DropBadValue},
 
 		// adv1.
 		{"adv1 bare", "adv1", `{"mac":"C30000000A01","rssi":-60}`, base, 0},
@@ -705,7 +706,7 @@ func TestDecodeStatus(t *testing.T) {
 		{"uptime float", `{"uptime":1.5}`, GatewayStatus{}, DropBadStatus},
 		{"uptime string", `{"uptime":"86400"}`, GatewayStatus{}, DropBadStatus},
 		{"uptime overflow", `{"uptime":9223372036854775808}`, GatewayStatus{}, DropBadStatus},
-		{"ts bad is bad_value", `{"ts":"x","fw":"1"}`, GatewayStatus{}, DropBadValue},
+		{"ts bad is not trusted", `{"ts":"x","fw":"1"}`, GatewayStatus{TS: now, FW: "1"}, 0},
 		{"not an object", `["fw"]`, GatewayStatus{}, DropNotJSON},
 	}
 	for _, tt := range tests {
@@ -856,4 +857,28 @@ func TestDecodeConcurrent(t *testing.T) {
 		}()
 	}
 	wg.Wait()
+}
+
+// A ts that is no integer (a string, seconds with a fraction) is not
+// trusted, as one too far off is not: the message keeps the receive time
+// and its reports the message's. Dropped, it took a panic press with it
+// (a black-box check).
+func TestUntrustedTSIsReceiveTime(t *testing.T) {
+	press := `{"mac":"C3000000B001","rssi":-58,"beacon_is_pushed":true,"press":"single"%s}`
+	for _, c := range []struct{ msgTS, reportTS string }{
+		{`"ts":1795978400.5,`, ""}, {`"ts":"2026-11-29T18:00:00Z",`, ""}, {"", `,"ts":"x"`}, {`"ts":1732290000123,`, `,"ts":1.5`},
+	} {
+		payload := `{` + c.msgTS + `"reports":[` + fmt.Sprintf(press, c.reportTS) + `]}`
+		m, ok := decodeStr(gwTopic+"adv4", payload)
+		if !ok || len(m.Reports) != 1 || m.Reports[0].Press != PressSingle {
+			t.Fatalf("%s: ok=%v drops=%s", payload, ok, dropsString(m.Drops))
+		}
+		want := now
+		if strings.Contains(c.msgTS, "1732290000123") {
+			want = 1732290000123
+		}
+		if m.Reports[0].TS != want || (m.Reports[0].Has&HasTS != 0) != (want != now) {
+			t.Errorf("%s: report ts %d (has %b), want %d", payload, m.Reports[0].TS, m.Reports[0].Has, want)
+		}
+	}
 }
