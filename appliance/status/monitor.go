@@ -54,9 +54,14 @@ type Monitor struct {
 	mqtt    MQTTSnapshot
 	dialBad bool // the last dial of the embedded listener failed
 	mqttBad int  // consecutive failed MQTT checks
-	fleet   FleetSnapshot
-	timers  []clock.Timer
-	stopped bool
+	// mqttBadSince is the first of them: the condition waits for a second
+	// failure at least one check interval after it. The minute's dial
+	// check runs a second from a 10 s one, and two failures a second apart
+	// raised mqtt_down 3 s into an outage (a black-box check).
+	mqttBadSince time.Time
+	fleet        FleetSnapshot
+	timers       []clock.Timer
+	stopped      bool
 
 	probeMu map[string]*sync.Mutex // one probe per target at a time
 	// rechecks are the alertsys probes a settings change started;
@@ -262,11 +267,17 @@ func (m *Monitor) checkMQTT(dial bool) {
 		m.mu.Lock()
 		m.mqtt = s
 		if s.OK {
-			m.mqttBad = 0
+			m.mqttBad, m.mqttBadSince = 0, time.Time{}
 		} else {
+			if m.mqttBad == 0 {
+				m.mqttBadSince = m.o.Clock.Now()
+			}
 			m.mqttBad++
 		}
 		bad := m.mqttBad
+		if bad >= 2 && m.o.Clock.Now().Sub(m.mqttBadSince) < m.o.MQTTInterval {
+			bad = 1 // not yet a check interval apart
+		}
 		m.mu.Unlock()
 		// The snapshot tells the truth at once; the condition waits for a
 		// second failed check, so an external client's quick reconnect (or

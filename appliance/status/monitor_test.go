@@ -168,6 +168,15 @@ func TestExternalMQTTNotConnected(t *testing.T) {
 	if d := f.mon.Dashboard(); d.MQTT.OK || !d.OK {
 		t.Fatalf("one failed check: snapshot %+v, dashboard ok %v (condition waits for a second)", d.MQTT, d.OK)
 	}
+	// A second failure a second later (the minute's dial check beside a
+	// 10 s one) is not yet an outage: it raised mqtt_down 3 s into one (a
+	// black-box check).
+	f.clk.Advance(time.Second)
+	f.mon.checkMQTT(true)
+	if d := f.mon.Dashboard(); !d.OK {
+		t.Fatalf("two failures a second apart raised %+v", d.Issues)
+	}
+	f.clk.Advance(9 * time.Second)
 	f.mon.checkMQTT(false)
 	d := f.mon.Dashboard()
 	if d.MQTT.OK || d.MQTT.Connected == nil || *d.MQTT.Connected || d.OK || d.IssuesTotal != 1 || d.Issues[0].Key != KeyMQTTDown {
