@@ -47,6 +47,16 @@ type ConnObserver interface {
 	ClientDisconnected(clientID string)
 }
 
+// OversizeObserver (optional, on the ConnObserver) hears that an
+// authenticated client sent a packet over the broker's limit, which the
+// broker cannot read and answers by closing the connection: the contract
+// counts a too-large payload per gateway and reason, and these were
+// counted nowhere (a black-box check). The topic is unread, so the
+// client id names the gateway.
+type OversizeObserver interface {
+	PacketTooLarge(clientID string)
+}
+
 // Credentials returns the username and password gateways must use (embedded
 // mode) or BeaconHub presents (external mode). It is read live on every
 // CONNECT so a changed password applies to new connections.

@@ -447,6 +447,13 @@ func (h *ingestHook) OnDisconnect(cl *mqtt.Client, err error, _ bool) {
 		err = cl.StopCause() // e.g. our own "sink:" stop, or a takeover
 	}
 	h.e.log.Debug("mqtt client disconnected", "client", cl.ID, "remote", cl.Net.Remote, "error", err)
+	if errors.Is(err, packets.ErrPacketTooLarge) {
+		h.e.log.Warn("mqtt packet over the size limit: connection closed", "client", cl.ID, "remote", cl.Net.Remote, "limit_bytes", maxPacketSize)
+		h.e.c.setError(fmt.Sprintf("client %s sent a packet over %d bytes", cl.ID, maxPacketSize))
+		if o, ok := h.e.opts.Observer.(OversizeObserver); ok {
+			o.PacketTooLarge(cl.ID)
+		}
+	}
 	if v, ok := h.e.ackers.LoadAndDelete(cl); ok {
 		close(v.(*acker).stop)
 	}

@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -381,6 +382,18 @@ func (o *recordingObserver) ClientDisconnected(id string) {
 	defer o.mu.Unlock()
 	o.state[id] = false
 	o.events = append(o.events, "-"+id)
+}
+
+func (o *recordingObserver) PacketTooLarge(id string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.events = append(o.events, "!"+id)
+}
+
+func (o *recordingObserver) has(event string) bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return slices.Contains(o.events, event)
 }
 
 func (o *recordingObserver) connected(id string) bool {
@@ -832,5 +845,21 @@ func TestEmbeddedCloseSaysGoodbyeAndNeverHangs(t *testing.T) {
 		if err != nil || pk.FixedHeader.Type != packets.Disconnect || pk.ReasonCode != packets.ErrServerShuttingDown.Code {
 			t.Fatalf("round %d: MQTT 5 client got %s %v, want DISCONNECT server shutting down", round, pkString(pk), err)
 		}
+	}
+}
+
+// A packet over the broker's limit cannot be read, so the broker closes
+// the connection; it is reported to the observer (a too_large drop of
+// that gateway) and as the broker's last error, where it was counted
+// nowhere (a black-box check).
+func TestEmbeddedPacketTooLargeIsReported(t *testing.T) {
+	obs := newRecordingObserver()
+	b := startEmbedded(t, func(o *EmbeddedOptions) { o.Observer = obs })
+	c := connectPaho(t, pahoOpts(b.Addr(), gwMAC, testUser, testPass))
+	c.Publish("gw/"+gwMAC+"/adv1", 1, false, bytes.Repeat([]byte("x"), maxPacketSize+1))
+	eventually(t, "the oversize reported", func() bool { return obs.has("!" + gwMAC) })
+	eventually(t, "the connection closed", func() bool { return !obs.connected(gwMAC) })
+	if st := b.Stats(); !strings.Contains(st.LastError, "over") {
+		t.Errorf("last error %q", st.LastError)
 	}
 }

@@ -226,3 +226,16 @@ func TestGatewayTableIsCappedForEveryWayIn(t *testing.T) {
 		}
 	}
 }
+
+// A packet the broker could not read for its size is a too_large drop of
+// the gateway its client id names, and in the total (a black-box check
+// found it counted nowhere).
+func TestPacketTooLargeIsATooLargeDrop(t *testing.T) {
+	s := newStats(clock.NewFake(time.Date(2026, 11, 28, 10, 0, 0, 0, time.UTC)))
+	s.PacketTooLarge("AC233FA0B1C2")
+	s.PacketTooLarge("not-a-mac")
+	snap := s.Snapshot()
+	if snap.Drops["too_large"] != 2 || len(snap.Gateways) != 1 || snap.Gateways[0].Drops["too_large"] != 1 {
+		t.Fatalf("drops %v, gateways %+v", snap.Drops, snap.Gateways)
+	}
+}

@@ -194,6 +194,23 @@ func (s *Stats) ClientConnected(clientID, remote string) {
 	s.others++
 }
 
+// PacketTooLarge implements broker.OversizeObserver: a payload the broker
+// could not read for its size is a too_large drop, of the gateway the
+// client id names (the topic was never read).
+func (s *Stats) PacketTooLarge(clientID string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.drops[DropTooLarge]++
+	if m, ok := ParseMAC(clientID); ok {
+		if g := s.gw(m); g != nil {
+			if g.Drops == nil {
+				g.Drops = map[string]int64{}
+			}
+			g.Drops[DropTooLarge.String()]++
+		}
+	}
+}
+
 // ClientDisconnected implements broker.ConnObserver.
 func (s *Stats) ClientDisconnected(clientID string) {
 	s.mu.Lock()
