@@ -6,6 +6,7 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+	"golang.org/x/text/unicode/norm"
 )
 
 // User is an account of the web UI or the integration API.
@@ -32,14 +33,21 @@ var ErrDuplicate = errors.New("already exists")
 var ErrLastAdmin = errors.New("the last admin account cannot be removed")
 
 // NormalizeEmail is the form emails are stored and looked up in.
-func NormalizeEmail(e string) string { return strings.ToLower(strings.TrimSpace(e)) }
+// NFC: "josé" typed composed and decomposed look the same and were two
+// accounts (a black-box check).
+func NormalizeEmail(e string) string { return norm.NFC.String(legacyEmail(e)) }
+
+// legacyEmail is the form emails were stored in before NFC, still looked
+// up, as typed and decomposed (an account stored decomposed must not be
+// locked out; its next update stores it NFC).
+func legacyEmail(e string) string { return strings.ToLower(strings.TrimSpace(e)) }
 
 // CreateUser inserts u, assigning its id; the email must be unused.
 func (db *DB) CreateUser(u *User) error {
 	return db.bolt.Update(func(tx *bolt.Tx) error {
 		users, idx := tx.Bucket(bUsers), tx.Bucket(bUsersByEmail)
 		u.Email = NormalizeEmail(u.Email)
-		if idx.Get([]byte(u.Email)) != nil {
+		if emailID(idx, u.Email) != nil {
 			return ErrDuplicate
 		}
 		if u.LocationID != 0 && !hasID(tx, bLocations, u.LocationID) {
@@ -67,11 +75,22 @@ func (db *DB) GetUser(id uint64) (*User, error) {
 	return &u, nil
 }
 
+// emailID is the id idx holds for email in any form it was stored in.
+func emailID(idx *bolt.Bucket, email string) []byte {
+	id := idx.Get([]byte(NormalizeEmail(email)))
+	for _, form := range []string{legacyEmail(email), norm.NFD.String(legacyEmail(email))} {
+		if id == nil {
+			id = idx.Get([]byte(form))
+		}
+	}
+	return id
+}
+
 // GetUserByEmail looks a user up by (normalised) email.
 func (db *DB) GetUserByEmail(email string) (*User, error) {
 	var u User
 	err := db.bolt.View(func(tx *bolt.Tx) error {
-		id := tx.Bucket(bUsersByEmail).Get([]byte(NormalizeEmail(email)))
+		id := emailID(tx.Bucket(bUsersByEmail), email)
 		if id == nil {
 			return ErrNotFound
 		}

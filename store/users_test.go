@@ -4,6 +4,8 @@ import (
 	"errors"
 	"testing"
 	"time"
+
+	bolt "go.etcd.io/bbolt"
 )
 
 func mkUser(t *testing.T, db *DB, email, role string) *User {
@@ -158,5 +160,38 @@ func TestARoleChangeUnassignsTheTemplate(t *testing.T) {
 	}
 	if _, err := db.UserUITemplate(u.ID); err != ErrNotFound {
 		t.Fatalf("after the role change: %v", err)
+	}
+}
+
+// An account stored decomposed before emails were NFC-normalised is still
+// found, under either form, and an update moves its key to NFC.
+func TestEmailStoredDecomposedIsStillFound(t *testing.T) {
+	db := openTemp(t)
+	u := mkUser(t, db, "plain@example.com", "user")
+	nfd := "jose\u0301@example.com"
+	err := db.bolt.Update(func(tx *bolt.Tx) error {
+		idx := tx.Bucket(bUsersByEmail)
+		if err := idx.Delete([]byte(u.Email)); err != nil {
+			return err
+		}
+		u.Email = nfd
+		if err := putJSON(tx.Bucket(bUsers), itob(u.ID), u); err != nil {
+			return err
+		}
+		return idx.Put([]byte(nfd), itob(u.ID))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range []string{nfd, "jos\u00e9@example.com"} {
+		if got, err := db.GetUserByEmail(e); err != nil || got.ID != u.ID {
+			t.Errorf("GetUserByEmail(%q) = %v, %v", e, got, err)
+		}
+	}
+	if _, err := db.UpdateUser(u.ID, func(*User) error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := db.GetUserByEmail("jos\u00e9@example.com"); err != nil || got.Email != "jos\u00e9@example.com" {
+		t.Errorf("after an update: %+v %v", got, err)
 	}
 }

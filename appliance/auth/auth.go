@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 
 	"beaconhub/appliance/apperr"
 	"beaconhub/appliance/clock"
@@ -122,6 +123,11 @@ func ValidateEmail(e string) error {
 	a, err := mail.ParseAddress(e)
 	if err != nil || a.Address != strings.TrimSpace(e) || len(e) > 254 {
 		return apperr.InvalidField("email", "email must be a valid address")
+	}
+	// Invisible characters (zero-width space, soft hyphen, direction
+	// marks) made "admin@beaconhub.local" twice over (a black-box check).
+	if strings.IndexFunc(a.Address, func(r rune) bool { return unicode.In(r, unicode.Cc, unicode.Cf) || unicode.IsSpace(r) }) >= 0 {
+		return apperr.InvalidField("email", "email may not contain invisible or control characters")
 	}
 	return nil
 }

@@ -35,6 +35,11 @@ func TestCreateUserValidation(t *testing.T) {
 		{"a@example.com", "short", RoleUser, "password"},
 		{"a@example.com", strings.Repeat("p", 73), RoleUser, "password"},
 		{"a@example.com", testPassword, "root", "role"},
+		// Invisible characters made the default admin's address twice over
+		// (a black-box check).
+		{"admin@beaconhub.local\u00ad", testPassword, RoleUser, "email"},
+		{"user@x.org\u200b", testPassword, RoleUser, "email"},
+		{"us\u200er@x.org", testPassword, RoleUser, "email"},
 	} {
 		_, err := f.s.CreateUser(tc.email, tc.pw, tc.role, false)
 		e, ok := apperr.As(err)
@@ -45,6 +50,14 @@ func TestCreateUserValidation(t *testing.T) {
 	f.user(t, "dup@example.com", RoleUser)
 	_, err := f.s.CreateUser("DUP@example.com", testPassword, RoleUser, false)
 	wantKind(t, "duplicate email", err, apperr.KindConflict)
+	// One address typed composed or decomposed is one account, and logs
+	// in either way.
+	f.user(t, "jos\u00e9@example.com", RoleUser)
+	_, err = f.s.CreateUser("jose\u0301@example.com", testPassword, RoleUser, false)
+	wantKind(t, "the same address decomposed", err, apperr.KindConflict)
+	if _, err := f.s.Login("JOSE\u0301@example.com", testPassword, "127.0.0.9"); err != nil {
+		t.Errorf("login decomposed: %v", err)
+	}
 }
 
 func TestRefreshRotationAndReuse(t *testing.T) {
