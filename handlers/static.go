@@ -31,10 +31,20 @@ func (s *Server) staticDir(dir string) handlerFunc {
 	}
 }
 
+// frontendCSP is the web frontend's policy: its own scripts, styles and
+// API only (a data: favicon), never framed. The frontend keeps its JWT
+// in localStorage (spec), so a policy is the second line against script
+// injection, and frame-ancestors against clickjacking; the shell had
+// neither while /integration/docs had both (a black-box check).
+const frontendCSP = "default-src 'self'; img-src 'self' data:; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
+
 func (s *Server) serveFile(w http.ResponseWriter, r *http.Request, name string) error {
 	if s.deps.Static == nil {
 		return apperr.NotFound("no such file")
 	}
+	w.Header().Set("Content-Security-Policy", frontendCSP)
+	w.Header().Set("X-Frame-Options", "DENY")
+	w.Header().Set("Referrer-Policy", "no-referrer")
 	return writeEmbedded(w, r, s.deps.Static, name, http.DetectContentType)
 }
 

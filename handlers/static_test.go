@@ -19,6 +19,12 @@ func TestFrontendFilesRevalidate(t *testing.T) {
 			t.Errorf("GET %s: %d ETag %q Cache-Control %q", p, r.Code, tag, r.Header.Get("Cache-Control"))
 			continue
 		}
+		// A policy and no framing: the frontend keeps its JWT in
+		// localStorage (a black-box check found the shell with neither).
+		if csp := r.Header.Get("Content-Security-Policy"); !strings.Contains(csp, "frame-ancestors 'none'") ||
+			!strings.Contains(csp, "default-src 'self'") || r.Header.Get("X-Frame-Options") != "DENY" {
+			t.Errorf("GET %s: CSP %q, X-Frame-Options %q", p, csp, r.Header.Get("X-Frame-Options"))
+		}
 		again := h.do(req{method: "GET", path: p, header: map[string]string{"If-None-Match": tag}})
 		if again.Code != http.StatusNotModified || again.Body != "" || again.Header.Get("ETag") != tag {
 			t.Errorf("GET %s with its ETag: %d, body %d bytes, ETag %q", p, again.Code, len(again.Body), again.Header.Get("ETag"))
