@@ -244,6 +244,16 @@ func (h *harness) do(r req) *response {
 		if p := bytes.TrimSpace(out.Payload); len(p) > 0 && p[0] != '{' && strings.HasPrefix(r.path, "/api/") {
 			h.t.Errorf("%s %s: payload is not an object: %.200s", r.method, r.path, p)
 		}
+		// An answer carrying a secret is kept by no cache (they went out
+		// cacheable: a black-box check).
+		var keys map[string]json.RawMessage
+		if out.Code < 300 && json.Unmarshal(out.Payload, &keys) == nil && rec.Header().Get("Cache-Control") != "no-store" {
+			for _, k := range []string{"token", "refresh_token", "mobile_api_key", "password", "token_kind"} {
+				if _, has := keys[k]; has {
+					h.t.Errorf("%s %s: answer with %q is not Cache-Control: no-store", r.method, r.path, k)
+				}
+			}
+		}
 	}
 	return out
 }

@@ -75,6 +75,7 @@ func (s *Server) mobileKey(w http.ResponseWriter, _ *http.Request, _ httprouter.
 	if _, err := s.nav(); err != nil {
 		return err
 	}
+	noStore(w)
 	return ok(w, map[string]any{"mobile_api_key": s.deps.Live.Get().MobileAPIKey, "header": MobileKeyHeader})
 }
 

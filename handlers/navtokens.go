@@ -38,6 +38,7 @@ func (s *Server) createNavToken(w http.ResponseWriter, r *http.Request, _ httpro
 	}
 	s.navRecord(r, "navtoken.create", "navigation token", t.ID, "("+t.Prefix+"…) created")
 	// The secret is shown this once; only its hash is kept.
+	noStore(w)
 	return created(w, map[string]any{"token": secret, "id": t.ID, "name": t.Name, "prefix": t.Prefix, "created_at": t.CreatedAt})
 }
 

@@ -19,8 +19,10 @@ type StatusMonitor interface {
 	Recheck(ctx context.Context, target string) (status.Dashboard, error)
 }
 
-// Status snapshots change from one second to the next: no cache may keep
-// one.
+// noStore keeps an answer out of every cache: status snapshots, which
+// change from one second to the next, and answers carrying a secret (a
+// login's tokens, the mobile key, a navigation token, the companion QR),
+// which went out without it (a black-box check).
 func noStore(w http.ResponseWriter) { w.Header().Set("Cache-Control", "no-store") }
 
 func (s *Server) statusMQTT(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {

@@ -56,6 +56,7 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request, _ httprouter.Para
 		return err
 	}
 	s.deps.AppLog.Record(applog.Verbose, "login", res.User.Email, res.User.Email, "user logged in")
+	noStore(w)
 	return ok(w, res)
 }
 
@@ -73,6 +74,7 @@ func (s *Server) refresh(w http.ResponseWriter, r *http.Request, _ httprouter.Pa
 	if err != nil {
 		return err
 	}
+	noStore(w)
 	return ok(w, res)
 }
 
@@ -112,6 +114,7 @@ func (s *Server) changePassword(w http.ResponseWriter, r *http.Request, _ httpro
 		return err
 	}
 	s.deps.AppLog.Record(applog.Normal, "user.password", c.Email, c.Email, "password changed")
+	noStore(w)
 	return ok(w, res)
 }
 
