@@ -109,7 +109,12 @@ func (s *Service) HashPassword(pw string) (string, error) {
 // client highlighting "password" pointed at no field of its form).
 func ValidatePassword(field, pw string) error {
 	if len(pw) < 8 {
-		return apperr.InvalidField(field, "%s must be at least 8 characters", field)
+		// Bytes, as the upper bound: "at least 8 characters" refused
+		// four of "éééa" and took four of "éééé" (a black-box check).
+		return apperr.InvalidField(field, "%s must be at least 8 bytes (UTF-8: an accented letter counts 2)", field)
+	}
+	if strings.TrimSpace(pw) == "" || strings.ContainsRune(pw, 0) {
+		return apperr.InvalidField(field, "%s may not be blank or hold a NUL character", field)
 	}
 	if len(pw) > 72 {
 		// bcrypt ignores bytes past 72; refuse rather than silently truncate.
@@ -305,6 +310,11 @@ func (s *Service) DeleteUser(id uint64) error {
 // every access token issued before the change stop working, so other
 // sessions must log in again; the caller gets a fresh pair.
 func (s *Service) ChangePassword(userID uint64, current, next string) (*LoginResult, error) {
+	if current == "" {
+		// A missing field, not a wrong guess: it was counted as one (a
+		// black-box check), as login's missing fields are not.
+		return nil, apperr.InvalidField("current_password", "current_password is required")
+	}
 	u, err := s.db.GetUser(userID)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, apperr.NotFound("user not found")

@@ -34,6 +34,8 @@ func TestCreateUserValidation(t *testing.T) {
 		{"Name <a@example.com>", testPassword, RoleUser, "email"},
 		{"a@example.com", "short", RoleUser, "password"},
 		{"a@example.com", strings.Repeat("p", 73), RoleUser, "password"},
+		{"a@example.com", "        ", RoleUser, "password"},
+		{"a@example.com", "pass\x00word", RoleUser, "password"},
 		{"a@example.com", testPassword, "root", "role"},
 		// Invisible characters made the default admin's address twice over
 		// (a black-box check).
@@ -341,6 +343,14 @@ func TestChangePasswordGuessesAreThrottled(t *testing.T) {
 	f := newFixture(t)
 	u := f.user(t, "u@example.com", RoleUser)
 	lim := f.s.Limiter()
+	// A missing current password is a 400 naming it, and no guess: a
+	// black-box check saw it counted.
+	for i := 0; i < lim.LockAfter+1; i++ {
+		_, err := f.s.ChangePassword(u.ID, "", "another good password")
+		if e, ok := apperr.As(err); !ok || e.Field != "current_password" || !strings.Contains(e.Msg, "required") {
+			t.Fatalf("missing current password: %v", err)
+		}
+	}
 	for i := 0; i < lim.SlowAfter; i++ {
 		_, err := f.s.ChangePassword(u.ID, "not the password", "another good password")
 		wantKind(t, "wrong current password", err, apperr.KindInvalid)
