@@ -4,6 +4,8 @@ import (
 	"net/http"
 	"strconv"
 	"testing"
+
+	"beaconhub/store"
 )
 
 type logsPayload struct {
@@ -105,5 +107,53 @@ func TestLogsRespectVerbosity(t *testing.T) {
 		if r.Action == "login" && (r.Subject != "user@example.com" || r.Actor != "user@example.com") {
 			t.Errorf("login record %+v", r)
 		}
+	}
+}
+
+// A location-bound account reads only the entries about assets homed in
+// its scope: the whole log showed it every account's email and role
+// changes and the names of other sites' assets (two black-box checks).
+// Its pages are still newest first, end to end.
+func TestLogsOfALocationBoundAccount(t *testing.T) {
+	h := newAssetHarness(t)
+	site := h.location("Site", "S1", 0)
+	ward := h.location("Ward", "W1", site)
+	other := h.location("Other", "O1", 0)
+	var mine []string
+	for i := 0; i < 3; i++ {
+		mine = append(mine, h.beacon(map[string]any{"mac": "C3000000000" + strconv.Itoa(i), "name": "mine", "location_id": ward}).AssetUID)
+		h.beacon(map[string]any{"mac": "C3000000010" + strconv.Itoa(i), "name": "theirs", "location_id": other})
+		h.send("POST", "/api/v1/register", h.admin, map[string]string{"email": "p" + strconv.Itoa(i) + "@example.com", "password": "paging-pw-1"}).expect(t, http.StatusCreated)
+	}
+	if _, err := h.db.UpdateUser(h.users["user"].ID, func(u *store.User) error { u.LocationID = site; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	user := h.token("user")
+	var seen []string
+	var ids []uint64
+	path := "/api/v1/logs?limit=2"
+	for pages := 0; ; pages++ {
+		if pages > 5 {
+			t.Fatal("paging does not end")
+		}
+		var p logsPayload
+		h.get(path, user).expect(t, http.StatusOK).decodePayload(t, &p)
+		for _, it := range p.Items {
+			seen = append(seen, it.Subject)
+			ids = append(ids, it.ID)
+		}
+		if p.NextCursor == nil {
+			break
+		}
+		path = "/api/v1/logs?limit=2&cursor=" + *p.NextCursor
+	}
+	if len(seen) != 3 || seen[0] != mine[2] || seen[2] != mine[0] || ids[0] < ids[1] {
+		t.Fatalf("a ward-bound user sees %v (ids %v), want %v newest first", seen, ids, mine)
+	}
+	// The admin, and an unbound account, still see everything.
+	var all logsPayload
+	h.get("/api/v1/logs?limit=500", h.admin).expect(t, http.StatusOK).decodePayload(t, &all)
+	if len(all.Items) < 9 {
+		t.Errorf("the admin sees %d entries", len(all.Items))
 	}
 }

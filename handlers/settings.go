@@ -12,6 +12,7 @@ import (
 	"beaconhub/appliance/applog"
 	"beaconhub/appliance/buildinfo"
 	"beaconhub/appliance/config"
+	"beaconhub/store"
 
 	"github.com/julienschmidt/httprouter"
 )
@@ -157,7 +158,7 @@ func (s *Server) logs(w http.ResponseWriter, r *http.Request, _ httprouter.Param
 			return apperr.InvalidField("cursor", "cursor must be a positive integer")
 		}
 	}
-	items, next, err := s.deps.AppLog.List(before, limit)
+	items, next, err := s.scopedLogs(r, before, limit)
 	if err != nil {
 		return err
 	}
@@ -178,4 +179,60 @@ func (s *Server) logs(w http.ResponseWriter, r *http.Request, _ httprouter.Param
 		nc = strconv.FormatUint(next, 10)
 	}
 	return ok(w, map[string]any{"items": out, "next_cursor": nc})
+}
+
+// logScanBudget bounds the entries one page of a location-bound account's
+// log reads looking for its own: past it the page comes back short, with
+// a cursor to go on from.
+const logScanBudget = 2000
+
+// scopedLogs is a page of the app log as the caller may see it. A
+// location-bound account sees only the entries about an asset (beacon,
+// gateway, e-ink display) homed inside its scope: the whole log showed it
+// every account's email and role changes and the names of other sites'
+// assets (two black-box checks), where the routes it reads them through
+// answer 404 outside its scope. Entries about users, the configuration
+// or an asset since deleted are not about its scope, so it sees none.
+// Everyone else sees the whole log.
+func (s *Server) scopedLogs(r *http.Request, before uint64, limit int) ([]store.LogRecord, uint64, error) {
+	sc, err := s.scopeOf(r)
+	if err != nil {
+		return nil, 0, err
+	}
+	if sc.all {
+		return s.deps.AppLog.List(before, limit)
+	}
+	reg, err := s.registry()
+	if err != nil {
+		return nil, 0, err
+	}
+	var kept []store.LogRecord
+	for scanned := 0; scanned < logScanBudget; {
+		page, next, err := s.deps.AppLog.List(before, limit)
+		if err != nil {
+			return nil, 0, err
+		}
+		uids := make([]string, len(page))
+		for i, it := range page {
+			uids[i] = it.Subject
+		}
+		homes, err := reg.HomesOf(uids)
+		if err != nil {
+			return nil, 0, err
+		}
+		for _, it := range page {
+			if home, ok := homes[it.Subject]; ok && home != 0 && sc.allows(home) {
+				kept = append(kept, it)
+				if len(kept) == limit {
+					return kept, it.ID, nil // older entries from here on
+				}
+			}
+		}
+		scanned += len(page)
+		if next == 0 {
+			return kept, 0, nil
+		}
+		before = next
+	}
+	return kept, before, nil
 }

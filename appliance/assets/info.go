@@ -37,6 +37,38 @@ func (s *Service) AssetByUID(uid string) (string, any, error) {
 	return kind, v, err
 }
 
+// HomesOf returns the home location (0: none) of each uid that names
+// an asset now, current or former, of any kind; a uid that names none
+// (a user, the configuration, a deleted asset) is absent. One read
+// transaction for the lot: the app log filters a page by it.
+func (s *Service) HomesOf(uids []string) (map[string]uint64, error) {
+	out := map[string]uint64{}
+	err := s.view(func(t *store.AssetTx) error {
+		for _, uid := range uids {
+			ref, ok := resolve(t, uid)
+			if !ok {
+				continue
+			}
+			switch ref.Kind {
+			case store.KindBeacon:
+				if b, err := t.Beacon(ref.ID); err == nil {
+					out[uid] = b.LocationID
+				}
+			case store.KindGateway:
+				if g, err := t.Gateway(ref.ID); err == nil {
+					out[uid] = g.LocationID
+				}
+			case store.KindEInk:
+				if d, err := t.EInk(ref.ID); err == nil {
+					out[uid] = d.LocationID
+				}
+			}
+		}
+		return nil
+	})
+	return out, err
+}
+
 // CurrentUID resolves uid, current or former (remint, merge), of an
 // asset of any kind, e-ink displays included, to its current uid.
 func (s *Service) CurrentUID(uid string) (string, error) {
