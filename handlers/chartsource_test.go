@@ -206,14 +206,7 @@ func TestChartsourceWithoutSensorsFailsItsConnectionTest(t *testing.T) {
 // box itself.
 func TestChartsourceFollowsLocationScope(t *testing.T) {
 	h := newSensorHarness(t)
-	ward := h.location("Ward", "W1", h.fridge.LocationID)
-	cold := h.beacon(map[string]any{"mac": "C3000000000C", "name": "Ward fridge", "type": "sensor", "location_id": ward})
-	now := h.clock.Now().UnixMilli()
-	h.store(store.Reading{UID: h.fridge.AssetUID, Metric: store.MetricTemperature, TS: now - 2000, Value: 4},
-		store.Reading{UID: cold.AssetUID, Metric: store.MetricTemperature, TS: now - 1000, Value: 5})
-	if _, err := h.db.UpdateUser(h.users["user"].ID, func(u *store.User) error { u.LocationID = ward; return nil }); err != nil {
-		t.Fatal(err)
-	}
+	_, now := h.wardUser()
 	query := func(remote, token, payload string) []string {
 		t.Helper()
 		body := `{"range":{"from":` + itoa(uint64(now-60000)) + `,"to":` + itoa(uint64(now)) + `},"targets":[{"target":"Temperature","refId":"A"` + payload + `}]}`

@@ -117,18 +117,26 @@ func TestSensorDevicesAndAlerts(t *testing.T) {
 	}
 }
 
+// wardUser binds the harness user to a ward below the fridge's home, with
+// a sensor of its own there ("Ward fridge"); each sensor has one reading.
+func (h *sensorHarness) wardUser() (cold assets.BeaconView, now int64) {
+	h.t.Helper()
+	ward := h.location("Ward", "W1", h.fridge.LocationID)
+	cold = h.beacon(map[string]any{"mac": "C3000000000C", "name": "Ward fridge", "type": "sensor", "location_id": ward})
+	now = h.clock.Now().UnixMilli()
+	h.store(store.Reading{UID: h.fridge.AssetUID, Metric: store.MetricTemperature, TS: now - 2000, Value: 4},
+		store.Reading{UID: cold.AssetUID, Metric: store.MetricTemperature, TS: now - 1000, Value: 5})
+	if _, err := h.db.UpdateUser(h.users["user"].ID, func(u *store.User) error { u.LocationID = ward; return nil }); err != nil {
+		h.t.Fatal(err)
+	}
+	return cold, now
+}
+
 // TestSensorRoutesFollowLocationScope: a user bound to one ward sees only
 // the sensors homed there, in the device list and in the history.
 func TestSensorRoutesFollowLocationScope(t *testing.T) {
 	h := newSensorHarness(t)
-	ward := h.location("Ward", "W1", h.fridge.LocationID)
-	cold := h.beacon(map[string]any{"mac": "C3000000000C", "name": "Ward fridge", "type": "sensor", "location_id": ward})
-	now := h.clock.Now().UnixMilli()
-	h.store(store.Reading{UID: h.fridge.AssetUID, Metric: store.MetricTemperature, TS: now - 2000, Value: 4},
-		store.Reading{UID: cold.AssetUID, Metric: store.MetricTemperature, TS: now - 1000, Value: 5})
-	if _, err := h.db.UpdateUser(h.users["user"].ID, func(u *store.User) error { u.LocationID = ward; return nil }); err != nil {
-		t.Fatal(err)
-	}
+	cold, now := h.wardUser()
 	user := h.token("user")
 	var dl struct{ Devices []sensors.Device }
 	h.get("/api/v1/sensors/devices", user).expect(t, http.StatusOK).decodePayload(t, &dl)
