@@ -273,7 +273,7 @@ func (a *App) ensureAdmin() error {
 // that account's password has changed: the file's password no longer
 // works, and docs/config.md says it goes then, not at the next start.
 func (a *App) forgetInitialPassword(email string) {
-	if !strings.EqualFold(email, a.live.Get().DefaultEmail) {
+	if store.NormalizeEmail(email) != store.NormalizeEmail(a.live.Get().DefaultEmail) { // as accounts are matched
 		return
 	}
 	file := InitialPasswordFile(a.paths.Home)

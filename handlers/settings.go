@@ -187,12 +187,12 @@ func (s *Server) logs(w http.ResponseWriter, r *http.Request, _ httprouter.Param
 const logScanBudget = 2000
 
 // scopedLogs is a page of the app log as the caller may see it. A
-// location-bound account sees only the entries about an asset (beacon,
-// gateway, e-ink display) homed inside its scope: the whole log showed it
-// every account's email and role changes and the names of other sites'
-// assets (two black-box checks), where the routes it reads them through
-// answer 404 outside its scope. Entries about users, the configuration
-// or an asset since deleted are not about its scope, so it sees none.
+// location-bound account sees only the entries about assets it may read
+// elsewhere: beacons homed inside its scope (their routes answer 404
+// outside it), gateways and e-ink displays (their routes are site-wide).
+// The whole log showed it every account's email and role changes and the
+// names of other sites' beacons (two black-box checks). Entries about
+// users, the configuration or an asset since deleted are none of these.
 // Everyone else sees the whole log.
 func (s *Server) scopedLogs(r *http.Request, before uint64, limit int) ([]store.LogRecord, uint64, error) {
 	sc, err := s.scopeOf(r)
@@ -220,10 +220,13 @@ func (s *Server) scopedLogs(r *http.Request, before uint64, limit int) ([]store.
 		if err != nil {
 			return nil, 0, err
 		}
-		for _, it := range page {
-			if home, ok := homes[it.Subject]; ok && home != 0 && sc.allows(home) {
+		for i, it := range page {
+			if a, ok := homes[it.Subject]; ok && (a.Kind != store.KindBeacon || a.Home != 0 && sc.allows(a.Home)) {
 				kept = append(kept, it)
 				if len(kept) == limit {
+					if i == len(page)-1 && next == 0 {
+						return kept, 0, nil // the oldest entry: no empty page after it (a review)
+					}
 					return kept, it.ID, nil // older entries from here on
 				}
 			}

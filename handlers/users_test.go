@@ -397,6 +397,7 @@ func TestUpdateUser(t *testing.T) {
 	// role change to api of an account told to change it) leaves it
 	// usable with the admin's password; it was refused everywhere (a
 	// black-box check).
+	h.send("PATCH", path, admin, map[string]any{"role": "api"}).wantBad(t, "password") // still flagged: a password nobody chose
 	h.send("PATCH", path, admin, map[string]any{"role": "api", "password": "integration-pass-3"}).expect(t, http.StatusOK)
 	r, res := h.loginHTTP("nurse@example.com", "integration-pass-3")
 	if r.Code != http.StatusOK || res.MustChangePassword {

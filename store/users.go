@@ -76,9 +76,12 @@ func (db *DB) GetUser(id uint64) (*User, error) {
 }
 
 // emailID is the id idx holds for email in any form it was stored in.
+// The form as typed comes first: of twins an older release let in (one
+// account composed, one decomposed), each is reached by its own form (a
+// review found the decomposed one locked out behind its twin).
 func emailID(idx *bolt.Bucket, email string) []byte {
-	id := idx.Get([]byte(NormalizeEmail(email)))
-	for _, form := range []string{legacyEmail(email), norm.NFD.String(legacyEmail(email))} {
+	var id []byte
+	for _, form := range []string{legacyEmail(email), NormalizeEmail(email), norm.NFD.String(legacyEmail(email))} {
 		if id == nil {
 			id = idx.Get([]byte(form))
 		}
@@ -156,8 +159,17 @@ func (db *DB) updateUser(id uint64, fn func(u *User) error, endSessions bool) (*
 		}
 		u.ID = id
 		u.Email = NormalizeEmail(u.Email)
+		if u.Email != before.Email && NormalizeEmail(before.Email) == u.Email {
+			// The same address stored in a form before NFC: moved to
+			// NFC, unless an account holds that form (twins an older
+			// release let in: the update then keeps the old key, where a
+			// duplicate error made every update a 500: a review).
+			if other := idx.Get([]byte(u.Email)); other != nil && btoi(other) != id {
+				u.Email = before.Email
+			}
+		}
 		if u.Email != before.Email {
-			if idx.Get([]byte(u.Email)) != nil {
+			if other := emailID(idx, u.Email); other != nil && btoi(other) != id {
 				return ErrDuplicate
 			}
 			if err := idx.Delete([]byte(before.Email)); err != nil {

@@ -195,3 +195,42 @@ func TestEmailStoredDecomposedIsStillFound(t *testing.T) {
 		t.Errorf("after an update: %+v %v", got, err)
 	}
 }
+
+// Twins an older release let in, one account composed and one
+// decomposed, are each reached by the form typed, and an update of the
+// decomposed one keeps its key (it was a duplicate error, a 500 to every
+// password reset: a review).
+func TestEmailTwinsStoredBeforeNFCStayApart(t *testing.T) {
+	db := openTemp(t)
+	a := mkUser(t, db, "jos\u00e9@example.com", "user")
+	b := mkUser(t, db, "plain@example.com", "user")
+	nfd := "jose\u0301@example.com"
+	err := db.bolt.Update(func(tx *bolt.Tx) error {
+		idx := tx.Bucket(bUsersByEmail)
+		if err := idx.Delete([]byte(b.Email)); err != nil {
+			return err
+		}
+		b.Email = nfd
+		if err := putJSON(tx.Bucket(bUsers), itob(b.ID), b); err != nil {
+			return err
+		}
+		return idx.Put([]byte(nfd), itob(b.ID))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for form, want := range map[string]uint64{nfd: b.ID, "JOSE\u0301@example.com": b.ID, "jos\u00e9@example.com": a.ID} {
+		if got, err := db.GetUserByEmail(form); err != nil || got.ID != want {
+			t.Errorf("GetUserByEmail(%q) = %+v, %v; want id %d", form, got, err, want)
+		}
+	}
+	if _, err := db.UpdateUser(b.ID, func(u *User) error { u.MustChangePassword = true; return nil }); err != nil {
+		t.Fatalf("an update of the decomposed twin: %v", err)
+	}
+	if got, err := db.GetUserByEmail(nfd); err != nil || got.ID != b.ID || !got.MustChangePassword {
+		t.Errorf("after the update: %+v %v", got, err)
+	}
+	if err := db.CreateUser(&User{Email: "JOSE\u0301@Example.com", Role: "user"}); !errors.Is(err, ErrDuplicate) {
+		t.Errorf("a third form of the address: %v", err)
+	}
+}

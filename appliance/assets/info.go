@@ -37,12 +37,18 @@ func (s *Service) AssetByUID(uid string) (string, any, error) {
 	return kind, v, err
 }
 
-// HomesOf returns the home location (0: none) of each uid that names
-// an asset now, current or former, of any kind; a uid that names none
-// (a user, the configuration, a deleted asset) is absent. One read
-// transaction for the lot: the app log filters a page by it.
-func (s *Service) HomesOf(uids []string) (map[string]uint64, error) {
-	out := map[string]uint64{}
+// AssetHome is an asset's kind and home location (0: none).
+type AssetHome struct {
+	Kind string
+	Home uint64
+}
+
+// HomesOf returns the kind and home of each uid that names an asset now,
+// current or former; a uid that names none (a user, the configuration, a
+// deleted asset) is absent. One read transaction for the lot: the app log
+// filters a page by it.
+func (s *Service) HomesOf(uids []string) (map[string]AssetHome, error) {
+	out := map[string]AssetHome{}
 	err := s.view(func(t *store.AssetTx) error {
 		for _, uid := range uids {
 			ref, ok := resolve(t, uid)
@@ -52,15 +58,15 @@ func (s *Service) HomesOf(uids []string) (map[string]uint64, error) {
 			switch ref.Kind {
 			case store.KindBeacon:
 				if b, err := t.Beacon(ref.ID); err == nil {
-					out[uid] = b.LocationID
+					out[uid] = AssetHome{ref.Kind, b.LocationID}
 				}
 			case store.KindGateway:
 				if g, err := t.Gateway(ref.ID); err == nil {
-					out[uid] = g.LocationID
+					out[uid] = AssetHome{ref.Kind, g.LocationID}
 				}
 			case store.KindEInk:
 				if d, err := t.EInk(ref.ID); err == nil {
-					out[uid] = d.LocationID
+					out[uid] = AssetHome{ref.Kind, d.LocationID}
 				}
 			}
 		}

@@ -123,6 +123,14 @@ func ValidatePassword(field, pw string) error {
 	return nil
 }
 
+// invisible reports characters that draw nothing: control and format
+// characters, spaces, variation selectors and the other default-ignorable
+// code points (a combining grapheme joiner, the Hangul fillers: a review
+// found them beyond Cf).
+func invisible(r rune) bool {
+	return unicode.In(r, unicode.Cc, unicode.Cf, unicode.Variation_Selector, unicode.Other_Default_Ignorable_Code_Point) || unicode.IsSpace(r)
+}
+
 // ValidateEmail checks that e is a plain address.
 func ValidateEmail(e string) error {
 	a, err := mail.ParseAddress(e)
@@ -131,7 +139,7 @@ func ValidateEmail(e string) error {
 	}
 	// Invisible characters (zero-width space, soft hyphen, direction
 	// marks) made "admin@beaconhub.local" twice over (a black-box check).
-	if strings.IndexFunc(a.Address, func(r rune) bool { return unicode.In(r, unicode.Cc, unicode.Cf) || unicode.IsSpace(r) }) >= 0 {
+	if strings.IndexFunc(a.Address, invisible) >= 0 {
 		return apperr.InvalidField("email", "email may not contain invisible or control characters")
 	}
 	return nil
@@ -241,6 +249,12 @@ func (s *Service) UpdateUser(id uint64, c UserChange) (*store.User, error) {
 		if hash != "" {
 			u.PasswordHash, u.MustChangePassword, u.PasswordChangedAt = hash, true, now
 			u.SessionGen++
+		}
+		if u.Role == RoleAPI && u.MustChangePassword && hash == "" {
+			// The flag would be cleared on a password nobody chose: the
+			// untouched default admin made api would keep the install
+			// file's password for good (a review).
+			return apperr.InvalidField("password", "this account must still change its password: give it one in the same request to make it an api account")
 		}
 		if u.Role == RoleAPI {
 			// An api account cannot change its own password

@@ -42,6 +42,11 @@ func TestCreateUserValidation(t *testing.T) {
 		{"admin@beaconhub.local\u00ad", testPassword, RoleUser, "email"},
 		{"user@x.org\u200b", testPassword, RoleUser, "email"},
 		{"us\u200er@x.org", testPassword, RoleUser, "email"},
+		{"admin@beaconhub.local\u034f", testPassword, RoleUser, "email"},
+		{"admin@beaconhub.local\ufe0f", testPassword, RoleUser, "email"},
+		{"adm\u180bin@beaconhub.local", testPassword, RoleUser, "email"},
+		{"admin@beaconhub.local\u3164", testPassword, RoleUser, "email"},
+		{"admin\u115f@beaconhub.local", testPassword, RoleUser, "email"},
 	} {
 		_, err := f.s.CreateUser(tc.email, tc.pw, tc.role, false)
 		e, ok := apperr.As(err)
