@@ -269,13 +269,13 @@ func (s *Service) toIndividual(cat string) {
 		_, iv := s.mode(cat)
 		for _, h := range health {
 			if raise[h.Key] {
-				if m := HealthAlert(healthActivation(h)); s.announce(h.Key, true, iv, m, false) {
+				if m := HealthAlert(healthActivation(h)); s.announce(h.Key, true, iv, m, false, false) {
 					s.immediate(m) // the vendor heard it when it happened
 				}
 			}
 		}
 		for _, key := range clear {
-			if m := HealthAlert(healthRecovery(key, 0, clearAt[key])); s.announce(key, false, iv, m, false) {
+			if m := HealthAlert(healthRecovery(key, 0, clearAt[key])); s.announce(key, false, iv, m, false, false) {
 				s.immediate(m)
 			}
 		}
@@ -416,7 +416,13 @@ func (s *Service) mode(cat string) (bulk bool, interval time.Duration) {
 // to fall within the cooldown and go unsent, and a review saw staff
 // told "Resolved: alertsys_down" for the rest of an outage. ops says m
 // also goes to the vendor ops topic when a held recovery is sent.
-func (s *Service) announce(key string, active bool, cooldown time.Duration, m Message, ops bool) bool {
+//
+// critical: the spec's critical cooldown (infrastructure health,
+// panic/watch not-seen), whose "recovery is immediate": never held, so
+// staff never read "alertsys unreachable" for hours under a green
+// dashboard (a black-box check saw a second outage's recovery held 6 h).
+// Such a flapping condition costs two messages per flap.
+func (s *Service) announce(key string, active bool, cooldown time.Duration, m Message, ops, critical bool) bool {
 	now := s.clk.Now().UnixMilli()
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -440,7 +446,7 @@ func (s *Service) announce(key string, active bool, cooldown time.Duration, m Me
 		// fixed at the flap, a cooldown lowered since still held it the
 		// old length, and measured by the cooldown now alone, one raised
 		// since held a flap whose window had ended (reviews).
-		if f, flapped := s.st.Flap[key]; flapped {
+		if f, flapped := s.st.Flap[key]; flapped && !critical {
 			if end := f.end(cooldown); now < end {
 				s.st.Held[key] = heldRecovery{Due: end, Msg: m, Ops: ops, Window: f}
 				return false
@@ -568,7 +574,7 @@ func (s *Service) sensor(r store.SensorConditionRecord) {
 		} else {
 			msg = SensorRecovery(r, d)
 		}
-		send = s.announce(r.Key, active, secs(cfg.PushSensorsCooldownSeconds), msg, false)
+		send = s.announce(r.Key, active, secs(cfg.PushSensorsCooldownSeconds), msg, false, false)
 	case condNotSeen:
 		s.mu.Lock()
 		wasCritical := s.st.Critical[r.Key]
@@ -584,7 +590,7 @@ func (s *Service) sensor(r store.SensorConditionRecord) {
 			s.mu.Unlock()
 			s.track(CatNotSeen, r.Key, phaseOf(r.Phase), r.Message, r.Since, r.At, false)
 			msg = NotSeenAlert(r, d)
-			send = s.announce(r.Key, active, secs(cfg.PushCriticalCooldownSeconds), msg, false)
+			send = s.announce(r.Key, active, secs(cfg.PushCriticalCooldownSeconds), msg, false, true)
 			if !active {
 				// Critical until its recovery goes: a held one is re-checked
 				// against the critical cooldown, not the sensor not-seen
@@ -668,7 +674,7 @@ func (s *Service) bulkOrIndividual(cat string, r store.SensorConditionRecord, m 
 	if bulk {
 		return false, m
 	}
-	return s.announce(r.Key, r.Phase != store.HealthResolved, iv, m, false), m
+	return s.announce(r.Key, r.Phase != store.HealthResolved, iv, m, false, false), m
 }
 
 func (s *Service) health(h store.HealthRecord) {
@@ -706,7 +712,7 @@ func (s *Service) health(h store.HealthRecord) {
 	if isFleetKey(h.Key) {
 		bulk, iv := s.mode(CatHealth)
 		s.track(CatHealth, h.Key, phaseOf(h.Phase), m.Title, h.Since, h.At, bulk)
-		if !bulk && s.announce(h.Key, active, iv, m, false) { // ops hears every fleet change below
+		if !bulk && s.announce(h.Key, active, iv, m, false, false) { // ops hears every fleet change below
 			s.immediate(m)
 		}
 		s.ops(m) // the vendor sees every fleet change
@@ -715,7 +721,7 @@ func (s *Service) health(h store.HealthRecord) {
 	}
 	// Infrastructure: immediate with the critical repeat cooldown.
 	s.track(CatHealth, h.Key, phaseOf(h.Phase), m.Title, h.Since, h.At, false)
-	if s.announce(h.Key, active, secs(s.live.Get().PushCriticalCooldownSeconds), m, true) {
+	if s.announce(h.Key, active, secs(s.live.Get().PushCriticalCooldownSeconds), m, true, true) {
 		s.immediate(m)
 		s.ops(m)
 	}
