@@ -76,6 +76,16 @@ func (s *Server) integrationAlerts(w http.ResponseWriter, r *http.Request, _ htt
 		if err != nil {
 			return apperr.InvalidField("after_id", "after_id must be a non-negative integer")
 		}
+		// A cursor past the newest id was never handed out: a database
+		// restored from a backup, or a client's bug. Followed, it skipped
+		// every alert until ids reached it (a black-box check); say so.
+		seq, err := s.deps.DB.EventSequence()
+		if err != nil {
+			return err
+		}
+		if after > seq {
+			return apperr.InvalidField("after_id", "after_id %d is past the newest event id %d: follow again without after_id (was the database restored?)", after, seq)
+		}
 		if evs, next, err = s.deps.DB.EventsAfter(f, after, limit, 0); err != nil {
 			return err
 		}
