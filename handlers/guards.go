@@ -34,9 +34,12 @@ func (g Guard) String() string {
 const (
 	msgAuthRequired  = "authentication required"
 	msgAdminRequired = "admin privileges required"
-	msgAPIForbidden  = "this route is not available to api accounts"
-	msgDBNotReady    = "database is not ready"
-	msgMustChange    = "password change required: POST /api/v1/change-password first"
+	// The integration routes also take api accounts: "admin privileges
+	// required" sent a user to the wrong remedy (a black-box check).
+	msgIntegrationRequired = "an api or admin account is required"
+	msgAPIForbidden        = "this route is not available to api accounts"
+	msgDBNotReady          = "database is not ready"
+	msgMustChange          = "password change required: POST /api/v1/change-password first"
 )
 
 type routeKey struct{}
@@ -132,7 +135,7 @@ func (s *Server) check(rt Route, r *http.Request, out **http.Request) error {
 		}
 	case Integration:
 		if claims.Role != auth.RoleAdmin && claims.Role != auth.RoleAPI {
-			return apperr.Forbidden(msgAdminRequired)
+			return apperr.Forbidden(msgIntegrationRequired)
 		}
 	case Auth, TokenAuth:
 		if claims.Role == auth.RoleAPI {

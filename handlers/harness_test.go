@@ -309,7 +309,7 @@ func (r *response) expect(t *testing.T, status int) *response {
 func (r *response) isGuardRefusal() bool {
 	switch r.Code {
 	case http.StatusForbidden:
-		return r.Message == msgAuthRequired || r.Message == msgAdminRequired || r.Message == msgAPIForbidden
+		return r.Message == msgAuthRequired || r.Message == msgAdminRequired || r.Message == msgAPIForbidden || r.Message == msgIntegrationRequired
 	case http.StatusBadRequest:
 		return r.Message == msgDBNotReady
 	}
