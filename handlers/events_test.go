@@ -3,6 +3,7 @@ package handlers
 import (
 	"bytes"
 	"encoding/csv"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -44,6 +45,16 @@ func TestEventsListFiltersAndPaging(t *testing.T) {
 			Test: i == 5, CreatedAt: int64(i) * 1000})
 	}
 	tok := h.token("user")
+	// Every listed field is there for an event of a beacon with no home
+	// heard by an unregistered gateway ("" or 0), not left out (a
+	// black-box check).
+	var raw struct{ Events []map[string]json.RawMessage }
+	h.get("/api/v1/events?limit=1", tok).expect(t, http.StatusOK).decodePayload(t, &raw)
+	for _, k := range []string{"location_id", "location", "gateway_uid", "gateway_name", "gateway_location", "alertsys_message"} {
+		if _, has := raw.Events[0][k]; !has {
+			t.Errorf("event without %q: %v", k, raw.Events[0])
+		}
+	}
 
 	var all []uint64
 	path := "/api/v1/events?limit=5"

@@ -39,6 +39,9 @@ const (
 
 // Event is one beacon event. Several gateway reports of the same press (or
 // motion) within the dedup window are merged into one event.
+// Event fields an API client reads are always present ("" or 0 when
+// unknown: a beacon with no home, an unregistered gateway), as api.md
+// lists them; they were left out (a black-box check).
 type Event struct {
 	ID              uint64   `json:"id"`
 	Status          string   `json:"status"`
@@ -49,12 +52,12 @@ type Event struct {
 	MAC             string   `json:"mac"`
 	BeaconName      string   `json:"beacon_name"`
 	BeaconType      string   `json:"beacon_type"`
-	LocationID      uint64   `json:"location_id,omitempty"`
-	Location        string   `json:"location,omitempty"` // home location path, "Site / Ward / Room"
-	Gateway         string   `json:"gateway"`            // MAC of the gateway that reported first
-	GatewayUID      string   `json:"gateway_uid,omitempty"`
-	GatewayName     string   `json:"gateway_name,omitempty"`
-	GatewayLocation string   `json:"gateway_location,omitempty"`
+	LocationID      uint64   `json:"location_id"`
+	Location        string   `json:"location"` // home location path, "Site / Ward / Room"; "" with none
+	Gateway         string   `json:"gateway"`  // MAC of the gateway that reported first
+	GatewayUID      string   `json:"gateway_uid"`
+	GatewayName     string   `json:"gateway_name"`
+	GatewayLocation string   `json:"gateway_location"`
 	Gateways        []string `json:"gateways"` // every gateway merged, first first
 	Reports         int      `json:"reports"`  // gateway reports merged
 	RSSI            int      `json:"rssi"`     // strongest RSSI among them
@@ -62,7 +65,7 @@ type Event struct {
 	CreatedAt       int64    `json:"created_at"` // server receive time of the first report: the dedup anchor
 	UpdatedAt       int64    `json:"updated_at"`
 	Alertsys        string   `json:"alertsys,omitempty"`
-	AlertsysMessage string   `json:"alertsys_message,omitempty"`
+	AlertsysMessage string   `json:"alertsys_message"`
 	AlertsysAt      int64    `json:"alertsys_at,omitempty"`
 }
 
