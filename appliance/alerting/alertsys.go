@@ -34,7 +34,16 @@ type Error struct {
 	HTTPStatus int
 	Retryable  bool
 	Msg        string
+	// RetryAfter is a busy alertsys's Retry-After (429, 503), at most
+	// MaxRetryAfter: the worker waits at least that long before the next
+	// attempt where the press's bound allows. It retried at its own 1, 3
+	// and 10 s whatever alertsys asked (a black-box check).
+	RetryAfter time.Duration
 }
+
+// MaxRetryAfter caps a Retry-After alertsys asks for: a press has
+// RecoverWindow in all, and a minute's wait is already long for an SOS.
+const MaxRetryAfter = time.Minute
 
 func (e *Error) Error() string { return "alertsys: " + e.Msg }
 
@@ -138,7 +147,7 @@ func (c *Client) Convene(ctx context.Context, req ConveneRequest) (ConveneRespon
 			return ConveneResponse{}, err
 		}
 		seq := c.health.begin()
-		status, raw, dur, err := c.post(ctx, ep.base+ep.convene, body, map[string]string{
+		status, raw, after, dur, err := c.post(ctx, ep.base+ep.convene, body, map[string]string{
 			"Authorization": "Bearer " + tok, "Idempotency-Key": key})
 		if err == nil && status == http.StatusUnauthorized && !relogin {
 			c.dropToken(tok)
@@ -147,6 +156,7 @@ func (c *Client) Convene(ctx context.Context, req ConveneRequest) (ConveneRespon
 		}
 		if err == nil && (status < 200 || status > 299) {
 			err = statusError(status, "convene")
+			err.(*Error).RetryAfter = after
 			if status == http.StatusUnauthorized && c.loginSince(login) {
 				// A token refused right after a login, and another login
 				// (a probe's, another convene's) has begun since, whose
@@ -238,14 +248,16 @@ func (c *Client) tokenFor(ctx context.Context, ep endpoints, rejected string, fo
 	now := c.clock.Now()
 	body, _ := json.Marshal(LoginRequest{Username: ep.user, Password: ep.pass})
 	seq := c.health.begin()
-	status, raw, dur, err := c.post(ctx, ep.base+ep.login, body, nil)
+	status, raw, after, dur, err := c.post(ctx, ep.base+ep.login, body, nil)
 	var lr LoginResponse
 	switch {
 	case err != nil:
 	case status == http.StatusUnauthorized || status == http.StatusForbidden:
 		err = &Error{Code: "login_refused", HTTPStatus: status, Msg: fmt.Sprintf("login refused (HTTP %d): check the alertsys credentials", status)}
 	case status < 200 || status > 299:
-		err = statusError(status, "login")
+		e := statusError(status, "login")
+		e.RetryAfter = after
+		err = e
 	case json.Unmarshal(raw, &lr) != nil || lr.Token == "":
 		err = &Error{Code: "bad_response", HTTPStatus: status, Retryable: true, Msg: "login answer is not JSON with a token"}
 	}
@@ -273,14 +285,14 @@ func statusError(status int, what string) *Error {
 }
 
 // post sends one JSON request under the total timeout and reads a bounded
-// body. Durations use the wall clock: they measure the network, not the
+// body, with the Retry-After of a 429 or 503. Durations use the wall clock: they measure the network, not the
 // injected clock.
-func (c *Client) post(ctx context.Context, url string, body []byte, hdr map[string]string) (int, []byte, time.Duration, error) {
+func (c *Client) post(ctx context.Context, url string, body []byte, hdr map[string]string) (int, []byte, time.Duration, time.Duration, error) {
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
 	if err != nil {
-		return 0, nil, 0, &Error{Code: "transport", Msg: "bad alertsys URL"}
+		return 0, nil, 0, 0, &Error{Code: "transport", Msg: "bad alertsys URL"}
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json")
@@ -290,15 +302,19 @@ func (c *Client) post(ctx context.Context, url string, body []byte, hdr map[stri
 	start := time.Now()
 	resp, err := c.http.Do(req)
 	if err != nil {
-		return 0, nil, time.Since(start), transportError(err)
+		return 0, nil, 0, time.Since(start), transportError(err)
 	}
 	defer resp.Body.Close()
 	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxResponse))
 	dur := time.Since(start)
 	if err != nil {
-		return resp.StatusCode, nil, dur, transportError(err)
+		return resp.StatusCode, nil, 0, dur, transportError(err)
 	}
-	return resp.StatusCode, raw, dur, nil
+	var after time.Duration
+	if resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable {
+		after = retryAfter(resp.Header.Get("Retry-After"), time.Now())
+	}
+	return resp.StatusCode, raw, after, dur, nil
 }
 
 // transportError turns a transport error into a stable code; all are retryable.
@@ -322,4 +338,19 @@ func transportError(err error) *Error {
 func isTimeout(err error) bool {
 	var t interface{ Timeout() bool }
 	return errors.As(err, &t) && t.Timeout()
+}
+
+// retryAfter reads a Retry-After value, seconds or an HTTP date, capped
+// at MaxRetryAfter; 0 when absent or unreadable.
+func retryAfter(v string, now time.Time) time.Duration {
+	if v == "" {
+		return 0
+	}
+	var d time.Duration
+	if n, err := strconv.Atoi(strings.TrimSpace(v)); err == nil {
+		d = time.Duration(n) * time.Second
+	} else if t, err := http.ParseTime(v); err == nil {
+		d = t.Sub(now)
+	}
+	return min(max(d, 0), MaxRetryAfter)
 }

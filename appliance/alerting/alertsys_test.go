@@ -295,3 +295,29 @@ func TestWhichAnswersAreRetried(t *testing.T) {
 		}
 	}
 }
+
+// A 429 or 503 carries alertsys's Retry-After (seconds or a date), at
+// most MaxRetryAfter; other answers none.
+func TestConveneReadsRetryAfter(t *testing.T) {
+	fake := alertsystest.New()
+	defer fake.Close()
+	c, _ := newClient(t, fake, clock.NewFake(t0), time.Second)
+	for _, tc := range []struct {
+		status int
+		header string
+		want   time.Duration
+	}{
+		{429, "20", 20 * time.Second},
+		{503, "3600", alerting.MaxRetryAfter},
+		{429, time.Now().Add(30 * time.Second).UTC().Format(http.TimeFormat), 30 * time.Second},
+		{429, "soon", 0},
+		{500, "20", 0},
+	} {
+		fake.Set(func(s *alertsystest.Server) { s.FailConvene, s.RetryAfter = tc.status, tc.header })
+		_, err := c.Convene(context.Background(), sampleRequest(1))
+		var ae *alerting.Error
+		if !errors.As(err, &ae) || ae.RetryAfter > tc.want || ae.RetryAfter < tc.want-2*time.Second {
+			t.Errorf("HTTP %d Retry-After %q: %v (after %v), want %v", tc.status, tc.header, err, ae.RetryAfter, tc.want)
+		}
+	}
+}

@@ -413,6 +413,9 @@ func (w *Worker) attempt(j *job) {
 	var ae *Error
 	retryable := !errors.As(err, &ae) || ae.Retryable
 	b := w.o.Backoff[min(j.attempts-1, len(w.o.Backoff)-1)]
+	if ae != nil && ae.RetryAfter > b && w.inTime(j, w.clock.Now().Add(ae.RetryAfter)) {
+		b = ae.RetryAfter // as alertsys asked, where the press's bound allows
+	}
 	if retryable && (w.o.Attempts <= 0 || j.attempts < w.o.Attempts) && w.inTime(j, w.clock.Now().Add(b)) {
 		w.mu.Lock()
 		j.inflight = false

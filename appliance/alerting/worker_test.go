@@ -193,3 +193,25 @@ func TestStopLetsAConveneUnderWayFinish(t *testing.T) {
 		}
 	}
 }
+
+// A busy alertsys's Retry-After is waited out, where the press's bound
+// allows: the worker retried at its own 1 s whatever alertsys asked (a
+// black-box check).
+func TestWorkerWaitsOutRetryAfter(t *testing.T) {
+	clk := clock.NewFake(t0)
+	busy := &alerting.Error{Code: "http_status", HTTPStatus: 429, Retryable: true, Msg: "busy", RetryAfter: 20 * time.Second}
+	c := &scripted{configured: true, script: []error{busy}, clock: clk}
+	w, result := startWorker(t, alerting.WorkerOptions{Client: c, Clock: clk, Logger: quiet,
+		Backoff: []time.Duration{time.Second, 3 * time.Second}})
+	w.Enqueue(store.Event{ID: 1, BeaconType: "panic", CreatedAt: clk.Now().UnixMilli()})
+	poll(t, "sent", clk, 500*time.Millisecond, func() bool { _, ok := result(1); return ok })
+	c.mu.Lock()
+	waited := c.at[1].Sub(c.at[0])
+	c.mu.Unlock()
+	if waited < 20*time.Second || waited > 21*time.Second {
+		t.Errorf("retried %v after a 429 with Retry-After 20 s", waited)
+	}
+	if r, _ := result(1); r.State != store.AlertsysSent {
+		t.Errorf("event 1 = %+v", r)
+	}
+}

@@ -75,6 +75,8 @@ type Server struct {
 	FailStatus int
 	// FailLogin / FailConvene answer only that endpoint with the status.
 	FailLogin, FailConvene int
+	// RetryAfter, when set, is sent as Retry-After with those failures.
+	RetryAfter string
 	// BadJSON answers 200 with a body that is not JSON.
 	BadJSON bool
 	// Slow makes every convene take this long to answer (a loaded
@@ -249,6 +251,9 @@ func (s *Server) convene(w http.ResponseWriter, r *http.Request) {
 		s.mu.Unlock()
 		return
 	case s.FailConvene != 0:
+		if s.RetryAfter != "" {
+			w.Header().Set("Retry-After", s.RetryAfter)
+		}
 		w.WriteHeader(s.FailConvene)
 		s.mu.Unlock()
 		return
