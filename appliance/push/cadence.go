@@ -499,6 +499,12 @@ func (f flapWindow) end(now time.Duration) int64 {
 	return f.Start + min(f.Cooldown, now.Milliseconds())
 }
 
+// criticalKey says whether key is under the spec's critical cooldown:
+// infrastructure health, or a panic/watch not-seen; with s.mu held.
+func (s *Service) criticalKey(cat, key string) bool {
+	return cat == CatHealth && !isFleetKey(key) || cat == CatNotSeen && s.st.Critical[key]
+}
+
 // dueRecoveries takes the held recoveries whose cooldown ended, with
 // s.mu held.
 func (s *Service) dueRecoveriesLocked(now int64) []heldRecovery {
@@ -510,6 +516,12 @@ func (s *Service) dueRecoveriesLocked(now int64) []heldRecovery {
 		end := h.Due
 		if cd, ok := s.cooldownFor(cfg, h.Msg.Category, key); ok && h.Window.Start > 0 {
 			end = min(end, h.Window.end(cd))
+		}
+		if s.criticalKey(h.Msg.Category, key) {
+			// Held by an older release, whose state this is: critical
+			// recoveries are no longer held (announce), so it goes now,
+			// not at the old due time up to 6 h on.
+			end = now
 		}
 		if now < end {
 			continue
