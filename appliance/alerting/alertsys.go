@@ -348,7 +348,7 @@ func retryAfter(v string, now time.Time) time.Duration {
 	}
 	var d time.Duration
 	if n, err := strconv.Atoi(strings.TrimSpace(v)); err == nil {
-		d = time.Duration(n) * time.Second
+		d = time.Duration(min(n, int(MaxRetryAfter/time.Second))) * time.Second // no overflow to 0 (a review)
 	} else if t, err := http.ParseTime(v); err == nil {
 		d = t.Sub(now)
 	}

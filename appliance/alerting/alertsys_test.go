@@ -309,6 +309,7 @@ func TestConveneReadsRetryAfter(t *testing.T) {
 	}{
 		{429, "20", 20 * time.Second},
 		{503, "3600", alerting.MaxRetryAfter},
+		{429, "10000000000", alerting.MaxRetryAfter},
 		{429, time.Now().Add(30 * time.Second).UTC().Format(http.TimeFormat), 30 * time.Second},
 		{429, "soon", 0},
 		{500, "20", 0},
