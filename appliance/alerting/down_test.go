@@ -82,7 +82,7 @@ func TestAlertsysDown(t *testing.T) {
 	if maxQueue > queueCap {
 		t.Errorf("queue grew to %d, cap %d", maxQueue, queueCap)
 	}
-	poll(t, "alertsys_down", clk, 0, func() bool { return conds.IsActive(status.KeyAlertsysDown) })
+	poll(t, "alertsys_down", clk, time.Second, func() bool { return conds.IsActive(status.KeyAlertsysDown) })
 	st := worker.Stats()
 	if st.Dropped == 0 || st.QueueLen > queueCap {
 		t.Errorf("while down: %+v", st)

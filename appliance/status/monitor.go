@@ -59,9 +59,13 @@ type Monitor struct {
 	// check runs a second from a 10 s one, and two failures a second apart
 	// raised mqtt_down 3 s into an outage (a black-box check).
 	mqttBadSince time.Time
-	fleet        FleetSnapshot
-	timers       []clock.Timer
-	stopped      bool
+	// alertsysBadSince: the first failed alertsys exchange since the last
+	// success; alertsys_down waits until failures have lasted a check
+	// interval.
+	alertsysBadSince time.Time
+	fleet            FleetSnapshot
+	timers           []clock.Timer
+	stopped          bool
 
 	probeMu map[string]*sync.Mutex // one probe per target at a time
 	// rechecks are the alertsys probes a settings change started;
@@ -205,15 +209,40 @@ func (m *Monitor) alertsysOutcome(st alerting.Status) {
 		// answering and refusing, which waiting will not mend; 408 and
 		// 429 are it being busy, which waiting will.
 		what := "alertsys unreachable: "
-		if st.HTTPStatus >= 400 && st.HTTPStatus < 500 && st.HTTPStatus != http.StatusRequestTimeout && st.HTTPStatus != http.StatusTooManyRequests {
+		refused := st.HTTPStatus >= 400 && st.HTTPStatus < 500 && st.HTTPStatus != http.StatusRequestTimeout && st.HTTPStatus != http.StatusTooManyRequests
+		if refused {
 			what = "alertsys refuses the request: "
 		}
-		m.o.Conditions.Set(KeyAlertsysDown, true, what+st.Message)
+		// Unreachable or busy is raised once failures have lasted a check
+		// interval with no success between, as mqtt_down is: raised at
+		// the first, a flaky alertsys (every other convene 429) flipped
+		// it on every request, and since critical recoveries go at once
+		// (spec) each flip was two messages to staff and the vendor (a
+		// review). A refusal, which waiting will not mend, is raised at
+		// once.
+		m.mu.Lock()
+		now := m.o.Clock.Now()
+		if m.alertsysBadSince.IsZero() {
+			m.alertsysBadSince = now
+		}
+		lasting := refused || now.Sub(m.alertsysBadSince) >= m.o.MQTTInterval
+		m.mu.Unlock()
+		if lasting {
+			m.o.Conditions.Set(KeyAlertsysDown, true, what+st.Message)
+		}
 	case alerting.StateOK:
+		m.resetAlertsysBad()
 		m.o.Conditions.Set(KeyAlertsysDown, false, "alertsys reachable again")
 	case alerting.StateDisabled:
+		m.resetAlertsysBad()
 		m.o.Conditions.Set(KeyAlertsysDown, false, "alertsys no longer configured")
 	}
+}
+
+func (m *Monitor) resetAlertsysBad() {
+	m.mu.Lock()
+	m.alertsysBadSince = time.Time{}
+	m.mu.Unlock()
 }
 
 // checkMQTT reads the broker's flags; with dial it also connects to the

@@ -342,6 +342,13 @@ func TestAlertsysRefusalIsNamed(t *testing.T) {
 	for _, st := range []alerting.Status{{Message: "convene: connection refused"}, {HTTPStatus: 429, Message: "busy"}, {HTTPStatus: 408, Message: "slow"}} {
 		f.mon.alertsysOutcome(alerting.Status{State: alerting.StateOK})
 		st.State = alerting.StateDown
+		// Unreachable or busy is raised once it lasted a check interval:
+		// the first failure alone is not an outage.
+		f.mon.alertsysOutcome(st)
+		if f.conds.IsActive(KeyAlertsysDown) {
+			t.Fatalf("raised at the first failure %+v", st)
+		}
+		f.clk.Advance(10 * time.Second)
 		f.mon.alertsysOutcome(st)
 		f.mu.Lock()
 		got = f.heard[len(f.heard)-1]
@@ -373,6 +380,8 @@ func TestAlertsysSettingsChangeProbesAtOnce(t *testing.T) {
 	client := alerting.NewClient(alerting.ClientOptions{Live: live, Clock: f.clk})
 	mon := NewMonitor(Options{Live: live, Clock: f.clk, Logger: quiet, Conditions: f.conds, Alertsys: client})
 	t.Cleanup(mon.Stop)
+	mon.checkAlertsys(context.Background())
+	f.clk.Advance(10 * time.Second) // an outage once it lasted a check interval
 	mon.checkAlertsys(context.Background())
 	if !f.conds.IsActive(KeyAlertsysDown) {
 		t.Fatal("alertsys answering 503: not down")
@@ -417,8 +426,11 @@ func TestACorrectedAlertsysIsNotHeldDown(t *testing.T) {
 			mon := NewMonitor(Options{Live: live, Clock: f.clk, Logger: quiet, Conditions: f.conds, Alertsys: client})
 			t.Cleanup(mon.Stop)
 			mon.Start()
-			if _, err := client.Convene(context.Background(), alerting.ConveneRequest{Rule: "sos", EventID: 1}); err == nil {
-				t.Fatal("convene answered 503: no error")
+			for i := 0; i < 2; i++ { // an outage once it lasted a check interval
+				if _, err := client.Convene(context.Background(), alerting.ConveneRequest{Rule: "sos", EventID: 1}); err == nil {
+					t.Fatal("convene answered 503: no error")
+				}
+				f.clk.Advance(10 * time.Second)
 			}
 			if !f.conds.IsActive(KeyAlertsysDown) {
 				t.Fatal("not down after the failed convene")
@@ -515,5 +527,26 @@ func TestAStaleConditionResolvesOnALaggingGatewayClock(t *testing.T) {
 		map[string]bool{FleetKey("stale", "SEN-1"): true})
 	if _, stale := want[FleetKey("stale", "SEN-1")]; stale {
 		t.Fatal("heard two minutes ago by a gateway running late, still stale")
+	}
+}
+
+// A flaky alertsys (every other convene busy) does not flip
+// alertsys_down on every request: unreachable or busy is an outage once
+// failures lasted a check interval with no success between. Raised at
+// the first failure, it flipped ten times in ten seconds, two messages
+// each to staff and the vendor now that critical recoveries go at once
+// (a review).
+func TestAFlakyAlertsysDoesNotFlap(t *testing.T) {
+	f := newFixture(t)
+	for i := 0; i < 20; i++ {
+		st := alerting.Status{State: alerting.StateOK}
+		if i%2 == 0 {
+			st = alerting.Status{State: alerting.StateDown, HTTPStatus: 429, Message: "busy"}
+		}
+		f.mon.alertsysOutcome(st)
+		f.clk.Advance(time.Second)
+	}
+	if got := f.transitions(); len(got) != 0 {
+		t.Fatalf("a flaky alertsys flipped alertsys_down: %v", got)
 	}
 }
