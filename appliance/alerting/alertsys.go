@@ -16,6 +16,7 @@ import (
 
 	"beaconhub/appliance/clock"
 	"beaconhub/appliance/config"
+	"beaconhub/appliance/httpwait"
 )
 
 // DefaultTokenTTL applies when a login answer gives no lifetime.
@@ -340,17 +341,9 @@ func isTimeout(err error) bool {
 	return errors.As(err, &t) && t.Timeout()
 }
 
-// retryAfter reads a Retry-After value, seconds or an HTTP date, capped
-// at MaxRetryAfter; 0 when absent or unreadable.
+// retryAfter is what a Retry-After value asks for, capped at
+// MaxRetryAfter; 0 when absent or unreadable.
 func retryAfter(v string, now time.Time) time.Duration {
-	if v == "" {
-		return 0
-	}
-	var d time.Duration
-	if n, err := strconv.Atoi(strings.TrimSpace(v)); err == nil {
-		d = time.Duration(min(n, int(MaxRetryAfter/time.Second))) * time.Second // no overflow to 0 (a review)
-	} else if t, err := http.ParseTime(v); err == nil {
-		d = t.Sub(now)
-	}
-	return min(max(d, 0), MaxRetryAfter)
+	d, _ := httpwait.RetryAfter(v, now)
+	return min(d, MaxRetryAfter)
 }

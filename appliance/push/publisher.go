@@ -13,6 +13,7 @@ import (
 
 	"beaconhub/appliance/clock"
 	"beaconhub/appliance/config"
+	"beaconhub/appliance/httpwait"
 	"beaconhub/appliance/status"
 )
 
@@ -261,7 +262,7 @@ func backoffKey(base string) string {
 // a date passed) left the retry to the doubling delay, and repeated 429s
 // held an SOS 2 minutes apart (a review).
 func retryAfter(h string, now time.Time) time.Duration {
-	d, ok := status.RetryAfter(h, now)
+	d, ok := httpwait.RetryAfter(h, now)
 	if !ok {
 		d = DefaultBackoff
 	}

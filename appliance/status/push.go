@@ -12,6 +12,7 @@ import (
 
 	"beaconhub/appliance/clock"
 	"beaconhub/appliance/config"
+	"beaconhub/appliance/httpwait"
 )
 
 // Probe is one push probe result, the shape the spec fixes for both
@@ -81,7 +82,7 @@ func (p *Push) rateLimited(pr *Probe, resp Response, at time.Time) {
 	var until time.Time
 	if limited != nil {
 		until = limited(resp.Header.Get("Retry-After"))
-	} else if d, ok := RetryAfter(resp.Header.Get("Retry-After"), at); ok {
+	} else if d, ok := httpwait.RetryAfter(resp.Header.Get("Retry-After"), at); ok {
 		until = at.Add(min(d, 24*time.Hour)) // a day at most: further off is the server's mistake
 	}
 	if !until.IsZero() {

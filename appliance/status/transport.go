@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"net"
 	"net/http"
 	"net/textproto"
@@ -38,20 +37,6 @@ type Response struct {
 	Body      []byte
 	Duration  time.Duration
 	Transport string // "curl" or "go"
-}
-
-// RetryAfter is the pause a Retry-After header asks for: delay-seconds
-// or an HTTP date (RFC 9110 10.2.3), not below 0; false when it says
-// neither. Callers bound it: the server's word is not taken blindly.
-func RetryAfter(h string, now time.Time) (time.Duration, bool) {
-	h = strings.TrimSpace(h)
-	if s, err := strconv.ParseInt(h, 10, 64); err == nil && s >= 0 {
-		return time.Duration(min(s, int64(math.MaxInt64/time.Second))) * time.Second, true
-	}
-	if t, err := http.ParseTime(h); err == nil {
-		return max(t.Sub(now), 0), true
-	}
-	return 0, false
 }
 
 // TransportError is a failed exchange with a stable code: timeout,
