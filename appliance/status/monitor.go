@@ -50,22 +50,14 @@ type Monitor struct {
 	ctx     context.Context
 	cancel  context.CancelFunc
 
-	mu      sync.Mutex
-	mqtt    MQTTSnapshot
-	dialBad bool // the last dial of the embedded listener failed
-	mqttBad int  // consecutive failed MQTT checks
-	// mqttBadSince is the first of them: the condition waits for a second
-	// failure at least one check interval after it. The minute's dial
-	// check runs a second from a 10 s one, and two failures a second apart
-	// raised mqtt_down 3 s into an outage (a black-box check).
-	mqttBadSince time.Time
-	// alertsysBadSince: the first failed alertsys exchange since the last
-	// success; alertsys_down waits until failures have lasted a check
-	// interval.
-	alertsysBadSince time.Time
-	fleet            FleetSnapshot
-	timers           []clock.Timer
-	stopped          bool
+	mu          sync.Mutex
+	mqtt        MQTTSnapshot
+	dialBad     bool   // the last dial of the embedded listener failed
+	mqttOut     outage // mqtt_down's failed checks
+	alertsysOut outage // alertsys_down's failed exchanges (unreachable or busy)
+	fleet       FleetSnapshot
+	timers      []clock.Timer
+	stopped     bool
 
 	probeMu map[string]*sync.Mutex // one probe per target at a time
 	// rechecks are the alertsys probes a settings change started;
@@ -221,11 +213,7 @@ func (m *Monitor) alertsysOutcome(st alerting.Status) {
 		// review). A refusal, which waiting will not mend, is raised at
 		// once.
 		m.mu.Lock()
-		now := m.o.Clock.Now()
-		if m.alertsysBadSince.IsZero() {
-			m.alertsysBadSince = now
-		}
-		lasting := refused || now.Sub(m.alertsysBadSince) >= m.o.MQTTInterval
+		lasting := m.alertsysOut.fail(m.o.Clock.Now(), m.o.MQTTInterval) || refused
 		m.mu.Unlock()
 		if lasting {
 			m.o.Conditions.Set(KeyAlertsysDown, true, what+st.Message)
@@ -241,8 +229,30 @@ func (m *Monitor) alertsysOutcome(st alerting.Status) {
 
 func (m *Monitor) resetAlertsysBad() {
 	m.mu.Lock()
-	m.alertsysBadSince = time.Time{}
+	m.alertsysOut = outage{}
 	m.mu.Unlock()
+}
+
+// outage tells a lasting failure from a blip, for mqtt_down and
+// alertsys_down alike: failures count once a second one comes at least
+// a check interval after the first with no success between. Raised at
+// the first, mqtt_down came 3 s into an outage (the minute's dial check
+// runs a second from a 10 s one) and a flaky alertsys flipped its
+// condition on every request (a black-box check, a review). Reset it
+// (the zero value) on a success.
+type outage struct {
+	since time.Time // the first failure since the last success
+	fails int
+}
+
+// fail records a failure at now and reports whether the outage is
+// lasting: two failures or more, span apart at least.
+func (o *outage) fail(now time.Time, span time.Duration) bool {
+	if o.fails == 0 {
+		o.since = now
+	}
+	o.fails++
+	return o.fails >= 2 && now.Sub(o.since) >= span
 }
 
 // checkMQTT reads the broker's flags; with dial it also connects to the
@@ -295,17 +305,11 @@ func (m *Monitor) checkMQTT(dial bool) {
 		}
 		m.mu.Lock()
 		m.mqtt = s
+		lasting := false
 		if s.OK {
-			m.mqttBad, m.mqttBadSince = 0, time.Time{}
+			m.mqttOut = outage{}
 		} else {
-			if m.mqttBad == 0 {
-				m.mqttBadSince = m.o.Clock.Now()
-			}
-			m.mqttBad++
-		}
-		bad := m.mqttBad
-		if bad >= 2 && m.o.Clock.Now().Sub(m.mqttBadSince) < m.o.MQTTInterval {
-			bad = 1 // not yet a check interval apart
+			lasting = m.mqttOut.fail(m.o.Clock.Now(), m.o.MQTTInterval)
 		}
 		m.mu.Unlock()
 		// The snapshot tells the truth at once; the condition waits for a
@@ -314,7 +318,7 @@ func (m *Monitor) checkMQTT(dial bool) {
 		switch {
 		case s.OK:
 			m.o.Conditions.Set(KeyMQTTDown, false, "MQTT: "+s.Message)
-		case bad >= 2:
+		case lasting:
 			m.o.Conditions.Set(KeyMQTTDown, true, "MQTT: "+s.Message)
 		}
 	})
